@@ -1,0 +1,1 @@
+"""coordinator: a Kafka-protocol group coordinator (classic and KIP-848) on asyncio."""
