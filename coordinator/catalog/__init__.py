@@ -1,0 +1,5 @@
+"""Topic metadata the coordinator serves and assigns from: names, topic ids, partition counts."""
+
+from .catalog import CatalogError, Topic, TopicCatalog, TopicChange
+
+__all__ = ["CatalogError", "Topic", "TopicCatalog", "TopicChange"]

@@ -1,0 +1,198 @@
+"""The embedded topic catalog.
+
+Owns every topic's name, UUID topic id and partition count. Topics come from the `topics=` config
+declaration, from CreateTopics, and from auto-creation on Metadata; DeleteTopics removes them and
+CreatePartitions-style growth raises a count. Topic ids must survive restarts (KIP-848 assignments
+refer to topics by id), so the catalog is persisted to `<data-dir>/topics.json`, written to a
+temporary file, fsynced and renamed. Listeners are told of every change so consumer groups subscribed
+to a topic can bump their epoch.
+
+Validation follows Kafka (`Topic.validate`): names of 1..249 characters from `[a-zA-Z0-9._-]`, not
+`.` or `..`; partition counts >= 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Kafka error codes the catalog reports (same numbers as Kafka's Errors.java).
+UNKNOWN_TOPIC_OR_PARTITION = 3
+TOPIC_ALREADY_EXISTS = 36
+INVALID_PARTITIONS = 37
+INVALID_REPLICATION_FACTOR = 38
+INVALID_TOPIC_EXCEPTION = 17
+UNKNOWN_TOPIC_ID = 100
+
+_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_NAME_LENGTH = 249
+
+
+class CatalogError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    num_partitions: int
+    configs: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name.startswith("__")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicChange:
+    """A catalog change: `before` None = created, `after` None = deleted, both = altered."""
+
+    before: Topic | None
+    after: Topic | None
+
+
+Listener = Callable[[TopicChange], None]
+
+
+def validate_topic_name(name: str) -> None:
+    if not name:
+        raise CatalogError(INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise CatalogError(INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
+    if len(name) > MAX_NAME_LENGTH:
+        raise CatalogError(
+            INVALID_TOPIC_EXCEPTION,
+            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters",
+        )
+    if not _LEGAL_NAME.fullmatch(name):
+        raise CatalogError(
+            INVALID_TOPIC_EXCEPTION,
+            f"Topic name \"{name}\" is illegal, it contains a character other than "
+            "ASCII alphanumerics, '.', '_' and '-'",
+        )
+
+
+class TopicCatalog:
+    """Name and id indexed topics, optionally persisted to a JSON file."""
+
+    def __init__(self, path: Path | None = None, id_factory: Callable[[], uuid.UUID] = uuid.uuid4) -> None:
+        self._path = path
+        self._new_id = id_factory
+        self._by_name: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
+        self._listeners: list[Listener] = []
+        if path is not None and path.exists():
+            self._load(path)
+
+    # -- reads -------------------------------------------------------------------------------
+    def get(self, name: str) -> Topic | None:
+        return self._by_name.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    def __iter__(self) -> Iterator[Topic]:
+        return iter(sorted(self._by_name.values(), key=lambda t: t.name))
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    # -- writes ------------------------------------------------------------------------------
+    def validate_new(self, name: str, num_partitions: int) -> None:
+        validate_topic_name(name)
+        if name in self._by_name:
+            raise CatalogError(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if num_partitions < 1:
+            raise CatalogError(INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+
+    def create(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic:
+        self.validate_new(name, num_partitions)
+        topic = Topic(name, self._new_id(), num_partitions, dict(configs or {}))
+        self._by_name[name] = topic
+        self._by_id[topic.topic_id] = topic
+        self._save()
+        self._notify(TopicChange(None, topic))
+        return topic
+
+    def delete(self, name: str) -> Topic:
+        topic = self._by_name.pop(name, None)
+        if topic is None:
+            raise CatalogError(UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+        del self._by_id[topic.topic_id]
+        self._save()
+        self._notify(TopicChange(topic, None))
+        return topic
+
+    def grow(self, name: str, num_partitions: int) -> Topic:
+        topic = self._by_name.get(name)
+        if topic is None:
+            raise CatalogError(UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+        if num_partitions <= topic.num_partitions:
+            raise CatalogError(
+                INVALID_PARTITIONS,
+                f"Topic currently has {topic.num_partitions} partitions, which is higher than or "
+                f"equal to the requested {num_partitions}.",
+            )
+        grown = Topic(topic.name, topic.topic_id, num_partitions, topic.configs)
+        self._by_name[name] = grown
+        self._by_id[grown.topic_id] = grown
+        self._save()
+        self._notify(TopicChange(topic, grown))
+        return grown
+
+    # -- persistence -------------------------------------------------------------------------
+    def _notify(self, change: TopicChange) -> None:
+        for listener in self._listeners:
+            listener(change)
+
+    def _load(self, path: Path) -> None:
+        data = json.loads(path.read_text())
+        for entry in data.get("topics", []):
+            topic = Topic(
+                entry["name"], uuid.UUID(entry["topic_id"]), int(entry["num_partitions"]),
+                dict(entry.get("configs", {})),
+            )
+            self._by_name[topic.name] = topic
+            self._by_id[topic.topic_id] = topic
+
+    def _save(self) -> None:
+        if self._path is None:
+            return
+        body = json.dumps(
+            {
+                "version": 1,
+                "topics": [
+                    {
+                        "name": t.name,
+                        "topic_id": str(t.topic_id),
+                        "num_partitions": t.num_partitions,
+                        "configs": t.configs,
+                    }
+                    for t in self
+                ],
+            },
+            indent=1,
+        )
+        tmp = self._path.with_suffix(".json.tmp")
+        with open(tmp, "w") as f:
+            f.write(body)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._path)
+        dir_fd = os.open(self._path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

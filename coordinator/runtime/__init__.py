@@ -1,0 +1,1 @@
+"""asyncio edges: server lifecycle, connections, API dispatch, the shard task and the clock."""

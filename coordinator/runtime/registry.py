@@ -1,0 +1,77 @@
+"""The one registry of implemented APIs.
+
+Every served API is an `ApiHandler`: its key, the versions it really serves, and the callable that
+turns a decoded kio request into a kio response. The ApiVersions answer, the codec's version check
+and the README's table of supported APIs are all generated from this registry, so an API is
+advertised exactly when, and with exactly the versions that, it is implemented.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kio.index import api_key_map
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """What a handler may know about the request besides its body."""
+
+    connection_id: int
+    client_id: str
+    client_host: str
+    api_key: int
+    api_version: int
+    correlation_id: int
+
+
+Handler = Callable[[RequestContext, Any], "Any | Awaitable[Any]"]
+"""Returns the kio response entity of the request's version, or an awaitable of it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiHandler:
+    api_key: int
+    min_version: int
+    max_version: int
+    handle: Handler
+
+    @property
+    def name(self) -> str:
+        return api_name(self.api_key)
+
+
+def api_name(api_key: int) -> str:
+    """Kafka's API name in CamelCase (JoinGroup), as Kafka's docs and metrics spell it."""
+    snake = api_key_map.get(api_key)
+    if snake is None:
+        return f"Unknown{api_key}"
+    special = {"api_versions": "ApiVersions", "offset_for_leader_epoch": "OffsetForLeaderEpoch"}
+    return special.get(snake) or "".join(part.capitalize() for part in snake.split("_"))
+
+
+class ApiRegistry:
+    """api_key -> ApiHandler; built once at start-up."""
+
+    def __init__(self, handlers: Iterable[ApiHandler] = ()) -> None:
+        self._handlers: dict[int, ApiHandler] = {}
+        for handler in handlers:
+            self.add(handler)
+
+    def add(self, handler: ApiHandler) -> None:
+        if handler.api_key in self._handlers:
+            raise ValueError(f"api key {handler.api_key} registered twice")
+        if not 0 <= handler.min_version <= handler.max_version:
+            raise ValueError(f"bad version range for api key {handler.api_key}")
+        self._handlers[handler.api_key] = handler
+
+    def get(self, api_key: int) -> ApiHandler | None:
+        return self._handlers.get(api_key)
+
+    def version_ranges(self) -> Mapping[int, tuple[int, int]]:
+        return {k: (h.min_version, h.max_version) for k, h in sorted(self._handlers.items())}
+
+    def __iter__(self) -> Any:
+        return iter(sorted(self._handlers.values(), key=lambda h: h.api_key))
