@@ -1,0 +1,81 @@
+"""Command line: `coordinator serve` and the operator sub-commands.
+
+`serve` resolves the configuration (see `coordinator.config`), configures logging, and runs the
+server on uvloop until SIGTERM/SIGINT. Configuration problems exit with code 2 and a message naming
+the key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from .config import KEYS, ConfigError, env_name, resolve
+
+
+def _keys_epilog() -> str:
+    width = max(len(k) for k in KEYS)
+    lines = ["configuration keys (default; environment variable COORDINATOR_<KEY>):"]
+    for key in KEYS.values():
+        lines.append(f"  {key.name:<{width}}  = {key.default!s:<28} {key.doc}")
+    lines.append("")
+    lines.append(f"example: {env_name('group.consumer.session.timeout.ms')}=30000 coordinator serve")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="coordinator", description="Kafka-protocol group coordinator.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser(
+        "serve",
+        help="run the coordinator",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_keys_epilog(),
+    )
+    serve.add_argument("--listen", metavar="HOST:PORT", help="Kafka listener (key listeners)")
+    serve.add_argument("--advertised-listener", metavar="HOST:PORT", help="address told to clients (key advertised.listeners)")
+    serve.add_argument("--data-dir", metavar="DIR", help="data directory (key log.dirs)")
+    serve.add_argument("--metrics-listen", metavar="HOST:PORT", help="metrics HTTP listener (key metrics.listen)")
+    serve.add_argument("--config", metavar="FILE", type=Path, help="Kafka-style key=value properties file")
+    serve.add_argument("--override", metavar="KEY=VALUE", action="append", default=[], help="set a key (repeatable)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--log-format", default="auto", choices=["auto", "json", "console"])
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    return 2
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        config = resolve(
+            config_file=args.config,
+            overrides=args.override,
+            flags={
+                "listeners": args.listen,
+                "advertised.listeners": args.advertised_listener,
+                "log.dirs": args.data_dir,
+                "metrics.listen": args.metrics_listen,
+            },
+        )
+    except ConfigError as exc:
+        print(f"coordinator: configuration error: {exc}", file=sys.stderr)
+        return 2
+    from . import logging as coordinator_logging
+
+    coordinator_logging.configure(args.log_level, None if args.log_format == "auto" else args.log_format == "json")
+    import uvloop
+
+    from .runtime.server import serve
+
+    return uvloop.run(serve(config))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

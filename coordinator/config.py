@@ -1,0 +1,304 @@
+"""Configuration: the registry of every key, its type, default and meaning, and how values arrive.
+
+Keys are Kafka's names with Kafka's defaults wherever Kafka has the setting; settings of our own are
+marked as such in their documentation. Values are resolved, lowest precedence first, from:
+
+1. the defaults in `KEYS`;
+2. a `--config FILE` of Kafka-style `key=value` properties (`#` and `!` comments);
+3. environment variables `COORDINATOR_<KEY>` with dots and dashes as underscores
+   (`COORDINATOR_GROUP_CONSUMER_SESSION_TIMEOUT_MS=30000`);
+4. repeatable `--override key=value`;
+5. the dedicated command-line flags (`--listen` and friends), which name a key each.
+
+An unknown key or a value that does not parse or validate raises `ConfigError` naming the key; the
+CLI turns it into exit code 2.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "COORDINATOR_"
+
+
+class ConfigError(Exception):
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+def _parse_int(raw: str) -> int:
+    return int(raw.strip())
+
+
+def _parse_bool(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise ValueError(f"expected true or false, got {raw!r}")
+
+
+def _parse_list(raw: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def _parse_str(raw: str) -> str:
+    return raw.strip()
+
+
+def parse_host_port(raw: str) -> tuple[str, int]:
+    """`host:port`, `PLAINTEXT://host:port` or `[::1]:port`."""
+    value = raw.strip()
+    if "://" in value:
+        scheme, value = value.split("://", 1)
+        if scheme.upper() != "PLAINTEXT":
+            raise ValueError(f"only PLAINTEXT listeners are supported, got {scheme}")
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"expected host:port, got {raw!r}")
+    host = host.strip("[]")
+    port_number = int(port)
+    if not 0 <= port_number <= 65535:
+        raise ValueError(f"port {port_number} out of range")
+    return host, port_number
+
+
+def _parse_listener(raw: str) -> str:
+    parse_host_port(raw)
+    return raw.strip()
+
+
+def _parse_optional_listener(raw: str) -> str:
+    return _parse_listener(raw) if raw.strip() else ""
+
+
+def _parse_topics(raw: str) -> tuple[tuple[str, int], ...]:
+    topics = []
+    for item in _parse_list(raw):
+        name, sep, partitions = item.partition(":")
+        count = int(partitions) if sep else 1
+        if count < 1:
+            raise ValueError(f"topic {name} needs at least one partition")
+        topics.append((name.strip(), count))
+    return tuple(topics)
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    name: str
+    default: str
+    doc: str
+    parse: Callable[[str], Any]
+    check: Callable[[Any], str | None] | None = None
+    """Returns an error message for a parsed value that is out of range."""
+
+
+def _at_least(low: int) -> Callable[[Any], str | None]:
+    return lambda v: None if v >= low else f"must be at least {low}"
+
+
+def _one_of(*choices: str) -> Callable[[Any], str | None]:
+    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}"
+
+
+def _assignors(value: Any) -> str | None:
+    known = ("uniform", "range")
+    if not value:
+        return "must name at least one assignor"
+    unknown = [v for v in value if v not in known]
+    return f"unknown assignor(s) {', '.join(unknown)}; known: {', '.join(known)}" if unknown else None
+
+
+def _protocols(value: Any) -> str | None:
+    unknown = [v for v in value if v not in ("classic", "consumer")]
+    if unknown or "classic" not in value:
+        return "must contain classic and may contain consumer"
+    return None
+
+
+_KEYS: tuple[Key, ...] = (
+    # -- server -------------------------------------------------------------------------------
+    Key("listeners", "PLAINTEXT://127.0.0.1:9092", "Address the Kafka protocol listener binds.", _parse_listener),
+    Key("advertised.listeners", "", "Address given to clients in Metadata and FindCoordinator (default: listeners).", _parse_optional_listener),
+    Key("node.id", "1", "This node's id in Metadata and FindCoordinator answers.", _parse_int, _at_least(0)),
+    Key("cluster.id", "coordinator-embedded", "Cluster id reported in Metadata and DescribeCluster (ours).", _parse_str),
+    Key("log.dirs", "./data", "Data directory: the record log, the topic catalog and the lock.", _parse_str),
+    Key("metrics.listen", "127.0.0.1:9644", "Address of the HTTP listener for /metrics, /healthz and /readyz (ours; empty disables it).", lambda r: r.strip() and _parse_listener(r)),
+    Key("socket.request.max.bytes", "104857600", "Largest request frame accepted; a larger one closes the connection.", _parse_int, _at_least(8)),
+    Key("max.connections", "2147483647", "Most client connections open at once; further ones are closed on accept.", _parse_int, _at_least(1)),
+    Key("shutdown.timeout.ms", "10000", "On SIGTERM, how long in-flight requests may take before connections are cut (ours).", _parse_int, _at_least(0)),
+    # -- embedded catalog ---------------------------------------------------------------------
+    Key("auto.create.topics.enable", "true", "Create unknown topics named in Metadata requests.", _parse_bool),
+    Key("num.partitions", "1", "Partition count of auto-created topics and CreateTopics without a count.", _parse_int, _at_least(1)),
+    Key("topics", "", "Topics declared at start-up, as name:partitions,... (ours).", _parse_topics),
+    # -- classic groups -----------------------------------------------------------------------
+    Key("group.coordinator.rebalance.protocols", "classic,consumer", "Group protocols served.", _parse_list, _protocols),
+    Key("group.initial.rebalance.delay.ms", "3000", "Delay of the first rebalance of an empty classic group, to let more members join.", _parse_int, _at_least(0)),
+    Key("group.min.session.timeout.ms", "6000", "Smallest session timeout a classic member may ask for.", _parse_int, _at_least(1)),
+    Key("group.max.session.timeout.ms", "1800000", "Largest session timeout a classic member may ask for.", _parse_int, _at_least(1)),
+    Key("group.max.size", "2147483647", "Most members of a classic group.", _parse_int, _at_least(1)),
+    # -- consumer groups (KIP-848) ------------------------------------------------------------
+    Key("group.consumer.session.timeout.ms", "45000", "Session timeout of consumer-group members.", _parse_int, _at_least(1)),
+    Key("group.consumer.min.session.timeout.ms", "45000", "Smallest configurable consumer session timeout.", _parse_int, _at_least(1)),
+    Key("group.consumer.max.session.timeout.ms", "60000", "Largest configurable consumer session timeout.", _parse_int, _at_least(1)),
+    Key("group.consumer.heartbeat.interval.ms", "5000", "Heartbeat interval given to consumer-group members.", _parse_int, _at_least(1)),
+    Key("group.consumer.min.heartbeat.interval.ms", "5000", "Smallest configurable consumer heartbeat interval.", _parse_int, _at_least(1)),
+    Key("group.consumer.max.heartbeat.interval.ms", "15000", "Largest configurable consumer heartbeat interval.", _parse_int, _at_least(1)),
+    Key("group.consumer.max.size", "2147483647", "Most members of a consumer group.", _parse_int, _at_least(1)),
+    Key("group.consumer.assignors", "uniform,range", "Server-side assignors; the first is the default.", _parse_list, _assignors),
+    # -- offsets ------------------------------------------------------------------------------
+    Key("offsets.retention.minutes", "10080", "Committed offsets of empty groups expire after this long.", _parse_int, _at_least(1)),
+    Key("offsets.retention.check.interval.ms", "600000", "How often expired offsets are looked for.", _parse_int, _at_least(1)),
+    Key("offset.metadata.max.bytes", "4096", "Largest metadata string of a committed offset.", _parse_int, _at_least(0)),
+    # -- record log ---------------------------------------------------------------------------
+    Key("log.flush.policy", "always", "When appended records are fsynced: always, interval or none (ours).", _parse_str, _one_of("always", "interval", "none")),
+    Key("log.flush.interval.ms", "100", "With log.flush.policy=interval, the longest time between fsyncs (ours).", _parse_int, _at_least(0)),
+    Key("log.segment.bytes", "104857600", "Record log segment size (Kafka's offsets.topic.segment.bytes).", _parse_int, _at_least(1024)),
+    Key("delete.retention.ms", "86400000", "How long compaction keeps tombstones.", _parse_int, _at_least(0)),
+    # -- data plane ---------------------------------------------------------------------------
+    Key("message.max.bytes", "1048588", "Largest record batch a Produce may carry.", _parse_int, _at_least(0)),
+    Key("log.retention.ms", "604800000", "Embedded data plane: age after which batches are dropped (-1: never).", _parse_int, _at_least(-1)),
+    Key("log.retention.bytes", "-1", "Embedded data plane: per-partition size above which oldest batches are dropped (-1: no limit).", _parse_int, _at_least(-1)),
+    Key("max.incremental.fetch.session.cache.slots", "1000", "Most incremental fetch sessions (KIP-227) cached.", _parse_int, _at_least(0)),
+    # -- observability ------------------------------------------------------------------------
+    Key("metrics.group.labels.enable", "false", "Label group metrics with the group id (ours; high cardinality).", _parse_bool),
+)
+
+KEYS: Mapping[str, Key] = {k.name: k for k in _KEYS}
+
+
+class Config(Mapping[str, Any]):
+    """Resolved, typed configuration. Read with `config["group.max.size"]`."""
+
+    def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str]) -> None:
+        self._values = dict(values)
+        self._sources = dict(sources)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Any:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def source(self, key: str) -> str:
+        return self._sources[key]
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self["log.dirs"])
+
+    @property
+    def listen(self) -> tuple[str, int]:
+        return parse_host_port(self["listeners"])
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        return parse_host_port(self["advertised.listeners"] or self["listeners"])
+
+    @property
+    def metrics_listen(self) -> tuple[str, int] | None:
+        raw = self["metrics.listen"]
+        return parse_host_port(raw) if raw else None
+
+
+def parse_properties(text: str, origin: str = "config file") -> dict[str, str]:
+    """Kafka-style properties: `key=value` (or `key: value`), `#`/`!` comments, blank lines."""
+    values: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#!":
+            continue
+        separators = [i for i in (stripped.find("="), stripped.find(":")) if i > 0]
+        if not separators:
+            raise ConfigError(stripped, f"{origin} line {number} is not key=value")
+        cut = min(separators)
+        values[stripped[:cut].strip()] = stripped[cut + 1 :].strip()
+    return values
+
+
+def env_name(key: str) -> str:
+    return ENV_PREFIX + key.upper().replace(".", "_").replace("-", "_")
+
+
+def resolve(
+    *,
+    config_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Iterable[str] = (),
+    flags: Mapping[str, str | None] | None = None,
+) -> Config:
+    """Resolve the configuration from every source; raises ConfigError naming the bad key."""
+    raw: dict[str, str] = {k.name: k.default for k in _KEYS}
+    sources: dict[str, str] = {k.name: "default" for k in _KEYS}
+
+    def put(key: str, value: str, source: str) -> None:
+        if key not in KEYS:
+            raise ConfigError(key, f"unknown configuration key (from {source})")
+        raw[key] = value
+        sources[key] = source
+
+    if config_file is not None:
+        try:
+            text = config_file.read_text()
+        except OSError as exc:
+            raise ConfigError("--config", f"cannot read {config_file}: {exc.strerror}") from exc
+        for key, value in parse_properties(text, str(config_file)).items():
+            put(key, value, str(config_file))
+    env = os.environ if environ is None else environ
+    by_env = {env_name(k.name): k.name for k in _KEYS}
+    for name, value in env.items():
+        if name.startswith(ENV_PREFIX) and name in by_env:
+            put(by_env[name], value, f"environment {name}")
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(item, "--override takes key=value")
+        put(key.strip(), value, "--override")
+    for key, value in (flags or {}).items():
+        if value is not None:
+            put(key, value, "command line")
+
+    values: dict[str, Any] = {}
+    for key, text in raw.items():
+        spec = KEYS[key]
+        try:
+            parsed = spec.parse(text)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(key, f"invalid value {text!r} ({sources[key]}): {exc}") from exc
+        problem = spec.check(parsed) if spec.check else None
+        if problem:
+            raise ConfigError(key, f"invalid value {text!r} ({sources[key]}): {problem}")
+        values[key] = parsed
+    _check_relations(values)
+    return Config(values, sources)
+
+
+def _check_relations(values: Mapping[str, Any]) -> None:
+    if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
+        raise ConfigError("group.min.session.timeout.ms", "must not exceed group.max.session.timeout.ms")
+    pairs = (
+        ("group.consumer.min.session.timeout.ms", "group.consumer.session.timeout.ms", "group.consumer.max.session.timeout.ms"),
+        ("group.consumer.min.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms"),
+    )
+    for low, mid, high in pairs:
+        if not values[low] <= values[mid] <= values[high]:
+            raise ConfigError(mid, f"must lie between {low} and {high}")
+    if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
+        raise ConfigError("group.consumer.heartbeat.interval.ms", "must be lower than group.consumer.session.timeout.ms")
+
+
+def reference_table() -> str:
+    """Markdown table of every key, for README and --help."""
+    lines = ["| key | default | meaning |", "|---|---|---|"]
+    for key in _KEYS:
+        lines.append(f"| `{key.name}` | `{key.default}` | {key.doc} |")
+    return "\n".join(lines)

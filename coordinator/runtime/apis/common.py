@@ -1,0 +1,22 @@
+"""Helpers shared by the API modules."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from kio.index import load_response_schema
+
+from protocol.build import build
+
+from ..registry import RequestContext
+
+
+@lru_cache(maxsize=None)
+def response_class(api_key: int, api_version: int) -> type[Any]:
+    return load_response_schema(api_key, api_version)
+
+
+def respond(ctx: RequestContext, description: dict[str, Any]) -> Any:
+    """Build the response of the request's API and version from a version-free description."""
+    return build(response_class(ctx.api_key, ctx.api_version), description)

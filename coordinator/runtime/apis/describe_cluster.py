@@ -1,0 +1,41 @@
+"""DescribeCluster (key 60), versions 0–2 (flexible in all).
+
+One broker, this node, never fenced; ControllerId is this node. EndpointType (v1+) 1 = brokers is
+the only kind served; asking for controllers (2) gets UNSUPPORTED_ENDPOINT_TYPE as from a broker.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..registry import ApiHandler, RequestContext
+from .common import respond
+
+if TYPE_CHECKING:
+    from ..server import CoordinatorServer
+
+DESCRIBE_CLUSTER_KEY = 60
+UNSUPPORTED_ENDPOINT_TYPE = 120
+BROKERS = 1
+
+
+def handler(server: CoordinatorServer) -> ApiHandler:
+    def handle(ctx: RequestContext, request: Any) -> Any:
+        node = server.node
+        endpoint_type = getattr(request, "endpoint_type", BROKERS)
+        if endpoint_type != BROKERS:
+            return respond(ctx, {"error_code": UNSUPPORTED_ENDPOINT_TYPE, "error_message":
+                                 "The request was sent to an endpoint of the wrong type.",
+                                 "endpoint_type": endpoint_type, "cluster_id": server.config["cluster.id"],
+                                 "controller_id": -1, "brokers": []})
+        return respond(ctx, {
+            "throttle_time": 0,
+            "error_code": 0,
+            "endpoint_type": BROKERS,
+            "cluster_id": server.config["cluster.id"],
+            "controller_id": node.node_id,
+            "brokers": [{"broker_id": node.node_id, "host": node.host, "port": node.port, "rack": None,
+                         "is_fenced": False}],
+        })
+
+    return ApiHandler(DESCRIBE_CLUSTER_KEY, 0, 2, handle)

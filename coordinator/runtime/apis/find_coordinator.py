@@ -1,0 +1,51 @@
+"""FindCoordinator (key 10), versions 0–6 (flexible from 3).
+
+- v0–3 carry one Key (KeyType from v1); v4+ carry CoordinatorKeys and answer a Coordinators array
+  (KIP-699).
+- Group keys (type 0) are coordinated by this node.
+- Transaction keys (type 1): this coordinator runs no transaction coordinator, so
+  COORDINATOR_NOT_AVAILABLE. Share keys (type 2) need v6+ (INVALID_REQUEST before) and are not
+  served either (COORDINATOR_NOT_AVAILABLE). Any other key type is INVALID_REQUEST.
+- Errors in v0–3 carry NodeId -1, Host "" and Port -1, as Kafka sends them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..registry import ApiHandler, RequestContext
+from .common import respond
+
+if TYPE_CHECKING:
+    from ..server import CoordinatorServer
+
+FIND_COORDINATOR_KEY = 10
+COORDINATOR_NOT_AVAILABLE = 15
+INVALID_REQUEST = 42
+
+GROUP, TRANSACTION, SHARE = 0, 1, 2
+
+
+def handler(server: CoordinatorServer) -> ApiHandler:
+    def locate(key: str, key_type: int, version: int) -> dict[str, Any]:
+        node = server.node
+        if key_type == GROUP:
+            return {"key": key, "node_id": node.node_id, "host": node.host, "port": node.port,
+                    "error_code": 0, "error_message": None}
+        if key_type == TRANSACTION or (key_type == SHARE and version >= 6):
+            code, message = COORDINATOR_NOT_AVAILABLE, "This server does not coordinate transactions or share groups."
+        else:
+            code, message = INVALID_REQUEST, f"Invalid coordinator key type {key_type} for version {version}."
+        return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
+
+    def handle(ctx: RequestContext, request: Any) -> Any:
+        key_type = getattr(request, "key_type", GROUP)
+        if ctx.api_version >= 4:
+            return respond(ctx, {
+                "throttle_time": 0,
+                "coordinators": [locate(key, key_type, ctx.api_version) for key in request.coordinator_keys],
+            })
+        found = locate(request.key, key_type, ctx.api_version)
+        return respond(ctx, {"throttle_time": 0, **found})
+
+    return ApiHandler(FIND_COORDINATOR_KEY, 0, 6, handle)

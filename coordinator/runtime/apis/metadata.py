@@ -1,0 +1,100 @@
+"""Metadata (key 3), versions 0–13 (flexible from 9).
+
+- Brokers: this node only, at its advertised listener; ControllerId is this node; ClusterId from
+  `cluster.id` (v2+).
+- Topics: v0 empty list = all topics; v1+ null = all, empty = none. v10+ may name topics by id
+  (name null): librdkafka resolves KIP-848 assignments that way; an unknown id is UNKNOWN_TOPIC_ID.
+- Unknown names are created when `auto.create.topics.enable` and the request allows it
+  (AllowAutoTopicCreation, v4+; always allowed before v4), with `num.partitions` partitions;
+  otherwise UNKNOWN_TOPIC_OR_PARTITION with the all-zero topic id. Illegal names get
+  INVALID_TOPIC_EXCEPTION and are never created.
+- Every partition is led by this node with leader epoch 0 (the data plane answers with the same).
+- v13: top-level ErrorCode (KIP-1102) is always NONE.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from ...catalog import CatalogError, Topic
+from ...catalog.catalog import INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
+from ...logging import get_logger
+from ..registry import ApiHandler, RequestContext
+from .common import respond
+
+if TYPE_CHECKING:
+    from ..server import CoordinatorServer
+
+log = get_logger("coordinator.metadata")
+
+METADATA_KEY = 3
+LEADER_EPOCH = 0
+_ZERO_UUID = uuid.UUID(int=0)
+
+
+def topic_description(topic: Topic, node_id: int) -> dict[str, Any]:
+    return {
+        "error_code": 0,
+        "name": topic.name,
+        "topic_id": topic.topic_id,
+        "is_internal": topic.is_internal,
+        "partitions": [
+            {
+                "error_code": 0,
+                "partition_index": index,
+                "leader_id": node_id,
+                "leader_epoch": LEADER_EPOCH,
+                "replica_nodes": (node_id,),
+                "isr_nodes": (node_id,),
+                "offline_replicas": (),
+            }
+            for index in range(topic.num_partitions)
+        ],
+    }
+
+
+def handler(server: CoordinatorServer) -> ApiHandler:
+    def handle(ctx: RequestContext, request: Any) -> Any:
+        node = server.node
+        catalog = server.catalog
+        requested = request.topics
+        if requested is None or (ctx.api_version == 0 and not requested):
+            topics = [topic_description(t, node.node_id) for t in catalog]
+        else:
+            allow_create = server.config["auto.create.topics.enable"] and (
+                ctx.api_version < 4 or request.allow_auto_topic_creation
+            )
+            topics = [_one_topic(server, entry, allow_create, ctx) for entry in requested]
+        return respond(ctx, {
+            "throttle_time": 0,
+            "brokers": [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": None}],
+            "cluster_id": server.config["cluster.id"],
+            "controller_id": node.node_id,
+            "topics": topics,
+            "error_code": 0,
+        })
+
+    return ApiHandler(METADATA_KEY, 0, 13, handle)
+
+
+def _one_topic(server: CoordinatorServer, entry: Any, allow_create: bool, ctx: RequestContext) -> dict[str, Any]:
+    catalog = server.catalog
+    name = entry.name
+    topic_id = getattr(entry, "topic_id", None)
+    if name is None:
+        topic = catalog.by_id(topic_id) if topic_id is not None else None
+        if topic is None:
+            return {"error_code": UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id or _ZERO_UUID, "partitions": []}
+        return topic_description(topic, server.node.node_id)
+    topic = catalog.get(name)
+    if topic is None and allow_create:
+        try:
+            topic = catalog.create(name, server.config["num.partitions"])
+            log.info("topic_auto_created", topic=name, partitions=topic.num_partitions, client_id=ctx.client_id)
+        except CatalogError as exc:
+            code = exc.code if exc.code == INVALID_TOPIC_EXCEPTION else UNKNOWN_TOPIC_OR_PARTITION
+            return {"error_code": code, "name": name, "topic_id": _ZERO_UUID, "partitions": []}
+    if topic is None:
+        return {"error_code": UNKNOWN_TOPIC_OR_PARTITION, "name": name, "topic_id": _ZERO_UUID, "partitions": []}
+    return topic_description(topic, server.node.node_id)

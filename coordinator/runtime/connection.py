@@ -1,0 +1,205 @@
+"""One client connection: frames in, responses out, strictly in request order.
+
+Rules (as a Kafka broker's SocketServer):
+- one request in flight per connection: the next frame is decoded only after the previous response
+  has been written, so responses leave in request order and a parked JoinGroup holds its connection;
+- frames that arrive meanwhile are queued; past a bound the transport stops reading (backpressure);
+- a frame that cannot be served (oversized, truncated, undecodable, unknown API key, unsupported
+  version of anything but ApiVersions) closes this connection with one structured log line;
+- a handler that fails unexpectedly closes the connection too (logged with its traceback): a bug
+  must not answer with made-up data, and the client reconnects and retries.
+
+Handlers return a kio response entity, an awaitable of one, or None for "no response" (Produce
+with acks=0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from protocol.codec import DecodedRequest, encode_response
+from protocol.errors import ProtocolError
+from protocol.framing import FrameDecoder
+
+from .. import metrics
+from ..logging import get_logger
+from .errors_seen import error_names
+from .registry import RequestContext
+
+if TYPE_CHECKING:
+    from .server import CoordinatorServer
+
+log = get_logger("coordinator.connection")
+
+_PAUSE_AT = 64
+_RESUME_AT = 8
+
+
+class KafkaConnection(asyncio.Protocol):
+    def __init__(self, server: CoordinatorServer, connection_id: int) -> None:
+        self._server = server
+        self.connection_id = connection_id
+        self._decoder = FrameDecoder(server.config["socket.request.max.bytes"])
+        self._queue: collections.deque[bytes] = collections.deque()
+        self._transport: asyncio.Transport | None = None
+        self._busy = False
+        self._reading_paused = False
+        self._writing_paused = False
+        self._closing = False
+        self._draining = False
+        self.peer = ""
+        self.client_id = ""
+        self.idle = asyncio.Event()
+        self.idle.set()
+
+    # -- asyncio.Protocol ---------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports implement asyncio.Transport without subclassing it.
+        self._transport = cast(asyncio.Transport, transport)
+        peer = self._transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        if not self._server.admit(self):
+            self._closing = True
+            metrics.CONNECTIONS_CLOSED.labels("max_connections").inc()
+            log.warning("connection_refused", reason="max.connections", peer=self.peer,
+                        limit=self._server.config["max.connections"])
+            transport.abort()
+            return
+        metrics.CONNECTIONS_OPEN.inc()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._server.release(self):
+            metrics.CONNECTIONS_OPEN.dec()
+        self._closing = True
+        self._queue.clear()
+        self.idle.set()
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing or self._draining:
+            return
+        metrics.BYTES_IN.inc(len(data))
+        try:
+            frames = self._decoder.feed(data)
+        except ProtocolError as exc:
+            self._fail(exc, None)
+            return
+        if frames:
+            self._queue.extend(frames)
+            if len(self._queue) >= _PAUSE_AT and not self._reading_paused and self._transport:
+                self._reading_paused = True
+                self._transport.pause_reading()
+            self._process()
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._process()
+
+    # -- processing ---------------------------------------------------------------------------
+    def drain(self) -> None:
+        """Stop taking new requests; the one in flight may finish."""
+        self._draining = True
+        self._queue.clear()
+        if self._transport is not None and not self._reading_paused:
+            self._reading_paused = True
+            self._transport.pause_reading()
+
+    def close(self) -> None:
+        self._closing = True
+        if self._transport is not None:
+            self._transport.close()
+
+    def _process(self) -> None:
+        while self._queue and not self._busy and not self._closing and not self._writing_paused:
+            self.idle.clear()
+            frame = self._queue.popleft()
+            started = time.perf_counter()
+            try:
+                request = self._server.codec.decode(frame)
+            except ProtocolError as exc:
+                self._fail(exc, frame)
+                return
+            handler = self._server.registry.get(request.api_key)
+            assert handler is not None  # the codec only decodes served keys
+            self.client_id = request.client_id
+            ctx = RequestContext(
+                self.connection_id, request.client_id, self.peer.rsplit(":", 1)[0],
+                request.api_key, request.api_version, request.correlation_id,
+            )
+            try:
+                result = handler.handle(ctx, request if request.unsupported_version else request.body)
+            except Exception:
+                self._crash(request)
+                return
+            if asyncio.isfuture(result) or asyncio.iscoroutine(result):
+                self._busy = True
+                future = asyncio.ensure_future(result)
+                future.add_done_callback(self._completion(request, handler.name, started))
+                return
+            self._respond(request, handler.name, result, started)
+        if not self._busy:
+            self.idle.set()
+            if self._reading_paused and not self._draining and len(self._queue) <= _RESUME_AT and self._transport:
+                self._reading_paused = False
+                self._transport.resume_reading()
+
+    def _completion(self, request: DecodedRequest, api: str, started: float) -> Callable[[asyncio.Future[Any]], None]:
+        def done(future: asyncio.Future[Any]) -> None:
+            self._busy = False
+            if future.cancelled():
+                self.close()
+                self.idle.set()
+                return
+            exc = future.exception()
+            if exc is not None:
+                self._crash(request, exc)
+                return
+            self._respond(request, api, future.result(), started)
+            self._process()
+
+        return done
+
+    def _respond(self, request: DecodedRequest, api: str, response: Any, started: float) -> None:
+        metrics.REQUESTS.labels(api).inc()
+        if response is not None and not self._closing and self._transport is not None:
+            data = encode_response(request.correlation_id, response)
+            self._transport.write(data)
+            metrics.BYTES_OUT.inc(len(data))
+            for name in error_names(response):
+                metrics.ERRORS.labels(api, name).inc()
+        metrics.REQUEST_LATENCY.labels(api).observe(time.perf_counter() - started)
+
+    def _fail(self, exc: ProtocolError, frame: bytes | None) -> None:
+        metrics.CONNECTIONS_CLOSED.labels(exc.reason).inc()
+        log.warning(
+            "connection_closed", reason=exc.reason, detail=str(exc), connection=self.connection_id,
+            peer=self.peer, client_id=self.client_id,
+            frame_bytes=None if frame is None else len(frame),
+        )
+        self._closing = True
+        self._queue.clear()
+        if self._transport is not None:
+            self._transport.abort()
+        self.idle.set()
+
+    def _crash(self, request: DecodedRequest, exc: BaseException | None = None) -> None:
+        metrics.CONNECTIONS_CLOSED.labels("handler_error").inc()
+        log.error(
+            "handler_failed", connection=self.connection_id, peer=self.peer,
+            client_id=request.client_id, api_key=request.api_key, version=request.api_version,
+            exc_info=exc if exc is not None else True,
+        )
+        self._closing = True
+        self._queue.clear()
+        if self._transport is not None:
+            self._transport.abort()
+        self.idle.set()

@@ -1,0 +1,53 @@
+"""Finds the error codes a response carries, for the per-error-code metric.
+
+Per response class a plan of where `error_code` fields live (top level and inside nested arrays) is
+computed once; walking it costs one attribute read for a Heartbeat.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any, get_args, get_origin
+
+Plan = tuple[tuple[str, "Plan | None"], ...]
+
+
+def _unwrap(tp: Any) -> Any:
+    args = [a for a in get_args(tp) if a is not type(None)]
+    return args[0] if get_origin(tp) is not tuple and args and len(get_args(tp)) == 2 else tp
+
+
+@lru_cache(maxsize=None)
+def _plan(cls: type) -> Plan:
+    steps: list[tuple[str, Plan | None]] = []
+    for field in dataclasses.fields(cls):
+        if field.name == "error_code":
+            steps.append((field.name, None))
+            continue
+        tp = _unwrap(field.type)
+        if get_origin(tp) is tuple:
+            inner = _unwrap(get_args(tp)[0])
+            if dataclasses.is_dataclass(inner):
+                sub = _plan(inner)  # type: ignore[arg-type]
+                if sub:
+                    steps.append((field.name, sub))
+    return tuple(steps)
+
+
+def _walk(entity: Any, plan: Plan) -> Iterator[Any]:
+    for name, sub in plan:
+        value = getattr(entity, name)
+        if sub is None:
+            if value:
+                yield value
+        elif value:
+            for item in value:
+                yield from _walk(item, sub)
+
+
+def error_names(response: Any) -> Iterator[str]:
+    """Names of the non-zero error codes in a kio response (lower-case, as kio names them)."""
+    for code in _walk(response, _plan(type(response))):
+        yield getattr(code, "name", str(code))

@@ -1,0 +1,148 @@
+"""Server lifecycle: build the services, open the listeners, serve, drain and stop.
+
+Start-up order: data directory and catalog, state load, the Kafka listener, the metrics listener;
+`ready` turns true once the listener is open and state is loaded. `stop()` stops accepting, lets the
+request in flight on every connection finish (bounded by `shutdown.timeout.ms`), then closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import signal
+from dataclasses import dataclass
+
+from protocol.codec import RequestCodec
+
+from .. import metrics
+from ..catalog import TopicCatalog
+from ..config import Config
+from ..logging import get_logger
+from .apis import bootstrap_handlers
+from .connection import KafkaConnection
+from .registry import ApiRegistry
+
+log = get_logger("coordinator.server")
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    node_id: int
+    host: str
+    port: int
+
+
+class CoordinatorServer:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        host, port = config.advertised
+        self.node = Node(config["node.id"], host, port)
+        self.catalog = TopicCatalog(config.data_dir / "topics.json")
+        self.registry = ApiRegistry(bootstrap_handlers(self))
+        self.codec = RequestCodec(self.registry.version_ranges())
+        self._connections: set[KafkaConnection] = set()
+        self._ids = itertools.count(1)
+        self._server: asyncio.Server | None = None
+        self._metrics_server: metrics.MetricsServer | None = None
+        self._loaded = False
+        self._stopped = asyncio.Event()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        return self._loaded and self._server is not None and self._server.is_serving()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return int(self._server.sockets[0].getsockname()[1])
+
+    @property
+    def metrics_port(self) -> int | None:
+        return self._metrics_server.port if self._metrics_server else None
+
+    async def start(self) -> None:
+        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        self._declare_topics()
+        if self.config.metrics_listen is not None:
+            mhost, mport = self.config.metrics_listen
+            self._metrics_server = metrics.MetricsServer(mhost, mport, lambda: self.ready)
+            await self._metrics_server.start()
+        self._loaded = True
+        host, port = self.config.listen
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: KafkaConnection(self, next(self._ids)), host, port, reuse_address=True
+        )
+        if not self.config["advertised.listeners"]:
+            # Listening on port 0 (tests) advertises the port actually bound.
+            self.node = Node(self.node.node_id, self.node.host, self.port)
+        metrics.READY.set(1)
+        log.info(
+            "server_started", listen=f"{host}:{self.port}", advertised=f"{self.node.host}:{self.node.port}",
+            node_id=self.node.node_id, metrics_port=self.metrics_port, data_dir=str(self.config.data_dir),
+            apis=len(list(self.registry)),
+        )
+
+    def _declare_topics(self) -> None:
+        for name, partitions in self.config["topics"]:
+            existing = self.catalog.get(name)
+            if existing is None:
+                self.catalog.create(name, partitions)
+            elif existing.num_partitions < partitions:
+                self.catalog.grow(name, partitions)
+
+    async def stop(self) -> None:
+        if self._stopped.is_set():
+            return
+        metrics.READY.set(0)
+        if self._server is not None:
+            self._server.close()
+        for connection in list(self._connections):
+            connection.drain()
+        timeout = self.config["shutdown.timeout.ms"] / 1000
+        waits = [c.idle.wait() for c in self._connections]
+        if waits:
+            done, pending = await asyncio.wait([asyncio.ensure_future(w) for w in waits], timeout=timeout)
+            for task in pending:
+                task.cancel()
+            if pending:
+                log.warning("shutdown_timeout", connections_still_busy=len(pending))
+        for connection in list(self._connections):
+            connection.close()
+        if self._server is not None:
+            await self._server.wait_closed()
+        if self._metrics_server is not None:
+            await self._metrics_server.stop()
+        self._stopped.set()
+        log.info("server_stopped")
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    # -- connections --------------------------------------------------------------------------
+    def admit(self, connection: KafkaConnection) -> bool:
+        if len(self._connections) >= self.config["max.connections"]:
+            return False
+        self._connections.add(connection)
+        return True
+
+    def release(self, connection: KafkaConnection) -> bool:
+        if connection in self._connections:
+            self._connections.remove(connection)
+            return True
+        return False
+
+
+async def serve(config: Config) -> int:
+    """Run until SIGTERM or SIGINT; returns the process exit code."""
+    server = CoordinatorServer(config)
+    loop = asyncio.get_running_loop()
+    stop_requested = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop_requested.set)
+    await server.start()
+    await stop_requested.wait()
+    log.info("shutdown_requested")
+    await server.stop()
+    return 0
