@@ -1,0 +1,134 @@
+"""The ``uniform`` assignor for a homogeneous group (every member subscribes to the same topics).
+
+Counterpart of Kafka's ``UniformHomogeneousAssignmentBuilder`` (4.1+ behaviour, KAFKA-18688). See
+:mod:`coordinator.core.assignors.uniform` for the theory of operation; this module is the code.
+
+Data layout: the work is done per topic on sets and slices, never with one Python object per
+partition: kept partitions stay the member's own frozensets (copied only when trimmed), the
+partitions to hand out are a list of ``(topic id, range or sorted list)`` chunks, and each unfilled
+member takes a slice of that stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+from coordinator.core.assignors._helpers import partition_counts, sorted_by_topic
+from coordinator.core.assignors.api import (
+    GroupAssignment,
+    GroupSpec,
+    MemberAssignment,
+    PartitionAssignorError,
+    SubscribedTopicDescriber,
+)
+
+
+def assign_homogeneous(group_spec: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
+    """Balanced (sizes differ by at most one) and maximally sticky assignment of a homogeneous group."""
+    member_ids = group_spec.sorted_member_ids
+    if not member_ids:
+        return {}
+    members = group_spec.members
+    num_partitions = partition_counts(members[member_ids[0]].subscribed_topic_ids, topics)
+    if not num_partitions:
+        return {member_id: {} for member_id in member_ids}
+
+    member_count = len(member_ids)
+    minimum_quota, remaining_extra = divmod(sum(num_partitions.values()), member_count)
+
+    # Partitions some member currently holds (valid and first-claimed), per topic.
+    claimed: dict[UUID, set[int]] = {topic_id: set() for topic_id in num_partitions}
+    # Partitions over a member's quota, released for hand-out after the never-claimed ones.
+    released: list[tuple[UUID, Sequence[int]]] = []
+    # (member index, partitions still to receive), in member order.
+    unfilled: list[tuple[int, int]] = []
+    assignments: list[MemberAssignment] = []
+
+    # Pass 1: keep each member's current partitions up to its quota.
+    for member_index, member_id in enumerate(member_ids):
+        quota = minimum_quota
+        has_extra = remaining_extra > 0
+        if has_extra:
+            quota += 1
+
+        kept: MemberAssignment = {}
+        current = members[member_id].assigned_partitions
+        for topic_id in sorted(current):
+            count = num_partitions.get(topic_id)
+            if count is None:
+                continue  # no longer subscribed: dropped
+            partitions = _claim(current[topic_id], count, claimed[topic_id])
+            if not partitions:
+                continue
+            if len(partitions) <= quota:
+                kept[topic_id] = partitions
+                quota -= len(partitions)
+            else:
+                ordered = sorted(partitions)
+                if quota > 0:
+                    kept[topic_id] = frozenset(ordered[:quota])
+                    released.append((topic_id, ordered[quota:]))
+                    quota = 0
+                else:
+                    released.append((topic_id, ordered))
+
+        # A member that cannot fill its extra slot from what it already holds gives the slot up,
+        # unless it is one of the last members, all of whom must take an extra partition. So an
+        # assignment that is already balanced is never reshuffled.
+        if quota > 0 and has_extra and member_count - member_index > remaining_extra:
+            quota -= 1
+            has_extra = False
+        if quota > 0:
+            unfilled.append((member_index, quota))
+        if has_extra:
+            remaining_extra -= 1
+        assignments.append(kept)
+
+    # The partitions to hand out: never-claimed ones per topic in ascending order, then released.
+    chunks: list[tuple[UUID, Sequence[int]]] = []
+    for topic_id, count in num_partitions.items():
+        taken = claimed[topic_id]
+        if not taken:
+            if count:
+                chunks.append((topic_id, range(count)))
+        elif len(taken) < count:
+            chunks.append((topic_id, [p for p in range(count) if p not in taken]))
+    chunks.extend(released)
+
+    # Pass 2: fill the members below quota, in member order, from the chunk stream.
+    chunk_index = 0
+    offset = 0
+    for member_index, need in unfilled:
+        kept = assignments[member_index]
+        while need and chunk_index < len(chunks):
+            topic_id, chunk = chunks[chunk_index]
+            take = min(need, len(chunk) - offset)
+            piece = frozenset(chunk[offset : offset + take])
+            existing = kept.get(topic_id)
+            kept[topic_id] = piece if existing is None else existing | piece
+            need -= take
+            offset += take
+            if offset == len(chunk):
+                chunk_index += 1
+                offset = 0
+        assignments[member_index] = sorted_by_topic(kept)
+    if chunk_index < len(chunks):
+        raise PartitionAssignorError("Partitions were left unassigned")
+
+    return dict(zip(member_ids, assignments, strict=True))
+
+
+def _claim(partitions: frozenset[int], count: int, claimed: set[int]) -> frozenset[int]:
+    """The usable part of a member's current ``partitions`` of a topic, now marked as claimed.
+
+    Drops numbers outside ``[0, count)`` and partitions an earlier member already claimed.
+    """
+    if type(partitions) is not frozenset:
+        partitions = frozenset(partitions)
+    if partitions and (min(partitions) < 0 or max(partitions) >= count):
+        partitions = frozenset(p for p in partitions if 0 <= p < count)
+    if not claimed.isdisjoint(partitions):
+        partitions = partitions - claimed
+    claimed.update(partitions)
+    return partitions
