@@ -1,0 +1,1 @@
+"""Durable compacted record log: framed entries in segment files, group commit, compaction."""

@@ -1,0 +1,214 @@
+"""Byte format of one log entry (a "frame"), and decoding of a buffer of frames.
+
+All integers are big-endian (as in Kafka). A segment file is frames back to back, nothing else.
+
+Frame, format version 1::
+
+    offset size field
+    0      4    length         u32  number of bytes after this field (crc .. end of payload)
+    4      4    crc32c         u32  CRC-32C (Castagnoli) of every byte after this field
+    8      1    format_version u8   1
+    9      4    writer_epoch   u32  epoch of the coordinator that wrote the entry (fencing)
+    13     8    offset         i64  log offset of the entry (entry index), >= 0
+    21     8    timestamp_ms   i64  wall clock at append; compaction ages tombstones by it
+    29     4    record_count   u32  >= 1 (an entry is never empty)
+    33     ...  record_count records:
+                  record_type  u16
+                  key_length   u32
+                  key          key_length bytes
+                  value_length i32  -1 = tombstone (no value bytes follow)
+                  value        value_length bytes
+
+The payload must be consumed exactly: trailing bytes make the frame corrupt.
+
+Why the offset is stored, not implied by position: compaction drops entries but keeps the
+offsets of the survivors, so offsets stay stable for tailing readers, and a reader can recognise
+the duplicates an interrupted compaction may leave behind (see `segments`).
+
+Versioning: `length` and `crc32c` are the same in every version; everything from
+`format_version` on is version-specific. A reader dispatches on the version byte, so later
+versions can add fields while v1 frames stay readable. A frame with a valid CRC and an unknown
+version raises `UnsupportedFormatVersion` rather than being taken for a torn tail: an older
+coordinator must refuse to run on a newer log, not truncate it.
+
+Decoding arbitrary bytes never raises anything except `CorruptEntry` (from `decode_entry`) and
+`UnsupportedFormatVersion`; `decode_frames` reports torn or corrupt data as a status.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import crc32c
+
+from coordinator.recordlog.errors import CorruptEntry, UnsupportedFormatVersion
+from coordinator.recordlog.record import LogEntry, LogRecord
+
+FORMAT_V1 = 1
+
+_LENGTH_CRC = struct.Struct(">II")
+_V1_HEADER = struct.Struct(">BIqqI")  # format_version, writer_epoch, offset, timestamp_ms, count
+_RECORD_HEAD = struct.Struct(">HI")  # record_type, key_length
+_VALUE_LENGTH = struct.Struct(">i")
+
+FRAME_PREFIX_SIZE = _LENGTH_CRC.size  # length + crc
+_MIN_RECORD_SIZE = _RECORD_HEAD.size + _VALUE_LENGTH.size  # empty key, empty value
+# The smallest `length` field a v1 frame can have; anything smaller (zero-filled tails after a
+# crash, for instance) is corrupt without looking further.
+_MIN_LENGTH = 4 + _V1_HEADER.size + _MIN_RECORD_SIZE
+
+_U16_MAX = 0xFFFF
+_U32_MAX = 0xFFFF_FFFF
+_I32_MAX = 0x7FFF_FFFF
+_I64_MIN = -(2**63)
+_I64_MAX = 2**63 - 1
+
+
+def encode_entry(
+    offset: int, writer_epoch: int, timestamp_ms: int, records: Sequence[LogRecord]
+) -> bytes:
+    """Encode one entry as a v1 frame. Raises ValueError for values the format cannot hold."""
+    if not records:
+        raise ValueError("an entry must hold at least one record")
+    if not 0 <= offset <= _I64_MAX:
+        raise ValueError(f"offset {offset} out of range")
+    if not 0 <= writer_epoch <= _U32_MAX:
+        raise ValueError(f"writer_epoch {writer_epoch} out of range")
+    if not _I64_MIN <= timestamp_ms <= _I64_MAX:
+        raise ValueError(f"timestamp_ms {timestamp_ms} out of range")
+    if len(records) > _U32_MAX:
+        raise ValueError("too many records in one entry")
+    parts: list[bytes] = [
+        _V1_HEADER.pack(FORMAT_V1, writer_epoch, offset, timestamp_ms, len(records))
+    ]
+    append = parts.append
+    for record_type, key, value in records:
+        if not 0 <= record_type <= _U16_MAX:
+            raise ValueError(f"record_type {record_type} out of range")
+        if not isinstance(key, bytes):
+            raise TypeError(f"key must be bytes, not {type(key).__name__}")
+        if len(key) > _U32_MAX:
+            raise ValueError("key too long")
+        append(_RECORD_HEAD.pack(record_type, len(key)))
+        append(key)
+        if value is None:
+            append(_VALUE_LENGTH.pack(-1))
+        else:
+            if not isinstance(value, bytes):
+                raise TypeError(f"value must be bytes or None, not {type(value).__name__}")
+            if len(value) > _I32_MAX:
+                raise ValueError("value too long")
+            append(_VALUE_LENGTH.pack(len(value)))
+            append(value)
+    body = b"".join(parts)
+    if len(body) + 4 > _U32_MAX:
+        raise ValueError("entry too large for one frame")
+    return _LENGTH_CRC.pack(len(body) + 4, crc32c.crc32c(body)) + body
+
+
+def decode_entry(frame: bytes) -> LogEntry:
+    """Decode exactly one frame. Raises `CorruptEntry` or `UnsupportedFormatVersion`."""
+    if len(frame) < FRAME_PREFIX_SIZE:
+        raise CorruptEntry("shorter than a frame prefix")
+    length, crc = _LENGTH_CRC.unpack_from(frame, 0)
+    if length + 4 != len(frame):
+        raise CorruptEntry(f"length field {length} does not match {len(frame) - 4} bytes")
+    if length < _MIN_LENGTH:
+        raise CorruptEntry(f"length field {length} below the minimum {_MIN_LENGTH}")
+    if crc32c.crc32c(memoryview(frame)[FRAME_PREFIX_SIZE:]) != crc:
+        raise CorruptEntry("CRC mismatch")
+    return _decode_body(frame, FRAME_PREFIX_SIZE, len(frame), 0)
+
+
+class FrameStatus(enum.Enum):
+    """Why `decode_frames` stopped."""
+
+    END = "end"  # every byte of the buffer was a complete, valid frame
+    INCOMPLETE = "incomplete"  # the rest is shorter than the frame it starts: torn, or more to read
+    CORRUPT = "corrupt"  # a complete frame (by its length) fails its CRC or structure checks
+
+
+class DecodedFrames(NamedTuple):
+    entries: list[tuple[int, LogEntry]]  # (file position of the frame, entry)
+    consumed: int  # bytes of the buffer covered by `entries`
+    status: FrameStatus
+
+
+def decode_frames(buf: bytes, base_position: int = 0) -> DecodedFrames:
+    """Decode frames from the start of `buf` until the end, a short tail or a bad frame.
+
+    `base_position` is the file position of `buf[0]`, used for the positions in the result.
+    Never raises except `UnsupportedFormatVersion` (valid CRC, unknown version).
+    """
+    entries: list[tuple[int, LogEntry]] = []
+    size = len(buf)
+    view = memoryview(buf)
+    pos = 0
+    unpack_prefix = _LENGTH_CRC.unpack_from
+    crc = crc32c.crc32c
+    try:
+        while pos < size:
+            if size - pos < FRAME_PREFIX_SIZE:
+                return DecodedFrames(entries, pos, FrameStatus.INCOMPLETE)
+            length, expected_crc = unpack_prefix(buf, pos)
+            if length < _MIN_LENGTH:
+                return DecodedFrames(entries, pos, FrameStatus.CORRUPT)
+            end = pos + 4 + length
+            if end > size:
+                return DecodedFrames(entries, pos, FrameStatus.INCOMPLETE)
+            if crc(view[pos + FRAME_PREFIX_SIZE : end]) != expected_crc:
+                return DecodedFrames(entries, pos, FrameStatus.CORRUPT)
+            try:
+                entry = _decode_body(buf, pos + FRAME_PREFIX_SIZE, end, base_position + pos)
+            except CorruptEntry:
+                return DecodedFrames(entries, pos, FrameStatus.CORRUPT)
+            entries.append((base_position + pos, entry))
+            pos = end
+    finally:
+        view.release()
+    return DecodedFrames(entries, pos, FrameStatus.END)
+
+
+def _decode_body(buf: bytes, start: int, end: int, position: int) -> LogEntry:
+    """Decode the CRC-checked bytes `buf[start:end]` (from format_version to frame end)."""
+    version = buf[start]
+    if version != FORMAT_V1:
+        raise UnsupportedFormatVersion(version, position)
+    if end - start < _V1_HEADER.size:
+        raise CorruptEntry("v1 header truncated")
+    _, writer_epoch, offset, timestamp_ms, count = _V1_HEADER.unpack_from(buf, start)
+    if offset < 0:
+        raise CorruptEntry(f"negative offset {offset}")
+    pos = start + _V1_HEADER.size
+    # Each record takes at least _MIN_RECORD_SIZE bytes: reject absurd counts before looping.
+    if count == 0 or count * _MIN_RECORD_SIZE > end - pos:
+        raise CorruptEntry(f"record count {count} does not fit the frame")
+    unpack_head = _RECORD_HEAD.unpack_from
+    unpack_value_length = _VALUE_LENGTH.unpack_from
+    records: list[LogRecord] = []
+    for _ in range(count):
+        if pos + _RECORD_HEAD.size > end:
+            raise CorruptEntry("record header truncated")
+        record_type, key_length = unpack_head(buf, pos)
+        pos += _RECORD_HEAD.size
+        if pos + key_length + _VALUE_LENGTH.size > end:
+            raise CorruptEntry("key truncated")
+        key = buf[pos : pos + key_length]
+        pos += key_length
+        (value_length,) = unpack_value_length(buf, pos)
+        pos += _VALUE_LENGTH.size
+        value: bytes | None
+        if value_length == -1:
+            value = None
+        elif value_length < -1 or pos + value_length > end:
+            raise CorruptEntry(f"bad value length {value_length}")
+        else:
+            value = buf[pos : pos + value_length]
+            pos += value_length
+        records.append(LogRecord(record_type, key, value))
+    if pos != end:
+        raise CorruptEntry(f"{end - pos} trailing bytes after the last record")
+    return LogEntry(offset, timestamp_ms, writer_epoch, tuple(records))
