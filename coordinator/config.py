@@ -259,13 +259,13 @@ def resolve(
         if name.startswith(ENV_PREFIX) and name in by_env:
             put(by_env[name], value, f"environment {name}")
     for item in overrides:
-        key, sep, value = item.partition("=")
+        key, sep, override = item.partition("=")
         if not sep:
             raise ConfigError(item, "--override takes key=value")
-        put(key.strip(), value, "--override")
-    for key, value in (flags or {}).items():
-        if value is not None:
-            put(key, value, "command line")
+        put(key.strip(), override, "--override")
+    for key, flag in (flags or {}).items():
+        if flag is not None:
+            put(key, flag, "command line")
 
     values: dict[str, Any] = {}
     for key, text in raw.items():

@@ -19,7 +19,7 @@ import dataclasses
 import datetime
 import uuid
 from collections.abc import Callable, Mapping
-from functools import lru_cache
+from functools import cache
 from types import NoneType, UnionType
 from typing import Any, TypeVar, get_args, get_origin
 
@@ -119,20 +119,21 @@ def _field_plan(field: dataclasses.Field[Any]) -> tuple[str, Converter | None, A
     return field.name, converter, default
 
 
-@lru_cache(maxsize=None)
-def _plan(cls: type) -> tuple[tuple[str, Converter | None, Any], ...]:
+@cache
+def _plan(cls: Any) -> tuple[tuple[str, Converter | None, Any], ...]:
     return tuple(_field_plan(f) for f in dataclasses.fields(cls))
 
 
 def build(cls: type[T], data: Mapping[str, Any]) -> T:
     """Instantiate the kio entity `cls` from a version-free description."""
     kwargs: dict[str, Any] = {}
-    for name, converter, default in _plan(cls):
+    plan: Any = _plan
+    for name, converter, default in plan(cls):
         value = data.get(name, _MISSING)
         if value is _MISSING:
             if default is _MISSING:
                 # A required nested entity with no description: build it from nothing.
-                nested = next(f for f in dataclasses.fields(cls) if f.name == name).type  # type: ignore[arg-type]
+                nested: Any = next(f for f in dataclasses.fields(cls) if f.name == name).type  # type: ignore[arg-type]
                 kwargs[name] = build(nested, {})
                 continue
             kwargs[name] = default

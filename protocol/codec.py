@@ -18,13 +18,14 @@ import io
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from kio.index import load_request_schema
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i16, i32
 
 from .errors import MalformedRequest, UnknownApiKey, UnsupportedVersion
 from .framing import MIN_REQUEST_SIZE
@@ -49,7 +50,7 @@ class DecodedRequest:
     """Only for ApiVersions: the client asked for a version above the served range."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def _request_plan(api_key: int, api_version: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
     schema = load_request_schema(api_key, api_version)
     header = RequestHeaderV2 if schema.__flexible__ else RequestHeaderV1
@@ -102,15 +103,15 @@ class RequestCodec:
         return DecodedRequest(API_VERSIONS_KEY, api_version, correlation_id, client_id, None, True)
 
 
-@lru_cache(maxsize=None)
-def _response_writers(cls: type) -> tuple[Callable[..., Any], Callable[..., Any], type]:
+@cache
+def _response_writers(cls: Any) -> tuple[Callable[..., Any], Callable[..., Any], Any]:
     header_cls = cls.__header_schema__
     return entity_writer(header_cls), entity_writer(cls), header_cls
 
 
 def encode_response(correlation_id: int, response: Any) -> bytes:
     """Encode a kio response entity with its header, prefixed by the frame size."""
-    header_writer, body_writer, header_cls = _response_writers(type(response))
+    header_writer, body_writer, header_cls = _response_writers(response.__class__)
     buffer = io.BytesIO()
     buffer.write(b"\x00\x00\x00\x00")
     header_writer(buffer, header_cls(correlation_id=correlation_id))
@@ -130,9 +131,9 @@ def encode_request(api_key: int, correlation_id: int, client_id: str | None, req
     entity_writer(header_cls)(
         buffer,
         header_cls(
-            request_api_key=api_key,
+            request_api_key=i16(api_key),
             request_api_version=cls.__version__,
-            correlation_id=correlation_id,
+            correlation_id=i32(correlation_id),
             client_id=client_id,
         ),
     )

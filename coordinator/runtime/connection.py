@@ -67,7 +67,7 @@ class KafkaConnection(asyncio.Protocol):
             metrics.CONNECTIONS_CLOSED.labels("max_connections").inc()
             log.warning("connection_refused", reason="max.connections", peer=self.peer,
                         limit=self._server.config["max.connections"])
-            transport.abort()
+            self._transport.abort()
             return
         metrics.CONNECTIONS_OPEN.inc()
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from functools import lru_cache
-from typing import Any, get_args, get_origin
+from functools import cache
+from typing import Any, cast, get_args, get_origin
 
 Plan = tuple[tuple[str, "Plan | None"], ...]
 
@@ -19,8 +19,8 @@ def _unwrap(tp: Any) -> Any:
     return args[0] if get_origin(tp) is not tuple and args and len(get_args(tp)) == 2 else tp
 
 
-@lru_cache(maxsize=None)
-def _plan(cls: type) -> Plan:
+@cache
+def _plan(cls: Any) -> Plan:
     steps: list[tuple[str, Plan | None]] = []
     for field in dataclasses.fields(cls):
         if field.name == "error_code":
@@ -30,7 +30,7 @@ def _plan(cls: type) -> Plan:
         if get_origin(tp) is tuple:
             inner = _unwrap(get_args(tp)[0])
             if dataclasses.is_dataclass(inner):
-                sub = _plan(inner)  # type: ignore[arg-type]
+                sub = _plan(cast(Any, inner))
                 if sub:
                     steps.append((field.name, sub))
     return tuple(steps)
@@ -49,5 +49,5 @@ def _walk(entity: Any, plan: Plan) -> Iterator[Any]:
 
 def error_names(response: Any) -> Iterator[str]:
     """Names of the non-zero error codes in a kio response (lower-case, as kio names them)."""
-    for code in _walk(response, _plan(type(response))):
+    for code in _walk(response, _plan(response.__class__)):
         yield getattr(code, "name", str(code))

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kio.index import api_key_map
+from kio.schema.index import api_key_map
 
 
 @dataclass(frozen=True, slots=True)

@@ -103,7 +103,7 @@ class CoordinatorServer:
         timeout = self.config["shutdown.timeout.ms"] / 1000
         waits = [c.idle.wait() for c in self._connections]
         if waits:
-            done, pending = await asyncio.wait([asyncio.ensure_future(w) for w in waits], timeout=timeout)
+            _, pending = await asyncio.wait([asyncio.ensure_future(w) for w in waits], timeout=timeout)
             for task in pending:
                 task.cancel()
             if pending:

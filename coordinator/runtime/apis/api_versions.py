@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.codec import API_VERSIONS_KEY, DecodedRequest
 
 from ..registry import ApiHandler, RequestContext
-from .common import response_class, respond
+from .common import respond, response_class
 
 if TYPE_CHECKING:
     from ..server import CoordinatorServer

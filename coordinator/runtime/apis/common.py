@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from kio.index import load_response_schema
@@ -12,7 +12,7 @@ from protocol.build import build
 from ..registry import RequestContext
 
 
-@lru_cache(maxsize=None)
+@cache
 def response_class(api_key: int, api_version: int) -> type[Any]:
     return load_response_schema(api_key, api_version)
 

@@ -1,0 +1,103 @@
+"""The command line as an operator uses it: configuration errors, --help, signals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from coordinator.config import KEYS, ConfigError, resolve
+from tests.support.server import ServerProcess, http_get
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "coordinator", *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+def test_help_lists_every_key_with_its_default() -> None:
+    result = run_cli("serve", "--help")
+    assert result.returncode == 0
+    for key in KEYS.values():
+        assert key.name in result.stdout
+    assert "group.consumer.session.timeout.ms" in result.stdout and "45000" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "key"),
+    [
+        (["--override", "no.such.key=1"], "no.such.key"),
+        (["--override", "group.max.size=lots"], "group.max.size"),
+        (["--override", "num.partitions=0"], "num.partitions"),
+        (["--listen", "nowhere"], "listeners"),
+        (["--override", "log.flush.policy=sometimes"], "log.flush.policy"),
+    ],
+)
+def test_bad_configuration_exits_2_naming_the_key(args: list[str], key: str, tmp_path) -> None:
+    result = run_cli("serve", "--data-dir", str(tmp_path), *args)
+    assert result.returncode == 2
+    assert key in result.stderr
+
+
+def test_unknown_key_in_config_file_exits_2(tmp_path) -> None:
+    config = tmp_path / "server.properties"
+    config.write_text("# comment\nnum.partitions=3\nbogus.key=1\n")
+    result = run_cli("serve", "--config", str(config), "--data-dir", str(tmp_path))
+    assert result.returncode == 2 and "bogus.key" in result.stderr
+
+
+def test_precedence_default_file_env_override_flag(tmp_path) -> None:
+    config = tmp_path / "server.properties"
+    config.write_text("num.partitions=3\ngroup.max.size=10\nnode.id=4\n")
+    resolved = resolve(config_file=config, environ={"COORDINATOR_GROUP_MAX_SIZE": "20", "COORDINATOR_NODE_ID": "5"},
+                       overrides=["node.id=6"], flags={"listeners": "127.0.0.1:1234"})
+    assert resolved["num.partitions"] == 3
+    assert resolved["group.max.size"] == 20
+    assert resolved["node.id"] == 6
+    assert resolved.listen == ("127.0.0.1", 1234)
+    assert resolved["offsets.retention.minutes"] == 10080
+    with pytest.raises(ConfigError) as error:
+        resolve(environ={"COORDINATOR_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS": "50000"})
+    assert error.value.key == "group.consumer.heartbeat.interval.ms"
+
+
+def test_sigterm_drains_and_exits_zero(tmp_path) -> None:
+    server = ServerProcess(tmp_path / "data").start()
+    try:
+        admin = AdminClient({"bootstrap.servers": server.bootstrap})
+        assert admin.list_topics(timeout=10).topics == {}
+        assert http_get(server.metrics_port, "/healthz")[0] == 200
+        assert server.terminate() == 0
+        events = [json.loads(line)["event"] for line in server.log().splitlines() if line.startswith("{")]
+        assert events.index("shutdown_requested") < events.index("server_stopped")
+    finally:
+        server.stop()
+
+
+def test_sigterm_closes_client_connections_and_exits_zero(tmp_path) -> None:
+    """An open client connection is closed by the server on SIGTERM and the process exits 0."""
+    import asyncio
+
+    from kio.schema.api_versions.v0.request import ApiVersionsRequest
+
+    from tests.support.wire import WireClient
+
+    server = ServerProcess(tmp_path / "data").start()
+    outcome: dict[str, object] = {}
+
+    async def client() -> None:
+        wire = await WireClient.connect(server.port)
+        assert (await wire.request(ApiVersionsRequest())).error_code == 0
+        threading.Thread(target=lambda: outcome.setdefault("rc", server.terminate())).start()
+        outcome["closed"] = await wire.closed_by_peer(timeout=15)
+        await wire.close()
+
+    try:
+        asyncio.run(client())
+        assert outcome["closed"] is True
+    finally:
+        server.stop()
+    assert server.proc is not None and server.proc.returncode == 0
