@@ -1,0 +1,45 @@
+"""The data plane's entries in the API registry: Produce (0), Fetch (1), ListOffsets (2).
+
+Wiring: one `DataPlaneConfig`, one `PartitionStore(catalog, config)` for the process, then
+`ApiRegistry(... + dataplane_handlers(catalog, store, config))`. Produce returns None for acks=0
+(send no response); Fetch is a coroutine (long polling); ListOffsets is synchronous.
+"""
+
+from __future__ import annotations
+
+from coordinator.catalog.catalog import TopicCatalog
+from coordinator.runtime.registry import ApiHandler
+
+from . import fetch, list_offsets, produce
+from .config import DataPlaneConfig
+from .log import PartitionStore
+from .session import FetchSessionCache
+
+
+def dataplane_handlers(
+    catalog: TopicCatalog,
+    store: PartitionStore,
+    config: DataPlaneConfig,
+    *,
+    sessions: FetchSessionCache | None = None,
+) -> list[ApiHandler]:
+    return [
+        ApiHandler(
+            produce.API_KEY,
+            produce.MIN_VERSION,
+            produce.MAX_VERSION,
+            produce.ProduceHandler(catalog, store),
+        ),
+        ApiHandler(
+            fetch.API_KEY,
+            fetch.MIN_VERSION,
+            fetch.MAX_VERSION,
+            fetch.FetchHandler(catalog, store, config, sessions),
+        ),
+        ApiHandler(
+            list_offsets.API_KEY,
+            list_offsets.MIN_VERSION,
+            list_offsets.MAX_VERSION,
+            list_offsets.ListOffsetsHandler(catalog, store),
+        ),
+    ]

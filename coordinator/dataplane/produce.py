@@ -1,0 +1,112 @@
+"""Produce: versions 3-11.
+
+Version notes (ProduceRequest/Response.json):
+- v3: record batches (magic 2) only, transactional_id; v5: log_start_offset in the response
+  (KIP-107); v7: ZStandard allowed (KIP-110); v8: record_errors and error_message (KIP-467);
+  v9: flexible versions; v10-v11: current_leader / node_endpoints tags (KIP-951), left default
+  because this node always leads.
+- acks 0 gets no response: the handler returns None, which the connection layer must read as
+  "send nothing" (Kafka also closes the connection when an acks=0 produce fails; we do not).
+- acks other than 0, 1, -1 -> INVALID_REQUIRED_ACKS on every partition, nothing appended.
+- Produce never creates topics (Kafka 4 creates them from Metadata only): unknown topic or partition
+  -> UNKNOWN_TOPIC_OR_PARTITION; Kafka's internal topics -> INVALID_TOPIC_EXCEPTION.
+- Batch validation and its error codes: see `batch.py`. A refused partition answers base_offset -1,
+  log_append_time -1, log_start_offset -1 and, from v8, the error message.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from kio.index import load_response_schema
+
+from coordinator.catalog.catalog import TopicCatalog
+from coordinator.runtime.registry import RequestContext
+from protocol.build import build
+
+from . import errors, metrics
+from .batch import InvalidBatch, validate_produce
+from .log import PartitionStore, TopicSettings
+
+API_KEY = 0
+MIN_VERSION = 3
+MAX_VERSION = 11
+
+INVALID_TOPIC_EXCEPTION = 17
+KAFKA_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+
+class ProduceHandler:
+    def __init__(self, catalog: TopicCatalog, store: PartitionStore) -> None:
+        self.catalog = catalog
+        self.store = store
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any | None:
+        acks = int(request.acks)
+        valid_acks = acks in (0, 1, -1)
+        topics = []
+        for topic_data in request.topic_data:
+            topic = self.catalog.get(topic_data.name)
+            settings = TopicSettings.of(topic, self.store.config) if topic is not None else None
+            partitions = []
+            for partition_data in topic_data.partition_data:
+                index = int(partition_data.index)
+                if not valid_acks:
+                    partitions.append(_refused(index, errors.INVALID_REQUIRED_ACKS, None))
+                elif topic is None or settings is None or not 0 <= index < topic.num_partitions:
+                    partitions.append(
+                        _refused(
+                            index,
+                            errors.UNKNOWN_TOPIC_OR_PARTITION,
+                            "This server does not host this topic-partition.",
+                        )
+                    )
+                elif topic.name in KAFKA_INTERNAL_TOPICS:
+                    partitions.append(
+                        _refused(index, INVALID_TOPIC_EXCEPTION, "Cannot append to internal topic")
+                    )
+                else:
+                    try:
+                        batch, header = validate_produce(
+                            partition_data.records,
+                            api_version=ctx.api_version,
+                            max_message_bytes=settings.max_message_bytes,
+                        )
+                    except InvalidBatch as exc:
+                        partitions.append(_refused(index, exc.code, exc.message))
+                        continue
+                    result = self.store.append(topic, index, batch, header, settings)
+                    partitions.append(
+                        {
+                            "index": index,
+                            "error_code": errors.NONE,
+                            "base_offset": result.base_offset,
+                            "log_append_time": _datetime(result.log_append_time_ms),
+                            "log_start_offset": result.log_start_offset,
+                        }
+                    )
+            topics.append({"name": topic_data.name, "partition_responses": partitions})
+        if acks == 0:
+            return None
+        cls = load_response_schema(API_KEY, ctx.api_version)
+        return build(cls, {"responses": topics})
+
+
+def _refused(index: int, code: int, message: str | None) -> dict[str, Any]:
+    metrics.PRODUCE_ERRORS.labels(errors.error_name(code)).inc()
+    return {
+        "index": index,
+        "error_code": code,
+        "base_offset": -1,
+        "log_append_time": None,
+        "log_start_offset": -1,
+        "error_message": message,
+    }
+
+
+def _datetime(ms: int) -> datetime.datetime | None:
+    """kio's `log_append_time` is a nullable datetime; None encodes Kafka's -1 (CreateTime)."""
+    if ms < 0:
+        return None
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
