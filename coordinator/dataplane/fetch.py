@@ -68,7 +68,7 @@ class FetchHandler:
         self.catalog = catalog
         self.store = store
         self.config = config
-        self.sessions = sessions or FetchSessionCache(
+        self.sessions = sessions if sessions is not None else FetchSessionCache(
             config.max_incremental_fetch_session_cache_slots, config.fetch_session_eviction_ms
         )
 
