@@ -1,0 +1,83 @@
+"""Domain events: pure-data facts the core reports alongside a Result.
+
+The runtime turns them into Prometheus metrics and the rebalance history stream. They are never
+persisted by the core and never read back; adding a field is always safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStateChanged:
+    group_id: str
+    group_type: str  # "classic" | "consumer"
+    old: str  # Kafka state string, "" when the group was just created
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceStarted:
+    group_id: str
+    group_type: str
+    generation_id: int  # the generation being left behind
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceCompleted:
+    group_id: str
+    generation_id: int  # the new generation
+    duration_ms: int  # from entering PreparingRebalance to Stable (or Empty)
+    member_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemberJoined:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberLeft:
+    group_id: str
+    member_id: str
+    reason: str  # "leave-group", "did-not-rejoin", "did-not-sync", "session-timeout", "group-max-size"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionExpired:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StaticMemberReplaced:
+    group_id: str
+    group_instance_id: str
+    old_member_id: str
+    new_member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsCommitted:
+    group_id: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsDeleted:
+    group_id: str
+    count: int
+    reason: str  # "offset-delete" | "expired" | "group-deleted"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDeleted:
+    group_id: str
+    group_type: str
+    reason: str  # "delete-groups" | "expired"

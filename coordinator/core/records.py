@@ -1,0 +1,195 @@
+"""Typed coordinator records and their codec.
+
+Modelled on Kafka's ``__consumer_offsets`` records (``GroupCoordinatorRecordHelpers``): each record is a
+key plus a value; a ``None`` value is a tombstone. Struct and field names follow Kafka's JSON schemas
+(``GroupMetadataValue.rebalanceTimeout`` -> ``rebalance_timeout``) so the KIPs can be read against the
+code; like Kafka's, these fields are milliseconds even where the name has no ``_ms``.
+
+Record types (the int stored next to each record in the log) are Kafka's where Kafka has one:
+
+====  ==========================================  ==========================================
+type  key                                         value
+====  ==========================================  ==========================================
+1     OffsetCommitKey(group, topic, partition)    OffsetCommitValue
+2     GroupMetadataKey(group)                     GroupMetadataValue (classic groups)
+3-8   KIP-848 consumer-group records              (reserved: RecordType names them)
+1000  CoordinatorEpochKey()                       CoordinatorEpochValue(epoch, writer_id)
+====  ==========================================  ==========================================
+
+Wire format (what ``encode_record`` returns and the record log stores opaquely):
+
+* key bytes   = msgpack array of the key struct's fields. Keys never change shape: the key bytes are
+  the compaction identity, so two encodings of one key must be byte-equal.
+* value bytes = 2-byte big-endian value version + msgpack array of the value struct's fields.
+
+Compatibility rule: within one value version, fields are only ever APPENDED, each with a default.
+msgspec's ``array_like`` decoding fills missing trailing fields with their defaults (old bytes, new
+reader) and ignores extra trailing fields (new bytes, old reader). A change that cannot be expressed
+by appending (removing, retyping or reordering a field) takes a new version number and a new struct;
+the old struct stays in ``_VALUE_TYPES`` forever so old logs stay readable. Unknown record types raise
+``UnknownRecordTypeError``; the loader skips them with a warning, as Kafka's loader does.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+
+import msgspec
+
+
+class RecordType(IntEnum):
+    OFFSET_COMMIT = 1
+    GROUP_METADATA = 2
+    CONSUMER_GROUP_METADATA = 3
+    CONSUMER_GROUP_PARTITION_METADATA = 4
+    CONSUMER_GROUP_MEMBER_METADATA = 5
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+    COORDINATOR_EPOCH = 1000
+
+
+class _Struct(msgspec.Struct, frozen=True, array_like=True):
+    """Base of all record keys and values: immutable, hashable, encoded as msgpack arrays."""
+
+
+# ---- OffsetCommit (type 1) -----------------------------------------------------------------------
+
+
+class OffsetCommitKey(_Struct, frozen=True):
+    group: str
+    topic: str
+    partition: int
+
+
+class OffsetCommitValue(_Struct, frozen=True):
+    offset: int
+    leader_epoch: int = -1  # -1 = none
+    metadata: str = ""
+    commit_timestamp: int = -1
+    expire_timestamp: int = -1  # -1 = none (only OffsetCommit v2-4 with a retention time sets it)
+
+
+# ---- GroupMetadata (type 2, classic groups) ------------------------------------------------------
+
+
+class GroupMetadataKey(_Struct, frozen=True):
+    group: str
+
+
+class GroupMetadataMember(_Struct, frozen=True):
+    """Kafka's ``GroupMetadataValue.MemberMetadata``."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout: int
+    session_timeout: int
+    subscription: bytes  # metadata of the selected protocol only
+    assignment: bytes
+
+
+class GroupMetadataValue(_Struct, frozen=True):
+    protocol_type: str  # "" when none
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int = -1
+    members: tuple[GroupMetadataMember, ...] = ()
+
+
+# ---- CoordinatorEpoch (type 1000, ours) ----------------------------------------------------------
+
+
+class CoordinatorEpochKey(_Struct, frozen=True):
+    """Singleton key: there is one coordinator epoch per shard log."""
+
+
+class CoordinatorEpochValue(_Struct, frozen=True):
+    epoch: int
+    writer_id: str
+
+
+RecordKey = OffsetCommitKey | GroupMetadataKey | CoordinatorEpochKey
+RecordValue = OffsetCommitValue | GroupMetadataValue | CoordinatorEpochValue
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One coordinator record. ``value is None`` is a tombstone (delete the key)."""
+
+    key: RecordKey
+    value: RecordValue | None
+
+
+class UnknownRecordTypeError(ValueError):
+    """A record type (or value version) this code does not know; loaders skip it with a warning."""
+
+
+# record type -> key struct; key struct -> record type
+_KEY_TYPES: dict[int, type[RecordKey]] = {
+    RecordType.OFFSET_COMMIT: OffsetCommitKey,
+    RecordType.GROUP_METADATA: GroupMetadataKey,
+    RecordType.COORDINATOR_EPOCH: CoordinatorEpochKey,
+}
+_TYPE_OF_KEY: dict[type[RecordKey], int] = {cls: rt for rt, cls in _KEY_TYPES.items()}
+
+# (record type, value version) -> value struct. Old versions stay here forever.
+_VALUE_TYPES: dict[tuple[int, int], type[RecordValue]] = {
+    (RecordType.OFFSET_COMMIT, 0): OffsetCommitValue,
+    (RecordType.GROUP_METADATA, 0): GroupMetadataValue,
+    (RecordType.COORDINATOR_EPOCH, 0): CoordinatorEpochValue,
+}
+# value struct -> version written today
+_WRITE_VERSION: dict[type[RecordValue], int] = {
+    OffsetCommitValue: 0,
+    GroupMetadataValue: 0,
+    CoordinatorEpochValue: 0,
+}
+
+_VERSION = struct.Struct(">H")
+_encoder = msgspec.msgpack.Encoder()
+_key_decoders = {rt: msgspec.msgpack.Decoder(cls) for rt, cls in _KEY_TYPES.items()}
+_value_decoders = {k: msgspec.msgpack.Decoder(cls) for k, cls in _VALUE_TYPES.items()}
+
+
+def record_type(key: RecordKey) -> int:
+    return _TYPE_OF_KEY[type(key)]
+
+
+def encode_key(key: RecordKey) -> bytes:
+    return _encoder.encode(key)
+
+
+def encode_record(record: Record) -> tuple[int, bytes, bytes | None]:
+    """Encode to ``(record_type, key_bytes, value_bytes or None for a tombstone)``."""
+    rtype = _TYPE_OF_KEY[type(record.key)]
+    key = _encoder.encode(record.key)
+    if record.value is None:
+        return rtype, key, None
+    version = _WRITE_VERSION[type(record.value)]
+    return rtype, key, _VERSION.pack(version) + _encoder.encode(record.value)
+
+
+def decode_record(rtype: int, key: bytes, value: bytes | None) -> Record:
+    """Inverse of :func:`encode_record`.
+
+    Raises ``UnknownRecordTypeError`` for unknown types/versions and ``msgspec.DecodeError`` (a
+    ``ValueError``) for malformed bytes.
+    """
+    key_decoder = _key_decoders.get(rtype)
+    if key_decoder is None:
+        raise UnknownRecordTypeError(f"unknown record type {rtype}")
+    decoded_key = key_decoder.decode(key)
+    if value is None:
+        return Record(decoded_key, None)
+    if len(value) < _VERSION.size:
+        raise msgspec.DecodeError("record value shorter than its version prefix")
+    (version,) = _VERSION.unpack_from(value)
+    value_decoder = _value_decoders.get((rtype, version))
+    if value_decoder is None:
+        raise UnknownRecordTypeError(f"unknown value version {version} for record type {rtype}")
+    return Record(decoded_key, value_decoder.decode(memoryview(value)[_VERSION.size :]))

@@ -1,0 +1,39 @@
+"""What a core operation returns: effects as data.
+
+The runtime appends ``records`` to the log as ONE entry, and only once that entry is durable does it
+release ``replies`` (in order) and apply ``timers``. ``events`` are facts for metrics and the rebalance
+history stream; they carry no obligation.
+
+Timers: ``TimerOp(key, deadline_ms)`` arms (or re-arms, replacing) the single timer named ``key`` to
+fire at ``deadline_ms`` (absolute, same clock as ``now_ms``); ``deadline_ms=None`` cancels it. When a
+timer is due the runtime posts ``TimerFired(key, deadline_ms)`` to the shard. The shard ignores a fired
+timer whose deadline is no longer the current one for that key, so a late or duplicate firing is harmless.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from coordinator.core.records import Record
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The response to the in-flight request ``ref`` (the opaque id the adapter put on the request)."""
+
+    ref: int
+    response: object
+
+
+@dataclass(frozen=True, slots=True)
+class TimerOp:
+    key: tuple[str, ...]
+    deadline_ms: int | None
+
+
+@dataclass(slots=True)
+class Result:
+    records: list[Record] = field(default_factory=list)
+    replies: list[Reply] = field(default_factory=list)
+    timers: list[TimerOp] = field(default_factory=list)
+    events: list[object] = field(default_factory=list)
