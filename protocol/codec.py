@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from kio.index import load_request_schema
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
@@ -29,6 +28,7 @@ from kio.static.primitive import i16, i32
 
 from .errors import MalformedRequest, UnknownApiKey, UnsupportedVersion
 from .framing import MIN_REQUEST_SIZE
+from .schemas import request_schema
 
 API_VERSIONS_KEY = 18
 
@@ -52,7 +52,7 @@ class DecodedRequest:
 
 @cache
 def _request_plan(api_key: int, api_version: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    schema = load_request_schema(api_key, api_version)
+    schema = request_schema(api_key, api_version)
     header = RequestHeaderV2 if schema.__flexible__ else RequestHeaderV1
     return entity_reader(header), entity_reader(schema)
 

@@ -17,10 +17,17 @@ from protocol.codec import RequestCodec
 from .. import metrics
 from ..catalog import TopicCatalog
 from ..config import Config
+from ..core.config import GroupConfig
+from ..core.shard import CoordinatorShard
+from ..dataplane.config import DataPlaneConfig
+from ..dataplane.handlers import dataplane_handlers
+from ..dataplane.log import PartitionStore
 from ..logging import get_logger
-from .apis import bootstrap_handlers
+from . import group_metrics
+from .apis import bootstrap_handlers, group_handlers
 from .connection import KafkaConnection
 from .registry import ApiRegistry
+from .shard import MemorySink, ShardRuntime
 
 log = get_logger("coordinator.server")
 
@@ -38,7 +45,13 @@ class CoordinatorServer:
         host, port = config.advertised
         self.node = Node(config["node.id"], host, port)
         self.catalog = TopicCatalog(config.data_dir / "topics.json")
-        self.registry = ApiRegistry(bootstrap_handlers(self))
+        self.store = PartitionStore(self.catalog, dataplane_config(config))
+        self.shard: ShardRuntime | None = None
+        self.registry = ApiRegistry([
+            *bootstrap_handlers(self),
+            *group_handlers(lambda: self.shard),
+            *dataplane_handlers(self.catalog, self.store, self.store.config),
+        ])
         self.codec = RequestCodec(self.registry.version_ranges())
         self._connections: set[KafkaConnection] = set()
         self._ids = itertools.count(1)
@@ -68,7 +81,6 @@ class CoordinatorServer:
             mhost, mport = self.config.metrics_listen
             self._metrics_server = metrics.MetricsServer(mhost, mport, lambda: self.ready)
             await self._metrics_server.start()
-        self._loaded = True
         host, port = self.config.listen
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
@@ -77,12 +89,22 @@ class CoordinatorServer:
         if not self.config["advertised.listeners"]:
             # Listening on port 0 (tests) advertises the port actually bound.
             self.node = Node(self.node.node_id, self.node.host, self.port)
+        await self._load_shard()
         metrics.READY.set(1)
         log.info(
             "server_started", listen=f"{host}:{self.port}", advertised=f"{self.node.host}:{self.node.port}",
             node_id=self.node.node_id, metrics_port=self.metrics_port, data_dir=str(self.config.data_dir),
             apis=len(list(self.registry)),
         )
+
+    async def _load_shard(self) -> None:
+        """Replay the record log into a fresh core shard, then start serving group APIs."""
+        shard = ShardRuntime(CoordinatorShard(group_config(self.config)), MemorySink())
+        shard.add_observer(group_metrics.observer(self.config["metrics.group.labels.enable"]))
+        group_metrics.register_shard(lambda: self.shard)
+        shard.start()
+        self.shard = shard
+        self._loaded = True
 
     def _declare_topics(self) -> None:
         for name, partitions in self.config["topics"]:
@@ -110,6 +132,8 @@ class CoordinatorServer:
                 log.warning("shutdown_timeout", connections_still_busy=len(pending))
         for connection in list(self._connections):
             connection.close()
+        if self.shard is not None:
+            await self.shard.stop()
         if self._server is not None:
             await self._server.wait_closed()
         if self._metrics_server is not None:
@@ -146,3 +170,37 @@ async def serve(config: Config) -> int:
     log.info("shutdown_requested")
     await server.stop()
     return 0
+
+
+def group_config(config: Config) -> GroupConfig:
+    """Kafka's keys onto the core's millisecond settings."""
+    return GroupConfig(
+        group_min_session_timeout_ms=config["group.min.session.timeout.ms"],
+        group_max_session_timeout_ms=config["group.max.session.timeout.ms"],
+        group_initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
+        group_max_size=config["group.max.size"],
+        offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
+        offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
+        offset_metadata_max_bytes=config["offset.metadata.max.bytes"],
+        consumer_group_session_timeout_ms=config["group.consumer.session.timeout.ms"],
+        consumer_group_min_session_timeout_ms=config["group.consumer.min.session.timeout.ms"],
+        consumer_group_max_session_timeout_ms=config["group.consumer.max.session.timeout.ms"],
+        consumer_group_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
+        consumer_group_min_heartbeat_interval_ms=config["group.consumer.min.heartbeat.interval.ms"],
+        consumer_group_max_heartbeat_interval_ms=config["group.consumer.max.heartbeat.interval.ms"],
+        consumer_group_max_size=config["group.consumer.max.size"],
+        consumer_group_assignors=tuple(config["group.consumer.assignors"]),
+    )
+
+
+def dataplane_config(config: Config) -> DataPlaneConfig:
+    return DataPlaneConfig(
+        message_max_bytes=config["message.max.bytes"],
+        log_retention_bytes=config["log.retention.bytes"],
+        log_retention_ms=config["log.retention.ms"],
+        log_message_timestamp_type=config["log.message.timestamp.type"],
+        fetch_max_bytes=config["fetch.max.bytes"],
+        max_incremental_fetch_session_cache_slots=config["max.incremental.fetch.session.cache.slots"],
+        partition_max_bytes=config["dataplane.max.bytes"],
+        total_max_bytes=config["dataplane.total.max.bytes"],
+    )

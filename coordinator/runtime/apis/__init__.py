@@ -5,13 +5,24 @@ serves and the version notes. Handlers describe responses once, version-free, an
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..registry import ApiHandler
-from . import api_versions, describe_cluster, find_coordinator, metadata, topics
+from . import (
+    api_versions,
+    classic_groups,
+    describe_cluster,
+    find_coordinator,
+    group_admin,
+    metadata,
+    offsets,
+    topics,
+)
 
 if TYPE_CHECKING:
     from ..server import CoordinatorServer
+    from ..shard import ShardRuntime
 
 
 def bootstrap_handlers(server: CoordinatorServer) -> list[ApiHandler]:
@@ -23,4 +34,20 @@ def bootstrap_handlers(server: CoordinatorServer) -> list[ApiHandler]:
         topics.create_topics_handler(server),
         topics.delete_topics_handler(server),
         describe_cluster.handler(server),
+    ]
+
+
+def group_handlers(shard: Callable[[], ShardRuntime | None]) -> list[ApiHandler]:
+    """The group coordinator's APIs, served by the shard."""
+    return [
+        classic_groups.join_group(shard),
+        classic_groups.sync_group(shard),
+        classic_groups.heartbeat(shard),
+        classic_groups.leave_group(shard),
+        offsets.offset_commit(shard),
+        offsets.offset_fetch(shard),
+        offsets.offset_delete(shard),
+        group_admin.list_groups(shard),
+        group_admin.describe_groups(shard),
+        group_admin.delete_groups(shard),
     ]

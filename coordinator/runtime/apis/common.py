@@ -5,16 +5,15 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from kio.index import load_response_schema
-
 from protocol.build import build
+from protocol.schemas import response_schema
 
 from ..registry import RequestContext
 
 
 @cache
 def response_class(api_key: int, api_version: int) -> type[Any]:
-    return load_response_schema(api_key, api_version)
+    return response_schema(api_key, api_version)  # type: ignore[no-any-return]
 
 
 def respond(ctx: RequestContext, description: dict[str, Any]) -> Any:

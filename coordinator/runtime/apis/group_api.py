@@ -1,0 +1,46 @@
+"""The shape every group API adapter shares: wire request -> core request -> shard -> wire response.
+
+An adapter is two pure functions: `to_core(ctx, request, ref)` builds the version-free core request
+(filling version defaults) and `to_wire(ctx, request, response)` describes the wire response for
+`protocol.build`. While the shard is still replaying its log the adapter answers without the core,
+through `on_error(ctx, request, code)`, with COORDINATOR_LOAD_IN_PROGRESS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..registry import ApiHandler, RequestContext
+from ..shard import ShardRuntime
+from .common import respond
+
+COORDINATOR_LOAD_IN_PROGRESS = 14
+
+ToCore = Callable[[RequestContext, Any, int], Any]
+ToWire = Callable[[RequestContext, Any, Any], dict[str, Any]]
+OnError = Callable[[RequestContext, Any, int], dict[str, Any]]
+
+
+def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_version: int, max_version: int,
+              to_core: ToCore, to_wire: ToWire, on_error: OnError) -> ApiHandler:
+    async def finish(ctx: RequestContext, request: Any, pending: Any) -> Any:
+        return respond(ctx, to_wire(ctx, request, await pending))
+
+    def handle(ctx: RequestContext, request: Any) -> Any:
+        runtime = shard()
+        if runtime is None or not runtime.loaded:
+            return respond(ctx, on_error(ctx, request, COORDINATOR_LOAD_IN_PROGRESS))
+        pending = runtime.submit(to_core(ctx, request, runtime.new_ref()))
+        return finish(ctx, request, pending)
+
+    return ApiHandler(api_key, min_version, max_version, handle)
+
+
+def ms(value: Any) -> int:
+    """kio timedeltas to int milliseconds (the core works in ints)."""
+    if value is None:
+        return -1
+    if isinstance(value, int):
+        return value
+    return int(value.total_seconds() * 1000)

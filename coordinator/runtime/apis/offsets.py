@@ -1,0 +1,127 @@
+"""Offset APIs: OffsetCommit (8) v0–9, OffsetFetch (9) v0–9, OffsetDelete (47) v0.
+
+Version notes:
+- OffsetCommit v0 has no generation or member id (a simple commit: generation -1, member "");
+  v1 adds a per-partition commit timestamp; v2–4 a retention time; v5 drops it; v6 adds the
+  committed leader epoch; v7 the group instance id; v9 carries the member epoch of a KIP-848
+  member (STALE_MEMBER_EPOCH). Throttle time from v3. v0–1 come from `protocol.legacy`.
+- OffsetFetch v0–1 report group-level errors inside every partition; v2–7 carry a top-level
+  ErrorCode and accept null topics (= all committed offsets); v5 adds the leader epoch; v7
+  RequireStable; v8+ batch several groups (KIP-709) with a per-group error; v9 adds member id and
+  epoch. v0 comes from `protocol.legacy`.
+- OffsetDelete v0: GROUP_SUBSCRIBED_TO_TOPIC per partition for topics the live group consumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ...core import requests as core
+from ..registry import ApiHandler, RequestContext
+from ..shard import ShardRuntime
+from .group_api import group_api, ms
+
+
+def offset_commit(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
+    def to_core(ctx: RequestContext, r: Any, ref: int) -> core.OffsetCommit:
+        topics = tuple(
+            core.OffsetCommitTopic(t.name, tuple(
+                core.OffsetCommitPartition(
+                    p.partition_index, p.committed_offset,
+                    getattr(p, "committed_leader_epoch", -1),
+                    p.committed_metadata,
+                    getattr(p, "commit_timestamp", -1),
+                ) for p in t.partitions))
+            for t in r.topics
+        )
+        return core.OffsetCommit(
+            ref=ref, group_id=r.group_id,
+            generation_id_or_member_epoch=getattr(r, "generation_id_or_member_epoch", -1),
+            member_id=getattr(r, "member_id", ""),
+            group_instance_id=getattr(r, "group_instance_id", None),
+            retention_time_ms=ms(getattr(r, "retention_time", None)),
+            topics=topics,
+        )
+
+    def to_wire(ctx: RequestContext, r: Any, resp: Any) -> dict[str, Any]:
+        return {"throttle_time": 0, "topics": [
+            {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": p.error_code}
+                                            for p in t.partitions]} for t in resp.topics]}
+
+    def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
+        return {"topics": [{"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": code}
+                                                           for p in t.partitions]} for t in r.topics]}
+
+    return group_api(shard, 8, 0, 9, to_core, to_wire, on_error)
+
+
+def _fetch_groups(ctx: RequestContext, r: Any) -> tuple[core.OffsetFetchGroup, ...]:
+    if ctx.api_version >= 8:
+        return tuple(
+            core.OffsetFetchGroup(
+                g.group_id, getattr(g, "member_id", None), getattr(g, "member_epoch", -1),
+                None if g.topics is None else tuple(core.OffsetFetchTopic(t.name, tuple(t.partition_indexes))
+                                                    for t in g.topics))
+            for g in r.groups)
+    topics = None if r.topics is None else tuple(core.OffsetFetchTopic(t.name, tuple(t.partition_indexes))
+                                                 for t in r.topics)
+    return (core.OffsetFetchGroup(r.group_id, None, -1, topics),)
+
+
+def _wire_topics(topics: Any) -> list[dict[str, Any]]:
+    return [{"name": t.name, "partitions": [
+        {"partition_index": p.partition_index, "committed_offset": p.committed_offset,
+         "committed_leader_epoch": p.committed_leader_epoch, "metadata": p.metadata, "error_code": p.error_code}
+        for p in t.partitions]} for t in topics]
+
+
+def offset_fetch(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
+    def to_core(ctx: RequestContext, r: Any, ref: int) -> core.OffsetFetch:
+        return core.OffsetFetch(ref=ref, groups=_fetch_groups(ctx, r), require_stable=getattr(r, "require_stable", False))
+
+    def to_wire(ctx: RequestContext, r: Any, resp: Any) -> dict[str, Any]:
+        if ctx.api_version >= 8:
+            return {"throttle_time": 0, "groups": [
+                {"group_id": g.group_id, "error_code": g.error_code, "topics": _wire_topics(g.topics)}
+                for g in resp.groups]}
+        (group,) = resp.groups
+        if ctx.api_version >= 2:
+            return {"throttle_time": 0, "error_code": group.error_code, "topics": _wire_topics(group.topics)}
+        return {"topics": _lift_into_partitions(r, group)}
+
+    def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
+        if ctx.api_version >= 8:
+            return {"groups": [{"group_id": g.group_id, "error_code": code, "topics": []} for g in r.groups]}
+        if ctx.api_version >= 2:
+            return {"error_code": code, "topics": []}
+        return {"topics": [{"name": t.name, "partitions": [
+            {"partition_index": i, "committed_offset": -1, "metadata": "", "error_code": code}
+            for i in t.partition_indexes]} for t in r.topics]}
+
+    return group_api(shard, 9, 0, 9, to_core, to_wire, on_error)
+
+
+def _lift_into_partitions(r: Any, group: Any) -> list[dict[str, Any]]:
+    """v0–1 have no group-level error: Kafka reports it in every requested partition."""
+    if not group.error_code:
+        return _wire_topics(group.topics)
+    return [{"name": t.name, "partitions": [
+        {"partition_index": i, "committed_offset": -1, "metadata": "", "error_code": group.error_code}
+        for i in t.partition_indexes]} for t in r.topics]
+
+
+def offset_delete(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
+    def to_core(ctx: RequestContext, r: Any, ref: int) -> core.OffsetDelete:
+        return core.OffsetDelete(ref=ref, group_id=r.group_id, topics=tuple(
+            core.OffsetDeleteTopic(t.name, tuple(p.partition_index for p in t.partitions)) for t in r.topics))
+
+    def to_wire(ctx: RequestContext, r: Any, resp: Any) -> dict[str, Any]:
+        return {"error_code": resp.error_code, "throttle_time": 0, "topics": [
+            {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": p.error_code}
+                                            for p in t.partitions]} for t in resp.topics]}
+
+    def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
+        return {"error_code": code, "topics": []}
+
+    return group_api(shard, 47, 0, 0, to_core, to_wire, on_error)

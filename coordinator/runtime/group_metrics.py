@@ -1,0 +1,94 @@
+"""Group metrics: counters fed by the core's domain events and gauges read from the shard at scrape.
+
+Labels stay bounded (group type and state, reason); per-group labels exist only when
+`metrics.group.labels.enable` is set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import REGISTRY, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from ..core import events
+
+REBALANCES_STARTED = Counter("coordinator_rebalances_started", "Rebalances started, by group type.", ["group_type"])
+REBALANCES_COMPLETED = Counter("coordinator_rebalances_completed", "Rebalances completed, by group type.", ["group_type"])
+REBALANCE_DURATION = Histogram(
+    "coordinator_rebalance_duration_seconds", "From a rebalance's start to the group being stable.", ["group_type"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
+)
+MEMBERS_JOINED = Counter("coordinator_members_joined", "Members admitted to a group.", ["group_type"])
+MEMBERS_LEFT = Counter("coordinator_members_left", "Members removed from a group, by reason.", ["group_type", "reason"])
+SESSION_EXPIRATIONS = Counter("coordinator_session_expirations", "Members removed because their session expired.", ["group_type"])
+OFFSETS_COMMITTED = Counter("coordinator_offsets_committed", "Partition offsets committed.")
+OFFSETS_DELETED = Counter("coordinator_offsets_deleted", "Partition offsets removed, by reason.", ["reason"])
+GROUPS_DELETED = Counter("coordinator_groups_deleted", "Groups removed, by reason.", ["group_type", "reason"])
+GROUP_OFFSETS_COMMITTED = Counter("coordinator_group_offsets_committed", "Offsets committed per group (only with metrics.group.labels.enable).", ["group"])
+
+
+def observer(per_group_labels: bool) -> Callable[[object], None]:
+    def observe(event: object) -> None:
+        match event:
+            case events.RebalanceStarted(group_type=group_type):
+                REBALANCES_STARTED.labels(group_type).inc()
+            case events.RebalanceCompleted(duration_ms=duration_ms):
+                group_type = getattr(event, "group_type", "classic")
+                REBALANCES_COMPLETED.labels(group_type).inc()
+                REBALANCE_DURATION.labels(group_type).observe(duration_ms / 1000)
+            case events.MemberJoined():
+                MEMBERS_JOINED.labels(getattr(event, "group_type", "classic")).inc()
+            case events.MemberLeft(reason=reason):
+                MEMBERS_LEFT.labels(getattr(event, "group_type", "classic"), reason).inc()
+            case events.SessionExpired():
+                SESSION_EXPIRATIONS.labels(getattr(event, "group_type", "classic")).inc()
+            case events.OffsetsCommitted(group_id=group_id, count=count):
+                OFFSETS_COMMITTED.inc(count)
+                if per_group_labels:
+                    GROUP_OFFSETS_COMMITTED.labels(group_id).inc(count)
+            case events.OffsetsDeleted(count=count, reason=reason):
+                OFFSETS_DELETED.labels(reason).inc(count)
+            case events.GroupDeleted(group_type=group_type, reason=reason):
+                GROUPS_DELETED.labels(group_type, reason).inc()
+            case _:
+                pass
+
+    return observe
+
+
+class ShardCollector(Collector):
+    """Reads group and member counts from the live shard at scrape time."""
+
+    def __init__(self, shard: Callable[[], Any]) -> None:
+        self._shard = shard
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        groups = GaugeMetricFamily("coordinator_groups", "Groups by type and state.", labels=["group_type", "state"])
+        members = GaugeMetricFamily("coordinator_members", "Members by group type.", labels=["group_type"])
+        runtime = self._shard()
+        if runtime is not None:
+            for (state, group_type), count in sorted(runtime.core.groups_by_state_and_type().items()):
+                groups.add_metric([group_type, state], count)
+            by_type: dict[str, int] = {}
+            for group in runtime.core.groups.values():
+                by_type[group.group_type] = by_type.get(group.group_type, 0) + len(group.members)
+            for group_type, count in sorted(by_type.items()):
+                members.add_metric([group_type], count)
+        yield groups
+        yield members
+
+
+_collector: ShardCollector | None = None
+
+
+def register_shard(shard: Callable[[], Any]) -> None:
+    """Point the scrape-time gauges at the current shard (re-pointed, not re-registered, on restart)."""
+    global _collector
+    if _collector is None:
+        _collector = ShardCollector(shard)
+        REGISTRY.register(_collector)
+    else:
+        _collector._shard = shard

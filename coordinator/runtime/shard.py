@@ -1,0 +1,186 @@
+"""The shard task: the one owner of a core shard's state.
+
+Adapters `submit()` version-free requests and await their replies. One asyncio task drains the
+queue in batches:
+
+1. for every event of the batch: `core.handle(event, now_ms)`; the result's records become ONE log
+   entry (so replay never sees half of a handler's effects), its timers are armed, its events go to
+   the observers (metrics, history);
+2. once per batch: the log makes everything appended durable (group commit, one fsync);
+3. only then are the batch's replies released, in order. A reply with no records of its own waits
+   for the batch too, so a client never observes state that a crash could take back.
+
+Timer firings and catalog changes enter through the same queue, never touching state directly.
+While `loaded` is false (the log is being replayed) adapters answer COORDINATOR_LOAD_IN_PROGRESS.
+A log failure is fatal: `on_fatal` is called and the process exits (fail-stop, no undo).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import itertools
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any, Protocol
+
+from ..core.records import Record, decode_record, encode_record
+from ..core.requests import TimerFired
+from ..core.result import Result
+from ..core.shard import CoordinatorShard
+from ..logging import get_logger
+from .clock import Timers, now_ms
+
+log = get_logger("coordinator.shard")
+
+EncodedRecord = tuple[int, bytes, bytes | None]
+
+
+class LogSink(Protocol):
+    """Where the shard's entries go: in memory (tests) or the durable record log."""
+
+    def append(self, records: Sequence[EncodedRecord], timestamp_ms: int) -> None: ...
+
+    async def make_durable(self) -> None:
+        """Return once every entry appended so far is durable (raises on failure)."""
+        ...
+
+
+class MemorySink:
+    """Keeps entries in a list; durable by definition (for tests and `log.flush.policy=none`)."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[int, tuple[EncodedRecord, ...]]] = []
+
+    def append(self, records: Sequence[EncodedRecord], timestamp_ms: int) -> None:
+        self.entries.append((timestamp_ms, tuple(records)))
+
+    async def make_durable(self) -> None:
+        return None
+
+
+Observer = Callable[[object], None]
+
+
+class ShardRuntime:
+    def __init__(self, core: CoordinatorShard, sink: LogSink, *, clock: Callable[[], int] = now_ms,
+                 on_fatal: Callable[[BaseException], None] | None = None) -> None:
+        self.core = core
+        self.sink = sink
+        self._clock = clock
+        self._on_fatal = on_fatal
+        self._queue: collections.deque[Any] = collections.deque()
+        self._waiters: dict[int, asyncio.Future[Any]] = {}
+        self._refs = itertools.count(1)
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._timers: Timers | None = None
+        self._observers: list[Observer] = []
+        self.loaded = False
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def replay(self, entries: Iterable[Sequence[EncodedRecord]]) -> int:
+        """Rebuild durable state from the log; returns the number of records replayed."""
+        count = 0
+        for records in entries:
+            for record_type, key, value in records:
+                self.core.replay(decode_record(record_type, key, value))
+                count += 1
+        return count
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._timers = Timers(loop, self._timer_fired, self._clock)
+        self._apply(self.core.on_loaded(self._clock()), [])
+        self.loaded = True
+        self._task = loop.create_task(self._run(), name="shard")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._timers is not None:
+            self._timers.cancel_all()
+        for future in self._waiters.values():
+            if not future.done():
+                future.cancel()
+        self._waiters.clear()
+
+    def add_observer(self, observer: Observer) -> None:
+        self._observers.append(observer)
+
+    # -- requests -----------------------------------------------------------------------------
+    def new_ref(self) -> int:
+        return next(self._refs)
+
+    def submit(self, request: Any) -> asyncio.Future[Any]:
+        """Queue a core request (built with `ref=new_ref()`); the future gets its response."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiters[request.ref] = future
+        self._queue.append(request)
+        self._wake.set()
+        return future
+
+    def post(self, event: Any) -> None:
+        """Queue an event that has no reply (timer firings, catalog changes)."""
+        self._queue.append(event)
+        self._wake.set()
+
+    def _timer_fired(self, key: Hashable, deadline_ms: int) -> None:
+        self.post(TimerFired(key, deadline_ms))  # type: ignore[arg-type]
+
+    # -- the loop -----------------------------------------------------------------------------
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._queue:
+                batch = list(self._queue)
+                self._queue.clear()
+                replies: list[Any] = []
+                wrote = False
+                for event in batch:
+                    try:
+                        result = self.core.handle(event, self._clock())
+                    except Exception as exc:  # a core bug: fail this request, keep serving others
+                        log.error("core_handler_failed", event=type(event).__name__, exc_info=exc)
+                        waiter = self._waiters.pop(getattr(event, "ref", -1), None)
+                        if waiter is not None and not waiter.done():
+                            waiter.set_exception(exc)
+                        continue
+                    wrote |= self._apply(result, replies)
+                if wrote:
+                    try:
+                        await self.sink.make_durable()
+                    except BaseException as exc:
+                        self._fatal(exc)
+                        return
+                for reply in replies:
+                    waiter = self._waiters.pop(reply.ref, None)
+                    if waiter is not None and not waiter.done():
+                        waiter.set_result(reply.response)
+
+    def _apply(self, result: Result, replies: list[Any]) -> bool:
+        wrote = False
+        if result.records:
+            self.sink.append([encode_record(r) for r in result.records], self._clock())
+            wrote = True
+        replies.extend(result.replies)
+        if self._timers is not None:
+            for op in result.timers:
+                self._timers.arm(op.key, op.deadline_ms)
+        for event in result.events:
+            for observer in self._observers:
+                observer(event)
+        return wrote
+
+    def _fatal(self, exc: BaseException) -> None:
+        log.critical("record_log_failed", error=repr(exc))
+        if self._on_fatal is not None:
+            self._on_fatal(exc)
+
+
+def records_of(result: Result) -> list[Record]:
+    return list(result.records)
