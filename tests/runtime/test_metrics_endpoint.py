@@ -8,19 +8,9 @@ import pytest
 from kio.schema.api_versions.v0.request import ApiVersionsRequest
 
 from coordinator.runtime.server import CoordinatorServer
+from tests.support.metrics import scrape
 from tests.support.server import http_get
 from tests.support.wire import WireClient
-
-
-def scrape(port: int) -> dict[str, float]:
-    status, body = http_get(port, "/metrics")
-    assert status == 200
-    values = {}
-    for line in body.decode().splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            values[name] = float(value)
-    return values
 
 
 @pytest.mark.asyncio

@@ -7,10 +7,10 @@ import contextlib
 import struct
 from typing import Any
 
-from kio.index import load_response_schema
 from kio.serial import entity_reader
 
 from protocol.codec import encode_request
+from protocol.schemas import response_schema as load_response_schema
 
 
 def decode_response(api_key: int, api_version: int, payload: bytes) -> tuple[int, Any]:
