@@ -29,13 +29,12 @@ import asyncio
 import uuid
 from typing import Any
 
-from kio.index import load_response_schema
-
 from coordinator.catalog.catalog import Topic, TopicCatalog
 from coordinator.runtime.registry import RequestContext
 from protocol.build import build
 
 from . import errors, metrics
+from ._schemas import response_class
 from .config import DataPlaneConfig
 from .log import LEADER_EPOCH, PartitionLog, PartitionStore
 from .session import (
@@ -242,7 +241,7 @@ class FetchHandler:
                     "records": result.records,
                 }
             )
-        cls = load_response_schema(API_KEY, ctx.api_version)
+        cls = response_class(API_KEY, ctx.api_version)
         return build(
             cls,
             {

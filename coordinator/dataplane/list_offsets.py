@@ -20,13 +20,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from kio.index import load_response_schema
-
 from coordinator.catalog.catalog import TopicCatalog
 from coordinator.runtime.registry import RequestContext
 from protocol.build import build
 
 from . import errors
+from ._schemas import response_class
 from .log import LEADER_EPOCH, NO_TIMESTAMP, PartitionLog, PartitionStore
 
 API_KEY = 2
@@ -67,7 +66,7 @@ class ListOffsetsHandler:
                         log = self.store.log(topic, index)
                         partitions.append(_lookup(index, log, int(p.timestamp)))
             topics.append({"name": topic_req.name, "partitions": partitions})
-        cls = load_response_schema(API_KEY, ctx.api_version)
+        cls = response_class(API_KEY, ctx.api_version)
         return build(cls, {"throttle_time": 0, "topics": topics})
 
 

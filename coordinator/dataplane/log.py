@@ -33,6 +33,7 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from coordinator.catalog.catalog import Topic, TopicCatalog, TopicChange
 
@@ -54,7 +55,7 @@ def wall_clock_ms() -> int:
 class StoredBatch:
     """One batch as served, with the header fields the log needs kept unpacked."""
 
-    __slots__ = ("base_offset", "data", "last_offset", "max_timestamp", "position", "records_count")
+    __slots__ = ("base_offset", "data", "last_offset", "max_timestamp", "position", "records_count", "size")
 
     def __init__(self, data: bytes, base_offset: int, header: BatchHeader, position: int) -> None:
         self.data = data
@@ -64,10 +65,7 @@ class StoredBatch:
         self.records_count = header.records_count
         self.position = position
         """Bytes appended to the log before this batch (a virtual file position)."""
-
-    @property
-    def size(self) -> int:
-        return len(self.data)
+        self.size = len(data)
 
     def header(self) -> BatchHeader:
         return parse_header(self.data)
@@ -286,7 +284,19 @@ class PartitionStore:
         self._logs: dict[uuid.UUID, dict[int, PartitionLog]] = {}
         self._fifo: deque[tuple[PartitionLog, int]] = deque()
         self._live_batches = 0
+        self._topic_metrics: dict[str, tuple[Any, Any, Any]] = {}
         catalog.add_listener(self._on_topic_change)
+
+    def _metrics(self, topic: str) -> tuple[Any, Any, Any]:
+        """The topic's (bytes in, messages in, log bytes) children, looked up once per topic."""
+        children = self._topic_metrics.get(topic)
+        if children is None:
+            children = self._topic_metrics[topic] = (
+                metrics.BYTES_IN.labels(topic),
+                metrics.MESSAGES_IN.labels(topic),
+                metrics.LOG_BYTES.labels(topic),
+            )
+        return children
 
     # -- lookup ------------------------------------------------------------------------------
     def log(self, topic: Topic, partition: int) -> PartitionLog:
@@ -326,9 +336,10 @@ class PartitionStore:
         self.total_bytes += stored.size
         self._live_batches += 1
         self._fifo.append((log, stored.base_offset))
-        metrics.BYTES_IN.labels(topic.name).inc(stored.size)
-        metrics.MESSAGES_IN.labels(topic.name).inc(stored.records_count)
-        metrics.LOG_BYTES.labels(topic.name).inc(stored.size)
+        bytes_in, messages_in, log_bytes = self._metrics(topic.name)
+        bytes_in.inc(stored.size)
+        messages_in.inc(stored.records_count)
+        log_bytes.inc(stored.size)
         self._enforce_size(log, settings)
         if now - log.last_retention_check_ms >= self.retention_check_interval_ms:
             self._enforce_time(log, settings.retention_ms, now)
@@ -389,7 +400,7 @@ class PartitionStore:
         batch = log._drop_head()
         self.total_bytes -= batch.size
         self._live_batches -= 1
-        metrics.LOG_BYTES.labels(log.topic).dec(batch.size)
+        self._metrics(log.topic)[2].dec(batch.size)
         metrics.LOG_DELETED_BYTES.labels(reason).inc(batch.size)
         return batch.size
 
@@ -409,4 +420,5 @@ class PartitionStore:
             log.wake()
         self.total_bytes -= freed
         metrics.LOG_DELETED_BYTES.labels("topic_deleted").inc(freed)
+        self._topic_metrics.pop(topic.name, None)
         metrics.forget_topic(topic.name)

@@ -19,13 +19,12 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from kio.index import load_response_schema
-
 from coordinator.catalog.catalog import TopicCatalog
 from coordinator.runtime.registry import RequestContext
 from protocol.build import build
 
 from . import errors, metrics
+from ._schemas import response_class
 from .batch import InvalidBatch, validate_produce
 from .log import PartitionStore, TopicSettings
 
@@ -89,7 +88,7 @@ class ProduceHandler:
             topics.append({"name": topic_data.name, "partition_responses": partitions})
         if acks == 0:
             return None
-        cls = load_response_schema(API_KEY, ctx.api_version)
+        cls = response_class(API_KEY, ctx.api_version)
         return build(cls, {"responses": topics})
 
 
