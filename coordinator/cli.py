@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--override", metavar="KEY=VALUE", action="append", default=[], help="set a key (repeatable)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--log-format", default="auto", choices=["auto", "json", "console"])
+    from .admin.commands import add_commands
+
+    add_commands(commands)
     return parser
 
 
@@ -48,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    from .admin.commands import COMMANDS, run
+
+    if args.command in COMMANDS:
+        return run(args)
     return 2
 
 

@@ -1,0 +1,15 @@
+"""The operator's admin CLI: `coordinator groups ...` and `coordinator offsets ...`.
+
+It talks the Kafka protocol only, so it works against this coordinator and against any Apache Kafka
+broker alike:
+
+- `client` owns the connections: bootstrap, ApiVersions negotiation, framing, timeouts, and routing
+  to the group coordinator (FindCoordinator) and partition leaders (Metadata);
+- `groups` owns the operations (list, describe with offsets and lag, delete, reset offsets) and
+  returns plain dataclasses;
+- `assignment` decodes the embedded consumer protocol of classic consumer groups;
+- `output` renders results as tables or JSON;
+- `commands` wires the operations into argparse sub-commands of `coordinator`.
+
+Nothing here is imported by the server.
+"""

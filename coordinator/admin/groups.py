@@ -1,0 +1,360 @@
+"""The admin operations on groups and their offsets, as plain data.
+
+- `list_groups`: ListGroups on every broker of the cluster (each lists the groups it coordinates),
+  v5 for type and state, lower versions where the broker has no v5 (no type before v5: such brokers
+  only have classic groups; no state before v4).
+- `describe_group`: the group from its coordinator. ConsumerGroupDescribe (API 69) when the broker
+  serves it and the group is a consumer (KIP-848) group: group and assignment epochs, member epochs,
+  current and target assignments. Otherwise DescribeGroups; for protocol type "consumer" each
+  member's ConsumerProtocolAssignment is decoded. Then committed offsets (OffsetFetch, every
+  partition of the group) and end offsets (ListOffsets latest, sent to each partition's leader from
+  Metadata), and lag where both are known.
+- `delete_group`: DeleteGroups at the coordinator.
+- `reset_offsets`: as Kafka's kafka-consumer-groups: only for a group that is Empty or Dead (or
+  unknown); target offsets from ListOffsets (earliest/latest) or given (clamped to the partition's
+  earliest..latest, as Kafka does); committed with OffsetCommit generation -1 and an empty member id.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .assignment import Partitions, decode_assignment, decode_subscription
+from .client import (
+    CONSUMER_GROUP_DESCRIBE,
+    DELETE_GROUPS,
+    DESCRIBE_GROUPS,
+    LIST_GROUPS,
+    LIST_OFFSETS,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+    AdminClient,
+    AdminError,
+    Connection,
+    error_name,
+)
+
+GROUP_ID_NOT_FOUND = 69
+LATEST = -1
+EARLIEST = -2
+INACTIVE_STATES = ("Empty", "Dead")
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    group_id: str
+    group_type: str
+    state: str
+    protocol_type: str
+
+
+@dataclass(slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: Partitions | None
+    """Topic → partitions; None when the assignment bytes could not be decoded."""
+    member_epoch: int | None = None
+    """Consumer groups: the member's epoch."""
+    generation_id: int | None = None
+    """Classic consumer groups: the generation in the member's subscription (v2+), when known."""
+    target_assignment: Partitions | None = None
+    """Consumer groups: the assignment the member is reconciling towards."""
+    subscribed_topics: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PartitionOffsets:
+    topic: str
+    partition: int
+    committed_offset: int | None
+    end_offset: int | None
+    lag: int | None
+    member_id: str | None
+    metadata: str | None = None
+
+
+@dataclass(slots=True)
+class GroupDescription:
+    group_id: str
+    group_type: str
+    state: str
+    protocol_type: str
+    protocol: str
+    """Classic: the chosen protocol (assignor); consumer: the server-side assignor."""
+    coordinator: str
+    members: list[MemberDescription]
+    offsets: list[PartitionOffsets]
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
+
+
+@dataclass(slots=True)
+class OffsetChange:
+    topic: str
+    partition: int
+    previous_offset: int | None
+    new_offset: int
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class ResetResult:
+    group_id: str
+    state: str
+    executed: bool
+    changes: list[OffsetChange]
+
+
+class GroupActiveError(AdminError):
+    """An offsets reset asked for a group that has members."""
+
+
+# -- list -------------------------------------------------------------------------------------------
+async def list_groups(client: AdminClient) -> list[GroupListing]:
+    metadata = await client.metadata([])
+    brokers = list(metadata.brokers.values())
+    if not brokers:
+        raise AdminError("Metadata returned no brokers")
+    found: dict[str, GroupListing] = {}
+    for broker in brokers:
+        connection = await client.broker(broker)
+        version = connection.version(LIST_GROUPS)
+        response = await connection.request(LIST_GROUPS, {"states_filter": [], "types_filter": []}, version)
+        if int(response.error_code):
+            raise AdminError(f"ListGroups at {connection.label} failed: {error_name(int(response.error_code))}")
+        for group in response.groups:
+            group_type = getattr(group, "group_type", "") or ("classic" if version < 5 else "")
+            found[group.group_id] = GroupListing(
+                group.group_id, group_type, getattr(group, "group_state", ""), group.protocol_type
+            )
+    return [found[g] for g in sorted(found)]
+
+
+# -- describe ---------------------------------------------------------------------------------------
+async def _describe_consumer_group(connection: Connection, group_id: str) -> GroupDescription | None:
+    """ConsumerGroupDescribe; None when the group is not a consumer group (or unknown)."""
+    response = await connection.request(CONSUMER_GROUP_DESCRIBE, {"group_ids": [group_id]})
+    group = response.groups[0]
+    code = int(group.error_code)
+    if code == GROUP_ID_NOT_FOUND:
+        return None
+    if code:
+        raise AdminError(f"ConsumerGroupDescribe of {group_id!r} failed: {error_name(code)}"
+                         + (f" ({group.error_message})" if group.error_message else ""))
+
+    def partitions(assignment: Any) -> Partitions:
+        return {tp.topic_name: sorted(int(p) for p in tp.partitions)
+                for tp in sorted(assignment.topic_partitions, key=lambda tp: tp.topic_name)}
+
+    members = [
+        MemberDescription(
+            member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
+            client_host=m.client_host, assignment=partitions(m.assignment), member_epoch=int(m.member_epoch),
+            target_assignment=partitions(m.target_assignment), subscribed_topics=sorted(m.subscribed_topic_names),
+        )
+        for m in group.members
+    ]
+    return GroupDescription(
+        group_id=group_id, group_type="consumer", state=group.group_state, protocol_type="consumer",
+        protocol=group.assignor_name, coordinator=connection.label, members=members, offsets=[],
+        group_epoch=int(group.group_epoch), assignment_epoch=int(group.assignment_epoch),
+    )
+
+
+async def _describe_classic_group(connection: Connection, group_id: str) -> GroupDescription:
+    response = await connection.request(DESCRIBE_GROUPS, {"groups": [group_id]})
+    group = response.groups[0]
+    code = int(group.error_code)
+    if code == GROUP_ID_NOT_FOUND:  # v6 (KIP-1043); v0–5 say Dead with no error
+        return GroupDescription(group_id, "", "Dead", "", "", connection.label, [], [])
+    if code:
+        message = getattr(group, "error_message", None)
+        raise AdminError(f"DescribeGroups of {group_id!r} failed: {error_name(code)}"
+                         + (f" ({message})" if message else ""))
+    members = []
+    for m in group.members:
+        member = MemberDescription(m.member_id, getattr(m, "group_instance_id", None), m.client_id,
+                                   m.client_host, {})
+        if group.protocol_type == "consumer":
+            try:
+                member.assignment = decode_assignment(m.member_assignment)
+            except ValueError:
+                member.assignment = None
+            try:
+                subscription = decode_subscription(m.member_metadata)
+                member.generation_id = subscription.generation_id
+                member.subscribed_topics = sorted(subscription.topics)
+            except ValueError:
+                pass
+        members.append(member)
+    state = group.group_state
+    return GroupDescription(group_id, "classic" if state != "Dead" else "", state, group.protocol_type,
+                            group.protocol_data, connection.label, members, [])
+
+
+async def committed_offsets(connection: Connection, group_id: str) -> dict[tuple[str, int], tuple[int, str | None]]:
+    """(topic, partition) → (committed offset, metadata) for every partition the group committed."""
+    version = connection.version(OFFSET_FETCH)
+    if version >= 8:
+        response = await connection.request(
+            OFFSET_FETCH, {"groups": [{"group_id": group_id, "topics": None}], "require_stable": False}, version)
+        group = response.groups[0]
+        code, topics = int(group.error_code), group.topics
+    else:
+        response = await connection.request(OFFSET_FETCH, {"group_id": group_id, "topics": None}, version)
+        code, topics = int(response.error_code), response.topics
+    if code and code != GROUP_ID_NOT_FOUND:
+        raise AdminError(f"OffsetFetch of {group_id!r} failed: {error_name(code)}")
+    offsets: dict[tuple[str, int], tuple[int, str | None]] = {}
+    for topic in topics:
+        for p in topic.partitions:
+            if int(p.error_code):
+                raise AdminError(f"OffsetFetch of {group_id!r} {topic.name}-{p.partition_index} failed: "
+                                 f"{error_name(int(p.error_code))}")
+            if int(p.committed_offset) >= 0:
+                offsets[(topic.name, int(p.partition_index))] = (int(p.committed_offset), p.metadata)
+    return offsets
+
+
+async def list_offsets(client: AdminClient, partitions: Iterable[tuple[str, int]],
+                       timestamp: int) -> dict[tuple[str, int], int]:
+    """(topic, partition) → offset at `timestamp` (LATEST, EARLIEST), asked of each partition's leader.
+
+    Partitions without a known leader, or answered with an error, are left out."""
+    wanted = sorted(set(partitions))
+    if not wanted:
+        return {}
+    metadata = await client.metadata(sorted({t for t, _ in wanted}))
+    by_leader: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for topic, partition in wanted:
+        info = next((p for p in metadata.partitions.get(topic, []) if p.partition == partition), None)
+        if info is not None and info.leader_id >= 0 and info.leader_id in metadata.brokers:
+            by_leader[info.leader_id][topic].append(partition)
+    result: dict[tuple[str, int], int] = {}
+    for leader_id, topics in sorted(by_leader.items()):
+        connection = await client.broker(metadata.brokers[leader_id])
+        response = await connection.request(LIST_OFFSETS, {
+            "replica_id": -1, "isolation_level": 0, "timeout": 30000,
+            "topics": [{"name": topic, "partitions": [
+                {"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp, "max_num_offsets": 1}
+                for p in parts]} for topic, parts in sorted(topics.items())],
+        })
+        for topic in response.topics:
+            for p in topic.partitions:
+                if int(p.error_code) == 0 and int(p.offset) >= 0:
+                    result[(topic.name, int(p.partition_index))] = int(p.offset)
+    return result
+
+
+async def describe_group(client: AdminClient, group_id: str) -> GroupDescription:
+    connection = await client.coordinator(group_id)
+    description = None
+    if connection.supports(CONSUMER_GROUP_DESCRIBE):
+        description = await _describe_consumer_group(connection, group_id)
+    if description is None:
+        description = await _describe_classic_group(connection, group_id)
+    committed = await committed_offsets(connection, group_id)
+    owners: dict[tuple[str, int], str] = {}
+    for member in description.members:
+        for topic, parts in (member.assignment or {}).items():
+            for partition in parts:
+                owners[(topic, partition)] = member.member_id
+    keys = sorted(set(committed) | set(owners))
+    ends = await list_offsets(client, keys, LATEST)
+    for key in keys:
+        offset, metadata = committed.get(key, (None, None))
+        end = ends.get(key)
+        lag = max(end - offset, 0) if end is not None and offset is not None else None
+        description.offsets.append(PartitionOffsets(key[0], key[1], offset, end, lag, owners.get(key), metadata))
+    return description
+
+
+# -- delete -----------------------------------------------------------------------------------------
+async def delete_group(client: AdminClient, group_id: str) -> None:
+    connection = await client.coordinator(group_id)
+    response = await connection.request(DELETE_GROUPS, {"groups_names": [group_id]})
+    for result in response.results:
+        code = int(result.error_code)
+        if result.group_id == group_id and code:
+            raise AdminError(f"cannot delete group {group_id!r}: {error_name(code)}")
+
+
+# -- reset offsets ----------------------------------------------------------------------------------
+ResetTarget = Literal["earliest", "latest", "offset"]
+
+
+async def group_state(client: AdminClient, group_id: str) -> str:
+    connection = await client.coordinator(group_id)
+    description = None
+    if connection.supports(CONSUMER_GROUP_DESCRIBE):
+        description = await _describe_consumer_group(connection, group_id)
+    if description is None:
+        description = await _describe_classic_group(connection, group_id)
+    return description.state
+
+
+async def reset_offsets(client: AdminClient, group_id: str, topics: list[str], target: ResetTarget,
+                        offset: int | None = None, execute: bool = True) -> ResetResult:
+    state = await group_state(client, group_id)
+    if state not in INACTIVE_STATES:
+        raise GroupActiveError(
+            f"Assignments can only be reset if the group {group_id!r} is inactive, "
+            f"but the current state is {state}."
+        )
+    metadata = await client.metadata(topics)
+    missing = [t for t in topics if t not in metadata.partitions]
+    if missing:
+        errors = ", ".join(f"{t} ({error_name(metadata.topic_errors[t])})" if t in metadata.topic_errors else t
+                           for t in missing)
+        raise AdminError(f"unknown topic(s): {errors}")
+    partitions = [(p.topic, p.partition) for t in topics for p in metadata.partitions[t]]
+    earliest = await list_offsets(client, partitions, EARLIEST)
+    latest = await list_offsets(client, partitions, LATEST)
+    unknown = [f"{t}-{p}" for t, p in partitions if (t, p) not in earliest or (t, p) not in latest]
+    if unknown:
+        raise AdminError(f"cannot read the offsets of {', '.join(unknown)} (no leader or an error)")
+    connection = await client.coordinator(group_id)
+    previous = await committed_offsets(connection, group_id)
+    changes = []
+    for key in partitions:
+        if target == "earliest":
+            new = earliest[key]
+        elif target == "latest":
+            new = latest[key]
+        else:
+            assert offset is not None
+            new = min(max(offset, earliest[key]), latest[key])
+        changes.append(OffsetChange(key[0], key[1], previous.get(key, (None, None))[0], new))
+    if execute:
+        await _commit(connection, group_id, changes)
+    return ResetResult(group_id, state, execute, changes)
+
+
+async def _commit(connection: Connection, group_id: str, changes: list[OffsetChange]) -> None:
+    by_topic: dict[str, list[OffsetChange]] = defaultdict(list)
+    for change in changes:
+        by_topic[change.topic].append(change)
+    response = await connection.request(OFFSET_COMMIT, {
+        "group_id": group_id, "generation_id_or_member_epoch": -1, "generation_id": -1, "member_id": "",
+        "group_instance_id": None, "retention_time": -1,
+        "topics": [{"name": topic, "partitions": [
+            {"partition_index": c.partition, "committed_offset": c.new_offset, "committed_leader_epoch": -1,
+             "committed_metadata": "", "commit_timestamp": -1} for c in items]}
+            for topic, items in sorted(by_topic.items())],
+    })
+    errors: dict[tuple[str, int], str] = {}
+    for topic in response.topics:
+        for p in topic.partitions:
+            if int(p.error_code):
+                errors[(topic.name, int(p.partition_index))] = error_name(int(p.error_code))
+    for change in changes:
+        change.error = errors.get((change.topic, change.partition))
+    if errors:
+        first = next(iter(errors.values()))
+        raise AdminError(f"OffsetCommit for group {group_id!r} failed for {len(errors)} partition(s): {first}")
