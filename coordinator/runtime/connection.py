@@ -47,6 +47,7 @@ class KafkaConnection(asyncio.Protocol):
         self._queue: collections.deque[bytes] = collections.deque()
         self._transport: asyncio.Transport | None = None
         self._busy = False
+        self._in_flight: asyncio.Future[Any] | None = None
         self._reading_paused = False
         self._writing_paused = False
         self._closing = False
@@ -76,6 +77,8 @@ class KafkaConnection(asyncio.Protocol):
             metrics.CONNECTIONS_OPEN.dec()
         self._closing = True
         self._queue.clear()
+        if self._in_flight is not None and not self._in_flight.done():
+            self._in_flight.cancel()  # e.g. a parked JoinGroup whose client went away
         self.idle.set()
 
     def data_received(self, data: bytes) -> None:
@@ -142,7 +145,7 @@ class KafkaConnection(asyncio.Protocol):
                 return
             if asyncio.isfuture(result) or asyncio.iscoroutine(result):
                 self._busy = True
-                future = asyncio.ensure_future(result)
+                future = self._in_flight = asyncio.ensure_future(result)
                 future.add_done_callback(self._completion(request, handler.name, started))
                 return
             self._respond(request, handler.name, result, started)
@@ -155,6 +158,7 @@ class KafkaConnection(asyncio.Protocol):
     def _completion(self, request: DecodedRequest, api: str, started: float) -> Callable[[asyncio.Future[Any]], None]:
         def done(future: asyncio.Future[Any]) -> None:
             self._busy = False
+            self._in_flight = None
             if future.cancelled():
                 self.close()
                 self.idle.set()

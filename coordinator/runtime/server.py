@@ -123,6 +123,10 @@ class CoordinatorServer:
         for connection in list(self._connections):
             connection.drain()
         timeout = self.config["shutdown.timeout.ms"] / 1000
+        if self.shard is not None:
+            # Parked JoinGroup/SyncGroup requests would otherwise hold their connections until the
+            # timeout; Kafka answers them NOT_COORDINATOR when a coordinator unloads.
+            await asyncio.wait_for(self.shard.unload(), timeout)
         waits = [c.idle.wait() for c in self._connections]
         if waits:
             _, pending = await asyncio.wait([asyncio.ensure_future(w) for w in waits], timeout=timeout)

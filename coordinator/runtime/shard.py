@@ -62,6 +62,13 @@ class MemorySink:
 Observer = Callable[[object], None]
 
 
+class _Unload:
+    """Queue marker: give the shard up (parked requests are answered NOT_COORDINATOR)."""
+
+    def __init__(self, done: asyncio.Future[None]) -> None:
+        self.done = done
+
+
 class ShardRuntime:
     def __init__(self, core: CoordinatorShard, sink: LogSink, *, clock: Callable[[], int] = now_ms,
                  on_fatal: Callable[[BaseException], None] | None = None) -> None:
@@ -108,6 +115,17 @@ class ShardRuntime:
                 future.cancel()
         self._waiters.clear()
 
+    async def unload(self) -> None:
+        """Hand the shard back: answer parked requests (NOT_COORDINATOR), cancel timers.
+
+        Goes through the queue so it is ordered after every request already submitted."""
+        if self._task is None:
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.append(_Unload(done))
+        self._wake.set()
+        await done
+
     def add_observer(self, observer: Observer) -> None:
         self._observers.append(observer)
 
@@ -118,7 +136,10 @@ class ShardRuntime:
     def submit(self, request: Any) -> asyncio.Future[Any]:
         """Queue a core request (built with `ref=new_ref()`); the future gets its response."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiters[request.ref] = future
+        ref = request.ref
+        self._waiters[ref] = future
+        # A request whose connection went away is cancelled; forget it so parked refs never leak.
+        future.add_done_callback(lambda f: self._waiters.pop(ref, None) if f.cancelled() else None)
         self._queue.append(request)
         self._wake.set()
         return future
@@ -140,8 +161,14 @@ class ShardRuntime:
                 batch = list(self._queue)
                 self._queue.clear()
                 replies: list[Any] = []
+                unloads: list[_Unload] = []
                 wrote = False
                 for event in batch:
+                    if isinstance(event, _Unload):
+                        self.loaded = False
+                        wrote |= self._apply(self.core.on_unloaded(self._clock()), replies)
+                        unloads.append(event)
+                        continue
                     try:
                         result = self.core.handle(event, self._clock())
                     except Exception as exc:  # a core bug: fail this request, keep serving others
@@ -161,6 +188,8 @@ class ShardRuntime:
                     waiter = self._waiters.pop(reply.ref, None)
                     if waiter is not None and not waiter.done():
                         waiter.set_result(reply.response)
+                for unload in unloads:
+                    unload.done.set_result(None)
 
     def _apply(self, result: Result, replies: list[Any]) -> bool:
         wrote = False

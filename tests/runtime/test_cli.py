@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 
 import pytest
 from confluent_kafka.admin import AdminClient
@@ -91,13 +90,51 @@ def test_sigterm_closes_client_connections_and_exits_zero(tmp_path) -> None:
     async def client() -> None:
         wire = await WireClient.connect(server.port)
         assert (await wire.request(ApiVersionsRequest())).error_code == 0
-        threading.Thread(target=lambda: outcome.setdefault("rc", server.terminate())).start()
-        outcome["closed"] = await wire.closed_by_peer(timeout=15)
+        outcome["rc"], outcome["closed"] = await asyncio.gather(
+            asyncio.to_thread(server.terminate), wire.closed_by_peer(timeout=15))
         await wire.close()
 
     try:
         asyncio.run(client())
         assert outcome["closed"] is True
+        assert outcome["rc"] == 0
     finally:
         server.stop()
-    assert server.proc is not None and server.proc.returncode == 0
+
+
+def test_sigterm_answers_a_parked_join_then_exits_zero(tmp_path) -> None:
+    """A JoinGroup parked by the initial rebalance delay is answered (NOT_COORDINATOR) on SIGTERM,
+    then its connection closes and the process exits 0 well before the delay would have ended."""
+    import asyncio
+    from datetime import timedelta
+
+    from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
+
+    from tests.support.wire import WireClient
+
+    server = ServerProcess(tmp_path / "data", overrides={"group.initial.rebalance.delay.ms": "120000"}).start()
+
+    async def client() -> tuple[int, bool]:
+        wire = await WireClient.connect(server.port)
+        join = JoinGroupRequest(group_id="parked", session_timeout=timedelta(seconds=30), rebalance_timeout=timedelta(minutes=5),
+                                member_id="", group_instance_id="static-1", protocol_type="consumer",
+                                protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),))
+        correlation_id = await wire.send(join)
+        # The join is parked (no answer) until we signal the server.
+        pending = asyncio.ensure_future(wire.receive(11, 5, timeout=30))
+        done, _ = await asyncio.wait({pending}, timeout=0.5)
+        assert not done, "the join should be parked by the initial rebalance delay"
+        await asyncio.to_thread(server.proc.send_signal, 15)
+        got, response = await pending
+        assert got == correlation_id
+        closed = await wire.closed_by_peer(timeout=15)
+        await wire.close()
+        return response.error_code, closed
+
+    try:
+        error_code, closed = asyncio.run(client())
+        assert error_code == 16  # NOT_COORDINATOR
+        assert closed
+        assert server.proc is not None and server.proc.wait(15) == 0
+    finally:
+        server.stop()

@@ -46,7 +46,7 @@ def describe_groups(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def describe(ctx: RequestContext, r: Any, g: Any) -> dict[str, Any]:
         operations = ALL_GROUP_OPERATIONS if getattr(r, "include_authorized_operations", False) else NOT_REQUESTED
         if not g.exists and ctx.api_version >= 6:
-            return {"error_code": GROUP_ID_NOT_FOUND, "error_message": f"Group {g.group_id} not found.",
+            return {"error_code": GROUP_ID_NOT_FOUND, "error_message": g.not_found_message,
                     "group_id": g.group_id, "group_state": "Dead", "authorized_operations": NOT_REQUESTED}
         return {"error_code": g.error_code, "error_message": None, "group_id": g.group_id,
                 "group_state": g.group_state, "protocol_type": g.protocol_type, "protocol_data": g.protocol_data,

@@ -23,11 +23,16 @@ OnError = Callable[[RequestContext, Any, int], dict[str, Any]]
 
 
 def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_version: int, max_version: int,
-              to_core: ToCore, to_wire: ToWire, on_error: OnError) -> ApiHandler:
+              to_core: ToCore, to_wire: ToWire, on_error: OnError,
+              precheck: Callable[[RequestContext, Any], int | None] | None = None) -> ApiHandler:
+    """`precheck` returns an error code for requests the wire layer itself must refuse."""
+
     async def finish(ctx: RequestContext, request: Any, pending: Any) -> Any:
         return respond(ctx, to_wire(ctx, request, await pending))
 
     def handle(ctx: RequestContext, request: Any) -> Any:
+        if precheck is not None and (code := precheck(ctx, request)) is not None:
+            return respond(ctx, on_error(ctx, request, code))
         runtime = shard()
         if runtime is None or not runtime.loaded:
             return respond(ctx, on_error(ctx, request, COORDINATOR_LOAD_IN_PROGRESS))

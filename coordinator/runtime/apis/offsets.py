@@ -22,6 +22,9 @@ from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .group_api import group_api, ms
 
+ILLEGAL_GENERATION = 22
+GROUP_ID_NOT_FOUND = 69
+
 
 def offset_commit(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.OffsetCommit:
@@ -45,8 +48,12 @@ def offset_commit(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
         )
 
     def to_wire(ctx: RequestContext, r: Any, resp: Any) -> dict[str, Any]:
+        def code(error: int) -> int:
+            # Before v9 a commit to an unknown group with a generation is ILLEGAL_GENERATION.
+            return ILLEGAL_GENERATION if error == GROUP_ID_NOT_FOUND and ctx.api_version < 9 else error
+
         return {"throttle_time": 0, "topics": [
-            {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": p.error_code}
+            {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": code(p.error_code)}
                                             for p in t.partitions]} for t in resp.topics]}
 
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
