@@ -1,7 +1,4 @@
-"""Real client libraries produce and consume through the real server process.
-
-Skipped while the server does not advertise Produce, Fetch and ListOffsets (the runtime wires the
-data plane into its registry)."""
+"""Real client libraries produce and consume through the real server process."""
 
 from __future__ import annotations
 
@@ -10,30 +7,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kio.schema.api_versions.v0.request import ApiVersionsRequest
 
 from tests.support.server import ServerProcess, running_server
-from tests.support.wire import WireClient
 
 pytestmark = pytest.mark.interop
 
 N = 60
 
 
-async def _advertised(port: int) -> set[int]:
-    client = await WireClient.connect(port)
-    try:
-        response = await client.request(ApiVersionsRequest())
-    finally:
-        await client.close()
-    return {int(k.api_key) for k in response.api_keys}
-
-
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
     with running_server(tmp_path) as process:
-        if not {0, 1, 2} <= asyncio.run(_advertised(process.port)):
-            pytest.skip("the server does not serve the data plane yet")
         yield process
 
 
