@@ -43,7 +43,7 @@ class StaleHandle(RuntimeError):
     """A handle from before `crash()` was used: the process that owned it no longer exists."""
 
 
-@dataclass
+@dataclass(eq=False)  # identity semantics: two files with equal bytes are different files
 class _Inode:
     ident: int
     data: bytearray = field(default_factory=bytearray)
@@ -128,7 +128,7 @@ class MemoryFileSystem:
         """Create or replace a file directly (test set-up; e.g. planting corrupt bytes)."""
         path = _norm(path)
         with self._mutex:
-            self._require_dir(os.path.dirname(path))
+            self.make_dirs(os.path.dirname(path))
             inode = _Inode(next(self._ids), bytearray(data), data if durable else b"")
             self._names[path] = inode
             if durable:

@@ -237,6 +237,7 @@ class RecordLog:
 
         With nothing buffered, performs a due interval fsync, if any.
         """
+        self._check_usable()
         batch = self.take_batch()
         if batch is not None:
             return self.write_batch(batch, now_ms)

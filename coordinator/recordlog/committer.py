@@ -1,0 +1,183 @@
+"""Asyncio group commit: release each append's future once its entry is durable.
+
+Theory of operation
+-------------------
+One committer task per log. `append()` encodes and buffers the entry at once (so offsets follow
+call order) and returns a future. The task loops:
+
+- if entries are buffered: take them all as one batch and run `write_batch` (one write, one
+  fsync per policy) in the committer's single worker thread, so the event loop never waits on
+  the disk; entries appended meanwhile form the next batch. This is group commit: under load,
+  batches grow and fsyncs per entry shrink, with no timer needed.
+- else, if written data awaits an interval fsync (`FlushPolicy.INTERVAL`): wait until it is due
+  (or until new entries arrive), then `sync` in the worker thread;
+- else sleep until the next `append` or `close`.
+
+After each write or sync, every future whose offset is below `durable_end` gets its offset as
+result, in offset order. `barrier()` gives a future for "everything appended so far is durable",
+for a reply that has no records of its own but must not overtake earlier ones.
+
+Failure is fail-stop: if a write, fsync or fence check raises, `on_fatal(exc)` is called once
+(the server logs it as critical and exits non-zero), outstanding futures fail with
+`LogFailed`, and later appends raise `LogFailed`. Nothing is retried or undone.
+
+Only one `write_batch`/`sync` runs at a time (the task awaits each), as `RecordLog` requires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+from collections.abc import Callable, Sequence
+
+from coordinator.recordlog.errors import LogFailed
+from coordinator.recordlog.record import LogRecord
+from coordinator.recordlog.writer import RecordLog
+
+
+class GroupCommitter:
+    """Owns a `RecordLog` while the server runs. Use from the event loop thread only."""
+
+    def __init__(self, log: RecordLog, *, on_fatal: Callable[[BaseException], None]) -> None:
+        self._log = log
+        self._on_fatal = on_fatal
+        # One dedicated thread: writes stay ordered, and compaction or other executor work
+        # cannot delay an fsync that replies are waiting on.
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f"recordlog-{log.directory}"
+        )
+        self._waiters: collections.deque[tuple[int, asyncio.Future[int]]] = collections.deque()
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+        self._failed: BaseException | None = None
+        self.batches_written = 0
+        self.syncs = 0
+
+    @property
+    def log(self) -> RecordLog:
+        return self._log
+
+    @property
+    def failed(self) -> BaseException | None:
+        return self._failed
+
+    def start(self) -> None:
+        if self._task is not None:
+            raise RuntimeError("committer already started")
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"recordlog-committer-{self._log.directory}"
+        )
+
+    def append(self, records: Sequence[LogRecord], timestamp_ms: int) -> asyncio.Future[int]:
+        """Buffer one entry; the future resolves with its offset once the entry is durable."""
+        self._check_open()
+        offset = self._log.append(records, timestamp_ms)
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._waiters.append((offset, future))
+        self._wakeup.set()
+        return future
+
+    def barrier(self) -> asyncio.Future[int]:
+        """A future that resolves once every entry appended so far is durable.
+
+        Its result is the offset of the last such entry (-1 for an empty log); it is resolved
+        already if they are all durable.
+        """
+        self._check_open()
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        last = self._log.next_offset - 1
+        if last < self._log.durable_end:
+            future.set_result(last)
+        else:
+            self._waiters.append((last, future))
+        return future
+
+    async def close(self) -> None:
+        """Make everything appended so far durable, stop the task and release the log."""
+        self._closing = True
+        self._wakeup.set()
+        try:
+            if self._task is not None:
+                await self._task
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._executor, self._log.close)
+            if self._failed is None:
+                self._release(self._log.durable_end)
+        finally:
+            self._executor.shutdown(wait=True)
+
+    # -- the task ----------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        log = self._log
+        try:
+            while True:
+                batch = log.take_batch()
+                if batch is not None:
+                    durable_end = await loop.run_in_executor(
+                        self._executor, log.write_batch, batch, _now_ms(loop)
+                    )
+                    self.batches_written += 1
+                    self._release(durable_end)
+                    continue
+                due_ms = log.sync_due_ms()
+                if due_ms is not None:
+                    delay_ms = due_ms - _now_ms(loop)
+                    if delay_ms > 0 and not self._closing:
+                        await self._wait_for_wakeup(delay_ms / 1000)
+                        continue  # new entries may have arrived: write them first
+                    durable_end = await loop.run_in_executor(
+                        self._executor, log.sync, _now_ms(loop)
+                    )
+                    self.syncs += 1
+                    self._release(durable_end)
+                    continue
+                if self._closing:
+                    return
+                await self._wait_for_wakeup(None)
+        except Exception as exc:
+            self._fail(exc)
+
+    async def _wait_for_wakeup(self, timeout_s: float | None) -> None:
+        # Clearing right before waiting is race-free: nothing else runs on this loop between
+        # our last check of the log and the wait.
+        self._wakeup.clear()
+        if timeout_s is None:
+            await self._wakeup.wait()
+            return
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._wakeup.wait()
+        except TimeoutError:
+            pass
+
+    def _release(self, durable_end: int) -> None:
+        waiters = self._waiters
+        while waiters and waiters[0][0] < durable_end:
+            offset, future = waiters.popleft()
+            if not future.done():  # the awaiting handler may have been cancelled
+                future.set_result(offset)
+
+    def _fail(self, exc: BaseException) -> None:
+        self._failed = exc
+        error = LogFailed(f"record log {self._log.directory} failed: {exc!r}")
+        error.__cause__ = exc
+        while self._waiters:
+            _, future = self._waiters.popleft()
+            if not future.done():
+                future.set_exception(error)
+        self._on_fatal(exc)
+
+    def _check_open(self) -> None:
+        if self._failed is not None:
+            raise LogFailed(f"record log {self._log.directory} failed") from self._failed
+        if self._closing:
+            raise LogFailed(f"record log {self._log.directory} is closing")
+
+
+def _now_ms(loop: asyncio.AbstractEventLoop) -> int:
+    """Monotonic milliseconds for the fsync interval (not written to the log)."""
+    return int(loop.time() * 1000)
