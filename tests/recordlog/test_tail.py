@@ -1,0 +1,202 @@
+"""LogTailer follows a log another writer appends to, across rolls and compactions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from coordinator.recordlog import (
+    LogConfig,
+    LogEntry,
+    LogRecord,
+    LogTailer,
+    MemoryFileSystem,
+    RealFileSystem,
+    RecordLog,
+    compact,
+    encode_entry,
+)
+from coordinator.recordlog.segments import list_segments, segment_path
+from tests.recordlog.support import LOG_DIR, read_all, rec, replay_state
+
+
+def test_tail_of_a_log_that_does_not_exist_yet_is_empty() -> None:
+    fs = MemoryFileSystem()
+    tailer = LogTailer(fs, LOG_DIR)
+    assert tailer.poll() == []
+    assert tailer.next_offset == 0
+
+
+def test_tail_returns_each_entry_once_in_order() -> None:
+    fs = MemoryFileSystem()
+    log = RecordLog.open(fs, LOG_DIR)
+    tailer = LogTailer(fs, LOG_DIR)
+    log.append([rec(1, "a", "1")], 0)
+    assert tailer.poll() == []  # buffered, not written
+    log.flush()
+    assert [e.offset for e in tailer.poll()] == [0]
+    assert tailer.poll() == []
+    log.append([rec(1, "b", "2")], 0)
+    log.append([rec(1, "c", "3")], 0)
+    log.flush()
+    assert [e.offset for e in tailer.poll()] == [1, 2]
+    assert tailer.next_offset == 3
+    assert tailer.max_epoch == 1
+    log.close()
+
+
+def test_partial_entry_being_written_is_waited_for_at_every_byte() -> None:
+    fs = MemoryFileSystem()
+    RecordLog.open(fs, LOG_DIR).close()
+    tailer = LogTailer(fs, LOG_DIR)
+    frame = encode_entry(0, 1, 0, [rec(1, "key", "value")])
+    handle = fs.open_append(segment_path(LOG_DIR, 0))
+    for i in range(len(frame) - 1):
+        handle.write(frame[i : i + 1])
+        assert tailer.poll() == [], f"returned a partial entry at byte {i + 1}"
+    handle.write(frame[-1:])
+    assert [e.records for e in tailer.poll()] == [(rec(1, "key", "value"),)]
+    handle.close()
+
+
+def test_tail_follows_segment_rolls_and_max_entries() -> None:
+    fs = MemoryFileSystem()
+    log = RecordLog.open(fs, LOG_DIR, config=LogConfig(segment_bytes=1))
+    tailer = LogTailer(fs, LOG_DIR)
+    for i in range(7):
+        log.append([rec(1, f"k{i}", "v")], 0)
+        log.flush()
+    assert len(list_segments(fs, LOG_DIR)) == 7
+    assert [e.offset for e in tailer.poll(max_entries=3)] == [0, 1, 2]
+    assert [e.offset for e in tailer.poll(max_entries=3)] == [3, 4, 5]
+    assert [e.offset for e in tailer.poll()] == [6]
+    log.close()
+
+
+def test_tail_from_an_offset() -> None:
+    fs = MemoryFileSystem()
+    log = RecordLog.open(fs, LOG_DIR, config=LogConfig(segment_bytes=1))
+    for i in range(6):
+        log.append([rec(1, f"k{i}", "v")], 0)
+        log.flush()
+    log.close()
+    assert [e.offset for e in LogTailer(fs, LOG_DIR, from_offset=4).poll()] == [4, 5]
+
+
+def test_standby_takeover_replays_only_what_it_has_not_tailed() -> None:
+    fs = MemoryFileSystem()
+    active = RecordLog.open(fs, LOG_DIR, config=LogConfig(segment_bytes=200))
+    tailer = LogTailer(fs, LOG_DIR)
+    standby_applied: list[LogEntry] = []
+    for i in range(30):
+        active.append([rec(1, f"k{i % 4}", f"v{i}")], 0)
+        if i % 3 == 0:
+            active.flush()
+            standby_applied += tailer.poll()
+    active.close()  # the active coordinator dies; its last entries were written by close()
+    assert tailer.next_offset < 30
+
+    taken_over: list[LogEntry] = []
+    new = RecordLog.open(fs, LOG_DIR, replay=taken_over.append, from_offset=tailer.next_offset)
+    assert [e.offset for e in taken_over] == list(range(tailer.next_offset, 30))
+    assert new.writer_epoch == tailer.max_epoch + 1
+    new.close()
+    assert replay_state(standby_applied + taken_over) == replay_state(read_all(fs))
+
+
+def _two_per_segment(fs: MemoryFileSystem) -> RecordLog:
+    """A writer whose segments hold two of the entries these tests write (47 bytes each)."""
+    return RecordLog.open(fs, LOG_DIR, config=LogConfig(segment_bytes=100))
+
+
+def _append(log: RecordLog, key: str, value: str) -> None:
+    log.append([rec(1, key, value)], 0)
+    log.flush()
+
+
+def test_tailed_segment_replaced_by_a_merge_is_reread() -> None:
+    fs = MemoryFileSystem()
+    log = _two_per_segment(fs)
+    tailer = LogTailer(fs, LOG_DIR)
+    _append(log, "a", "0")
+    _append(log, "b", "1")
+    assert [e.offset for e in tailer.poll()] == [0, 1]  # the tailer sits at the end of seg 0
+    _append(log, "a", "2")
+    _append(log, "c", "3")
+    _append(log, "d", "4")
+    assert list_segments(fs, LOG_DIR) == [0, 2, 4]
+    compact(fs, LOG_DIR, now_ms=0, segment_bytes=200)
+    # segments 0 and 2 were merged into a new file 0 holding offsets 1, 2, 3: its byte layout
+    # has nothing to do with where the tailer stopped in the old file
+    assert list_segments(fs, LOG_DIR) == [0, 4]
+    assert [e.offset for e in tailer.poll()] == [2, 3, 4]
+    log.close()
+
+
+def test_tailed_segment_removed_by_a_merge_is_found_again() -> None:
+    fs = MemoryFileSystem()
+    log = _two_per_segment(fs)
+    tailer = LogTailer(fs, LOG_DIR)
+    _append(log, "a", "0")
+    _append(log, "b", "1")
+    _append(log, "a", "2")
+    assert [e.offset for e in tailer.poll()] == [0, 1, 2]  # the tailer sits in seg 2
+    _append(log, "c", "3")
+    _append(log, "d", "4")
+    compact(fs, LOG_DIR, now_ms=0, segment_bytes=200)
+    assert list_segments(fs, LOG_DIR) == [0, 4]  # seg 2 is gone, merged into 0
+    assert [e.offset for e in tailer.poll()] == [3, 4]
+    log.close()
+
+
+# Appends come in runs, mostly flushed, so that segments roll between polls and compactions.
+step_st = st.one_of(
+    st.tuples(
+        st.just("append"),
+        st.lists(st.tuples(st.integers(0, 6), st.none() | st.binary(max_size=12)), max_size=4),
+    ),
+    st.tuples(st.just("poll")),
+    st.tuples(st.just("compact")),
+)
+
+
+@given(st.lists(step_st, max_size=60))
+def test_tail_ends_in_the_writers_state_despite_compaction(steps: list[tuple[object, ...]]) -> None:
+    fs = MemoryFileSystem()
+    log = RecordLog.open(fs, LOG_DIR, config=LogConfig(segment_bytes=120))
+    tailer = LogTailer(fs, LOG_DIR)
+    seen: list[LogEntry] = []
+    for step in steps:
+        if step[0] == "append":
+            assert isinstance(step[1], list)
+            for key, value in step[1]:
+                log.append([LogRecord(1, b"k%d" % key, value)], 0)
+                log.flush()
+        elif step[0] == "poll":
+            seen += tailer.poll()
+        else:
+            # retention far in the future: only superseded records go, which a tailer may miss
+            compact(fs, LOG_DIR, now_ms=0, segment_bytes=240)
+    log.close()
+    seen += tailer.poll()
+    offsets = [e.offset for e in seen]
+    assert offsets == sorted(set(offsets))  # nothing returned twice, in order
+    assert replay_state(seen) == replay_state(read_all(fs))
+
+
+def test_tail_on_a_real_filesystem(tmp_path: Path) -> None:
+    fs = RealFileSystem()
+    directory = str(tmp_path / "log")
+    log = RecordLog.open(fs, directory, config=LogConfig(segment_bytes=150))
+    tailer = LogTailer(fs, directory)
+    got: list[int] = []
+    for i in range(20):
+        log.append([rec(1, f"k{i % 5}", f"v{i}")], 0)
+        log.flush()
+        if i == 10:
+            compact(fs, directory, now_ms=0, segment_bytes=150)
+        got += [e.offset for e in tailer.poll()]
+    log.close()
+    assert got == list(range(20))
