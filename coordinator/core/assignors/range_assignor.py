@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Final
 from uuid import UUID
 
-from coordinator.core.assignors._helpers import partition_counts
+from coordinator.core.assignors._helpers import partition_counts, subscribers_by_topic
 from coordinator.core.assignors.api import (
     GroupAssignment,
     GroupSpec,
@@ -45,36 +45,53 @@ class RangeAssignor:
         return self.NAME
 
     def assign(self, group_spec: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
-        members = group_spec.members
         ordered = range_member_order(group_spec)
+        subscribers = subscribers_by_topic(ordered, group_spec.members)
+        counts = partition_counts(subscribers, topics)
 
-        subscribers: dict[UUID, list[int]] = {}
-        for position, member_id in enumerate(ordered):
-            for topic_id in members[member_id].subscribed_topic_ids:
-                subscribers.setdefault(topic_id, []).append(position)
-        num_partitions = partition_counts(subscribers, topics)
+        # Topics with the same partition count and the same subscribers (topics subscribed by the
+        # same members share one list object) give every subscriber the same range: one class
+        # per (count, subscribers). In a co-partitioned group there is a single class.
+        classes: dict[tuple[int, int], list[UUID]] = {}
+        for topic_id, count in counts.items():  # ascending topic id order
+            classes.setdefault((count, id(subscribers[topic_id])), []).append(topic_id)
 
-        assignments: list[MemberAssignment] = [{} for _ in ordered]
-        # Equal ranges recur across topics with equal partition and subscriber counts (always in
-        # a co-partitioned group): share one frozenset per (start, end).
+        rank_of = {topic_id: rank for rank, topic_id in enumerate(counts)}
         ranges: dict[tuple[int, int], frozenset[int]] = {}
-        for topic_id, count in num_partitions.items():  # ascending topic id order
-            topic_subscribers = subscribers[topic_id]
-            quota, extra = divmod(count, len(topic_subscribers))
+        # Per member position: (class topics as a dict, their ranks, the member's range).
+        shares: list[list[tuple[dict[UUID, None], list[int], frozenset[int]]]] = [
+            [] for _ in ordered
+        ]
+        for (count, _), class_topics in classes.items():
+            template = dict.fromkeys(class_topics)
+            ranks = [rank_of[topic_id] for topic_id in class_topics]
+            class_subscribers = subscribers[class_topics[0]]
+            quota, extra = divmod(count, len(class_subscribers))
             start = 0
-            for rank, position in enumerate(topic_subscribers):
+            for rank, position in enumerate(class_subscribers):
                 end = start + quota + (1 if rank < extra else 0)
                 if end == start:
-                    break  # every later subscriber gets nothing of this topic either
-                key = (start, end)
-                partitions = ranges.get(key)
+                    break  # every later subscriber gets nothing of these topics either
+                partitions = ranges.get((start, end))
                 if partitions is None:
-                    partitions = ranges[key] = frozenset(range(start, end))
-                assignments[position][topic_id] = partitions
+                    partitions = ranges[start, end] = frozenset(range(start, end))
+                shares[position].append((template, ranks, partitions))
                 start = end
 
-        by_position = dict(zip(ordered, assignments, strict=True))
-        return {member_id: by_position[member_id] for member_id in group_spec.sorted_member_ids}
+        by_member_id: dict[str, MemberAssignment] = {}
+        for member_id, member_shares in zip(ordered, shares, strict=True):
+            if len(member_shares) == 1:
+                # Copying from a dict reuses its stored hashes: no UUID.__hash__ calls.
+                template, _, partitions = member_shares[0]
+                by_member_id[member_id] = dict.fromkeys(template, partitions)
+            else:  # keys in ascending topic id order across classes
+                entries = sorted(
+                    (rank, topic_id, partitions)
+                    for template, ranks, partitions in member_shares
+                    for rank, topic_id in zip(ranks, template, strict=True)
+                )
+                by_member_id[member_id] = {t: p for _, t, p in entries}
+        return {member_id: by_member_id[member_id] for member_id in group_spec.sorted_member_ids}
 
     def __repr__(self) -> str:
         return "RangeAssignor()"

@@ -3,18 +3,19 @@
 Counterpart of Kafka's ``UniformHomogeneousAssignmentBuilder`` (4.1+ behaviour, KAFKA-18688). See
 :mod:`coordinator.core.assignors.uniform` for the theory of operation; this module is the code.
 
-Data layout: the work is done per topic on sets and slices, never with one Python object per
-partition: kept partitions stay the member's own frozensets (copied only when trimmed), the
-partitions to hand out are a list of ``(topic id, range or sorted list)`` chunks, and each unfilled
-member takes a slice of that stream.
+Data layout: topics are numbered by rank (ascending topic id) and per-topic state lives in lists
+indexed by rank. The work is done on sets and slices, never with one Python object per partition:
+kept partitions stay the member's own frozensets (copied only when trimmed), the partitions to
+hand out are a list of ``(rank, range or sorted list)`` chunks, and each unfilled member takes a
+slice of that stream.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from uuid import UUID
+from operator import itemgetter
 
-from coordinator.core.assignors._helpers import partition_counts, sorted_by_topic
+from coordinator.core.assignors._helpers import partition_counts
 from coordinator.core.assignors.api import (
     GroupAssignment,
     GroupSpec,
@@ -23,6 +24,8 @@ from coordinator.core.assignors.api import (
     SubscribedTopicDescriber,
 )
 
+_first = itemgetter(0)
+
 
 def assign_homogeneous(group_spec: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
     """Balanced (sizes differ by at most one) and maximally sticky assignment of a homogeneous group."""
@@ -30,17 +33,20 @@ def assign_homogeneous(group_spec: GroupSpec, topics: SubscribedTopicDescriber) 
     if not member_ids:
         return {}
     members = group_spec.members
-    num_partitions = partition_counts(members[member_ids[0]].subscribed_topic_ids, topics)
-    if not num_partitions:
+    counts_by_id = partition_counts(members[member_ids[0]].subscribed_topic_ids, topics)
+    if not counts_by_id:
         return {member_id: {} for member_id in member_ids}
+    topic_ids = list(counts_by_id)
+    counts = list(counts_by_id.values())
+    rank_of = {topic_id: rank for rank, topic_id in enumerate(topic_ids)}
 
     member_count = len(member_ids)
-    minimum_quota, remaining_extra = divmod(sum(num_partitions.values()), member_count)
+    minimum_quota, remaining_extra = divmod(sum(counts), member_count)
 
-    # Partitions some member currently holds (valid and first-claimed), per topic.
-    claimed: dict[UUID, set[int]] = {topic_id: set() for topic_id in num_partitions}
+    # Partitions some member currently holds (valid and first-claimed), per topic rank.
+    claimed: list[set[int]] = [set() for _ in topic_ids]
     # Partitions over a member's quota, released for hand-out after the never-claimed ones.
-    released: list[tuple[UUID, Sequence[int]]] = []
+    released: list[tuple[int, Sequence[int]]] = []
     # (member index, partitions still to receive), in member order.
     unfilled: list[tuple[int, int]] = []
     assignments: list[MemberAssignment] = []
@@ -54,24 +60,28 @@ def assign_homogeneous(group_spec: GroupSpec, topics: SubscribedTopicDescriber) 
 
         kept: MemberAssignment = {}
         current = members[member_id].assigned_partitions
-        for topic_id in sorted(current):
-            count = num_partitions.get(topic_id)
-            if count is None:
-                continue  # no longer subscribed: dropped
-            partitions = _claim(current[topic_id], count, claimed[topic_id])
-            if not partitions:
-                continue
-            if len(partitions) <= quota:
-                kept[topic_id] = partitions
-                quota -= len(partitions)
-            else:
-                ordered = sorted(partitions)
-                if quota > 0:
-                    kept[topic_id] = frozenset(ordered[:quota])
-                    released.append((topic_id, ordered[quota:]))
-                    quota = 0
+        if current:
+            ranked = []
+            for topic_id, partitions in current.items():
+                rank = rank_of.get(topic_id)
+                if rank is not None:  # else no longer subscribed: dropped
+                    ranked.append((rank, partitions))
+            ranked.sort(key=_first)
+            for rank, partitions in ranked:
+                usable = _claim(partitions, counts[rank], claimed[rank])
+                if not usable:
+                    continue
+                if len(usable) <= quota:
+                    kept[topic_ids[rank]] = usable
+                    quota -= len(usable)
                 else:
-                    released.append((topic_id, ordered))
+                    ordered = sorted(usable)
+                    if quota > 0:
+                        kept[topic_ids[rank]] = frozenset(ordered[:quota])
+                        released.append((rank, ordered[quota:]))
+                        quota = 0
+                    else:
+                        released.append((rank, ordered))
 
         # A member that cannot fill its extra slot from what it already holds gives the slot up,
         # unless it is one of the last members, all of whom must take an extra partition. So an
@@ -86,14 +96,14 @@ def assign_homogeneous(group_spec: GroupSpec, topics: SubscribedTopicDescriber) 
         assignments.append(kept)
 
     # The partitions to hand out: never-claimed ones per topic in ascending order, then released.
-    chunks: list[tuple[UUID, Sequence[int]]] = []
-    for topic_id, count in num_partitions.items():
-        taken = claimed[topic_id]
+    chunks: list[tuple[int, Sequence[int]]] = []
+    for rank, count in enumerate(counts):
+        taken = claimed[rank]
         if not taken:
             if count:
-                chunks.append((topic_id, range(count)))
+                chunks.append((rank, range(count)))
         elif len(taken) < count:
-            chunks.append((topic_id, [p for p in range(count) if p not in taken]))
+            chunks.append((rank, [p for p in range(count) if p not in taken]))
     chunks.extend(released)
 
     # Pass 2: fill the members below quota, in member order, from the chunk stream.
@@ -101,18 +111,28 @@ def assign_homogeneous(group_spec: GroupSpec, topics: SubscribedTopicDescriber) 
     offset = 0
     for member_index, need in unfilled:
         kept = assignments[member_index]
+        in_order = True  # are kept's keys still in ascending rank order?
+        last_rank = rank_of[next(reversed(kept))] if kept else -1
         while need and chunk_index < len(chunks):
-            topic_id, chunk = chunks[chunk_index]
+            rank, chunk = chunks[chunk_index]
             take = min(need, len(chunk) - offset)
             piece = frozenset(chunk[offset : offset + take])
+            topic_id = topic_ids[rank]
             existing = kept.get(topic_id)
-            kept[topic_id] = piece if existing is None else existing | piece
+            if existing is None:
+                kept[topic_id] = piece
+                in_order = in_order and rank > last_rank
+                last_rank = rank
+            else:
+                kept[topic_id] = existing | piece
             need -= take
             offset += take
             if offset == len(chunk):
                 chunk_index += 1
                 offset = 0
-        assignments[member_index] = sorted_by_topic(kept)
+        if not in_order:  # canonical shape: keys in ascending topic id order
+            ordered_ids = sorted(kept, key=rank_of.__getitem__)
+            assignments[member_index] = {topic_id: kept[topic_id] for topic_id in ordered_ids}
     if chunk_index < len(chunks):
         raise PartitionAssignorError("Partitions were left unassigned")
 

@@ -221,6 +221,40 @@ def test_result_does_not_depend_on_input_order(
         assert list(second[m]) == list(first[m]) == sorted(first[m])
 
 
+@settings(deadline=None)
+@given(assignor=both, case=cases(), data=st.data())
+def test_recomputation_does_not_depend_on_input_order(
+    assignor: PartitionAssignor, case: Case, data: st.DataObject
+) -> None:
+    # With the previous result as current assignment most members are unchanged, which exercises
+    # the copy-on-write paths.
+    spec = with_current(case.spec, assignor.assign(case.spec, case.topics))
+    order = data.draw(st.permutations(list(spec.members)))
+    first = assignor.assign(spec, case.topics)
+    second = assignor.assign(_reordered(spec, order), case.topics)
+    assert second == first
+    for m in first:
+        assert list(second[m]) == list(first[m]) == sorted(first[m])
+
+
+@settings(deadline=None)
+@given(case=cases())
+def test_mutable_sets_in_the_current_assignment_never_leak_into_the_result(case: Case) -> None:
+    spec = with_current(case.spec, uniform.assign(case.spec, case.topics))
+    as_sets = GroupSpec(
+        {
+            m: MemberSubscriptionSpec(
+                s.subscribed_topic_ids,
+                {t: set(p) for t, p in s.assigned_partitions.items()},  # type: ignore[misc]
+                instance_id=s.instance_id,
+            )
+            for m, s in spec.members.items()
+        }
+    )
+    result = uniform.assign(as_sets, case.topics)
+    check_valid(spec, case.counts, result)  # values must be frozensets
+
+
 # ----- range ------------------------------------------------------------------------------------
 
 

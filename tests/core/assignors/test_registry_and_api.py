@@ -112,6 +112,8 @@ _ALLOWED_IMPORTS = {
     "dataclasses",
     "enum",
     "heapq",
+    "itertools",
+    "operator",
     "types",
     "typing",
     "uuid",
