@@ -54,11 +54,23 @@ Heterogeneous group (:mod:`.uniform_heterogeneous`). Members are numbered in mem
    a partition of it has two or more partitions more than another subscriber of it. The result is
    a fixpoint (recomputing from it changes nothing).
 
-Differences from Kafka, knowingly: Kafka visits members in hash-map order (so which member gets
-which partition is not reproducible there); we use member id order. Kafka caps heterogeneous
-balancing at 16 passes; we run to convergence (each move strictly lowers the sum of squared loads,
-so it terminates) so that the result is a fixpoint. Kafka's heterogeneous hand-out deals a topic's
-partitions round-robin; we give each subscriber a contiguous run (same counts per member).
+Output shape: one entry per member, in ascending member id order; each member's topics in
+ascending topic id order; no empty partition sets. A heterogeneous member whose partitions did not
+change gets a copy of its input mapping (copy-on-write, as Kafka's KAFKA-16864).
+
+Differences from Kafka, knowingly:
+
+- Kafka visits members in hash-map order (so which member gets which partition is not
+  reproducible there); we use member id order.
+- Kafka caps heterogeneous balancing at 16 passes; we run to convergence (each move strictly
+  lowers the sum of squared loads, so it terminates) so that the result is a fixpoint.
+- Kafka's heterogeneous hand-out deals a topic's partitions round-robin; we give each subscriber a
+  contiguous run (same counts per member).
+- Kafka derives homogeneous/heterogeneous from subscribed topic *names* and regexes; we derive it
+  from the resolved topic id sets. Where they differ (e.g. equal id sets from different name lists)
+  we use the homogeneous builder, which is balanced and sticky there too.
+- Kafka trusts the current assignment (a partition claimed twice would be kept twice by its
+  homogeneous builder); we apply the input hygiene above.
 """
 
 from __future__ import annotations
