@@ -1,8 +1,8 @@
-"""Generated documentation: the supported-API table and the configuration reference.
+"""Generated documentation: the supported-API table, the configuration and metrics references.
 
-Both are produced from the registries the server itself uses (the API registry and `config.KEYS`),
-and `python -m coordinator.docs` rewrites the marked sections of README.md; a test fails when the
-README is stale.
+Each is produced from the registries the server itself uses (the API registry, `config.KEYS`, and
+the Prometheus registry as filled by importing the server's modules), and `python -m coordinator.docs`
+rewrites the marked sections of README.md; a test fails when the README is stale.
 """
 
 from __future__ import annotations
@@ -29,7 +29,37 @@ def api_table() -> str:
     return "\n".join(lines)
 
 
-SECTIONS = {"apis": api_table, "config": reference_table}
+def metrics_table() -> str:
+    """Every `coordinator_*` metric the server defines: exposed name, type, labels, help.
+
+    Importing the server module imports every module that defines metrics at module level; the
+    scrape-time group gauges come from a collector that is only registered when a shard starts, so
+    an unregistered instance of it is asked for its families as well."""
+    from prometheus_client import REGISTRY
+    from prometheus_client.metrics import MetricWrapperBase
+
+    from .runtime import server  # noqa: F401 - imported for the metrics its modules define
+    from .runtime.group_metrics import ShardCollector
+
+    rows: dict[str, tuple[str, tuple[str, ...], str]] = {}
+    suffix = {"counter": "_total"}
+    collectors = [*REGISTRY._collector_to_names, ShardCollector(lambda: None)]
+    for collector in collectors:
+        if isinstance(collector, MetricWrapperBase):
+            name, kind = collector._name, str(collector._type)
+            rows[name + suffix.get(kind, "")] = (kind, tuple(collector._labelnames), collector._documentation)
+        elif isinstance(collector, ShardCollector):
+            for family in collector.collect():
+                labels = tuple(getattr(family, "_labelnames", ()))
+                rows[family.name + suffix.get(family.type, "")] = (family.type, labels, family.documentation)
+    lines = ["| metric | type | labels | meaning |", "|---|---|---|---|"]
+    for name, (kind, labels, doc) in sorted(rows.items()):
+        if name.startswith("coordinator_"):
+            lines.append(f"| `{name}` | {kind} | {', '.join(labels) or '—'} | {doc} |")
+    return "\n".join(lines)
+
+
+SECTIONS = {"apis": api_table, "config": reference_table, "metrics": metrics_table}
 
 
 def render(text: str) -> str:

@@ -130,3 +130,13 @@ def test_event_only_metrics_are_still_declared(scrape: str) -> None:
     # Every event-only name is on the dashboard, or the exception is stale.
     used = {family(n, families) for _, e in expressions() for n in METRIC.findall(e)}
     assert set(EVENT_ONLY) <= used
+
+
+def test_the_readme_metrics_reference_lists_exactly_what_the_server_exports(scrape: str) -> None:
+    from coordinator.docs import metrics_table
+
+    families, _ = parse(scrape)
+    exported = {f for f in families if f.startswith("coordinator_")}
+    documented = {base(name) for name in re.findall(r"^\| `([a-z0-9_]+)` \|", metrics_table(), re.M)}
+    assert documented == exported
+    assert metrics_table() in (ROOT / "README.md").read_text()
