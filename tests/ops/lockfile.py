@@ -1,6 +1,7 @@
 """The pinned runtime requirements of the image: the closure of pyproject's [project].dependencies
 as installed in the tested virtualenv. `python -m tests.ops.lockfile > requirements.lock` rewrites
-the lock; tests/ops/test_docker.py fails when the lock and the virtualenv disagree."""
+the lock; tests/ops/test_docker.py fails when the lock misses part of the closure, pins something
+else, or pins a version outside pyproject's ranges."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from packaging.utils import canonicalize_name
 ROOT = Path(__file__).resolve().parents[2]
 HEADER = """\
 # Pinned runtime dependencies of the coordinator image (the closure of pyproject's
-# [project].dependencies, taken from the tested virtualenv). tests/ops/test_docker.py checks it
-# against the installed versions; regenerate with:
+# [project].dependencies, taken from the tested virtualenv); the image installs exactly these.
+# tests/ops/test_docker.py checks it against pyproject. Regenerate with:
 #   .venv/bin/python -m tests.ops.lockfile > requirements.lock
 """
 
