@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from coordinator.recordlog.errors import CorruptLog
-from coordinator.recordlog.format import FrameStatus, decode_frames
+from coordinator.recordlog.format import FrameStatus, iter_frames
 from coordinator.recordlog.fs import FileSystem, ReadHandle
 from coordinator.recordlog.record import LogEntry
 
@@ -101,11 +101,10 @@ class SegmentReader:
                 self.end = SegmentEnd(position, position + len(buf), status)
                 return
             buf = buf + chunk if buf else chunk
-            decoded = decode_frames(buf, position)
-            yield from decoded.entries
-            position += decoded.consumed
-            buf = buf[decoded.consumed :]
-            if decoded.status is FrameStatus.CORRUPT:
+            consumed, status = yield from iter_frames(buf, position)
+            position += consumed
+            buf = buf[consumed:]
+            if status is FrameStatus.CORRUPT:
                 self.end = SegmentEnd(position, position + len(buf), FrameStatus.CORRUPT)
                 return
 
@@ -180,8 +179,14 @@ def recover(
     already applied earlier entries by tailing passes its tailer's `next_offset`). The caller
     must hold the data directory lock: this modifies the directory.
     """
-    fs.make_dirs(directory)
-    names = fs.list_dir(directory)
+    try:
+        names = fs.list_dir(directory)
+    except FileNotFoundError:
+        # A new log: its directory entry must be durable before anything acknowledged is
+        # written into it. (Directories above it are the deployment's business.)
+        fs.make_dirs(directory)
+        fs.fsync_dir(os.path.dirname(os.path.normpath(directory)) or ".")
+        names = []
     stale = [name for name in names if name.endswith(TEMP_SUFFIX)]
     for name in stale:
         fs.remove(os.path.join(directory, name))
