@@ -217,6 +217,7 @@ class RecordLog:
 
         `now_ms` (a monotonic clock) is required under `FlushPolicy.INTERVAL`.
         """
+        self._check_now(now_ms)
         self._check_usable()
         try:
             self._write(batch)
@@ -225,7 +226,7 @@ class RecordLog:
                 self._fsync(now_ms)
             elif policy is FlushPolicy.NONE:
                 self._durable_end = self._written_end
-            elif self._sync_is_due(_require_now(now_ms)):
+            elif now_ms is not None and self._sync_is_due(now_ms):
                 self._fsync(now_ms)
         except BaseException as exc:
             self._failed = exc
@@ -237,11 +238,12 @@ class RecordLog:
 
         With nothing buffered, performs a due interval fsync, if any.
         """
+        self._check_now(now_ms)
         self._check_usable()
         batch = self.take_batch()
         if batch is not None:
             return self.write_batch(batch, now_ms)
-        if self.sync_due_ms() is not None and self._sync_is_due(_require_now(now_ms)):
+        if now_ms is not None and self._sync_is_due(now_ms):
             return self.sync(now_ms)
         return self._durable_end
 
@@ -294,6 +296,11 @@ class RecordLog:
             ) from self._failed
         if self._handle is None:
             raise LogFailed(f"log {self._directory} is closed")
+
+    def _check_now(self, now_ms: int | None) -> None:
+        # Checked before anything is taken or written, so a caller's mistake costs nothing.
+        if now_ms is None and self._config.flush_policy is FlushPolicy.INTERVAL:
+            raise ValueError("FlushPolicy.INTERVAL needs now_ms")
 
     def _active_handle(self) -> AppendHandle:
         assert self._handle is not None
@@ -350,12 +357,6 @@ class RecordLog:
             self._fs.fsync_dir(self._directory)
         self._active_base = base
         self._active_size = 0
-
-
-def _require_now(now_ms: int | None) -> int:
-    if now_ms is None:
-        raise ValueError("FlushPolicy.INTERVAL needs now_ms")
-    return now_ms
 
 
 def _with_bases(recovery: Recovery, bases: tuple[int, ...]) -> Recovery:

@@ -201,9 +201,12 @@ def test_policy_interval_fsyncs_at_most_every_interval() -> None:
     assert log.flush(now_ms=1100) == 2  # nothing new buffered, but the due sync happens
     assert fs.op_counts["fsync"] == 2
     assert log.sync_due_ms() is None
+    log.append([rec(1, "c", "v")], 0)
     with pytest.raises(ValueError, match="now_ms"):
-        log.append([rec(1, "c", "v")], 0)
         log.flush()
+    # the mistake cost nothing: the entry is still buffered and the log still works
+    assert log.failed is None
+    assert log.flush(now_ms=1300) == 3
     log.close()
 
 
