@@ -105,7 +105,9 @@ class SegmentReader:
             position += consumed
             buf = buf[consumed:]
             if status is FrameStatus.CORRUPT:
-                self.end = SegmentEnd(position, position + len(buf), FrameStatus.CORRUPT)
+                # We stopped reading mid-file: ask for the size so that what a recovery drops
+                # is reported whole.
+                self.end = SegmentEnd(position, handle.size(), FrameStatus.CORRUPT)
                 return
 
 

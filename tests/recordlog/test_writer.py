@@ -269,3 +269,21 @@ def test_from_offset_replays_only_the_rest() -> None:
     assert [e.offset for e in replayed] == [3, 4]
     assert log.recovery.entries_read == 5
     log.close()
+
+
+def test_corruption_early_in_a_large_last_segment_reports_every_dropped_byte() -> None:
+    # The reader works in 4 MiB chunks; the report must count the bytes past the chunk too.
+    fs = MemoryFileSystem()
+    log = RecordLog.open(fs, LOG_DIR, config=LogConfig(flush_policy=FlushPolicy.NONE))
+    for i in range(100):
+        log.append([rec(1, f"k{i}", "x" * 100_000)], 0)
+    log.close()
+    path = segment_path(LOG_DIR, 0)
+    content = bytearray(fs.content(path))
+    first = len(encode_entry(0, 1, 0, [rec(1, "k0", "x" * 100_000)]))
+    content[first + 20] ^= 0xFF  # inside the second entry
+    fs.write_file(path, bytes(content))
+    log = RecordLog.open(fs, LOG_DIR)
+    assert log.recovery.truncated_bytes == len(content) - first
+    assert log.next_offset == 1
+    log.close()
