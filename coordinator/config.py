@@ -165,6 +165,7 @@ _KEYS: tuple[Key, ...] = (
     Key("message.max.bytes", "1048588", "Largest record batch a Produce may carry.", _parse_int, _at_least(0)),
     Key("log.retention.ms", "604800000", "Embedded data plane: age after which batches are dropped (-1: never).", _parse_int, _at_least(-1)),
     Key("log.retention.bytes", "-1", "Embedded data plane: per-partition size above which oldest batches are dropped (-1: no limit).", _parse_int, _at_least(-1)),
+    Key("log.retention.check.interval.ms", "300000", "Embedded data plane: how often retention is enforced on idle partitions.", _parse_int, _at_least(1)),
     Key("log.message.timestamp.type", "CreateTime", "Embedded data plane: CreateTime or LogAppendTime.", _parse_str, _one_of("CreateTime", "LogAppendTime")),
     Key("fetch.max.bytes", "57671680", "Embedded data plane: the cap on a Fetch response's size.", _parse_int, _at_least(1024)),
     Key("dataplane.max.bytes", "268435456", "Embedded data plane: hard cap on the bytes one partition keeps in memory (ours).", _parse_int, _at_least(1024)),

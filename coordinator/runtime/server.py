@@ -45,7 +45,8 @@ class CoordinatorServer:
         host, port = config.advertised
         self.node = Node(config["node.id"], host, port)
         self.catalog = TopicCatalog(config.data_dir / "topics.json")
-        self.store = PartitionStore(self.catalog, dataplane_config(config))
+        self.store = PartitionStore(self.catalog, dataplane_config(config),
+                                    retention_check_interval_ms=config["log.retention.check.interval.ms"])
         self.shard: ShardRuntime | None = None
         self.registry = ApiRegistry([
             *bootstrap_handlers(self),
@@ -59,6 +60,7 @@ class CoordinatorServer:
         self._metrics_server: metrics.MetricsServer | None = None
         self._loaded = False
         self._stopped = asyncio.Event()
+        self._background: list[asyncio.Task[None]] = []
 
     # -- lifecycle ----------------------------------------------------------------------------
     @property
@@ -90,6 +92,7 @@ class CoordinatorServer:
             # Listening on port 0 (tests) advertises the port actually bound.
             self.node = Node(self.node.node_id, self.node.host, self.port)
         await self._load_shard()
+        self._background.append(asyncio.create_task(self._enforce_retention(), name="retention"))
         metrics.READY.set(1)
         log.info(
             "server_started", listen=f"{host}:{self.port}", advertised=f"{self.node.host}:{self.node.port}",
@@ -106,6 +109,15 @@ class CoordinatorServer:
         self.shard = shard
         self._loaded = True
 
+    async def _enforce_retention(self) -> None:
+        """Appends enforce retention as they go; idle partitions are swept on this interval."""
+        interval = self.config["log.retention.check.interval.ms"] / 1000
+        while True:
+            await asyncio.sleep(interval)
+            dropped = self.store.enforce_retention()
+            if dropped:
+                log.info("retention_enforced", bytes_dropped=dropped)
+
     def _declare_topics(self) -> None:
         for name, partitions in self.config["topics"]:
             existing = self.catalog.get(name)
@@ -118,6 +130,8 @@ class CoordinatorServer:
         if self._stopped.is_set():
             return
         metrics.READY.set(0)
+        for task in self._background:
+            task.cancel()
         if self._server is not None:
             self._server.close()
         for connection in list(self._connections):
