@@ -143,11 +143,11 @@ class CoordinatorServer:
             await asyncio.wait_for(self.shard.unload(), timeout)
         waits = [c.idle.wait() for c in self._connections]
         if waits:
-            _, pending = await asyncio.wait([asyncio.ensure_future(w) for w in waits], timeout=timeout)
-            for task in pending:
-                task.cancel()
-            if pending:
-                log.warning("shutdown_timeout", connections_still_busy=len(pending))
+            _, still_busy = await asyncio.wait([asyncio.ensure_future(w) for w in waits], timeout=timeout)
+            for waiter in still_busy:
+                waiter.cancel()
+            if still_busy:
+                log.warning("shutdown_timeout", connections_still_busy=len(still_busy))
         for connection in list(self._connections):
             connection.close()
         if self.shard is not None:
