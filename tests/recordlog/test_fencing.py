@@ -110,8 +110,10 @@ def test_try_lock_is_exclusive_until_released() -> None:
     assert try_lock_data_dir(fs, "/data") is None
     first.release()
     assert not first.held
-    with try_lock_data_dir(fs, "/data") as second:
-        assert second is not None
+    second = try_lock_data_dir(fs, "/data")
+    assert second is not None
+    with second:  # released on exit
+        assert try_lock_data_dir(fs, "/data") is None
     assert try_lock_data_dir(fs, "/data") is not None
 
 
