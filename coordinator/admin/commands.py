@@ -5,7 +5,7 @@
     coordinator groups delete GROUP           [...]
     coordinator offsets reset GROUP --topic T (--to-earliest | --to-latest | --to-offset N) [--dry-run]
 
-`--bootstrap` defaults to $COORDINATOR_BOOTSTRAP, then 127.0.0.1:9092. Exit codes: 0 done, 1 the
+`--bootstrap` defaults to $COORDINATOR_ADMIN_BOOTSTRAP, then 127.0.0.1:9092. Exit codes: 0 done, 1 the
 operation failed or was refused (message on stderr), 2 bad usage.
 """
 
@@ -30,8 +30,8 @@ def add_commands(commands: Any) -> None:
     """Add the `groups` and `offsets` sub-commands to the `coordinator` sub-parsers."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--bootstrap", metavar="HOST:PORT[,...]",
-                        default=os.environ.get("COORDINATOR_BOOTSTRAP", DEFAULT_BOOTSTRAP),
-                        help="any coordinator or Kafka broker (default: $COORDINATOR_BOOTSTRAP or %(default)s)")
+                        default=os.environ.get("COORDINATOR_ADMIN_BOOTSTRAP", DEFAULT_BOOTSTRAP),
+                        help="any coordinator or Kafka broker (default: $COORDINATOR_ADMIN_BOOTSTRAP or %(default)s)")
     common.add_argument("--json", action="store_true", help="print JSON instead of a table")
     common.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                         help="per-request timeout (default: %(default)s)")

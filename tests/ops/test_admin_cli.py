@@ -5,6 +5,7 @@ which is refused while the group has members, as Kafka's kafka-consumer-groups r
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 
 import pytest
@@ -193,3 +194,14 @@ def test_an_unreachable_bootstrap_is_a_clear_error(cli) -> None:
     assert run.code == 1
     assert run.err.startswith("coordinator: error: no bootstrap server reachable")
     assert "cannot connect" in run.err
+
+
+def test_the_bootstrap_defaults_to_the_admin_environment_variable(server, monkeypatch, capsys) -> None:
+    from coordinator.cli import main
+
+    monkeypatch.setenv("COORDINATOR_ADMIN_BOOTSTRAP", server.bootstrap)
+    capsys.readouterr()
+    assert main(["groups", "list", "--json"]) == 0
+    assert isinstance(json.loads(capsys.readouterr().out), list)
+    monkeypatch.setenv("COORDINATOR_ADMIN_BOOTSTRAP", f"127.0.0.1:{free_port()}")
+    assert main(["groups", "list"]) == 1
