@@ -40,19 +40,24 @@ class MemberJoined:
     group_instance_id: str | None
     client_id: str
     client_host: str
+    group_type: str = "classic"
 
 
 @dataclass(frozen=True, slots=True)
 class MemberLeft:
     group_id: str
     member_id: str
-    reason: str  # "leave-group", "did-not-rejoin", "did-not-sync", "session-timeout", "group-max-size"
+    # "leave-group", "did-not-rejoin", "did-not-sync", "session-timeout", "group-max-size",
+    # "rebalance-timeout" (consumer groups: did not revoke within the rebalance timeout)
+    reason: str
+    group_type: str = "classic"
 
 
 @dataclass(frozen=True, slots=True)
 class SessionExpired:
     group_id: str
     member_id: str
+    group_type: str = "classic"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,3 +86,39 @@ class GroupDeleted:
     group_id: str
     group_type: str
     reason: str  # "delete-groups" | "expired"
+
+
+# ---- KIP-848 consumer groups ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TargetAssignmentComputed:
+    """The assignor ran for a consumer group (inside a heartbeat)."""
+
+    group_id: str
+    group_epoch: int  # the new assignment epoch
+    assignor: str
+    member_count: int
+    partition_count: int  # partitions of the subscribed topics
+    duration_ns: int  # 0 when the shard has no stopwatch (tests)
+
+
+@dataclass(frozen=True, slots=True)
+class MemberAssignmentChanged:
+    """A consumer-group member's assigned partitions (what its responses carry) changed."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    assigned: int  # partitions it may now use that it could not before
+    revoked: int  # partitions it may no longer use (pending revocation or dropped)
+
+
+@dataclass(frozen=True, slots=True)
+class MemberFenced:
+    """A consumer-group member was removed by the coordinator, not by its own leave."""
+
+    group_id: str
+    member_id: str
+    reason: str  # "session-timeout" | "rebalance-timeout"
+    partitions: int  # partitions it held

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from coordinator.core.classic.group import ClassicGroup
+from typing import TYPE_CHECKING
+
 from coordinator.core.classic.state import STABLE, Api, Check, state_error
+from coordinator.core.consumer.group import EMPTY as CONSUMER_EMPTY
+from coordinator.core.consumer.group import ConsumerGroup
 from coordinator.core.effects import Effects
 from coordinator.core.errors import ErrorCode
 from coordinator.core.events import GroupDeleted, OffsetsDeleted
+from coordinator.core.groups import Group
 from coordinator.core.offsets import OffsetManager
 from coordinator.core.records import GroupMetadataKey, Record
 from coordinator.core.requests import DeleteGroups, DescribeGroups, ListGroups
@@ -20,6 +24,9 @@ from coordinator.core.responses import (
     ListGroupsResponse,
 )
 
+if TYPE_CHECKING:
+    from coordinator.core.consumer.manager import ConsumerGroupManager
+
 NONE = ErrorCode.NONE
 
 # Kafka's Group.GroupType.parse: anything else is "unknown" and matches no group.
@@ -32,9 +39,12 @@ def parse_group_type(text: str) -> str:
 
 
 class GroupAdmin:
-    def __init__(self, groups: dict[str, ClassicGroup], offsets: OffsetManager) -> None:
+    def __init__(
+        self, groups: dict[str, Group], offsets: OffsetManager, consumer: ConsumerGroupManager | None = None
+    ) -> None:
         self.groups = groups
         self.offsets = offsets
+        self.consumer = consumer
 
     def list_groups(self, req: ListGroups, fx: Effects) -> None:
         states = {s.strip().lower() for s in req.states_filter}
@@ -51,7 +61,9 @@ class GroupAdmin:
 
     def _describe(self, group_id: str) -> DescribedGroup:
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or isinstance(group, ConsumerGroup):
+            # KIP-848 groups are described by ConsumerGroupDescribe; here they do not exist (Dead,
+            # GROUP_ID_NOT_FOUND from v6), as Kafka answers.
             return DescribedGroup(group_id, NONE, "Dead", exists=False)
         if group.state is STABLE:
             protocol = group.protocol_name
@@ -76,6 +88,16 @@ class GroupAdmin:
             group = self.groups.get(group_id)
             if group is None:
                 results.append(DeletableGroupResult(group_id, ErrorCode.GROUP_ID_NOT_FOUND))
+                continue
+            if isinstance(group, ConsumerGroup):
+                if group.state_name != CONSUMER_EMPTY or self.consumer is None:
+                    results.append(DeletableGroupResult(group_id, ErrorCode.NON_EMPTY_GROUP))
+                    continue
+                count = self.offsets.delete_all_offsets(group_id, fx)
+                self.consumer.delete_group(group, "delete-groups", fx)
+                if count:
+                    fx.event(OffsetsDeleted(group_id, count, "group-deleted"))
+                results.append(DeletableGroupResult(group_id, NONE))
                 continue
             error = state_error(Api.DELETE_GROUP, group.state, Check.BEFORE_MEMBER)
             if error is not None:

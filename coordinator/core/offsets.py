@@ -9,6 +9,12 @@ the log agree by construction.
 Replaying an offset for a group that does not exist creates a "simple" classic group (Empty, no
 protocol type), as Kafka does: consumers that commit without group management own such groups.
 
+KIP-848 consumer groups validate by member epoch (``ConsumerGroup.validateOffsetCommit`` /
+``validateOffsetFetch``): a member's commit or fetch must carry its CURRENT epoch exactly
+(STALE_MEMBER_EPOCH, no previous-epoch grace), unknown members get UNKNOWN_MEMBER_ID, and commits
+with epoch < 0 are accepted only while the group has no members (admin tools). Their offsets expire
+``offsets.retention.minutes`` after the commit, except for topics the group subscribes to.
+
 Transactional offsets (TxnOffsetCommit) are not implemented, so there are never pending transactional
 offsets: ``require_stable`` fetches never answer UNSTABLE_OFFSET_COMMIT. Stability still holds in the
 sense Kafka cares about: the runtime releases a fetch's reply only after every earlier write of the
@@ -18,6 +24,7 @@ shard is durable, so a fetch always sees every acknowledged commit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from coordinator.core.classic.group import ClassicGroup
 from coordinator.core.classic.state import (
@@ -30,9 +37,12 @@ from coordinator.core.classic.state import (
     state_error,
 )
 from coordinator.core.config import GroupConfig
+from coordinator.core.consumer.group import EMPTY as CONSUMER_EMPTY
+from coordinator.core.consumer.group import ConsumerGroup
 from coordinator.core.effects import Effects, classic_heartbeat_key
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.events import GroupDeleted, OffsetsCommitted, OffsetsDeleted
+from coordinator.core.groups import Group
 from coordinator.core.records import (
     GroupMetadataKey,
     OffsetCommitKey,
@@ -50,6 +60,9 @@ from coordinator.core.responses import (
     PartitionError,
     TopicPartitionErrors,
 )
+
+if TYPE_CHECKING:
+    from coordinator.core.consumer.manager import ConsumerGroupManager
 
 NONE = ErrorCode.NONE
 
@@ -95,9 +108,12 @@ def offset_commit_tombstone(group_id: str, topic: str, partition: int) -> Record
 
 
 class OffsetManager:
-    def __init__(self, config: GroupConfig, groups: dict[str, ClassicGroup]) -> None:
+    def __init__(
+        self, config: GroupConfig, groups: dict[str, Group], consumer: ConsumerGroupManager | None = None
+    ) -> None:
         self.config = config
         self.groups = groups
+        self.consumer = consumer  # KIP-848 groups: regex subscriptions and group deletion
         self.offsets: dict[str, GroupOffsets] = {}
 
     # ---- replay (the only writer of self.offsets) --------------------------------------------
@@ -160,6 +176,9 @@ class OffsetManager:
                 return  # a simple group; replaying the first offset record creates it
             # Adapters answer ILLEGAL_GENERATION below v9.
             raise CoordinatorError(ErrorCode.GROUP_ID_NOT_FOUND)
+        if isinstance(group, ConsumerGroup):
+            self._validate_consumer_group_commit(group, req)
+            return
         error = state_error(Api.OFFSET_COMMIT, group.state, Check.BEFORE_MEMBER)
         if error is not None:
             raise CoordinatorError(error)
@@ -177,6 +196,23 @@ class OffsetManager:
         if group.state in (STABLE, PREPARING_REBALANCE):
             # A classic member's commits keep its session alive.
             fx.schedule(classic_heartbeat_key(group.group_id, member.member_id), member.session_timeout_ms)
+
+    @staticmethod
+    def _validate_consumer_group_commit(group: ConsumerGroup, req: OffsetCommit) -> None:
+        epoch = req.generation_id_or_member_epoch
+        if epoch < 0 and not group.members:
+            return  # admin client or manual assignment while nobody is a member
+        member = group.members.get(req.member_id)
+        if member is None:
+            raise CoordinatorError(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {group.group_id}."
+            )
+        if not req.supports_member_epoch:
+            raise CoordinatorError(
+                ErrorCode.UNSUPPORTED_VERSION,
+                "OffsetCommit version 9 or above must be used by members using the modern group protocol",
+            )
+        _check_member_epoch(epoch, member.member_epoch)
 
     @staticmethod
     def commit_error_response(req: OffsetCommit, code: ErrorCode) -> OffsetCommitResponse:
@@ -197,7 +233,15 @@ class OffsetManager:
         group = self.groups.get(request.group_id)
         # Classic groups do not validate the fetcher. An absent or Dead group reads as "no offsets".
         offsets: GroupOffsets = {}
-        if group is not None and group.state is not DEAD:
+        if isinstance(group, ConsumerGroup):
+            if request.member_id is not None or request.member_epoch >= 0:
+                member = group.members.get(request.member_id or "")
+                if member is None:
+                    return OffsetFetchResponseGroup(request.group_id, ErrorCode.UNKNOWN_MEMBER_ID)
+                if request.member_epoch != member.member_epoch:
+                    return OffsetFetchResponseGroup(request.group_id, ErrorCode.STALE_MEMBER_EPOCH)
+            offsets = self.offsets.get(request.group_id, {})
+        elif group is not None and group.state is not DEAD:
             offsets = self.offsets.get(request.group_id, {})
         if request.topics is None:
             topics = tuple(
@@ -225,13 +269,14 @@ class OffsetManager:
         group = self.groups.get(req.group_id)
         if group is None:
             raise CoordinatorError(ErrorCode.GROUP_ID_NOT_FOUND)
-        error = state_error(Api.OFFSET_DELETE, group.state, Check.BEFORE_MEMBER)
-        if error is not None and not (error is ErrorCode.NON_EMPTY_GROUP and group.uses_consumer_protocol):
-            raise CoordinatorError(error)
+        if isinstance(group, ClassicGroup):  # consumer groups allow OffsetDelete in every state
+            error = state_error(Api.OFFSET_DELETE, group.state, Check.BEFORE_MEMBER)
+            if error is not None and not (error is ErrorCode.NON_EMPTY_GROUP and group.uses_consumer_protocol):
+                raise CoordinatorError(error)
         topics = []
         count = 0
         for topic in req.topics:
-            if group.is_subscribed_to_topic(topic.name):
+            if self._is_subscribed(group, topic.name):
                 code = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
                 topics.append(
                     TopicPartitionErrors(topic.name, tuple(PartitionError(p, code) for p in topic.partition_indexes))
@@ -256,19 +301,33 @@ class OffsetManager:
 
     # ---- retention -----------------------------------------------------------------------------
 
+    def _is_subscribed(self, group: Group, topic: str) -> bool:
+        if isinstance(group, ClassicGroup):
+            return group.is_subscribed_to_topic(topic)
+        regex_topics = self.consumer.regex_topics(group) if self.consumer is not None else {}
+        return group.is_subscribed_to_topic(topic, regex_topics)
+
     def cleanup_group_metadata(self, fx: Effects) -> None:
         """The periodic scan: expire offsets, then delete Empty groups that have none left."""
         for group_id, group in list(self.groups.items()):
+            if isinstance(group, ConsumerGroup):
+                expired_all = self._cleanup_expired_offsets(group, fx)
+                if expired_all and group.state_name == CONSUMER_EMPTY and self.consumer is not None:
+                    self.consumer.delete_group(group, "expired", fx)
+                continue
             if self._cleanup_expired_offsets(group, fx) and group.state is EMPTY:
                 fx.record(Record(GroupMetadataKey(group_id), None))
                 fx.event(GroupDeleted(group_id, group.group_type, "expired"))
 
-    def _cleanup_expired_offsets(self, group: ClassicGroup, fx: Effects) -> bool:
+    def _cleanup_expired_offsets(self, group: Group, fx: Effects) -> bool:
         """Tombstone expired offsets of ``group``; True when it has no offsets left."""
         topics = self.offsets.get(group.group_id)
         if not topics:
             return True
-        if group.protocol_type is not None:
+        if isinstance(group, ConsumerGroup):
+            def base(o: OffsetAndMetadata) -> int:  # KIP-848 groups: from the commit, in any state
+                return o.commit_timestamp_ms
+        elif group.protocol_type is not None:
             if group.state is EMPTY:
                 # Retention counts from when the group became Empty (commit time for old records).
                 def base(o: OffsetAndMetadata) -> int:
@@ -287,7 +346,7 @@ class OffsetManager:
         all_expired = True
         expired = 0
         for topic, partitions in topics.items():
-            if group.is_subscribed_to_topic(topic):
+            if self._is_subscribed(group, topic):
                 all_expired = False
                 continue
             for partition, o in partitions.items():
@@ -303,6 +362,14 @@ class OffsetManager:
         if expired:
             fx.event(OffsetsDeleted(group.group_id, expired, "expired"))
         return all_expired
+
+
+def _check_member_epoch(received: int, expected: int) -> None:
+    if received != expected:
+        raise CoordinatorError(
+            ErrorCode.STALE_MEMBER_EPOCH,
+            f"The received member epoch {received} does not match the expected member epoch {expected}.",
+        )
 
 
 def _fetched(partition: int, offset: OffsetAndMetadata | None) -> OffsetFetchResponsePartition:

@@ -12,9 +12,22 @@ type  key                                         value
 ====  ==========================================  ==========================================
 1     OffsetCommitKey(group, topic, partition)    OffsetCommitValue
 2     GroupMetadataKey(group)                     GroupMetadataValue (classic groups)
-3-8   KIP-848 consumer-group records              (reserved: RecordType names them)
+3     ConsumerGroupMetadataKey(group_id)          ConsumerGroupMetadataValue(epoch, metadata_hash)
+5     ConsumerGroupMemberMetadataKey(group_id,    ConsumerGroupMemberMetadataValue (subscription,
+      member_id)                                  client, rebalance timeout, assignor)
+6     ConsumerGroupTargetAssignmentMetadataKey    ConsumerGroupTargetAssignmentMetadataValue
+      (group_id)                                  (assignment_epoch)
+7     ConsumerGroupTargetAssignmentMemberKey      ConsumerGroupTargetAssignmentMemberValue
+      (group_id, member_id)                       (topic_partitions)
+8     ConsumerGroupCurrentMemberAssignmentKey     ConsumerGroupCurrentMemberAssignmentValue (epochs,
+      (group_id, member_id)                       state, assigned and pending-revocation partitions)
 1000  CoordinatorEpochKey()                       CoordinatorEpochValue(epoch, writer_id)
 ====  ==========================================  ==========================================
+
+Type 4 (``ConsumerGroupPartitionMetadata``) is never written: Kafka 4.1+ replaced it by the metadata
+hash carried in ``ConsumerGroupMetadataValue`` (KIP-1101), which is what we do. Regex resolutions
+(Kafka's type 16) are not persisted either: regexes are resolved synchronously against the current
+topic metadata (see ``coordinator/core/consumer``).
 
 Wire format (what ``encode_record`` returns and the record log stores opaquely):
 
@@ -35,6 +48,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
+from uuid import UUID
 
 import msgspec
 
@@ -101,6 +115,73 @@ class GroupMetadataValue(_Struct, frozen=True):
     members: tuple[GroupMetadataMember, ...] = ()
 
 
+# ---- KIP-848 consumer groups (types 3, 5-8) -------------------------------------------------------
+# Field names are Kafka's (``ConsumerGroup*Value.json``) in snake_case. Partitions are always keyed by
+# topic id. All of them are replayed by ``coordinator.core.consumer.group.ConsumerGroup``.
+
+
+class TopicPartitions(_Struct, frozen=True):
+    """Kafka's ``TopicPartitions`` of the consumer-group records: one topic id, sorted partitions."""
+
+    topic_id: UUID
+    partitions: tuple[int, ...]
+
+
+class ConsumerGroupMetadataKey(_Struct, frozen=True):
+    group_id: str
+
+
+class ConsumerGroupMetadataValue(_Struct, frozen=True):
+    epoch: int
+    metadata_hash: int = 0  # Kafka 4.1+ (KIP-1101): hash of the subscribed topics' metadata
+
+
+class ConsumerGroupMemberMetadataKey(_Struct, frozen=True):
+    group_id: str
+    member_id: str
+
+
+class ConsumerGroupMemberMetadataValue(_Struct, frozen=True):
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()  # sorted
+    subscribed_topic_regex: str = ""  # "" = none
+    rebalance_timeout_ms: int = -1
+    server_assignor: str | None = None
+
+
+class ConsumerGroupTargetAssignmentMetadataKey(_Struct, frozen=True):
+    group_id: str
+
+
+class ConsumerGroupTargetAssignmentMetadataValue(_Struct, frozen=True):
+    assignment_epoch: int
+
+
+class ConsumerGroupTargetAssignmentMemberKey(_Struct, frozen=True):
+    group_id: str
+    member_id: str
+
+
+class ConsumerGroupTargetAssignmentMemberValue(_Struct, frozen=True):
+    topic_partitions: tuple[TopicPartitions, ...] = ()
+
+
+class ConsumerGroupCurrentMemberAssignmentKey(_Struct, frozen=True):
+    group_id: str
+    member_id: str
+
+
+class ConsumerGroupCurrentMemberAssignmentValue(_Struct, frozen=True):
+    member_epoch: int
+    previous_member_epoch: int
+    state: int  # MemberState: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS
+    assigned_partitions: tuple[TopicPartitions, ...] = ()
+    partitions_pending_revocation: tuple[TopicPartitions, ...] = ()
+
+
 # ---- CoordinatorEpoch (type 1000, ours) ----------------------------------------------------------
 
 
@@ -113,8 +194,37 @@ class CoordinatorEpochValue(_Struct, frozen=True):
     writer_id: str
 
 
-RecordKey = OffsetCommitKey | GroupMetadataKey | CoordinatorEpochKey
-RecordValue = OffsetCommitValue | GroupMetadataValue | CoordinatorEpochValue
+ConsumerGroupRecordKey = (
+    ConsumerGroupMetadataKey
+    | ConsumerGroupMemberMetadataKey
+    | ConsumerGroupTargetAssignmentMetadataKey
+    | ConsumerGroupTargetAssignmentMemberKey
+    | ConsumerGroupCurrentMemberAssignmentKey
+)
+ConsumerGroupRecordValue = (
+    ConsumerGroupMetadataValue
+    | ConsumerGroupMemberMetadataValue
+    | ConsumerGroupTargetAssignmentMetadataValue
+    | ConsumerGroupTargetAssignmentMemberValue
+    | ConsumerGroupCurrentMemberAssignmentValue
+)
+# The same unions as tuples, for isinstance() dispatch (mypy narrows on literal tuples of classes).
+CONSUMER_GROUP_RECORD_KEYS = (
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupCurrentMemberAssignmentKey,
+)
+CONSUMER_GROUP_RECORD_VALUES = (
+    ConsumerGroupMetadataValue,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupTargetAssignmentMetadataValue,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupCurrentMemberAssignmentValue,
+)
+RecordKey = OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey | CoordinatorEpochKey
+RecordValue = OffsetCommitValue | GroupMetadataValue | ConsumerGroupRecordValue | CoordinatorEpochValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +243,11 @@ class UnknownRecordTypeError(ValueError):
 _KEY_TYPES: dict[int, type[RecordKey]] = {
     RecordType.OFFSET_COMMIT: OffsetCommitKey,
     RecordType.GROUP_METADATA: GroupMetadataKey,
+    RecordType.CONSUMER_GROUP_METADATA: ConsumerGroupMetadataKey,
+    RecordType.CONSUMER_GROUP_MEMBER_METADATA: ConsumerGroupMemberMetadataKey,
+    RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: ConsumerGroupTargetAssignmentMetadataKey,
+    RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: ConsumerGroupTargetAssignmentMemberKey,
+    RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: ConsumerGroupCurrentMemberAssignmentKey,
     RecordType.COORDINATOR_EPOCH: CoordinatorEpochKey,
 }
 _TYPE_OF_KEY: dict[type[RecordKey], int] = {cls: rt for rt, cls in _KEY_TYPES.items()}
@@ -141,17 +256,27 @@ _TYPE_OF_KEY: dict[type[RecordKey], int] = {cls: rt for rt, cls in _KEY_TYPES.it
 _VALUE_TYPES: dict[tuple[int, int], type[RecordValue]] = {
     (RecordType.OFFSET_COMMIT, 0): OffsetCommitValue,
     (RecordType.GROUP_METADATA, 0): GroupMetadataValue,
+    (RecordType.CONSUMER_GROUP_METADATA, 0): ConsumerGroupMetadataValue,
+    (RecordType.CONSUMER_GROUP_MEMBER_METADATA, 0): ConsumerGroupMemberMetadataValue,
+    (RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, 0): ConsumerGroupTargetAssignmentMetadataValue,
+    (RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, 0): ConsumerGroupTargetAssignmentMemberValue,
+    (RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, 0): ConsumerGroupCurrentMemberAssignmentValue,
     (RecordType.COORDINATOR_EPOCH, 0): CoordinatorEpochValue,
 }
 # value struct -> version written today
 _WRITE_VERSION: dict[type[RecordValue], int] = {
     OffsetCommitValue: 0,
     GroupMetadataValue: 0,
+    ConsumerGroupMetadataValue: 0,
+    ConsumerGroupMemberMetadataValue: 0,
+    ConsumerGroupTargetAssignmentMetadataValue: 0,
+    ConsumerGroupTargetAssignmentMemberValue: 0,
+    ConsumerGroupCurrentMemberAssignmentValue: 0,
     CoordinatorEpochValue: 0,
 }
 
 _VERSION = struct.Struct(">H")
-_encoder = msgspec.msgpack.Encoder()
+_encoder = msgspec.msgpack.Encoder(uuid_format="bytes")  # topic ids as 16 raw bytes (decoders accept both)
 _key_decoders = {rt: msgspec.msgpack.Decoder(cls) for rt, cls in _KEY_TYPES.items()}
 _value_decoders = {k: msgspec.msgpack.Decoder(cls) for k, cls in _VALUE_TYPES.items()}
 

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import NamedTuple
+from uuid import UUID
+
+from coordinator.core.consumer.topics import TopicInfo
 
 # --------------------------------------------------------------------------------------------------
 # Classic group membership: JoinGroup (11), SyncGroup (14), Heartbeat (12), LeaveGroup (13)
@@ -109,6 +112,9 @@ class OffsetCommit:
     group_instance_id: str | None  # v7+
     retention_time_ms: int  # v2-4; -1 = broker default (no explicit expiry)
     topics: tuple[OffsetCommitTopic, ...]
+    # False below v9: a KIP-848 (consumer protocol) member must commit with v9+, else
+    # UNSUPPORTED_VERSION (Kafka's ConsumerGroup.validateOffsetCommit).
+    supports_member_epoch: bool = True
 
 
 class OffsetFetchTopic(NamedTuple):
@@ -167,6 +173,59 @@ class DeleteGroups:
 
 
 # --------------------------------------------------------------------------------------------------
+# KIP-848 consumer groups: ConsumerGroupHeartbeat (68), ConsumerGroupDescribe (69)
+# --------------------------------------------------------------------------------------------------
+
+
+class HeartbeatTopicPartitions(NamedTuple):
+    topic_id: UUID
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeat:
+    """A ConsumerGroupHeartbeat; ``None`` (or -1) fields mean "unchanged since the last heartbeat"."""
+
+    ref: int
+    group_id: str
+    member_id: str
+    member_epoch: int  # 0 join, -1 leave, -2 static temporary leave, > 0 heartbeat
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None  # v1+; "" = no regex
+    server_assignor: str | None = None
+    topic_partitions: tuple[HeartbeatTopicPartitions, ...] | None = None  # owned partitions
+    client_id: str = ""
+    client_host: str = ""  # Kafka shows InetAddress.toString(), e.g. "/10.1.2.3"
+    # True for v1+ (KIP-1082): the client generates the member id, so it may never be empty. v0 joins
+    # may send "" and get ``new_member_id``, which the adapter pre-generates (the core makes no ids).
+    member_id_required: bool = True
+    new_member_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDescribe:
+    ref: int
+    group_ids: tuple[str, ...]
+
+
+# --------------------------------------------------------------------------------------------------
+# Topic metadata (posted by the runtime from the catalog; no reply)
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsChanged:
+    """The catalog changed. ``snapshot=True``: ``topics`` is the whole catalog (start-up)."""
+
+    topics: tuple[TopicInfo, ...] = ()  # created or altered topics, as they are now
+    deleted: tuple[UUID, ...] = ()  # ids of deleted topics
+    snapshot: bool = False
+
+
+# --------------------------------------------------------------------------------------------------
 # Timers
 # --------------------------------------------------------------------------------------------------
 
@@ -190,5 +249,7 @@ Request = (
     | ListGroups
     | DescribeGroups
     | DeleteGroups
+    | ConsumerGroupHeartbeat
+    | ConsumerGroupDescribe
 )
-Event = Request | TimerFired
+Event = Request | TimerFired | TopicsChanged

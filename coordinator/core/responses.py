@@ -14,6 +14,7 @@ The adapter picks per-version fields and applies version rules, e.g.:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from uuid import UUID
 
 from coordinator.core.errors import ErrorCode
 
@@ -169,3 +170,56 @@ class DeletableGroupResult:
 @dataclass(frozen=True, slots=True)
 class DeleteGroupsResponse:
     results: tuple[DeletableGroupResult, ...]
+
+
+# ---- KIP-848 consumer groups ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatResponse:
+    error_code: ErrorCode
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0  # 0 on errors (clients ignore values <= 0)
+    # None = unchanged; else the COMPLETE set of (topic id, sorted partitions) the member may own now.
+    assignment: tuple[tuple[UUID, tuple[int, ...]], ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedTopicPartitions:
+    topic_id: UUID
+    topic_name: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedConsumerGroupMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None  # Kafka returns the stored value: "" when none
+    assignment: tuple[DescribedTopicPartitions, ...]
+    target_assignment: tuple[DescribedTopicPartitions, ...]
+    member_type: int = 1  # v1+ (KIP-1099): 0 classic-protocol member, 1 consumer-protocol member
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedConsumerGroup:
+    group_id: str
+    error_code: ErrorCode
+    error_message: str | None = None
+    group_state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedConsumerGroupMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDescribeResponse:
+    groups: tuple[DescribedConsumerGroup, ...]

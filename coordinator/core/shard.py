@@ -16,9 +16,15 @@ Contract with the runtime
 * ``handle`` dispatches on the event's type through ``self._handlers`` and timers on the key's first
   element through ``self._timer_handlers``; nothing here depends on a protocol version.
 
-Durable state = offsets + each group's last persisted record (+ the coordinator epoch); see
-``durable_view``. Soft state (rebalances in flight, parked requests, timers) is documented in
-``classic/group.py``.
+Durable state = offsets + each classic group's last persisted record + every consumer (KIP-848)
+group's whole state (+ the coordinator epoch); see ``durable_view``. Soft state (rebalances in
+flight, parked requests, timers) is documented in ``classic/group.py``.
+
+Consumer groups follow Kafka's rule strictly: their handlers only WRITE records, and ``_apply``
+replays them right after the handler returns (the same ``replay`` the loader uses), so replay is the
+only code that changes consumer-group state (``consumer/group.py``). Topic metadata arrives as data:
+the runtime posts ``TopicsChanged`` (a snapshot before serving, then one delta per catalog change);
+``handle`` feeds it to the consumer groups, which keep a pure image of it (``consumer/topics.py``).
 """
 
 from __future__ import annotations
@@ -27,14 +33,22 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.core.classic.group import ClassicGroup
 from coordinator.core.classic.manager import ClassicGroupManager
 from coordinator.core.config import GroupConfig
+from coordinator.core.consumer.manager import (
+    REBALANCE_TIMER,
+    SESSION_TIMER,
+    ConsumerGroupManager,
+)
+from coordinator.core.consumer.topics import TopicsImage
 from coordinator.core.effects import OFFSETS_EXPIRATION_KEY, Effects, TimerKey, TimerTable
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.group_admin import GroupAdmin
+from coordinator.core.groups import Group
 from coordinator.core.offsets import OffsetAndMetadata, OffsetManager
 from coordinator.core.records import (
+    CONSUMER_GROUP_RECORD_KEYS,
+    CONSUMER_GROUP_RECORD_VALUES,
     CoordinatorEpochKey,
     CoordinatorEpochValue,
     GroupMetadataKey,
@@ -44,6 +58,8 @@ from coordinator.core.records import (
     Record,
 )
 from coordinator.core.requests import (
+    ConsumerGroupDescribe,
+    ConsumerGroupHeartbeat,
     DeleteGroups,
     DescribeGroups,
     Event,
@@ -56,10 +72,14 @@ from coordinator.core.requests import (
     OffsetFetch,
     SyncGroup,
     TimerFired,
+    TopicsChanged,
 )
 from coordinator.core.responses import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
     DeletableGroupResult,
     DeleteGroupsResponse,
+    DescribedConsumerGroup,
     DescribedGroup,
     DescribeGroupsResponse,
     HeartbeatResponse,
@@ -89,18 +109,25 @@ _ERROR_RESPONSES: dict[type, Callable[[Any, ErrorCode], object]] = {
         tuple(DescribedGroup(g, code, "") for g in req.group_ids)
     ),
     DeleteGroups: lambda req, code: DeleteGroupsResponse(tuple(DeletableGroupResult(g, code) for g in req.group_ids)),
+    ConsumerGroupHeartbeat: lambda req, code: ConsumerGroupHeartbeatResponse(code),
+    ConsumerGroupDescribe: lambda req, code: ConsumerGroupDescribeResponse(
+        tuple(DescribedConsumerGroup(g, code) for g in req.group_ids)
+    ),
 }
 
 
 class CoordinatorShard:
-    def __init__(self, config: GroupConfig | None = None) -> None:
+    def __init__(self, config: GroupConfig | None = None, *, stopwatch: Callable[[], int] | None = None) -> None:
+        """``stopwatch`` (nanoseconds) only times the assignor for metrics; it never affects state."""
         self.config = config or GroupConfig()
-        self.groups: dict[str, ClassicGroup] = {}
+        self.groups: dict[str, Group] = {}
         self.timers = TimerTable()
         self.coordinator_epoch: CoordinatorEpochValue | None = None
+        self.topics = TopicsImage()
         self.classic = ClassicGroupManager(self.config, self.groups)
-        self.offsets = OffsetManager(self.config, self.groups)
-        self.admin = GroupAdmin(self.groups, self.offsets)
+        self.consumer = ConsumerGroupManager(self.config, self.groups, self.topics, stopwatch)
+        self.offsets = OffsetManager(self.config, self.groups, self.consumer)
+        self.admin = GroupAdmin(self.groups, self.offsets, self.consumer)
         self._handlers: dict[type, Callable[[Any, Effects], None]] = {
             JoinGroup: self.classic.join,
             SyncGroup: self.classic.sync,
@@ -112,12 +139,16 @@ class CoordinatorShard:
             ListGroups: self.admin.list_groups,
             DescribeGroups: self.admin.describe_groups,
             DeleteGroups: self.admin.delete_groups,
+            ConsumerGroupHeartbeat: self.consumer.heartbeat,
+            ConsumerGroupDescribe: self.consumer.describe,
         }
         self._timer_handlers: dict[str, Callable[[TimerKey, Effects], None]] = {
             "classic-heartbeat": self.classic.on_heartbeat_timer,
             "classic-join": self.classic.on_join_timer,
             "classic-sync": self.classic.on_sync_timer,
             OFFSETS_EXPIRATION_KEY[0]: self._on_offsets_expiration,
+            SESSION_TIMER: self.consumer.on_session_timer,
+            REBALANCE_TIMER: self.consumer.on_rebalance_timer,
         }
 
     # ---- operations --------------------------------------------------------------------------
@@ -128,6 +159,8 @@ class CoordinatorShard:
             if self.timers.is_current(event.key, event.deadline_ms):
                 del self.timers.deadlines[event.key]
                 self._timer_handlers[event.key[0]](event.key, fx)
+        elif isinstance(event, TopicsChanged):
+            self.consumer.on_topics_changed(event, fx)
         else:
             try:
                 self._handlers[type(event)](event, fx)
@@ -136,6 +169,7 @@ class CoordinatorShard:
                 assert not fx.records, "a handler raised after producing records"
                 fx.reply(event.ref, _ERROR_RESPONSES[type(event)](event, exc.code))
         self._apply(fx.records)
+        self.consumer.report_state_changes(fx)
         return fx.to_result()
 
     def on_loaded(self, now_ms: int, *, writer_id: str | None = None) -> Result:
@@ -144,6 +178,7 @@ class CoordinatorShard:
             epoch = 0 if self.coordinator_epoch is None else self.coordinator_epoch.epoch + 1
             fx.record(Record(CoordinatorEpochKey(), CoordinatorEpochValue(epoch, writer_id)))
         self.classic.on_loaded(fx)
+        self.consumer.on_loaded(fx)
         fx.schedule(OFFSETS_EXPIRATION_KEY, self.config.offsets_retention_check_interval_ms)
         self._apply(fx.records)
         return fx.to_result()
@@ -177,6 +212,10 @@ class CoordinatorShard:
         elif isinstance(key, GroupMetadataKey):
             assert value is None or isinstance(value, GroupMetadataValue)
             self.classic.replay(key, value, live)
+        elif isinstance(key, CONSUMER_GROUP_RECORD_KEYS):
+            # Live or not, the same replay: consumer-group handlers never mutate state themselves.
+            assert value is None or isinstance(value, CONSUMER_GROUP_RECORD_VALUES)
+            self.consumer.replay(key, value)
         elif isinstance(key, CoordinatorEpochKey):
             assert value is None or isinstance(value, CoordinatorEpochValue)
             self.coordinator_epoch = value
@@ -193,7 +232,7 @@ class CoordinatorShard:
         """group id -> number of members."""
         return {group_id: len(g.members) for group_id, g in self.groups.items()}
 
-    def group(self, group_id: str) -> ClassicGroup | None:
+    def group(self, group_id: str) -> Group | None:
         """The live group object, for inspection only (tests, debugging); never mutate it."""
         return self.groups.get(group_id)
 

@@ -101,7 +101,7 @@ def test_appended_fields_are_readable_both_ways() -> None:
 def test_unknown_types_and_versions() -> None:
     key = encode_record(Record(GroupMetadataKey("g"), None))[1]
     with pytest.raises(UnknownRecordTypeError):
-        decode_record(3, key, None)  # reserved for KIP-848, not implemented yet
+        decode_record(4, key, None)  # ConsumerGroupPartitionMetadata: Kafka 4.1+ no longer writes it
     with pytest.raises(UnknownRecordTypeError):
         decode_record(2, key, b"\x00\x07" + b"\x90")
     with pytest.raises(ValueError):

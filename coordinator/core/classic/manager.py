@@ -37,6 +37,7 @@ from coordinator.core.events import (
     SessionExpired,
     StaticMemberReplaced,
 )
+from coordinator.core.groups import Group
 from coordinator.core.records import GroupMetadataKey, GroupMetadataValue, Record
 from coordinator.core.requests import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from coordinator.core.responses import (
@@ -72,7 +73,7 @@ def _raise_state_error(api: Api, group: ClassicGroup, check: Check) -> None:
 
 
 class ClassicGroupManager:
-    def __init__(self, config: GroupConfig, groups: dict[str, ClassicGroup]) -> None:
+    def __init__(self, config: GroupConfig, groups: dict[str, Group]) -> None:
         self.config = config
         self.groups = groups  # shared with the shard (and the offset manager)
         # Per-state behaviour of a JoinGroup from a known member, after validation.

@@ -1,0 +1,399 @@
+"""KIP-848 consumer group and member state, and its replay: theory of operation.
+
+Theory of operation
+===================
+
+A consumer group is driven by three epochs (Kafka's names):
+
+``group_epoch``
+    Bumped whenever a new target assignment is needed: a new group, a member's subscription changed
+    (names or regex), the metadata of the subscribed topics changed (their hash, KIP-1101), or a
+    member left or was fenced.
+``assignment_epoch``
+    The group epoch the persisted target assignment was computed for. Invariant:
+    ``assignment_epoch <= group_epoch``; when they differ the group is ``Assigning`` and the next
+    heartbeat of any member runs the assignor synchronously (there is no batching in Kafka 4.0-4.2).
+``member_epoch``
+    The epoch of the assignment a member currently holds. It jumps to the assignment epoch when the
+    member can progress and is frozen while the member revokes (see :mod:`.reconciliation`).
+
+Group states (Kafka's strings, returned by ConsumerGroupDescribe and ListGroups, filtered lower-case):
+``Empty`` (no members), else ``Assigning`` (group epoch > assignment epoch), else ``Reconciling`` (a
+member is not STABLE at the assignment epoch; members at epoch -2 count as not reconciled), else
+``Stable``. A consumer group is never put in ``Dead``: a deleted group simply disappears.
+
+Durable state (everything, members included, is rebuilt by replaying the records):
+
+======  =======================================  ============================================
+record  key                                      replayed into
+======  =======================================  ============================================
+3       ConsumerGroupMetadata(group)             group_epoch, metadata_hash; tombstone deletes
+5       ConsumerGroupMemberMetadata(group, m)    the member's subscription/client fields;
+                                                 tombstone removes the member
+6       ConsumerGroupTargetAssignmentMetadata    assignment_epoch; tombstone sets -1
+7       ConsumerGroupTargetAssignmentMember      target_assignment[m]; tombstone removes it
+8       ConsumerGroupCurrentMemberAssignment     member_epoch, previous_member_epoch, state,
+                                                 assigned and pending-revocation partitions;
+                                                 tombstone marks the member epoch -1 (removed
+                                                 next by the 5 tombstone)
+======  =======================================  ============================================
+
+Rules:
+
+1. **Replay is the only mutator.** Handlers (``manager.py``) read the state, compute, and write
+   records; the shard applies them through :meth:`ConsumerGroup.replay` right after the handler
+   returns (``CoordinatorShard._apply``) and the same code runs when the log is loaded. So a
+   restarted or standby coordinator holds exactly the state clients were told about: members keep
+   their member id, epoch and partitions across a restart.
+2. Any non-tombstone record creates the group (replacing a "simple" offsets-only classic group,
+   KAFKA-17306) and the member it names, so compaction may reorder non-tombstones freely.
+   Tombstones for unknown groups or members are ignored.
+3. Derived indexes are maintained on every member change: static members (instance id -> member
+   id), subscribed names and regexes with their member counts, requested server assignors, and the
+   ownership index ``partition_owners[topic][partition] -> member id`` covering every member's
+   assigned AND pending-revocation partitions.
+
+Invariants (asserted in replay, checked by the tests after every step):
+
+* A partition is in at most one member's assigned ∪ pending-revocation set (inserting an owned
+  partition is an internal error, as in Kafka), and ``partition_owners`` is exactly the union.
+* ``static_members`` maps each instance id to the one member carrying it.
+* ``assignment_epoch <= group_epoch``; every member epoch <= assignment epoch (or -2 / -1).
+
+Soft state (not durable, rebuilt or recomputed): ``metadata_refresh_needed`` (set on creation and
+on topic changes that concern the group; the next heartbeat recomputes the metadata hash) and
+``last_state`` (to report state transitions as events).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+from uuid import UUID
+
+from coordinator.core.records import (
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataValue,
+    TopicPartitions,
+)
+
+Assignment = Mapping[UUID, frozenset[int]]
+"""topic id -> partitions; topics with no partition are absent. Never mutated once built."""
+
+NO_PARTITIONS: Assignment = MappingProxyType({})
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+
+EMPTY = "Empty"
+ASSIGNING = "Assigning"
+RECONCILING = "Reconciling"
+STABLE = "Stable"
+CONSUMER_GROUP_STATES = (EMPTY, ASSIGNING, RECONCILING, STABLE)
+
+
+class MemberState(enum.IntEnum):
+    """A member's reconciliation state (persisted as an int8 in record 8)."""
+
+    STABLE = 0
+    UNREVOKED_PARTITIONS = 1
+    UNRELEASED_PARTITIONS = 2
+    UNKNOWN = 127  # any byte this code does not know (forward compatibility)
+
+    @classmethod
+    def parse(cls, value: int) -> MemberState:
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.UNKNOWN
+
+
+def assignment_from_record(topics: Iterable[TopicPartitions]) -> Assignment:
+    result = {tp.topic_id: frozenset(tp.partitions) for tp in topics if tp.partitions}
+    return MappingProxyType(result) if result else NO_PARTITIONS
+
+
+def assignment_to_record(assignment: Assignment) -> tuple[TopicPartitions, ...]:
+    return tuple(
+        TopicPartitions(topic_id, tuple(sorted(partitions)))
+        for topic_id, partitions in sorted(assignment.items())
+        if partitions
+    )
+
+
+def normalized(assignment: Mapping[UUID, Iterable[int]]) -> Assignment:
+    """An immutable :data:`Assignment` without empty topics."""
+    result = {topic_id: frozenset(parts) for topic_id, parts in assignment.items()}
+    result = {topic_id: parts for topic_id, parts in result.items() if parts}
+    return MappingProxyType(result) if result else NO_PARTITIONS
+
+
+def partition_count(assignment: Assignment) -> int:
+    return sum(len(parts) for parts in assignment.values())
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMember:
+    """One member (Kafka's ``ConsumerGroupMember``); immutable, updated with ``dataclasses.replace``."""
+
+    member_id: str
+    # ---- record 5 (member metadata) ----
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()  # sorted, unique
+    subscribed_topic_regex: str = ""  # "" = none
+    rebalance_timeout_ms: int = -1
+    server_assignor: str | None = None
+    # ---- record 8 (current assignment) ----
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    state: MemberState = MemberState.STABLE
+    assigned_partitions: Assignment = field(default_factory=lambda: NO_PARTITIONS)
+    partitions_pending_revocation: Assignment = field(default_factory=lambda: NO_PARTITIONS)
+
+    def is_reconciled_to(self, epoch: int) -> bool:
+        return self.state is MemberState.STABLE and self.member_epoch == epoch
+
+    def metadata_view(self) -> tuple[Any, ...]:
+        """The record-5 fields: a change here means a member-metadata record."""
+        return (
+            self.instance_id,
+            self.rack_id,
+            self.client_id,
+            self.client_host,
+            self.subscribed_topic_names,
+            self.subscribed_topic_regex,
+            self.rebalance_timeout_ms,
+            self.server_assignor,
+        )
+
+    def assignment_view(self) -> tuple[Any, ...]:
+        """The record-8 fields: a change here means a current-assignment record."""
+        return (
+            self.member_epoch,
+            self.previous_member_epoch,
+            self.state,
+            self.assigned_partitions,
+            self.partitions_pending_revocation,
+        )
+
+    def to_metadata_value(self) -> ConsumerGroupMemberMetadataValue:
+        return ConsumerGroupMemberMetadataValue(
+            instance_id=self.instance_id,
+            rack_id=self.rack_id,
+            client_id=self.client_id,
+            client_host=self.client_host,
+            subscribed_topic_names=self.subscribed_topic_names,
+            subscribed_topic_regex=self.subscribed_topic_regex,
+            rebalance_timeout_ms=self.rebalance_timeout_ms,
+            server_assignor=self.server_assignor,
+        )
+
+    def to_assignment_value(self) -> ConsumerGroupCurrentMemberAssignmentValue:
+        return ConsumerGroupCurrentMemberAssignmentValue(
+            member_epoch=self.member_epoch,
+            previous_member_epoch=self.previous_member_epoch,
+            state=int(self.state),
+            assigned_partitions=assignment_to_record(self.assigned_partitions),
+            partitions_pending_revocation=assignment_to_record(self.partitions_pending_revocation),
+        )
+
+    def with_metadata(self, value: ConsumerGroupMemberMetadataValue) -> ConsumerGroupMember:
+        return replace(
+            self,
+            instance_id=value.instance_id,
+            rack_id=value.rack_id,
+            client_id=value.client_id,
+            client_host=value.client_host,
+            subscribed_topic_names=tuple(sorted(set(value.subscribed_topic_names))),
+            subscribed_topic_regex=value.subscribed_topic_regex or "",
+            rebalance_timeout_ms=value.rebalance_timeout_ms,
+            server_assignor=value.server_assignor,
+        )
+
+    def with_assignment(self, value: ConsumerGroupCurrentMemberAssignmentValue) -> ConsumerGroupMember:
+        return replace(
+            self,
+            member_epoch=value.member_epoch,
+            previous_member_epoch=value.previous_member_epoch,
+            state=MemberState.parse(value.state),
+            assigned_partitions=assignment_from_record(value.assigned_partitions),
+            partitions_pending_revocation=assignment_from_record(value.partitions_pending_revocation),
+        )
+
+
+class ConsumerGroup:
+    """A KIP-848 group. Mutated only by the ``replay_*`` methods (see the module docstring)."""
+
+    group_type = "consumer"
+    protocol_type = "consumer"
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        # durable
+        self.group_epoch = 0
+        self.metadata_hash = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.target_assignment: dict[str, Assignment] = {}
+        # derived from the durable state
+        self.static_members: dict[str, str] = {}
+        self.partition_owners: dict[UUID, dict[int, str]] = {}
+        self.subscribed_names: Counter[str] = Counter()
+        self.subscribed_regexes: Counter[str] = Counter()
+        self.server_assignors: Counter[str] = Counter()
+        # soft
+        self.metadata_refresh_needed = False  # set by on_loaded and by topic changes
+        self.last_state = ""
+
+    # ---- queries ---------------------------------------------------------------------------------
+
+    @property
+    def state_name(self) -> str:
+        if not self.members:
+            return EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ASSIGNING
+        epoch = self.assignment_epoch
+        for member in self.members.values():
+            if not member.is_reconciled_to(epoch):
+                return RECONCILING
+        return STABLE
+
+    def owner(self, topic_id: UUID, partition: int) -> str | None:
+        """The member that has the partition assigned or pending revocation, if any."""
+        partitions = self.partition_owners.get(topic_id)
+        return None if partitions is None else partitions.get(partition)
+
+    def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
+        member_id = self.static_members.get(instance_id)
+        return None if member_id is None else self.members.get(member_id)
+
+    def target(self, member_id: str) -> Assignment:
+        return self.target_assignment.get(member_id, NO_PARTITIONS)
+
+    def is_subscribed_to_topic(self, name: str, regex_topics: Mapping[str, frozenset[str]]) -> bool:
+        """Subscribed by name, or through a regex whose resolution (``regex_topics``) contains it."""
+        if self.subscribed_names.get(name, 0) > 0:
+            return True
+        return any(name in regex_topics.get(regex, ()) for regex in self.subscribed_regexes)
+
+    @property
+    def persisted(self) -> tuple[Any, ...]:
+        """Everything the records determine, as plain comparable data (``durable_view``)."""
+        return (
+            self.group_epoch,
+            self.metadata_hash,
+            self.assignment_epoch,
+            tuple(sorted((mid, m.metadata_view(), m.assignment_view()) for mid, m in self.members.items())),
+            tuple(sorted((mid, dict(a)) for mid, a in self.target_assignment.items())),
+        )
+
+    # ---- replay ------------------------------------------------------------------------------------
+
+    def replay_metadata(self, value: ConsumerGroupMetadataValue) -> None:
+        self.group_epoch = value.epoch
+        self.metadata_hash = value.metadata_hash
+
+    def replay_target_metadata(self, value: ConsumerGroupTargetAssignmentMetadataValue | None) -> None:
+        if value is None:
+            assert not self.target_assignment, f"{self.group_id}: target epoch tombstone with targets left"
+            self.assignment_epoch = -1
+        else:
+            self.assignment_epoch = value.assignment_epoch
+
+    def replay_target_member(self, member_id: str, value: ConsumerGroupTargetAssignmentMemberValue | None) -> None:
+        if value is None:
+            self.target_assignment.pop(member_id, None)
+        else:
+            self.target_assignment[member_id] = assignment_from_record(value.topic_partitions)
+
+    def replay_member_metadata(self, member_id: str, value: ConsumerGroupMemberMetadataValue | None) -> None:
+        old = self.members.get(member_id)
+        if value is None:
+            if old is not None:
+                self._set_member(old, None)
+            return
+        base = old if old is not None else ConsumerGroupMember(member_id)
+        self._set_member(old, base.with_metadata(value))
+
+    def replay_current_assignment(
+        self, member_id: str, value: ConsumerGroupCurrentMemberAssignmentValue | None
+    ) -> None:
+        old = self.members.get(member_id)
+        if value is None:
+            if old is not None:
+                # Kafka keeps the member, fenced (epoch -1, nothing owned), until its metadata tombstone.
+                self._set_member(
+                    old,
+                    replace(
+                        old,
+                        member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                        previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                        assigned_partitions=NO_PARTITIONS,
+                        partitions_pending_revocation=NO_PARTITIONS,
+                    ),
+                )
+            return
+        base = old if old is not None else ConsumerGroupMember(member_id)
+        self._set_member(old, base.with_assignment(value))
+
+    # ---- index maintenance -----------------------------------------------------------------------
+
+    def _set_member(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None) -> None:
+        if old is not None:
+            if old.instance_id is not None and self.static_members.get(old.instance_id) == old.member_id:
+                del self.static_members[old.instance_id]
+            self.subscribed_names.subtract(old.subscribed_topic_names)
+            if old.subscribed_topic_regex:
+                self.subscribed_regexes[old.subscribed_topic_regex] -= 1
+            if old.server_assignor is not None:
+                self.server_assignors[old.server_assignor] -= 1
+            self._release(old.member_id, old.assigned_partitions)
+            self._release(old.member_id, old.partitions_pending_revocation)
+            del self.members[old.member_id]
+            # Counter.subtract keeps zero counts: drop them so the counters list only live entries.
+            for counter in (self.subscribed_names, self.subscribed_regexes, self.server_assignors):
+                for key in [k for k, v in counter.items() if v <= 0]:
+                    del counter[key]
+        if new is not None:
+            if new.instance_id is not None:
+                self.static_members[new.instance_id] = new.member_id
+            self.subscribed_names.update(new.subscribed_topic_names)
+            if new.subscribed_topic_regex:
+                self.subscribed_regexes[new.subscribed_topic_regex] += 1
+            if new.server_assignor is not None:
+                self.server_assignors[new.server_assignor] += 1
+            self._claim(new.member_id, new.assigned_partitions)
+            self._claim(new.member_id, new.partitions_pending_revocation)
+            self.members[new.member_id] = new
+
+    def _release(self, member_id: str, assignment: Assignment) -> None:
+        for topic_id, partitions in assignment.items():
+            owners = self.partition_owners[topic_id]
+            for partition in partitions:
+                owner = owners.pop(partition)
+                assert owner == member_id, (
+                    f"{self.group_id}: {topic_id}-{partition} owned by {owner}, not {member_id}"
+                )
+            if not owners:
+                del self.partition_owners[topic_id]
+
+    def _claim(self, member_id: str, assignment: Assignment) -> None:
+        for topic_id, partitions in assignment.items():
+            owners = self.partition_owners.setdefault(topic_id, {})
+            for partition in partitions:
+                previous = owners.setdefault(partition, member_id)
+                assert previous == member_id, (
+                    f"{self.group_id}: cannot give {topic_id}-{partition} to {member_id}, "
+                    f"it is still owned by {previous}"
+                )
