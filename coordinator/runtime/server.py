@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import signal
+import time
 from dataclasses import dataclass
 
 from protocol.codec import RequestCodec
@@ -24,7 +25,7 @@ from ..dataplane.handlers import dataplane_handlers
 from ..dataplane.log import PartitionStore
 from ..logging import get_logger
 from . import group_metrics
-from .apis import bootstrap_handlers, group_handlers
+from .apis import bootstrap_handlers, consumer_groups, group_handlers
 from .connection import KafkaConnection
 from .registry import ApiRegistry
 from .shard import MemorySink, ShardRuntime
@@ -102,9 +103,13 @@ class CoordinatorServer:
 
     async def _load_shard(self) -> None:
         """Replay the record log into a fresh core shard, then start serving group APIs."""
-        shard = ShardRuntime(CoordinatorShard(group_config(self.config)), MemorySink())
+        shard = ShardRuntime(CoordinatorShard(group_config(self.config), stopwatch=time.perf_counter_ns), MemorySink())
         shard.add_observer(group_metrics.observer(self.config["metrics.group.labels.enable"]))
         group_metrics.register_shard(lambda: self.shard)
+        # KIP-848 groups assign from topic metadata: the core gets it as data, a snapshot first,
+        # then every catalog change, through the shard's queue.
+        shard.post(consumer_groups.topics_snapshot(self.catalog))
+        self.catalog.add_listener(lambda change: shard.post(consumer_groups.topic_change(change)))
         shard.start()
         self.shard = shard
         self._loaded = True

@@ -12,6 +12,7 @@ from ..registry import ApiHandler
 from . import (
     api_versions,
     classic_groups,
+    consumer_groups,
     describe_cluster,
     find_coordinator,
     group_admin,
@@ -50,4 +51,6 @@ def group_handlers(shard: Callable[[], ShardRuntime | None]) -> list[ApiHandler]
         group_admin.list_groups(shard),
         group_admin.describe_groups(shard),
         group_admin.delete_groups(shard),
+        consumer_groups.consumer_group_heartbeat(shard),
+        consumer_groups.consumer_group_describe(shard),
     ]

@@ -45,6 +45,7 @@ def offset_commit(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
             group_instance_id=getattr(r, "group_instance_id", None),
             retention_time_ms=ms(getattr(r, "retention_time", None)),
             topics=topics,
+            supports_member_epoch=ctx.api_version >= 9,
         )
 
     def to_wire(ctx: RequestContext, r: Any, resp: Any) -> dict[str, Any]:
