@@ -153,6 +153,22 @@ class TopicCatalog:
         return grown
 
     # -- persistence -------------------------------------------------------------------------
+    def reload(self) -> None:
+        """Re-read the file (a standby taking over sees what the previous owner wrote), telling
+        listeners of every difference."""
+        if self._path is None or not self._path.exists():
+            return
+        before = dict(self._by_name)
+        self._by_name.clear()
+        self._by_id.clear()
+        self._load(self._path)
+        for name, topic in self._by_name.items():
+            if before.get(name) != topic:
+                self._notify(TopicChange(before.get(name), topic))
+        for name, topic in before.items():
+            if name not in self._by_name:
+                self._notify(TopicChange(topic, None))
+
     def _notify(self, change: TopicChange) -> None:
         for listener in self._listeners:
             listener(change)

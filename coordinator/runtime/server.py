@@ -1,7 +1,8 @@
 """Server lifecycle: build the services, open the listeners, serve, drain and stop.
 
-Start-up order: data directory and catalog, state load, the Kafka listener, the metrics listener;
-`ready` turns true once the listener is open and state is loaded. `stop()` stops accepting, lets the
+Start-up order: the metrics listener; the data directory (waiting as a standby while another process
+owns it); the Kafka listener; the log load; then group APIs. `ready` (and /readyz) turns true once
+the listener is open and state is loaded. `stop()` stops accepting, lets the
 request in flight on every connection finish (bounded by `shutdown.timeout.ms`), then closes.
 """
 
@@ -9,9 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import signal
+import sys
 import time
+import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 from protocol.codec import RequestCodec
 
@@ -24,11 +29,21 @@ from ..dataplane.config import DataPlaneConfig
 from ..dataplane.handlers import dataplane_handlers
 from ..dataplane.log import PartitionStore
 from ..logging import get_logger
-from . import group_metrics
+from ..recordlog import (
+    CompactionReport,
+    DataDirLock,
+    FlushPolicy,
+    GroupCommitter,
+    LogConfig,
+    compact,
+)
+from ..recordlog.segments import list_segments
+from . import durable, group_metrics, ownership
 from .apis import bootstrap_handlers, consumer_groups, group_handlers
 from .connection import KafkaConnection
+from .durable import DurableSink
 from .registry import ApiRegistry
-from .shard import MemorySink, ShardRuntime
+from .shard import ShardRuntime
 
 log = get_logger("coordinator.server")
 
@@ -62,6 +77,11 @@ class CoordinatorServer:
         self._loaded = False
         self._stopped = asyncio.Event()
         self._background: list[asyncio.Task[None]] = []
+        self._fs = durable.TimedFileSystem()
+        self._lock: DataDirLock | None = None
+        self._committer: GroupCommitter | None = None
+        durable.LOG_BYTES.set_function(lambda: durable.log_size(str(self.log_dir))[0])
+        durable.LOG_SEGMENTS.set_function(lambda: durable.log_size(str(self.log_dir))[1])
 
     # -- lifecycle ----------------------------------------------------------------------------
     @property
@@ -78,12 +98,39 @@ class CoordinatorServer:
         return self._metrics_server.port if self._metrics_server else None
 
     async def start(self) -> None:
+        """Open the metrics listener, take the data directory (as a standby first if another
+        process owns it), open the Kafka listener, load the log, then serve group APIs."""
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
-        self._declare_topics()
         if self.config.metrics_listen is not None:
             mhost, mport = self.config.metrics_listen
             self._metrics_server = metrics.MetricsServer(mhost, mport, lambda: self.ready)
             await self._metrics_server.start()
+        core = CoordinatorShard(group_config(self.config), stopwatch=time.perf_counter_ns)
+        self._lock, record_log, _ = await ownership.acquire(
+            self._fs, self.config.data_dir, self.log_dir, log_config(self.config), core, self._become_owner)
+        self._committer = GroupCommitter(record_log, on_fatal=_fail_stop)
+        self._committer.start()
+        await self._load_shard(core)
+        self._background.append(asyncio.create_task(self._enforce_retention(), name="retention"))
+        self._background.append(asyncio.create_task(self._compact_periodically(), name="compaction"))
+        metrics.READY.set(1)
+        host, _ = self.config.listen
+        log.info(
+            "server_started", listen=f"{host}:{self.port}", advertised=f"{self.node.host}:{self.node.port}",
+            node_id=self.node.node_id, metrics_port=self.metrics_port, data_dir=str(self.config.data_dir),
+            apis=len(list(self.registry)), writer_epoch=record_log.writer_epoch,
+        )
+
+    @property
+    def log_dir(self) -> Path:
+        return self.config.data_dir / "log"
+
+    async def _become_owner(self) -> None:
+        """The data directory is ours: take the catalog as the previous owner left it, declare
+        configured topics, and open the Kafka listener (group APIs answer
+        COORDINATOR_LOAD_IN_PROGRESS until the log is loaded)."""
+        self.catalog.reload()
+        self._declare_topics()
         host, port = self.config.listen
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
@@ -92,27 +139,49 @@ class CoordinatorServer:
         if not self.config["advertised.listeners"]:
             # Listening on port 0 (tests) advertises the port actually bound.
             self.node = Node(self.node.node_id, self.node.host, self.port)
-        await self._load_shard()
-        self._background.append(asyncio.create_task(self._enforce_retention(), name="retention"))
-        metrics.READY.set(1)
-        log.info(
-            "server_started", listen=f"{host}:{self.port}", advertised=f"{self.node.host}:{self.node.port}",
-            node_id=self.node.node_id, metrics_port=self.metrics_port, data_dir=str(self.config.data_dir),
-            apis=len(list(self.registry)),
-        )
 
-    async def _load_shard(self) -> None:
-        """Replay the record log into a fresh core shard, then start serving group APIs."""
-        shard = ShardRuntime(CoordinatorShard(group_config(self.config), stopwatch=time.perf_counter_ns), MemorySink())
+    async def _load_shard(self, core: CoordinatorShard) -> None:
+        """Start serving the loaded core: the new owner's CoordinatorEpoch is made durable first."""
+        assert self._committer is not None
+        shard = ShardRuntime(core, DurableSink(self._committer))
         shard.add_observer(group_metrics.observer(self.config["metrics.group.labels.enable"]))
-        group_metrics.register_shard(lambda: self.shard)
+        group_metrics.register_shard(lambda: self.shard if self._loaded else None)
         # KIP-848 groups assign from topic metadata: the core gets it as data, a snapshot first,
         # then every catalog change, through the shard's queue.
         shard.post(consumer_groups.topics_snapshot(self.catalog))
         self.catalog.add_listener(lambda change: shard.post(consumer_groups.topic_change(change)))
-        shard.start()
+        await shard.start(writer_id=f"node-{self.node.node_id}-{uuid.uuid4()}")
         self.shard = shard
         self._loaded = True
+
+    async def _compact_periodically(self) -> None:
+        """Compact closed segments in a worker thread every `log.cleaner.backoff.ms` when the log
+        has rolled since the last run (the active segment is never touched)."""
+        interval = self.config["log.cleaner.backoff.ms"] / 1000
+        compacted_bases: list[int] = []
+        while True:
+            await asyncio.sleep(interval)
+            bases = list_segments(self._fs, str(self.log_dir))
+            if len(bases) < 2 or bases == compacted_bases:
+                continue
+            await self.compact_now()
+            compacted_bases = list_segments(self._fs, str(self.log_dir))
+
+    async def compact_now(self) -> CompactionReport | None:
+        started = time.monotonic()
+        try:
+            report = await asyncio.to_thread(
+                compact, self._fs, str(self.log_dir), now_ms=int(time.time() * 1000),
+                delete_retention_ms=self.config["delete.retention.ms"],
+                segment_bytes=self.config["log.segment.bytes"])
+        except Exception as exc:  # compaction failing leaves the log as it was; keep serving
+            durable.COMPACTIONS.labels("failed").inc()
+            log.error("compaction_failed", exc_info=exc)
+            return None
+        durable.COMPACTIONS.labels("ok").inc()
+        durable.COMPACTION_DURATION.observe(time.monotonic() - started)
+        log.info("log_compacted", report=str(report))
+        return report
 
     async def _enforce_retention(self) -> None:
         """Appends enforce retention as they go; idle partitions are swept on this interval."""
@@ -142,7 +211,7 @@ class CoordinatorServer:
         for connection in list(self._connections):
             connection.drain()
         timeout = self.config["shutdown.timeout.ms"] / 1000
-        if self.shard is not None:
+        if self.shard is not None and self._loaded:
             # Parked JoinGroup/SyncGroup requests would otherwise hold their connections until the
             # timeout; Kafka answers them NOT_COORDINATOR when a coordinator unloads.
             await asyncio.wait_for(self.shard.unload(), timeout)
@@ -157,6 +226,10 @@ class CoordinatorServer:
             connection.close()
         if self.shard is not None:
             await self.shard.stop()
+        if self._committer is not None:
+            await self._committer.close()
+        if self._lock is not None:
+            self._lock.release()
         if self._server is not None:
             await self._server.wait_closed()
         if self._metrics_server is not None:
@@ -193,6 +266,22 @@ async def serve(config: Config) -> int:
     log.info("shutdown_requested")
     await server.stop()
     return 0
+
+
+def _fail_stop(exc: BaseException) -> None:
+    """A record-log write or fsync failed: nothing may be acknowledged any more, and in-memory
+    state may be ahead of the disk. Stop; a restart replays the log (fail-stop, no undo)."""
+    log.critical("record_log_failed_exiting", error=repr(exc))
+    sys.stdout.flush()
+    os._exit(1)
+
+
+def log_config(config: Config) -> LogConfig:
+    return LogConfig(
+        segment_bytes=config["log.segment.bytes"],
+        flush_policy=FlushPolicy(config["log.flush.policy"]),
+        flush_interval_ms=config["log.flush.interval.ms"],
+    )
 
 
 def group_config(config: Config) -> GroupConfig:

@@ -21,10 +21,10 @@ import asyncio
 import collections
 import contextlib
 import itertools
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol
 
-from ..core.records import Record, decode_record, encode_record
+from ..core.records import encode_record
 from ..core.requests import TimerFired
 from ..core.result import Result
 from ..core.shard import CoordinatorShard
@@ -44,19 +44,6 @@ class LogSink(Protocol):
     async def make_durable(self) -> None:
         """Return once every entry appended so far is durable (raises on failure)."""
         ...
-
-
-class MemorySink:
-    """Keeps entries in a list; durable by definition (for tests and `log.flush.policy=none`)."""
-
-    def __init__(self) -> None:
-        self.entries: list[tuple[int, tuple[EncodedRecord, ...]]] = []
-
-    def append(self, records: Sequence[EncodedRecord], timestamp_ms: int) -> None:
-        self.entries.append((timestamp_ms, tuple(records)))
-
-    async def make_durable(self) -> None:
-        return None
 
 
 Observer = Callable[[object], None]
@@ -86,19 +73,12 @@ class ShardRuntime:
         self.loaded = False
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def replay(self, entries: Iterable[Sequence[EncodedRecord]]) -> int:
-        """Rebuild durable state from the log; returns the number of records replayed."""
-        count = 0
-        for records in entries:
-            for record_type, key, value in records:
-                self.core.replay(decode_record(record_type, key, value))
-                count += 1
-        return count
-
-    def start(self) -> None:
+    async def start(self, writer_id: str | None = None) -> None:
+        """Arm timers and write the new owner's `CoordinatorEpoch` (durably), then serve."""
         loop = asyncio.get_running_loop()
         self._timers = Timers(loop, self._timer_fired, self._clock)
-        self._apply(self.core.on_loaded(self._clock()), [])
+        if self._apply(self.core.on_loaded(self._clock(), writer_id=writer_id), []):
+            await self.sink.make_durable()
         self.loaded = True
         self._task = loop.create_task(self._run(), name="shard")
 
@@ -210,6 +190,3 @@ class ShardRuntime:
         if self._on_fatal is not None:
             self._on_fatal(exc)
 
-
-def records_of(result: Result) -> list[Record]:
-    return list(result.records)

@@ -1,0 +1,109 @@
+"""The shard's durable sink: core records into the record log, with the log's metrics.
+
+`DurableSink` adapts the asyncio `GroupCommitter` to the shard's `LogSink`: every Result's records
+become one entry, and `make_durable()` waits for the last entry appended (the committer releases
+in offset order, so that covers every earlier one). `TimedFileSystem` wraps the real filesystem to
+measure write and fsync latency where they happen, in the committer's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Sequence
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from ..recordlog import GroupCommitter, LogRecord, RealFileSystem
+from ..recordlog.fs import AppendHandle
+
+_FAST = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+
+APPEND_LATENCY = Histogram("coordinator_log_append_latency_seconds",
+                           "From a Result's records being appended to their entry being durable.", buckets=_FAST)
+WRITE_LATENCY = Histogram("coordinator_log_write_latency_seconds", "Duration of one batch write() to a segment.", buckets=_FAST)
+FSYNC_LATENCY = Histogram("coordinator_log_fsync_latency_seconds", "Duration of one fsync of a segment.", buckets=_FAST)
+BATCH_ENTRIES = Histogram("coordinator_log_batch_entries", "Entries made durable together by one group commit.",
+                          buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))
+LOG_BYTES = Gauge("coordinator_log_bytes", "Bytes in the record log's segment files.")
+LOG_SEGMENTS = Gauge("coordinator_log_segments", "Segment files in the record log.")
+LOAD_DURATION = Gauge("coordinator_log_load_duration_seconds", "How long the last start-up or takeover replay took.")
+LOAD_RECORDS = Gauge("coordinator_log_load_records", "Records replayed by the last start-up or takeover.")
+TRUNCATED_BYTES = Counter("coordinator_log_truncated_bytes", "Torn or corrupt tail bytes dropped at recovery.")
+COMPACTIONS = Counter("coordinator_log_compactions", "Compaction runs, by outcome.", ["outcome"])
+COMPACTION_DURATION = Histogram("coordinator_log_compaction_duration_seconds", "Duration of one compaction run.",
+                                buckets=(0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
+
+
+class _TimedAppendHandle:
+    def __init__(self, inner: AppendHandle) -> None:
+        self._inner = inner
+
+    def write(self, data: bytes) -> None:
+        started = time.perf_counter()
+        self._inner.write(data)
+        WRITE_LATENCY.observe(time.perf_counter() - started)
+
+    def fsync(self) -> None:
+        started = time.perf_counter()
+        self._inner.fsync()
+        FSYNC_LATENCY.observe(time.perf_counter() - started)
+
+    def size(self) -> int:
+        return self._inner.size()
+
+    def truncate(self, size: int) -> None:
+        self._inner.truncate(size)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class TimedFileSystem(RealFileSystem):
+    """The real filesystem, with write and fsync latency recorded."""
+
+    def open_append(self, path: str) -> AppendHandle:
+        return _TimedAppendHandle(super().open_append(path))
+
+
+def log_size(directory: str) -> tuple[int, int]:
+    """(bytes, segments) of a log directory, for the scrape-time gauges."""
+    total = count = 0
+    try:
+        for entry in os.scandir(directory):
+            if entry.name.endswith(".log"):
+                total += entry.stat().st_size
+                count += 1
+    except FileNotFoundError:
+        pass
+    return total, count
+
+
+class DurableSink:
+    """`LogSink` over a `GroupCommitter`."""
+
+    def __init__(self, committer: GroupCommitter) -> None:
+        self.committer = committer
+        self._last: asyncio.Future[int] | None = None
+        self._first_pending_at: float | None = None
+        self._pending_entries = 0
+
+    def append(self, records: Sequence[tuple[int, bytes, bytes | None]], timestamp_ms: int) -> None:
+        self._last = self.committer.append([LogRecord(*record) for record in records], timestamp_ms)
+        if self._first_pending_at is None:
+            self._first_pending_at = time.perf_counter()
+        self._pending_entries += 1
+
+    async def make_durable(self) -> None:
+        last = self._last
+        if last is None:
+            return
+        await last
+        if self._first_pending_at is not None:
+            APPEND_LATENCY.observe(time.perf_counter() - self._first_pending_at)
+            BATCH_ENTRIES.observe(self._pending_entries)
+        if self._last is last:
+            self._last = None
+            self._first_pending_at = None
+            self._pending_entries = 0

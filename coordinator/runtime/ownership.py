@@ -1,0 +1,107 @@
+"""Who owns the data directory, and how its record log becomes the shard's state.
+
+Rules:
+- Exactly one process owns a data directory: the one holding its exclusive lock (`flock` on
+  `<data-dir>/coordinator.lock`). Only the owner opens the Kafka listener and appends.
+- A process that finds the lock held is a standby: it tails the log and replays every entry into
+  its (not yet serving) core shard while it polls the lock every `STANDBY_POLL_S`. When the owner
+  dies the kernel releases the lock; the standby takes it, recovers the rest of the log (torn
+  tail truncated), and then serves: takeover costs one poll interval plus the tail it had not
+  read yet.
+- The new owner's first entry is a `CoordinatorEpoch` record (written by the core's `on_loaded`),
+  and its writer epoch is above every epoch on disk, so an older owner revived after losing its
+  lock can never append (the record log's fencing check fails it, and it stops).
+- Replay runs in a worker thread, so a long load does not stop the event loop: group APIs answer
+  COORDINATOR_LOAD_IN_PROGRESS meanwhile, and progress is logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from ..core.records import UnknownRecordTypeError, decode_record
+from ..core.shard import CoordinatorShard
+from ..logging import get_logger
+from ..recordlog import (
+    DataDirLock,
+    FileSystem,
+    LogConfig,
+    LogEntry,
+    LogTailer,
+    RecordLog,
+    try_lock_data_dir,
+)
+from . import durable
+
+log = get_logger("coordinator.ownership")
+
+STANDBY_POLL_S = 0.1
+_PROGRESS_EVERY_S = 5.0
+
+
+class Replayer:
+    """Applies log entries to a core shard, counting and reporting progress."""
+
+    def __init__(self, core: CoordinatorShard) -> None:
+        self.core = core
+        self.records = 0
+        self.entries = 0
+        self.skipped_unknown = 0
+        self._last_report = time.monotonic()
+
+    def __call__(self, entry: LogEntry) -> None:
+        for record_type, key, value in entry.records:
+            try:
+                record = decode_record(record_type, key, value)
+            except UnknownRecordTypeError:
+                # A newer coordinator's record type: skip it, as Kafka skips unknown types.
+                self.skipped_unknown += 1
+                continue
+            self.core.replay(record)
+            self.records += 1
+        self.entries += 1
+        now = time.monotonic()
+        if now - self._last_report >= _PROGRESS_EVERY_S:
+            self._last_report = now
+            log.info("log_load_progress", entries=self.entries, records=self.records, offset=entry.offset)
+
+
+async def acquire(fs: FileSystem, data_dir: Path, log_dir: Path, log_config: LogConfig,
+                  core: CoordinatorShard, on_owner: Callable[[], Awaitable[None]]) -> tuple[DataDirLock, RecordLog, Replayer]:
+    """Take the data directory (waiting as a standby if it is owned) and load its log into `core`.
+
+    `on_owner` runs as soon as the lock is held, before the (possibly long) load: the server opens
+    its listener there, so clients get COORDINATOR_LOAD_IN_PROGRESS rather than a refused connection."""
+    replayer = Replayer(core)
+    started = time.monotonic()
+    lock = try_lock_data_dir(fs, str(data_dir))
+    from_offset = 0
+    if lock is None:
+        log.info("standby_waiting", data_dir=str(data_dir))
+        tailer = LogTailer(fs, str(log_dir))
+        while lock is None:
+            for entry in await asyncio.to_thread(tailer.poll):
+                replayer(entry)
+            lock = try_lock_data_dir(fs, str(data_dir))
+            if lock is None:
+                await asyncio.sleep(STANDBY_POLL_S)
+        from_offset = tailer.next_offset
+        log.info("standby_takeover", tailed_entries=replayer.entries, from_offset=from_offset)
+        started = time.monotonic()
+    await on_owner()
+    record_log = await asyncio.to_thread(
+        RecordLog.open, fs, str(log_dir), config=log_config, replay=replayer, from_offset=from_offset)
+    recovery = record_log.recovery
+    if recovery.truncated_bytes:
+        durable.TRUNCATED_BYTES.inc(recovery.truncated_bytes)
+        log.warning("log_tail_truncated", bytes_dropped=recovery.truncated_bytes, log_dir=str(log_dir))
+    elapsed = time.monotonic() - started
+    durable.LOAD_DURATION.set(elapsed)
+    durable.LOAD_RECORDS.set(replayer.records)
+    log.info("log_loaded", entries=replayer.entries, records=replayer.records, seconds=round(elapsed, 3),
+             writer_epoch=record_log.writer_epoch, next_offset=record_log.next_offset,
+             skipped_unknown=replayer.skipped_unknown)
+    return lock, record_log, replayer
