@@ -42,8 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--log-format", default="auto", choices=["auto", "json", "console"])
     from .admin.commands import add_commands
+    from .history.cli import add_commands as add_history_commands
 
     add_commands(commands)
+    add_history_commands(commands)
     return parser
 
 
@@ -51,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "history":
+        from .history.cli import run as run_history
+
+        return run_history(args)
     from .admin.commands import COMMANDS, run
 
     if args.command in COMMANDS:

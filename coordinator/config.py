@@ -174,6 +174,12 @@ _KEYS: tuple[Key, ...] = (
     Key("max.incremental.fetch.session.cache.slots", "1000", "Most incremental fetch sessions (KIP-227) cached.", _parse_int, _at_least(0)),
     # -- observability ------------------------------------------------------------------------
     Key("metrics.group.labels.enable", "false", "Label group metrics with the group id (ours; high cardinality).", _parse_bool),
+    # -- rebalance history (ours) -------------------------------------------------------------
+    Key("history.enable", "true", "Write the rebalance history (group events as JSON lines) to <log.dirs>/history (ours).", _parse_bool),
+    Key("history.segment.bytes", "104857600", "Rebalance history: a segment is closed once it holds this many bytes (ours).", _parse_int, _at_least(1024)),
+    Key("history.segment.ms", "86400000", "Rebalance history: a segment is closed this long after its first row (ours).", _parse_int, _at_least(1)),
+    Key("history.retention.ms", "604800000", "Rebalance history: closed segments whose last row is older are deleted (-1: keep all; ours).", _parse_int, _at_least(-1)),
+    Key("history.flush.interval.ms", "1000", "Rebalance history: longest time rows wait in memory before being written, unsynced (ours).", _parse_int, _at_least(1)),
 )
 
 KEYS: Mapping[str, Key] = {k.name: k for k in _KEYS}

@@ -28,6 +28,8 @@ from ..core.shard import CoordinatorShard
 from ..dataplane.config import DataPlaneConfig
 from ..dataplane.handlers import dataplane_handlers
 from ..dataplane.log import PartitionStore
+from ..history.assignments import CoreAssignments
+from ..history.writer import HistoryWriter, open_writer
 from ..logging import get_logger
 from ..recordlog import (
     CompactionReport,
@@ -64,6 +66,7 @@ class CoordinatorServer:
         self.store = PartitionStore(self.catalog, dataplane_config(config),
                                     retention_check_interval_ms=config["log.retention.check.interval.ms"])
         self.shard: ShardRuntime | None = None
+        self.history: HistoryWriter | None = None
         self.registry = ApiRegistry([
             *bootstrap_handlers(self),
             *group_handlers(lambda: self.shard),
@@ -146,6 +149,12 @@ class CoordinatorServer:
         shard = ShardRuntime(core, DurableSink(self._committer))
         shard.add_observer(group_metrics.observer(self.config["metrics.group.labels.enable"]))
         group_metrics.register_shard(lambda: self.shard if self._loaded else None)
+        # The rebalance history observes every event (buffered, written off the loop); opened only
+        # now, under the data directory lock, so one process appends to it.
+        self.history = open_writer(self.config.data_dir, self.config, CoreAssignments(core))
+        if self.history is not None:
+            shard.add_observer(self.history.observe)
+            self.history.start()
         # KIP-848 groups assign from topic metadata: the core gets it as data, a snapshot first,
         # then every catalog change, through the shard's queue.
         shard.post(consumer_groups.topics_snapshot(self.catalog))
@@ -226,6 +235,8 @@ class CoordinatorServer:
             connection.close()
         if self.shard is not None:
             await self.shard.stop()
+        if self.history is not None:
+            await self.history.close()
         if self._committer is not None:
             await self._committer.close()
         if self._lock is not None:
