@@ -1,0 +1,519 @@
+"""The benchmark suite behind `bench/run` (see its docstring). Sections:
+
+throughput   Heartbeat v4 and ConsumerGroupHeartbeat v1, closed loop, against the canned server,
+             the decode-only server, librdkafka's mock cluster (CGH only) and the coordinator;
+             the coordinator's result is reported as a ratio to the decode-only server.
+scale        KIP-848 members in many groups heartbeating at their interval: latency and RSS.
+convergence  A stable group gains members: time until every member owns its balanced share,
+             for KIP-848, classic eager and classic cooperative model clients.
+churn        KIP-848 join storm, then leaves and crashes.
+assignor     The uniform assignor (bench/assignor_bench.py's shapes and helpers).
+replay       Record log replay (bench/recordlog_bench.py's record shape).
+commits      OffsetCommit throughput under each log.flush.policy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import datetime
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import uvloop
+
+from bench.loadgen import scenarios as sc
+from tests.support.server import ServerProcess
+
+ROOT = Path(__file__).resolve().parent.parent
+SECTIONS = ["throughput", "scale", "convergence", "churn", "assignor", "replay", "commits"]
+
+
+@dataclass(frozen=True)
+class Sizes:
+    label: str
+    tp_seconds: float
+    tp_groups: int
+    tp_per_group: int
+    tp_connections: int
+    tp_window: int
+    scale_members: int
+    scale_groups: int
+    scale_partitions: int
+    scale_interval_ms: int
+    scale_join_s: float
+    scale_measure_s: float
+    conv_members: int
+    conv_added: int
+    conv_partitions: int
+    conv_interval_ms: int
+    churn_members: int
+    churn_groups: int
+    assignor_members: int
+    assignor_topics: int
+    assignor_per_topic: int
+    replay_records: int
+    commit_seconds: float
+
+
+FULL = Sizes("full", 8.0, 100, 10, 16, 16, 50_000, 1_000, 100, 5_000, 25.0, 60.0, 100, 10, 1_000, 1_000,
+             2_000, 100, 1_000, 100, 1_000, 1_000_000, 5.0)
+QUICK = Sizes("quick", 3.0, 20, 10, 16, 16, 5_000, 100, 100, 2_000, 5.0, 10.0, 100, 10, 1_000, 500,
+              500, 50, 1_000, 100, 1_000, 200_000, 2.0)
+TINY = Sizes("tiny", 0.6, 2, 5, 4, 4, 100, 5, 20, 500, 0.3, 1.0, 10, 2, 100, 200,
+             20, 2, 20, 4, 50, 5_000, 0.5)
+
+
+@dataclass
+class Row:
+    section: str
+    benchmark: str
+    server: str
+    result: str
+    target: str = ""
+    met: str = ""
+    detail: dict[str, Any] | None = None
+
+
+def fmt_ms(value: float | None) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.2f} ms"
+
+
+def fmt_rps(summary: dict[str, Any]) -> str:
+    errors = sum(summary["errors"].values())
+    text = (f"{summary['rps']:,.0f} req/s; p50 {fmt_ms(summary['p50_ms'])}, p99 {fmt_ms(summary['p99_ms'])}, "
+            f"p99.9 {fmt_ms(summary['p999_ms'])}")
+    return text + (f"; {errors} errors {summary['errors']}" if errors else "")
+
+
+def verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("yes" if ok else "**no**")
+
+
+# ---- servers ----------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def coordinator(workdir: Path, name: str, overrides: dict[str, str]) -> Iterator[ServerProcess]:
+    server = ServerProcess(workdir / name / "data", overrides={"group.initial.rebalance.delay.ms": "300",
+                                                               **overrides})
+    server.data_dir.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def reference(kind: str) -> Iterator[int]:
+    proc = subprocess.Popen([sys.executable, "-m", "bench.refservers", kind], cwd=ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("listening "):
+            raise RuntimeError(f"{kind} server did not start")
+        yield int(line.rsplit(":", 1)[1])
+    finally:
+        with contextlib.suppress(Exception):
+            assert proc.stdin is not None
+            proc.stdin.close()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def consumer_overrides(interval_ms: int, session_ms: int | None = None) -> dict[str, str]:
+    session = session_ms or max(45_000, interval_ms * 3)
+    return {
+        "group.consumer.heartbeat.interval.ms": str(interval_ms),
+        "group.consumer.min.heartbeat.interval.ms": str(min(interval_ms, 5_000)),
+        "group.consumer.session.timeout.ms": str(session),
+        "group.consumer.min.session.timeout.ms": str(min(session, 45_000)),
+        "group.consumer.max.session.timeout.ms": str(max(session, 60_000)),
+    }
+
+
+class Profiler:
+    """py-spy on the coordinator while a measurement runs (when --profile is given)."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+        self.spy = shutil.which("py-spy", path=str(ROOT / ".venv" / "bin")) or shutil.which("py-spy")
+
+    @contextlib.contextmanager
+    def record(self, pid: int, name: str, seconds: float) -> Iterator[None]:
+        if self.directory is None or self.spy is None:
+            yield
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        raw = self.directory / f"{name}.txt"
+        proc = subprocess.Popen([self.spy, "record", "-p", str(pid), "-d", str(max(int(seconds), 1)), "-r", "250",
+                                 "-f", "raw", "-o", str(raw)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            yield
+        finally:
+            try:
+                proc.wait(seconds + 30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            if raw.exists():
+                (self.directory / f"{name}.summary.txt").write_text(summarize_profile(raw))
+
+
+def summarize_profile(raw: Path, top: int = 30) -> str:
+    own: collections.Counter[str] = collections.Counter()
+    inclusive: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        n = int(count)
+        total += n
+        frames = stack.split(";")
+        own[frames[-1]] += n
+        for frame in set(frames):
+            inclusive[frame] += n
+    lines = [f"samples: {total}", "", "self:"]
+    lines += [f"{n / total * 100:5.1f}%  {f}" for f, n in own.most_common(top)]
+    lines += ["", "inclusive:"]
+    lines += [f"{n / total * 100:5.1f}%  {f}" for f, n in inclusive.most_common(top + 10)]
+    return "\n".join(lines) + "\n"
+
+
+# ---- sections ---------------------------------------------------------------------------------
+
+async def section_throughput(s: Sizes, workdir: Path, prof: Profiler, procs: int) -> list[Row]:
+    rows: list[Row] = []
+    members = s.tp_groups * s.tp_per_group
+    knobs = {"connections": s.tp_connections, "window": s.tp_window, "seconds": s.tp_seconds,
+             "warmup": min(0.5, s.tp_seconds / 4), "processes": procs}
+    hb_ref, cgh_ref = sc.synthetic_heartbeats(members), sc.synthetic_consumer_heartbeats(members)
+    results: dict[tuple[str, str], dict[str, Any]] = {}
+    for kind, label in (("canned", "canned responses"), ("decode", "decode-only (kio)")):
+        with reference(kind) as port:
+            results[("hb", label)] = await sc.throughput(port, hb_ref, **knobs)
+            results[("cgh", label)] = await sc.throughput(port, cgh_ref, **knobs)
+    try:
+        with reference("mock") as port:
+            mock_members, _ = await sc.join_consumers(port, s.tp_groups, s.tp_per_group, "absent", 0, regex="",
+                                                      timeout=30)
+            results[("cgh", "librdkafka mock")] = await sc.throughput(port, [m.template() for m in mock_members],
+                                                                      **knobs)
+    except Exception as exc:  # optional peer
+        print(f"  librdkafka mock unavailable: {exc!r}", flush=True)
+    with coordinator(workdir, "throughput", consumer_overrides(1_000)) as server:
+        port = server.port
+        await sc.create_topics(port, {"t10": 10})
+        classic = await sc.join_classic(port, s.tp_groups, s.tp_per_group, {"t10": 10})
+        with prof.record(server.proc.pid, "heartbeat", s.tp_seconds):  # type: ignore[union-attr]
+            results[("hb", "coordinator")] = await sc.throughput(port, classic, **knobs)
+        versions = await sc.api_versions(port)
+        if 68 in versions:
+            consumers, _ = await sc.join_consumers(port, s.tp_groups, s.tp_per_group, "t10", 10)
+            with prof.record(server.proc.pid, "consumer_group_heartbeat", s.tp_seconds):  # type: ignore[union-attr]
+                results[("cgh", "coordinator")] = await sc.throughput(port, [m.template() for m in consumers],
+                                                                      **knobs)
+    names = {"hb": "Heartbeat v4 throughput", "cgh": "ConsumerGroupHeartbeat v1 throughput"}
+    for api in ("hb", "cgh"):
+        base = results.get((api, "decode-only (kio)"))
+        for (a, label), summary in results.items():
+            if a != api:
+                continue
+            row = Row("throughput", names[api], label, fmt_rps(summary), detail=summary)
+            if label == "coordinator" and base:
+                ratio = summary["rps"] / base["rps"]
+                row.result += f"; **{ratio:.2f}× decode-only**"
+                row.target, row.met = "≥ 0.6× decode-only", verdict(ratio >= 0.6)
+            rows.append(row)
+        if (api, "coordinator") not in results:
+            rows.append(Row("throughput", names[api], "coordinator", "API 68 not served", "≥ 0.6× decode-only",
+                            "n/a"))
+    return rows
+
+
+async def section_scale(s: Sizes, workdir: Path, prof: Profiler) -> list[Row]:
+    with coordinator(workdir, "scale", consumer_overrides(s.scale_interval_ms)) as server:
+        port = server.port
+        if 68 not in await sc.api_versions(port):
+            return [Row("scale", "scale", "coordinator", "API 68 not served (classic fallback not run)")]
+        await sc.create_topics(port, {"scale": s.scale_partitions})
+        with prof.record(server.proc.pid, "scale", s.scale_join_s + s.scale_measure_s + 20):  # type: ignore[union-attr]
+            r = await sc.scale(port, server.proc.pid, s.scale_members, s.scale_groups, "scale",  # type: ignore[union-attr]
+                               s.scale_partitions, join_s=s.scale_join_s, measure_s=s.scale_measure_s,
+                               settle_timeout=max(120.0, s.scale_join_s * 4))
+    what = (f"{s.scale_members:,} KIP-848 members in {s.scale_groups:,} groups, {s.scale_interval_ms / 1000:g} s "
+            f"interval, {s.scale_measure_s:g} s")
+    rss = r.get("rss") or 0
+    rows = [
+        Row("scale", f"heartbeat latency, {what}", "coordinator", fmt_rps(r), "p99 < 10 ms",
+            verdict(r["p99_ms"] < 10 and r["settled"]), r),
+        Row("scale", f"server RSS, {what}", "coordinator",
+            f"{rss / 2**20:,.0f} MiB (peak {(r.get('rss_peak') or 0) / 2**20:,.0f} MiB; "
+            f"{(r.get('rss_settled') or 0) / 2**20:,.0f} MiB once settled)", "< 1 GiB", verdict(rss < 2**30)),
+        Row("scale", f"join and settle, {what}", "coordinator",
+            f"{r['join_and_settle_s']:.1f} s (joins spread over {s.scale_join_s:g} s)"
+            + ("" if r["settled"] else " — **did not settle**")),
+    ]
+    return rows
+
+
+async def section_convergence(s: Sizes, workdir: Path) -> list[Row]:
+    rows: list[Row] = []
+    interval = s.conv_interval_ms
+    target_s = 2 * interval / 1000 + 0.05
+    what = f"{s.conv_members} members on {s.conv_partitions:,} partitions, add {s.conv_added}"
+    with coordinator(workdir, "convergence", consumer_overrides(interval)) as server:
+        port = server.port
+        await sc.create_topics(port, {"conv": s.conv_partitions})
+        runs: list[tuple[str, Any]] = []
+        if 68 in await sc.api_versions(port):
+            runs.append(("KIP-848 (uniform, server-side)", sc.converge_consumer(
+                port, s.conv_members, s.conv_added, "conv", s.conv_partitions)))
+        runs.append(("classic eager (range)", sc.converge_classic(
+            port, s.conv_members, s.conv_added, "conv", s.conv_partitions, cooperative=False, interval_ms=interval)))
+        runs.append(("classic cooperative-sticky", sc.converge_classic(
+            port, s.conv_members, s.conv_added, "conv", s.conv_partitions, cooperative=True, interval_ms=interval)))
+        for label, run in runs:
+            try:
+                r = await run
+            except Exception as exc:
+                rows.append(Row("convergence", f"{label}: {what}", "coordinator", f"failed: {exc!r}", "", "**no**"))
+                continue
+            took = r["seconds"]
+            result = "timed out" if took is None else f"{took * 1000:,.0f} ms = {took * 1000 / interval:.2f} intervals"
+            rows.append(Row("convergence", f"{label}: {what}", "coordinator",
+                            f"{result} (interval {interval} ms)",
+                            f"≤ 2 intervals + 50 ms ({target_s * 1000:,.0f} ms)",
+                            verdict(took is not None and took <= target_s), r))
+    return rows
+
+
+async def section_churn(s: Sizes, workdir: Path) -> list[Row]:
+    interval = 500
+    with coordinator(workdir, "churn", consumer_overrides(interval, session_ms=3_000)) as server:
+        port = server.port
+        if 68 not in await sc.api_versions(port):
+            return [Row("churn", "churn", "coordinator", "API 68 not served")]
+        await sc.create_topics(port, {"churn": 100})
+        leave = crash = max(s.churn_members // 10, 1)
+        r = await sc.churn(port, s.churn_members, s.churn_groups, "churn", 100, leave=leave, crash=crash)
+    return [Row("churn", f"KIP-848 join storm: {s.churn_members:,} members in {s.churn_groups} groups join at once, "
+                f"then {leave} leave and {crash} crash (interval {interval} ms, session 3 s)", "coordinator",
+                f"storm balanced in {r['storm_s']:.2f} s; after leaves+crashes in {r['leave_crash_settle_s']:.2f} s "
+                f"(includes the session timeout); {fmt_rps(r)}", detail=r)]
+
+
+def section_assignor(s: Sizes) -> list[Row]:
+    from bench import assignor_bench as ab
+    from coordinator.core.assignors import UniformAssignor
+
+    shape = ab.Shape("suite", s.assignor_members, s.assignor_topics, s.assignor_per_topic, False)
+    members, describer = ab.build(shape)
+    spec = ab.spec_of(members)
+    uniform = UniformAssignor()
+    full_s, full = ab.best_of(1 if s.label == "full" else 2, lambda: uniform.assign(spec, describer))
+    grown = ab.spec_of({**members, "member-new": next(iter(members.values()))}, full)
+    inc_s, _ = ab.best_of(1, lambda: uniform.assign(grown, describer))
+    parts = s.assignor_topics * s.assignor_per_topic
+    return [Row("assignor", f"uniform assignor, {s.assignor_members:,} members × {parts:,} partitions "
+                f"({s.assignor_topics} topics, homogeneous)", "in process",
+                f"full {full_s * 1000:,.0f} ms; incremental (+1 member) {inc_s * 1000:,.0f} ms",
+                "< 1 s at 1,000 × 100,000",
+                verdict(max(full_s, inc_s) < 1.0) if s.assignor_members * parts >= 10**8 else "n/a (smaller run)")]
+
+
+def section_replay(s: Sizes, workdir: Path) -> list[Row]:
+    from bench import recordlog_bench as rb
+    from coordinator.recordlog import FlushPolicy, LogConfig, RecordLog
+
+    directory = tempfile.mkdtemp(dir=workdir)
+    config = LogConfig(flush_policy=FlushPolicy.NONE, segment_bytes=8 * 1024 * 1024)
+    log = RecordLog.open(rb.FS, directory, config=config)
+    for i in range(s.replay_records):
+        log.append([rb.record(i)], i)
+        if i % 1000 == 999:
+            log.flush()
+    log.close()
+    count = 0
+
+    def count_only(entry: Any) -> None:
+        nonlocal count
+        count += len(entry.records)
+
+    started = time.perf_counter()
+    RecordLog.open(rb.FS, directory, config=config, replay=count_only).close()
+    elapsed = time.perf_counter() - started
+    shutil.rmtree(directory, ignore_errors=True)
+    return [Row("replay", f"record log replay of {s.replay_records:,} records (decode + CRC)", "in process",
+                f"{elapsed:.2f} s ({count / elapsed:,.0f} records/s)", "< 5 s for 1M",
+                verdict(elapsed < 5.0) if count >= 1_000_000 else "n/a (smaller run)")]
+
+
+async def section_commits(s: Sizes, workdir: Path, prof: Profiler, procs: int) -> list[Row]:
+    rows = []
+    for policy in ("always", "interval", "none"):
+        with coordinator(workdir, f"commits-{policy}", {"log.flush.policy": policy}) as server:
+            port = server.port
+            await sc.create_topics(port, {"commits": 8})
+            with prof.record(server.proc.pid, f"commit-{policy}", s.commit_seconds):  # type: ignore[union-attr]
+                r = await sc.throughput(port, sc.commit_templates(256), connections=16, window=4,
+                                        seconds=s.commit_seconds, warmup=min(0.5, s.commit_seconds / 4),
+                                        processes=procs)
+            log_bytes = sum(f.stat().st_size for f in server.data_dir.rglob("*.log"))
+        wired = "record log written" if log_bytes else "no record log on disk (policy not wired)"
+        rows.append(Row("commits", f"OffsetCommit v8 throughput, log.flush.policy={policy}", "coordinator",
+                        f"{fmt_rps(r)}; {wired} ({log_bytes / 1e6:.1f} MB)", detail=r))
+    return rows
+
+
+# ---- report -----------------------------------------------------------------------------------
+
+def machine() -> dict[str, str]:
+    import kio
+    import uvloop as uv
+
+    cpu = "unknown"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as info:
+        cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), cpu)
+    try:
+        import confluent_kafka
+
+        rdkafka = f"{confluent_kafka.version()[0]} / librdkafka {confluent_kafka.libversion()[0]}"
+    except ImportError:
+        rdkafka = "not installed"
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True).stdout
+    return {
+        "nproc": str(os.cpu_count()),
+        "CPU": cpu,
+        "kernel": platform.release(),
+        "Python": platform.python_version(),
+        "uvloop": uv.__version__,
+        "kio": getattr(kio, "__version__", "?"),
+        "confluent-kafka": rdkafka,
+        "commit": commit.strip() + (" (with uncommitted changes)" if dirty.strip() else ""),
+        "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
+
+
+METHOD = """\
+Generated by `bench/run{args}` on {date}; regenerate with `bench/run` (full) or `bench/run --quick`.
+
+Method:
+- Every server runs as its own process on 127.0.0.1 with free ports; the load generator
+  (`bench/loadgen`, Python + uvloop, {procs} process(es)) runs in another process. Requests are
+  encoded once per member with kio and only the correlation id is patched per send; each connection
+  pipelines and coalesces its writes. The coordinator answers one request per connection at a time,
+  as a Kafka broker does; queued requests wait on the server.
+- Throughput is a closed loop: {conns} connections × {window} requests outstanding, cycling over the
+  steady-state heartbeats of {members} members (groups of {per_group}, who really joined the
+  coordinator first), {seconds:g} s after a warm-up. The same loop runs against two reference
+  servers in the same run, so the ratio survives a noisy machine: *canned* (frames in, precomputed
+  response out: the ceiling of a Python uvloop server here) and *decode-only* (kio decode, default
+  response built and encoded with kio's writers, no logic). librdkafka's built-in mock cluster is a
+  peer implementation of ConsumerGroupHeartbeat in C (its classic join needs a older client flow
+  and is not driven).
+- Scale, convergence and churn use model clients (`bench/loadgen/consumer.py`, `classic.py`): a
+  KIP-848 member heartbeats at the interval the server gives it, acknowledges a new assignment at
+  once with its owned partitions and otherwise sends only member id + epoch; a classic member
+  heartbeats at the same interval on its own connection, rejoins on REBALANCE_IN_PROGRESS, and the
+  leader computes a balanced sticky assignment client-side (eager members revoke everything before
+  rejoining; cooperative members keep theirs, partitions changing owner are withheld for one
+  rebalance and the losers rejoin at once, KIP-429). Converged = every partition owned exactly once,
+  every member at floor/ceil of the fair share, all assignments acknowledged / all members stable.
+- Latency is from the write of a request to the read of its response, at the load generator;
+  percentiles are exact over every response in the window. RSS is the server's VmRSS / VmHWM.
+- The assignor and replay rows run in process through `bench/assignor_bench.py` and
+  `bench/recordlog_bench.py`'s shapes and helpers.
+- The machine is shared and noisy: absolute numbers move with the load average; compare ratios.
+"""
+
+
+def render(rows: list[Row], info: dict[str, str], args: argparse.Namespace, sizes: Sizes, elapsed: float) -> str:
+    argv = " ".join(sys.argv[1:])
+    out = ["# Benchmarks", "",
+           METHOD.format(args=f" {argv}" if argv else "", date=datetime.date.today().isoformat(),
+                         procs=args.loadgen_processes, conns=sizes.tp_connections, window=sizes.tp_window,
+                         members=sizes.tp_groups * sizes.tp_per_group, per_group=sizes.tp_per_group,
+                         seconds=sizes.tp_seconds),
+           "## Machine", "", "| | |", "|---|---|"]
+    out += [f"| {k} | {v} |" for k, v in info.items()]
+    out += [f"| load average at end | {' '.join(f'{x:.2f}' for x in os.getloadavg())} |",
+            f"| suite wall time | {elapsed:.0f} s ({sizes.label} sizes) |", "",
+            "## Results", "", "| Benchmark | Server | Result | Target | Met |", "|---|---|---|---|---|"]
+    out += [f"| {r.benchmark} | {r.server} | {r.result} | {r.target} | {r.met} |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+async def run_sections(args: argparse.Namespace, sizes: Sizes, workdir: Path) -> list[Row]:
+    prof = Profiler(Path(args.profile) if args.profile else None)
+    rows: list[Row] = []
+    for section in args.only:
+        started = time.perf_counter()
+        print(f"== {section}", flush=True)
+        try:
+            if section == "throughput":
+                got = await section_throughput(sizes, workdir, prof, args.loadgen_processes)
+            elif section == "scale":
+                got = await section_scale(sizes, workdir, prof)
+            elif section == "convergence":
+                got = await section_convergence(sizes, workdir)
+            elif section == "churn":
+                got = await section_churn(sizes, workdir)
+            elif section == "assignor":
+                got = section_assignor(sizes)
+            elif section == "replay":
+                got = section_replay(sizes, workdir)
+            else:
+                got = await section_commits(sizes, workdir, prof, args.loadgen_processes)
+        except Exception as exc:
+            if args.strict:
+                raise
+            got = [Row(section, section, "", f"failed: {exc!r}", "", "**no**")]
+        for row in got:
+            print(f"  {row.benchmark} [{row.server}]: {row.result}  {row.target} {row.met}", flush=True)
+        print(f"  ({time.perf_counter() - started:.1f} s)", flush=True)
+        rows += got
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Benchmark suite; writes BENCHMARKS.md")
+    parser.add_argument("--quick", action="store_true", help="reduced sizes (about 2 minutes)")
+    parser.add_argument("--tiny", action="store_true", help="with --quick: a few seconds per section (smoke test)")
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {SECTIONS}")
+    parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"), help="where to write the report")
+    parser.add_argument("--profile", metavar="DIR", help="py-spy the coordinator; raw + summaries into DIR")
+    parser.add_argument("--loadgen-processes", type=int, default=1, help="closed-loop load generator processes")
+    parser.add_argument("--strict", action="store_true", help="a failing section fails the run")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=N", help="override one size")
+    args = parser.parse_args(argv)
+    args.only = [s for s in args.only.split(",") if s]
+    unknown = set(args.only) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown sections {sorted(unknown)}")
+    sizes = (TINY if args.tiny else QUICK) if args.quick or args.tiny else FULL
+    for item in args.set:
+        key, _, value = item.partition("=")
+        sizes = replace(sizes, **{key: type(getattr(sizes, key))(value)})
+    info = machine()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="coordinator-bench-") as tmp:
+        rows = uvloop.run(run_sections(args, sizes, Path(tmp)))
+    text = render(rows, info, args, sizes, time.perf_counter() - started)
+    Path(args.output).write_text(text)
+    print(f"wrote {args.output}")
+    return 0

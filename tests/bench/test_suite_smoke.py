@@ -1,0 +1,51 @@
+"""`bench/run --quick --tiny` end to end, so the suite and the load generator cannot rot.
+
+Only the shape of the report is checked: every section ran and produced its rows. No timing
+assertion: speed is measured by the suite, never by tests.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+EXPECTED_ROWS = [
+    ("Heartbeat v4 throughput", "canned responses"),
+    ("Heartbeat v4 throughput", "decode-only (kio)"),
+    ("Heartbeat v4 throughput", "coordinator"),
+    ("ConsumerGroupHeartbeat v1 throughput", "canned responses"),
+    ("ConsumerGroupHeartbeat v1 throughput", "decode-only (kio)"),
+    ("ConsumerGroupHeartbeat v1 throughput", "coordinator"),
+    ("heartbeat latency", "coordinator"),
+    ("server RSS", "coordinator"),
+    ("join and settle", "coordinator"),
+    ("KIP-848 (uniform, server-side)", "coordinator"),
+    ("classic eager (range)", "coordinator"),
+    ("classic cooperative-sticky", "coordinator"),
+    ("KIP-848 join storm", "coordinator"),
+    ("uniform assignor", "in process"),
+    ("record log replay", "in process"),
+    ("log.flush.policy=always", "coordinator"),
+    ("log.flush.policy=interval", "coordinator"),
+    ("log.flush.policy=none", "coordinator"),
+]
+
+
+def test_quick_tiny_run_reports_every_row(tmp_path: Path) -> None:
+    report = tmp_path / "BENCHMARKS.md"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "run"), "--quick", "--tiny", "--strict", "--output", str(report)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    text = report.read_text()
+    for heading in ("## Machine", "## Results", "| nproc |", "| CPU |", "| Python |", "| uvloop |"):
+        assert heading in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and " | " in line]
+    for benchmark, server in EXPECTED_ROWS:
+        matching = [r for r in rows if benchmark in r and f"| {server} |" in r]
+        assert matching, f"no row for {benchmark!r} on {server!r} in:\n{text}"
+        assert all("failed:" not in r and "timed out" not in r for r in matching), matching
