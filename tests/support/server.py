@@ -66,6 +66,8 @@ class ServerProcess:
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")}
+        if hasattr(self, "_log"):
+            self._log.close()  # restarted: the previous process's log handle
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=env)
         if wait:
