@@ -27,6 +27,18 @@ SESSION_EXPIRATIONS = Counter("coordinator_session_expirations", "Members remove
 OFFSETS_COMMITTED = Counter("coordinator_offsets_committed", "Partition offsets committed.")
 OFFSETS_DELETED = Counter("coordinator_offsets_deleted", "Partition offsets removed, by reason.", ["reason"])
 GROUPS_DELETED = Counter("coordinator_groups_deleted", "Groups removed, by reason.", ["group_type", "reason"])
+ASSIGNMENTS_COMPUTED = Counter(
+    "coordinator_consumer_target_assignments", "Target assignments computed for consumer groups, by assignor.", ["assignor"])
+ASSIGNMENT_DURATION = Histogram(
+    "coordinator_consumer_target_assignment_duration_seconds", "Time the server-side assignor took, by assignor.",
+    ["assignor"], buckets=(0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5),
+)
+PARTITIONS_ASSIGNED = Counter(
+    "coordinator_consumer_partitions_assigned", "Partitions given to consumer-group members (usable at once).")
+PARTITIONS_REVOKED = Counter(
+    "coordinator_consumer_partitions_revoked", "Partitions consumer-group members were told to stop using.")
+MEMBERS_FENCED = Counter(
+    "coordinator_consumer_members_fenced", "Consumer-group members removed by the coordinator, by reason.", ["reason"])
 GROUP_OFFSETS_COMMITTED = Counter("coordinator_group_offsets_committed", "Offsets committed per group (only with metrics.group.labels.enable).", ["group"])
 
 
@@ -53,6 +65,16 @@ def observer(per_group_labels: bool) -> Callable[[object], None]:
                 OFFSETS_DELETED.labels(reason).inc(count)
             case events.GroupDeleted(group_type=group_type, reason=reason):
                 GROUPS_DELETED.labels(group_type, reason).inc()
+            case events.TargetAssignmentComputed(assignor=assignor, duration_ns=duration_ns):
+                ASSIGNMENTS_COMPUTED.labels(assignor).inc()
+                ASSIGNMENT_DURATION.labels(assignor).observe(duration_ns / 1e9)
+            case events.MemberAssignmentChanged(assigned=assigned, revoked=revoked):
+                if assigned:
+                    PARTITIONS_ASSIGNED.inc(assigned)
+                if revoked:
+                    PARTITIONS_REVOKED.inc(revoked)
+            case events.MemberFenced(reason=reason):
+                MEMBERS_FENCED.labels(reason).inc()
             case _:
                 pass
 
@@ -68,6 +90,8 @@ class ShardCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         groups = GaugeMetricFamily("coordinator_groups", "Groups by type and state.", labels=["group_type", "state"])
         members = GaugeMetricFamily("coordinator_members", "Members by group type.", labels=["group_type"])
+        member_states = GaugeMetricFamily(
+            "coordinator_consumer_members", "Consumer-group (KIP-848) members by reconciliation state.", labels=["state"])
         runtime = self._shard()
         if runtime is not None:
             for (state, group_type), count in sorted(runtime.core.groups_by_state_and_type().items()):
@@ -77,8 +101,11 @@ class ShardCollector(Collector):
                 by_type[group.group_type] = by_type.get(group.group_type, 0) + len(group.members)
             for group_type, count in sorted(by_type.items()):
                 members.add_metric([group_type], count)
+            for state, count in sorted(runtime.core.consumer.members_by_state().items()):
+                member_states.add_metric([state], count)
         yield groups
         yield members
+        yield member_states
 
 
 _collector: ShardCollector | None = None

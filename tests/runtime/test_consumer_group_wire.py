@@ -207,3 +207,50 @@ async def test_describe_classic_and_unknown_groups(client: WireClient) -> None:
     nope, empty = response.groups
     assert (nope.error_code, nope.error_message) == (69, "Group nope not found.")
     assert empty.error_code == 24
+
+
+@pytest.mark.asyncio
+async def test_consumer_group_metrics(server: CoordinatorServer, client: WireClient) -> None:
+    import asyncio
+
+    from tests.support.metrics import scrape
+
+    port = server.metrics_port
+    assert port is not None
+    before = await asyncio.to_thread(scrape, port)
+    await create_topic(client, "mt", 4)
+    m = Members(client, "gm")
+    await m.join("a", ["mt"])
+    b = await m.join("b", ["mt"])
+    a = await m.heartbeat("a", 1)
+    await m.ack("a", 1, {server.catalog.get("mt").topic_id: partitions(a)})
+    await m.heartbeat("b", b.member_epoch)
+    after = await asyncio.to_thread(scrape, port)
+
+    def delta(key: str) -> float:
+        return after.get(key, 0) - before.get(key, 0)
+
+    assert after['coordinator_groups{group_type="consumer",state="Stable"}'] >= 1
+    assert after['coordinator_consumer_members{state="STABLE"}'] >= 2
+    assert delta('coordinator_consumer_target_assignments_total{assignor="uniform"}') == 2
+    assert delta('coordinator_consumer_target_assignment_duration_seconds_count{assignor="uniform"}') == 2
+    assert delta("coordinator_consumer_partitions_assigned_total") == 4 + 2  # a: 4, then b: 2
+    assert delta("coordinator_consumer_partitions_revoked_total") == 2
+    assert delta('coordinator_members_joined_total{group_type="consumer"}') == 2
+    assert delta('coordinator_rebalances_started_total{group_type="consumer"}') == 2
+    assert after['coordinator_request_latency_seconds_count{api="ConsumerGroupHeartbeat"}'] >= 5
+
+
+def test_fenced_members_are_counted_by_reason() -> None:
+    from prometheus_client import REGISTRY
+
+    from coordinator.core import events
+    from coordinator.runtime import group_metrics
+
+    def value() -> float:
+        sample = REGISTRY.get_sample_value("coordinator_consumer_members_fenced_total", {"reason": "rebalance-timeout"})
+        return sample or 0.0
+
+    before = value()
+    group_metrics.observer(False)(events.MemberFenced("g", "m", "rebalance-timeout", 3))
+    assert value() - before == 1

@@ -238,6 +238,17 @@ class ConsumerGroupManager:
     def session_timeout_ms(self, group_id: str) -> int:
         return self.config.consumer_group_session_timeout_ms
 
+    def members_by_state(self) -> dict[str, int]:
+        """Member reconciliation state name -> members, over every consumer group (for gauges).
+
+        Members that left temporarily (static, epoch -2) count as "LEFT_TEMPORARILY"."""
+        counts: Counter[str] = Counter()
+        for group in self.groups.values():
+            if isinstance(group, ConsumerGroup):
+                for member in group.members.values():
+                    counts["LEFT_TEMPORARILY" if member.member_epoch == -2 else member.state.name] += 1
+        return dict(counts)
+
     # =============================================================================================
     # ConsumerGroupHeartbeat
     # =============================================================================================
