@@ -27,6 +27,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
 from .errors import MalformedRequest, UnknownApiKey, UnsupportedVersion
+from .fastencode import ENCODERS as FAST_ENCODERS
 from .framing import MIN_REQUEST_SIZE
 from .schemas import request_schema
 
@@ -110,7 +111,18 @@ def _response_writers(cls: Any) -> tuple[Callable[..., Any], Callable[..., Any],
 
 
 def encode_response(correlation_id: int, response: Any) -> bytes:
-    """Encode a kio response entity with its header, prefixed by the frame size."""
+    """Encode a kio response entity with its header, prefixed by the frame size.
+
+    The hot responses (Heartbeat, ConsumerGroupHeartbeat, OffsetCommit) take the precompiled
+    `struct` encoders of `fastencode`, proven byte-for-byte equal to kio; the rest kio's writers."""
+    fast = FAST_ENCODERS.get(response.__class__)
+    if fast is not None:
+        return fast(correlation_id, response)
+    return encode_response_kio(correlation_id, response)
+
+
+def encode_response_kio(correlation_id: int, response: Any) -> bytes:
+    """`encode_response` with kio's writers only (the reference the fast encoders are tested against)."""
     header_writer, body_writer, header_cls = _response_writers(response.__class__)
     buffer = io.BytesIO()
     buffer.write(b"\x00\x00\x00\x00")

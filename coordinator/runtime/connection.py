@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
@@ -28,7 +29,7 @@ from protocol.framing import FrameDecoder
 from .. import metrics
 from ..logging import get_logger
 from .errors_seen import error_names
-from .registry import RequestContext
+from .registry import RequestContext, api_name
 
 if TYPE_CHECKING:
     from .server import CoordinatorServer
@@ -37,6 +38,15 @@ log = get_logger("coordinator.connection")
 
 _PAUSE_AT = 64
 _RESUME_AT = 8
+
+
+_api_name = functools.cache(api_name)
+
+
+@functools.cache
+def _api_metrics(api: str) -> tuple[Any, Any]:
+    """The per-API children of the request counter and latency histogram (labels() is not free)."""
+    return metrics.REQUESTS.labels(api), metrics.REQUEST_LATENCY.labels(api)
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -53,6 +63,7 @@ class KafkaConnection(asyncio.Protocol):
         self._closing = False
         self._draining = False
         self.peer = ""
+        self._client_host = ""
         self.client_id = ""
         self.idle = asyncio.Event()
         self.idle.set()
@@ -63,6 +74,7 @@ class KafkaConnection(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
         peer = self._transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self._client_host = self.peer.rsplit(":", 1)[0]
         if not self._server.admit(self):
             self._closing = True
             metrics.CONNECTIONS_CLOSED.labels("max_connections").inc()
@@ -135,7 +147,7 @@ class KafkaConnection(asyncio.Protocol):
             assert handler is not None  # the codec only decodes served keys
             self.client_id = request.client_id
             ctx = RequestContext(
-                self.connection_id, request.client_id, self.peer.rsplit(":", 1)[0],
+                self.connection_id, request.client_id, self._client_host,
                 request.api_key, request.api_version, request.correlation_id,
             )
             try:
@@ -146,9 +158,9 @@ class KafkaConnection(asyncio.Protocol):
             if asyncio.isfuture(result) or asyncio.iscoroutine(result):
                 self._busy = True
                 future = self._in_flight = asyncio.ensure_future(result)
-                future.add_done_callback(self._completion(request, handler.name, started))
+                future.add_done_callback(self._completion(request, _api_name(handler.api_key), started))
                 return
-            self._respond(request, handler.name, result, started)
+            self._respond(request, _api_name(handler.api_key), result, started)
         if not self._busy:
             self.idle.set()
             if self._reading_paused and not self._draining and len(self._queue) <= _RESUME_AT and self._transport:
@@ -173,14 +185,15 @@ class KafkaConnection(asyncio.Protocol):
         return done
 
     def _respond(self, request: DecodedRequest, api: str, response: Any, started: float) -> None:
-        metrics.REQUESTS.labels(api).inc()
+        requests, latency = _api_metrics(api)
+        requests.inc()
         if response is not None and not self._closing and self._transport is not None:
             data = encode_response(request.correlation_id, response)
             self._transport.write(data)
             metrics.BYTES_OUT.inc(len(data))
             for name in error_names(response):
                 metrics.ERRORS.labels(api, name).inc()
-        metrics.REQUEST_LATENCY.labels(api).observe(time.perf_counter() - started)
+        latency.observe(time.perf_counter() - started)
 
     def _fail(self, exc: ProtocolError, frame: bytes | None) -> None:
         metrics.CONNECTIONS_CLOSED.labels(exc.reason).inc()

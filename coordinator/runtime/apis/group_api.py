@@ -8,6 +8,7 @@ through `on_error(ctx, request, code)`, with COORDINATOR_LOAD_IN_PROGRESS.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -27,8 +28,30 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
               precheck: Callable[[RequestContext, Any], int | None] | None = None) -> ApiHandler:
     """`precheck` returns an error code for requests the wire layer itself must refuse."""
 
-    async def finish(ctx: RequestContext, request: Any, pending: Any) -> Any:
-        return respond(ctx, to_wire(ctx, request, await pending))
+    def finish(ctx: RequestContext, request: Any, pending: asyncio.Future[Any]) -> asyncio.Future[Any]:
+        # A chained future rather than a coroutine: no Task per request on the hot path.
+        out: asyncio.Future[Any] = pending.get_loop().create_future()
+
+        def done(result: asyncio.Future[Any]) -> None:
+            if out.done():
+                return
+            if result.cancelled():
+                out.cancel()
+            elif (exc := result.exception()) is not None:
+                out.set_exception(exc)
+            else:
+                try:
+                    out.set_result(respond(ctx, to_wire(ctx, request, result.result())))
+                except Exception as error:
+                    out.set_exception(error)
+
+        def abandoned(result: asyncio.Future[Any]) -> None:
+            if result.cancelled():
+                pending.cancel()  # the connection went away: the shard forgets the request
+
+        pending.add_done_callback(done)
+        out.add_done_callback(abandoned)
+        return out
 
     def handle(ctx: RequestContext, request: Any) -> Any:
         if precheck is not None and (code := precheck(ctx, request)) is not None:
