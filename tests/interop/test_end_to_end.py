@@ -78,6 +78,7 @@ class CommittingMember:
         self.consumer.subscribe([TOPIC])
         self.committed: list[tuple[int, int, bytes]] = []
         self.pending: list[tuple[int, int, bytes]] = []
+        self.last_error: str | None = None
 
     def step(self) -> None:
         """Consume a batch, then commit everything pending for partitions still owned.
@@ -96,7 +97,8 @@ class CommittingMember:
             ends[partition] = max(ends.get(partition, 0), offset + 1)
         try:
             self.consumer.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in ends.items()], asynchronous=False)
-        except KafkaException:
+        except KafkaException as exc:
+            self.last_error = str(exc)
             return
         self.committed.extend(self.pending)
         self.pending = []
@@ -128,7 +130,10 @@ def test_every_message_consumed_exactly_once_across_a_restart(server: ServerProc
                 restarted = True
             if consumed >= TOTAL:
                 break
-            assert time.monotonic() < deadline, f"only {consumed} of {TOTAL} consumed"
+            assert time.monotonic() < deadline, (
+                f"only {consumed} of {TOTAL} consumed; "
+                + "; ".join(f"{m.name}: owns {sorted(tp.partition for tp in m.consumer.assignment())}, "
+                            f"pending {len(m.pending)}, last error {m.last_error}" for m in members))
     finally:
         for member in members:
             member.close()
