@@ -43,9 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-format", default="auto", choices=["auto", "json", "console"])
     from .admin.commands import add_commands
     from .history.cli import add_commands as add_history_commands
+    from .logtool import add_commands as add_log_commands
 
     add_commands(commands)
     add_history_commands(commands)
+    add_log_commands(commands)
     return parser
 
 
@@ -53,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "log":
+        from .logtool import run as run_log
+
+        return run_log(args)
     if args.command == "history":
         from .history.cli import run as run_history
 

@@ -35,13 +35,15 @@ class Member:
 
 
 def make_member(bootstrap: str, group: str, name: str, topics: Iterable[str], **config: Any) -> Member:
-    settings = {
+    settings: dict[str, Any] = {
         "bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
         "auto.offset.reset": "earliest", "enable.auto.commit": False,
-        "session.timeout.ms": 10000, "heartbeat.interval.ms": 300,
         "topic.metadata.refresh.interval.ms": 1000,
-        **config,
     }
+    if config.get("group.protocol", "classic") == "classic":
+        # Consumer-group (KIP-848) timeouts are the broker's; librdkafka refuses these there.
+        settings.update({"session.timeout.ms": 10000, "heartbeat.interval.ms": 300})
+    settings.update(config)
     member = Member(name, Consumer(settings))
 
     def on_assign(consumer: Consumer, partitions: list[TopicPartition]) -> None:
