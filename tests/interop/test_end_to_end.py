@@ -27,7 +27,9 @@ TOTAL = 10_000
 
 @pytest.fixture
 def server(tmp_path):
-    process = ServerProcess(tmp_path / "data", overrides={"topics": f"{TOPIC}:{PARTITIONS}"})
+    process = ServerProcess(tmp_path / "data", overrides={"topics": f"{TOPIC}:{PARTITIONS}",
+                                                          "group.consumer.heartbeat.interval.ms": "500",
+                                                          "group.consumer.min.heartbeat.interval.ms": "500"})
     process.start()
     try:
         yield process
@@ -107,11 +109,17 @@ class CommittingMember:
         self.consumer.close()
 
 
-@pytest.mark.parametrize("protocol", ["classic"])
+PROTOCOL_CONFIG = {
+    "classic": {"partition.assignment.strategy": "cooperative-sticky", "session.timeout.ms": "10000",
+                "heartbeat.interval.ms": "300"},
+    "consumer": {"group.protocol": "consumer"},
+}
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_every_message_consumed_exactly_once_across_a_restart(server: ServerProcess, protocol: str) -> None:
     written = produce_with_both_clients(server.bootstrap)
-    config = {"partition.assignment.strategy": "cooperative-sticky", "session.timeout.ms": "10000",
-              "heartbeat.interval.ms": "300"}
+    config = PROTOCOL_CONFIG[protocol]
     members = [CommittingMember(server.bootstrap, f"m{i}", config) for i in range(3)]
     finished: list[CommittingMember] = []
     restarted = False
