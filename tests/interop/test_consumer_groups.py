@@ -217,3 +217,71 @@ def test_commits_carry_the_member_epoch_and_survive_a_handover(server: ServerPro
         assert second.poll(1.0) is None  # nothing is consumed twice
     finally:
         second.close()
+
+
+def test_members_keep_member_id_epoch_and_partitions_across_a_coordinator_crash(tmp_path: Path) -> None:
+    """kill -9 the coordinator mid-group: the restarted one replays the log and the members carry on
+    with the same epochs and partitions; nobody rebalances."""
+    import asyncio
+
+    from kio.index import load_request_schema
+
+    from protocol.build import build
+    from tests.support.wire import WireClient
+
+    def cgh(**fields: object) -> object:
+        fields.setdefault("topic_partitions", None)
+        return build(load_request_schema(68, 1), {"group_id": "crash", **fields})
+
+    async def join_and_settle(port: int) -> dict[str, tuple[int, set[int]]]:
+        client = await WireClient.connect(port)
+        try:
+            state: dict[str, tuple[int, set[int]]] = {}
+            for member in ("a", "b"):
+                r = await client.request(cgh(member_id=member, member_epoch=0, rebalance_timeout=60_000,
+                                             subscribed_topic_names=[TOPIC], subscribed_topic_regex="",
+                                             topic_partitions=[]))
+                state[member] = (r.member_epoch, {p for t in r.assignment.topic_partitions for p in t.partitions})
+                topic_id = r.assignment.topic_partitions[0].topic_id if r.assignment.topic_partitions else None
+            for _ in range(4):
+                for member, (epoch, owned) in list(state.items()):
+                    parts = [{"topic_id": topic_id, "partitions": sorted(owned)}] if owned else []
+                    r = await client.request(cgh(member_id=member, member_epoch=epoch, topic_partitions=parts))
+                    assert r.error_code == 0, r
+                    if r.assignment is not None:
+                        owned = {p for t in r.assignment.topic_partitions for p in t.partitions}
+                        topic_id = r.assignment.topic_partitions[0].topic_id if owned else topic_id
+                    state[member] = (r.member_epoch, owned)
+            return state
+        finally:
+            await client.close()
+
+    async def heartbeat_after_restart(port: int, state: dict[str, tuple[int, set[int]]]) -> None:
+        client = await WireClient.connect(port)
+        try:
+            for member, (epoch, _) in state.items():
+                r = await client.request(cgh(member_id=member, member_epoch=epoch))
+                assert (r.error_code, r.member_epoch, r.assignment) == (0, epoch, None), r
+            described = await client.request(build(load_request_schema(69, 1),
+                                                    {"group_ids": ["crash"], "include_authorized_operations": False}))
+            (group,) = described.groups
+            assert group.group_state == "Stable"
+            assigned = {m.member_id: {p for t in m.assignment.topic_partitions for p in t.partitions}
+                        for m in group.members}
+            assert assigned == {member: owned for member, (_, owned) in state.items()}
+        finally:
+            await client.close()
+
+    data = tmp_path / "data"
+    first = ServerProcess(data, overrides={"topics": f"{TOPIC}:{PARTITIONS}"}).start()
+    try:
+        state = asyncio.run(join_and_settle(first.port))
+        assert sorted(p for _, owned in state.values() for p in owned) == list(range(PARTITIONS))
+    finally:
+        first.kill()
+        first.stop()
+    second = ServerProcess(data, overrides={"topics": f"{TOPIC}:{PARTITIONS}"}).start()
+    try:
+        asyncio.run(heartbeat_after_restart(second.port, state))
+    finally:
+        second.stop()

@@ -22,6 +22,7 @@ def test_seed(seed: int) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3_600)
 def test_long_seeds() -> None:
-    for seed in range(1_000, 1_200):
-        Simulation(seed, steps=2_000, groups=3, max_clients=12).run()
+    for seed in range(1_000, 1_100):
+        Simulation(seed, steps=1_500, groups=3, max_clients=12).run()

@@ -307,25 +307,7 @@ class ConsumerGroupManager:
         if replaced is not None:
             self._replace_member_records(group, replaced, member, records)
 
-        updated = replace(
-            member,
-            instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
-            rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
-            rebalance_timeout_ms=(
-                req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms
-            ),
-            server_assignor=req.server_assignor if req.server_assignor is not None else member.server_assignor,
-            subscribed_topic_names=(
-                tuple(sorted(set(req.subscribed_topic_names)))
-                if req.subscribed_topic_names is not None
-                else member.subscribed_topic_names
-            ),
-            subscribed_topic_regex=(
-                req.subscribed_topic_regex if req.subscribed_topic_regex is not None else member.subscribed_topic_regex
-            ),
-            client_id=req.client_id,
-            client_host=req.client_host,
-        )
+        updated = _updated_member(member, req)
         regex = updated.subscribed_topic_regex
         if regex and regex != member.subscribed_topic_regex and group.subscribed_regexes.get(regex, 0) <= 0:
             try:
@@ -378,7 +360,7 @@ class ConsumerGroupManager:
 
         # ---- from here on nothing fails: write the records ------------------------------------------
         gid = group.group_id
-        if updated.metadata_view() != member.metadata_view() or is_new_member:
+        if is_new_member or (updated is not member and updated.metadata_view() != member.metadata_view()):
             records.append(Record(ConsumerGroupMemberMetadataKey(gid, member_id), updated.to_metadata_value()))
         if bump:
             records.append(
@@ -405,7 +387,7 @@ class ConsumerGroupManager:
                     ConsumerGroupTargetAssignmentMetadataValue(group_epoch),
                 )
             )
-        if reconciled.assignment_view() != member.assignment_view() or is_new_member:
+        if is_new_member or (reconciled is not member and reconciled.assignment_view() != member.assignment_view()):
             records.append(
                 Record(ConsumerGroupCurrentMemberAssignmentKey(gid, member_id), reconciled.to_assignment_value())
             )
@@ -429,7 +411,7 @@ class ConsumerGroupManager:
             and req.topic_partitions is not None
         )
         assignment = None
-        if full_request or reconciled.assigned_partitions != member.assigned_partitions:
+        if full_request or (reconciled is not member and reconciled.assigned_partitions != member.assigned_partitions):
             assignment = tuple(
                 (topic_id, tuple(sorted(parts))) for topic_id, parts in sorted(reconciled.assigned_partitions.items())
             )
@@ -807,6 +789,8 @@ class ConsumerGroupManager:
 
     def report_state_changes(self, fx: Effects) -> None:
         """Turn the state changes replay caused into ``GroupStateChanged`` events."""
+        if not self._dirty:
+            return
         for group_id in sorted(self._dirty):
             group = self.group(group_id)
             if group is None:
@@ -834,6 +818,40 @@ def _removal_records(group_id: str, member_id: str) -> list[Record]:
         Record(ConsumerGroupTargetAssignmentMemberKey(group_id, member_id), None),
         Record(ConsumerGroupMemberMetadataKey(group_id, member_id), None),
     ]
+
+
+def _updated_member(member: ConsumerGroupMember, req: ConsumerGroupHeartbeat) -> ConsumerGroupMember:
+    """The member with the request's non-null fields (and the connection's client id and host)."""
+    if (
+        req.instance_id is None
+        and req.rack_id is None
+        and req.rebalance_timeout_ms == -1
+        and req.server_assignor is None
+        and req.subscribed_topic_names is None
+        and req.subscribed_topic_regex is None
+        and req.client_id == member.client_id
+        and req.client_host == member.client_host
+    ):
+        return member  # the steady-state heartbeat: nothing to update
+    return replace(
+        member,
+        instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+        rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+        rebalance_timeout_ms=(
+            req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms
+        ),
+        server_assignor=req.server_assignor if req.server_assignor is not None else member.server_assignor,
+        subscribed_topic_names=(
+            tuple(sorted(set(req.subscribed_topic_names)))
+            if req.subscribed_topic_names is not None
+            else member.subscribed_topic_names
+        ),
+        subscribed_topic_regex=(
+            req.subscribed_topic_regex if req.subscribed_topic_regex is not None else member.subscribed_topic_regex
+        ),
+        client_id=req.client_id,
+        client_host=req.client_host,
+    )
 
 
 def _owned(req: ConsumerGroupHeartbeat) -> Owned | None:
