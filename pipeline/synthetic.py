@@ -1,0 +1,238 @@
+"""A synthetic rebalance history in the export format (JSON lines), for measuring the pipeline.
+
+    python -m pipeline.synthetic --events 10000000 --groups 10000 --output PATH [--days 7] [--seed 1]
+                                 [--workers N]
+
+PATH becomes a directory of `part-NNNNN.jsonl` files (one per worker; each group lives in one
+part). Each group is classic or consumer, has 2–12 members and 4–64 partitions of one topic, and
+goes through rebalance episodes spread over `--days` days, each triggered by a join, a leave or a
+session timeout, with the rows the coordinator writes for them: the trigger, the rebalance start
+(classic) or epoch bump (consumer), revocations (eager classic groups revoke everything; consumer
+groups only what moves), state changes, completion, and assignments after a realistic delay. Row
+counts per group are sized so the total is close to `--events`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+from multiprocessing import Pool
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from coordinator.history.schema import SCHEMA_VERSION
+
+START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+DAY_MS = 86_400_000
+
+
+def _range_assign(members: list[str], partitions: int) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {m: [] for m in members}
+    if not members:
+        return out
+    per, extra = divmod(partitions, len(members))
+    p = 0
+    for i, m in enumerate(members):
+        n = per + (1 if i < extra else 0)
+        out[m] = list(range(p, p + n))
+        p += n
+    return out
+
+
+class _Group:
+    def __init__(self, rng: random.Random, index: int, days: int) -> None:
+        self.rng = rng
+        self.group_id = f"group-{index:06d}"
+        self.group_type = "consumer" if rng.random() < 0.5 else "classic"
+        self.partitions = rng.choice((4, 6, 8, 12, 16, 32, 64))
+        self.topic = f"topic-{index % 500:03d}"
+        self.members: list[str] = []
+        self.next_member = 0
+        self.epoch = 0
+        self.owned: dict[str, list[int]] = {}
+        self.days = days
+
+    def new_member(self) -> str:
+        self.next_member += 1
+        return f"{self.group_id}-m{self.next_member:04d}"
+
+
+def _generate_part(args: tuple[int, int, int, int, int, Path]) -> int:
+    part, first_group, groups, events_per_group, days, output = args
+    rng = random.Random(part * 7919 + 17)
+    common = {"v": SCHEMA_VERSION, "node_id": 1, "cluster_id": "synthetic"}
+    encoder = msgspec.json.Encoder()
+    seq = part * 10**12
+    written = 0
+    path = output / f"part-{part:05d}.jsonl"
+    with open(path, "wb") as handle:
+        for index in range(first_group, first_group + groups):
+            group = _Group(rng, index, days)
+            rows: list[dict[str, Any]] = []
+            span = days * DAY_MS
+            t = START_MS + rng.randrange(0, DAY_MS // 4)
+            while len(rows) < events_per_group:
+                t += rng.randrange(1, max(2, span // max(1, events_per_group // 12)))
+                if t >= START_MS + span:
+                    t = START_MS + span - 1
+                _episode(group, rng, t, rows)
+            for row in rows[:events_per_group]:
+                row.update(common)
+                row["seq"] = seq
+                seq += 1
+            handle.write(encoder.encode_lines(rows[:events_per_group]))
+            written += min(len(rows), events_per_group)
+    return written
+
+
+def _row(rows: list[dict[str, Any]], group: _Group, ts: int, kind: str, **fields: Any) -> None:
+    row = {"kind": kind, "ts_ms": ts, "group_id": group.group_id, "group_type": group.group_type}
+    row.update({k: v for k, v in fields.items() if v is not None})
+    rows.append(row)
+
+
+def _parts(group: _Group, partitions: list[int]) -> list[dict[str, Any]]:
+    return [{"topic": group.topic, "partitions": sorted(partitions)}]
+
+
+def _episode(group: _Group, rng: random.Random, t: int, rows: list[dict[str, Any]]) -> None:
+    """One trigger and the rebalance it causes."""
+    members = group.members
+    roll = rng.random()
+    if len(members) < 2 or (roll < 0.45 and len(members) < 12):
+        trigger, member = "join", group.new_member()
+        _row(rows, group, t, "member_joined", member_id=member, client_id="synthetic", client_host="/10.0.0.1")
+        after = [*members, member]
+    else:
+        member = rng.choice(members)
+        trigger = "leave" if roll < 0.8 else "timeout"
+        if trigger == "timeout":
+            t += 45_000  # the session timeout passes before the coordinator notices
+            _row(rows, group, t, "session_expired", member_id=member)
+        reason = "leave-group" if trigger == "leave" else "session-timeout"
+        _row(rows, group, t, "member_left", member_id=member, reason=reason)
+        if group.group_type == "consumer" and trigger == "timeout":
+            _row(rows, group, t, "member_fenced", member_id=member, reason=reason,
+                 partition_count=len(group.owned.get(member, [])))
+        held = group.owned.pop(member, [])
+        if held:
+            _row(rows, group, t, "partitions_revoked", member_id=member, partitions=_parts(group, held),
+                 partition_count=len(held), reason=reason)
+        after = [m for m in members if m != member]
+    target = _range_assign(after, group.partitions)
+    if group.group_type == "classic":
+        _classic_rebalance(group, rng, t, after, target, rows)
+    else:
+        _consumer_rebalance(group, rng, t, after, target, rows)
+    group.members = after
+
+
+def _classic_rebalance(group: _Group, rng: random.Random, t: int, after: list[str],
+                       target: dict[str, list[int]], rows: list[dict[str, Any]]) -> None:
+    gen = group.epoch
+    _row(rows, group, t, "rebalance_started", generation_id=gen, reason="synthetic")
+    for m, held in sorted(group.owned.items()):
+        if held:
+            _row(rows, group, t, "partitions_revoked", member_id=m, partitions=_parts(group, held),
+                 partition_count=len(held), generation_id=gen, reason="eager-rebalance")
+    group.owned = {}
+    _row(rows, group, t, "group_state_changed", old_state="Stable", new_state="PreparingRebalance")
+    join = t + int(rng.lognormvariate(5.5, 1.0))  # ~250 ms median, long tail
+    _row(rows, group, join, "group_state_changed", old_state="PreparingRebalance", new_state="CompletingRebalance")
+    done = join + int(rng.lognormvariate(3.0, 0.8))
+    group.epoch += 1
+    if not after:
+        _row(rows, group, done, "group_state_changed", old_state="CompletingRebalance", new_state="Empty")
+    else:
+        _row(rows, group, done, "group_state_changed", old_state="CompletingRebalance", new_state="Stable")
+    _row(rows, group, done, "rebalance_completed", generation_id=group.epoch, duration_ms=float(done - t),
+         member_count=len(after))
+    for m in after:
+        if target[m]:
+            _row(rows, group, done, "partitions_assigned", member_id=m, partitions=_parts(group, target[m]),
+                 partition_count=len(target[m]), generation_id=group.epoch)
+            group.owned[m] = target[m]
+
+
+def _consumer_rebalance(group: _Group, rng: random.Random, t: int, after: list[str],
+                        target: dict[str, list[int]], rows: list[dict[str, Any]]) -> None:
+    group.epoch += 1
+    epoch = group.epoch
+    _row(rows, group, t, "group_epoch_bumped", group_epoch=epoch, reason="synthetic")
+    _row(rows, group, t, "target_assignment_computed", group_epoch=epoch, assignor="uniform",
+         member_count=len(after), partition_count=group.partitions, duration_ms=rng.random())
+    if not after:
+        _row(rows, group, t, "group_state_changed", old_state="Reconciling", new_state="Empty")
+        group.owned = {}
+        return
+    _row(rows, group, t, "group_state_changed", old_state="Stable", new_state="Reconciling")
+    now = t
+    freed: list[int] = []
+    for m in sorted(group.owned):
+        keep = set(target.get(m, []))
+        lose = [p for p in group.owned[m] if p not in keep]
+        if lose:
+            now += int(rng.lognormvariate(4.0, 1.0))  # the member's next heartbeat
+            _row(rows, group, now, "member_assignment_changed", member_id=m, member_epoch=epoch - 1,
+                 assigned_count=0, revoked_count=len(lose))
+            _row(rows, group, now, "partitions_revoked", member_id=m, partitions=_parts(group, lose),
+                 partition_count=len(lose), member_epoch=epoch - 1)
+            group.owned[m] = [p for p in group.owned[m] if p in keep]
+            freed += lose
+    owned_now = {p for held in group.owned.values() for p in held}
+    for m in after:
+        gain = [p for p in target[m] if p not in owned_now]
+        if gain:
+            now += int(rng.lognormvariate(4.5, 1.0))  # the revocations are acknowledged first
+            _row(rows, group, now, "member_assignment_changed", member_id=m, member_epoch=epoch,
+                 assigned_count=len(gain), revoked_count=0)
+            _row(rows, group, now, "partitions_assigned", member_id=m, partitions=_parts(group, gain),
+                 partition_count=len(gain), member_epoch=epoch)
+            group.owned[m] = sorted([*group.owned.get(m, []), *gain])
+    now += int(rng.lognormvariate(3.0, 1.0))
+    _row(rows, group, now, "group_state_changed", old_state="Reconciling", new_state="Stable")
+
+
+def generate(events: int, groups: int, output: Path, days: int = 7, workers: int | None = None) -> int:
+    output.mkdir(parents=True, exist_ok=True)
+    for old in output.glob("part-*.jsonl"):
+        old.unlink()
+    workers = workers or os.cpu_count() or 1
+    per_group = max(1, events // groups)
+    remainder = events - per_group * groups
+    jobs = []
+    first = 0
+    for part in range(workers):
+        count = groups // workers + (1 if part < groups % workers else 0)
+        jobs.append((part, first, count, per_group, days, output))
+        first += count
+    with Pool(workers) as pool:
+        written = sum(pool.map(_generate_part, jobs))
+    if remainder:  # the rest as one more part of whole groups
+        extra_groups = max(1, remainder // per_group)
+        written += _generate_part((workers, groups, extra_groups, remainder // extra_groups, days, output))
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipeline.synthetic", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, required=True)
+    parser.add_argument("--groups", type=int, required=True)
+    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--days", type=int, default=7)
+    parser.add_argument("--workers", type=int, default=None)
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    written = generate(args.events, args.groups, args.output, args.days, args.workers)
+    print(f"wrote {written} rows for {args.groups} groups to {args.output} in {time.monotonic() - started:.1f}s",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""The report's numbers on small hand-made histories, against values computed by hand (see the
+comments next to each scenario), read both as JSON lines and as a Parquet export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coordinator.history.export import write_parquet
+from coordinator.history.schema import SCHEMA_VERSION
+from pipeline.rebalance_report import build, find_inputs, load, write
+
+DAY1 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+DAY2 = DAY1 + 86_400_000
+
+
+class History:
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, ts: int, kind: str, group: str, **fields: Any) -> None:
+        group_type = fields.pop("group_type", "consumer" if group.startswith("c") else "classic")
+        self.rows.append({"v": SCHEMA_VERSION, "ts_ms": ts, "seq": len(self.rows), "node_id": 1, "cluster_id": "t",
+                          "kind": kind, "group_id": group, "group_type": group_type, **fields})
+
+    def state(self, ts: int, group: str, old: str, new: str) -> None:
+        self.add(ts, "group_state_changed", group, old_state=old, new_state=new)
+
+    def parts(self, ts: int, kind: str, group: str, member: str, topic: str, partitions: list[int], **fields: Any) -> None:
+        self.add(ts, f"partitions_{kind}", group, member_id=member, partitions=[{"topic": topic, "partitions": partitions}],
+                 partition_count=len(partitions), **fields)
+
+
+def hand_made() -> History:
+    h = History()
+    # ---- classic group "g1", day 1 -------------------------------------------------------------
+    t = DAY1
+    h.state(t, "g1", "", "Empty")
+    # Episode 1: two joins, one rebalance, 100 -> 500 = 400 ms.
+    h.add(t + 100, "member_joined", "g1", member_id="A")
+    h.add(t + 100, "rebalance_started", "g1", generation_id=0)
+    h.state(t + 100, "g1", "Empty", "PreparingRebalance")
+    h.add(t + 150, "member_joined", "g1", member_id="B")
+    h.add(t + 150, "rebalance_started", "g1", generation_id=0)
+    h.state(t + 400, "g1", "PreparingRebalance", "CompletingRebalance")
+    h.state(t + 500, "g1", "CompletingRebalance", "Stable")
+    h.add(t + 500, "rebalance_completed", "g1", generation_id=1)
+    h.parts(t + 500, "assigned", "g1", "A", "t", [0, 1])
+    h.parts(t + 500, "assigned", "g1", "B", "t", [2, 3])
+    # Episode 2: B leaves, eager revoke of everything, 10000 -> 10350 = 350 ms. t2, t3 move B -> A
+    # (2 moves); four revocations closed after 350 ms each.
+    h.add(t + 10_000, "member_left", "g1", member_id="B", reason="leave-group")
+    h.parts(t + 10_000, "revoked", "g1", "B", "t", [2, 3], reason="leave-group")
+    h.add(t + 10_000, "rebalance_started", "g1", generation_id=1)
+    h.parts(t + 10_000, "revoked", "g1", "A", "t", [0, 1], reason="eager-rebalance")
+    h.state(t + 10_000, "g1", "Stable", "PreparingRebalance")
+    h.state(t + 10_300, "g1", "PreparingRebalance", "CompletingRebalance")
+    h.state(t + 10_350, "g1", "CompletingRebalance", "Stable")
+    h.parts(t + 10_350, "assigned", "g1", "A", "t", [0, 1, 2, 3])
+    # Episode 3: A's session expires, the group empties at once: 0 ms; four revocations stay open.
+    h.add(t + 20_000, "session_expired", "g1", member_id="A")
+    h.add(t + 20_000, "member_left", "g1", member_id="A", reason="session-timeout")
+    h.parts(t + 20_000, "revoked", "g1", "A", "t", [0, 1, 2, 3], reason="session-timeout")
+    h.add(t + 20_000, "rebalance_started", "g1", generation_id=2)
+    h.state(t + 20_000, "g1", "Stable", "PreparingRebalance")
+    h.state(t + 20_000, "g1", "PreparingRebalance", "Empty")
+    # ---- classic group "g3", day 1: a static member restarts under a new member id ------------
+    h.add(t + 1_000, "rebalance_started", "g3", generation_id=0)
+    h.state(t + 1_010, "g3", "PreparingRebalance", "Stable")  # 10 ms
+    h.parts(t + 1_010, "assigned", "g3", "m1", "v", [0], group_instance_id="i1")
+    h.add(t + 2_000, "rebalance_started", "g3", generation_id=1)
+    h.parts(t + 2_000, "revoked", "g3", "m1", "v", [0], group_instance_id="i1")
+    h.state(t + 2_030, "g3", "PreparingRebalance", "Stable")  # 30 ms
+    h.parts(t + 2_030, "assigned", "g3", "m2", "v", [0], group_instance_id="i1")  # same owner: no move; 30 ms
+    # ---- consumer group "c2", day 2 ------------------------------------------------------------
+    t = DAY2
+    # Episode 1: X joins, epoch 1, Stable after 20 ms.
+    h.add(t, "member_joined", "c2", member_id="X")
+    h.add(t, "group_epoch_bumped", "c2", group_epoch=1)
+    h.add(t, "target_assignment_computed", "c2", group_epoch=1)
+    h.state(t, "c2", "", "Reconciling")
+    h.parts(t + 10, "assigned", "c2", "X", "u", [0, 1, 2], member_epoch=1)
+    h.state(t + 20, "c2", "Reconciling", "Stable")
+    # Episode 2: Y joins, X revokes u2 after 100 ms, Y gets it 150 ms later: 300 ms; u2 moves X -> Y,
+    # unavailable 150 ms.
+    h.add(t + 1_000, "member_joined", "c2", member_id="Y")
+    h.add(t + 1_000, "group_epoch_bumped", "c2", group_epoch=2)
+    h.state(t + 1_000, "c2", "Stable", "Reconciling")
+    h.add(t + 1_100, "member_assignment_changed", "c2", member_id="X", member_epoch=1, assigned_count=0, revoked_count=1)
+    h.parts(t + 1_100, "revoked", "c2", "X", "u", [2], member_epoch=1)
+    h.parts(t + 1_250, "assigned", "c2", "Y", "u", [2], member_epoch=2)
+    h.state(t + 1_300, "c2", "Reconciling", "Stable")
+    # Episode 3: Y is fenced by session timeout, u2 goes back to X after 400 ms: 500 ms; one move.
+    h.add(t + 5_000, "session_expired", "c2", member_id="Y")
+    h.add(t + 5_000, "member_left", "c2", member_id="Y", reason="session-timeout")
+    h.add(t + 5_000, "member_fenced", "c2", member_id="Y", reason="session-timeout", partition_count=1)
+    h.parts(t + 5_000, "revoked", "c2", "Y", "u", [2], reason="session-timeout")
+    h.add(t + 5_000, "group_epoch_bumped", "c2", group_epoch=3)
+    h.state(t + 5_000, "c2", "Stable", "Reconciling")
+    h.parts(t + 5_400, "assigned", "c2", "X", "u", [2], member_epoch=3)
+    h.state(t + 5_500, "c2", "Reconciling", "Stable")
+    return h
+
+
+@pytest.fixture(scope="module")
+def history_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("history")
+    rows = hand_made().rows
+    jsonl = root / "history.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    parquet = root / "history.parquet"
+    write_parquet(rows, parquet)
+    return {"jsonl": jsonl, "parquet": parquet}
+
+
+def group_day(spark: Any, path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    report = build(load(spark, [path]), top=2)
+    return {(r["group_id"], r["day"].isoformat()): r.asDict() for r in report.group_day.collect()}
+
+
+EXPECTED = {
+    ("g1", "2026-01-01"): dict(
+        group_type="classic", rebalances=3, rebalances_completed=3, rebalance_triggers=4,
+        # durations 400, 350, 0 -> nearest-rank p50 350, p95 400
+        rebalance_p50_ms=350, rebalance_p95_ms=400, rebalance_max_ms=400,
+        partitions_assigned=8, partitions_moved=2, partitions_revoked=8, revocations_closed=4, revocations_open=4,
+        unavailable_ms_total=1400, unavailable_p50_ms=350, unavailable_p95_ms=350, unavailable_max_ms=350,
+        members_joined=2, members_left=2, members_fenced_session_timeout=1),
+    ("g3", "2026-01-01"): dict(
+        group_type="classic", rebalances=2, rebalances_completed=2, rebalance_triggers=2,
+        rebalance_p50_ms=10, rebalance_p95_ms=30, rebalance_max_ms=30,
+        partitions_assigned=2, partitions_moved=0, partitions_revoked=1, revocations_closed=1, revocations_open=0,
+        unavailable_ms_total=30, unavailable_p50_ms=30, unavailable_p95_ms=30, unavailable_max_ms=30,
+        members_joined=0, members_left=0, members_fenced_session_timeout=0),
+    ("c2", "2026-01-02"): dict(
+        group_type="consumer", rebalances=3, rebalances_completed=3, rebalance_triggers=3,
+        # durations 20, 300, 500; unavailability 150, 400
+        rebalance_p50_ms=300, rebalance_p95_ms=500, rebalance_max_ms=500,
+        partitions_assigned=5, partitions_moved=2, partitions_revoked=2, revocations_closed=2, revocations_open=0,
+        unavailable_ms_total=550, unavailable_p50_ms=150, unavailable_p95_ms=400, unavailable_max_ms=400,
+        members_joined=2, members_left=1, members_fenced_session_timeout=1),
+}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_group_day_numbers_match_the_hand_computed_ones(spark: Any, history_files: dict[str, Path], fmt: str) -> None:
+    table = group_day(spark, history_files[fmt])
+    assert set(table) == set(EXPECTED)
+    for key, expected in EXPECTED.items():
+        actual = {k: table[key][k] for k in expected}
+        assert actual == expected, key
+
+
+def test_report_tables_html_and_summary(spark: Any, history_files: dict[str, Path], tmp_path: Path) -> None:
+    summary = write(build(load(spark, [history_files["jsonl"]]), top=2), tmp_path / "out")
+    assert summary["groups"] == 3 and summary["days"] == 2
+    assert summary["totals"]["rebalances"] == 8
+    assert summary["totals"]["partitions_moved"] == 4
+    assert summary["totals"]["members_fenced_session_timeout"] == 2
+    assert [g["group_id"] for g in summary["top_groups"]] == ["g1", "c2"]  # 3 rebalances each; g1 more unavailable
+    day1, day2 = summary["daily"]
+    assert (day1["day"], day1["groups"], day1["rebalances"]) == ("2026-01-01", 2, 5)
+    # day 1 episode durations 400, 350, 0, 10, 30 -> nearest-rank p50 30, p95 400
+    assert (day1["rebalance_p50_ms"], day1["rebalance_p95_ms"], day1["rebalance_max_ms"]) == (30, 400, 400)
+    assert (day2["day"], day2["groups"], day2["rebalances"]) == ("2026-01-02", 1, 3)
+    assert sum(b["count"] for b in summary["duration_histogram"]) == 8
+    out = tmp_path / "out"
+    for table in ("group_day", "daily", "top_groups", "episodes", "partition_unavailability"):
+        assert list((out / "tables" / table).glob("*.parquet")), table
+    page = (out / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 5 and "g1" in page
+    assert len(list((out / "plots").glob("*.png"))) == 5
+    per_partition = spark.read.parquet(str(out / "tables" / "partition_unavailability"))
+    u2 = per_partition.filter("group_id = 'c2' and topic = 'u' and partition = 2").collect()[0]
+    assert (u2["revocations"], u2["unavailable_ms_total"], u2["unavailable_max_ms"]) == (2, 550, 400)
+
+
+def test_inputs_are_found_in_directories_and_unknown_files_are_refused(tmp_path: Path, history_files: dict[str, Path]) -> None:
+    jsonl, parquet = find_inputs([history_files["jsonl"].parent])
+    assert [Path(p).name for p in jsonl] == ["history.jsonl"] and [Path(p).name for p in parquet] == ["history.parquet"]
+    stray = tmp_path / "notes.txt"
+    stray.write_text("x")
+    with pytest.raises(ValueError, match=r"not a \.jsonl"):
+        find_inputs([stray])
