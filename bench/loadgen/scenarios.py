@@ -491,10 +491,12 @@ async def churn(port: int, members: int, groups: int, topic: str, partitions: in
     storm_took = await wait_for(lambda: groups_balanced(driver.live(), partitions), timeout, 0.01)
     storm_s = storm_took if storm_took is not None else float("nan")
     t1 = time.perf_counter()
+    # Spread over every group: member k*step leaves, member k*step + step//2 crashes.
+    step = max(members // max(leave, crash, 1), 2)
     for i in range(leave):
-        driver.leave(i * 2)
+        driver.leave((i * step) % members)
     for i in range(crash):
-        driver.crash(i * 2 + 1)
+        driver.crash((i * step + step // 2) % members)
     after = await wait_for(lambda: groups_balanced(driver.live(), partitions), timeout, 0.01)
     after_s = time.perf_counter() - t1 if after is not None else float("nan")
     rec.stop()
