@@ -54,6 +54,8 @@ class GroupCommitter:
         self._failed: BaseException | None = None
         self.batches_written = 0
         self.syncs = 0
+        self.on_released: Callable[[int], None] | None = None
+        """Told how many appends each write or sync made durable (group-commit batch sizes)."""
 
     @property
     def log(self) -> RecordLog:
@@ -156,10 +158,14 @@ class GroupCommitter:
 
     def _release(self, durable_end: int) -> None:
         waiters = self._waiters
+        released = 0
         while waiters and waiters[0][0] < durable_end:
             offset, future = waiters.popleft()
+            released += 1
             if not future.done():  # the awaiting handler may have been cancelled
                 future.set_result(offset)
+        if released and self.on_released is not None:
+            self.on_released(released)
 
     def _fail(self, exc: BaseException) -> None:
         self._failed = exc

@@ -1,8 +1,8 @@
 """The shard's durable sink: core records into the record log, with the log's metrics.
 
 `DurableSink` adapts the asyncio `GroupCommitter` to the shard's `LogSink`: every Result's records
-become one entry, and `make_durable()` waits for the last entry appended (the committer releases
-in offset order, so that covers every earlier one). `TimedFileSystem` wraps the real filesystem to
+become one entry, and `durable_point()` is the future of the last entry appended (the committer
+resolves futures in offset order, so it covers every earlier one). `TimedFileSystem` wraps the real filesystem to
 measure write and fsync latency where they happen, in the committer's thread.
 """
 
@@ -86,24 +86,16 @@ class DurableSink:
     def __init__(self, committer: GroupCommitter) -> None:
         self.committer = committer
         self._last: asyncio.Future[int] | None = None
-        self._first_pending_at: float | None = None
-        self._pending_entries = 0
+        committer.on_released = BATCH_ENTRIES.observe
 
     def append(self, records: Sequence[tuple[int, bytes, bytes | None]], timestamp_ms: int) -> None:
-        self._last = self.committer.append([LogRecord(*record) for record in records], timestamp_ms)
-        if self._first_pending_at is None:
-            self._first_pending_at = time.perf_counter()
-        self._pending_entries += 1
+        future = self.committer.append([LogRecord(*record) for record in records], timestamp_ms)
+        started = time.perf_counter()
+        future.add_done_callback(lambda _: APPEND_LATENCY.observe(time.perf_counter() - started))
+        self._last = future
 
-    async def make_durable(self) -> None:
+    def durable_point(self) -> asyncio.Future[int] | None:
         last = self._last
-        if last is None:
-            return
-        await last
-        if self._first_pending_at is not None:
-            APPEND_LATENCY.observe(time.perf_counter() - self._first_pending_at)
-            BATCH_ENTRIES.observe(self._pending_entries)
-        if self._last is last:
-            self._last = None
-            self._first_pending_at = None
-            self._pending_entries = 0
+        if last is None or (last.done() and not last.exception()):
+            return None
+        return last

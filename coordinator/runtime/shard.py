@@ -6,9 +6,12 @@ queue in batches:
 1. for every event of the batch: `core.handle(event, now_ms)`; the result's records become ONE log
    entry (so replay never sees half of a handler's effects), its timers are armed, its events go to
    the observers (metrics, history);
-2. once per batch: the log makes everything appended durable (group commit, one fsync);
-3. only then are the batch's replies released, in order. A reply with no records of its own waits
-   for the batch too, so a client never observes state that a crash could take back.
+2. the batch's replies join a release queue behind the log's "durable point" at that moment (the
+   future of the last entry appended); the committer makes entries durable in group commits;
+3. replies are released in order as their durable points resolve. A reply with no records of its
+   own still waits behind earlier unflushed entries, so a client never observes state that a
+   crash could take back. Handling never waits for the disk: while batch N is being fsynced the
+   shard already handles batch N+1 (so `log.flush.policy=interval` costs latency, not throughput).
 
 Timer firings and catalog changes enter through the same queue, never touching state directly.
 While `loaded` is false (the log is being replayed) adapters answer COORDINATOR_LOAD_IN_PROGRESS.
@@ -37,12 +40,13 @@ EncodedRecord = tuple[int, bytes, bytes | None]
 
 
 class LogSink(Protocol):
-    """Where the shard's entries go: in memory (tests) or the durable record log."""
+    """Where the shard's entries go: the durable record log."""
 
     def append(self, records: Sequence[EncodedRecord], timestamp_ms: int) -> None: ...
 
-    async def make_durable(self) -> None:
-        """Return once every entry appended so far is durable (raises on failure)."""
+    def durable_point(self) -> asyncio.Future[Any] | None:
+        """A future resolved once every entry appended so far is durable (it fails if the log
+        does); None when nothing appended is still waiting."""
         ...
 
 
@@ -71,9 +75,10 @@ class ShardRuntime:
         self._timers: Timers | None = None
         self._observers: list[Observer] = []
         self._idle = False
-        """The task waits for work with nothing queued and nothing awaiting durability."""
-        self._held: list[Any] = []
-        """Replies of requests handled in `submit` whose records are not durable yet."""
+        """The task waits for work with nothing queued: a request may be handled at once."""
+        self._releases: collections.deque[tuple[asyncio.Future[Any] | None, list[Any], list[_Unload]]] = (
+            collections.deque())
+        """Replies (and unload completions) waiting, in order, for their durable point."""
         self.loaded = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -82,7 +87,9 @@ class ShardRuntime:
         loop = asyncio.get_running_loop()
         self._timers = Timers(loop, self._timer_fired, self._clock)
         if self._apply(self.core.on_loaded(self._clock(), writer_id=writer_id), []):
-            await self.sink.make_durable()
+            point = self.sink.durable_point()
+            if point is not None:
+                await point
         self.loaded = True
         self._task = loop.create_task(self._run(), name="shard")
 
@@ -133,31 +140,58 @@ class ShardRuntime:
         return future
 
     def _handle_now(self, event: Any) -> None:
-        """An idle shard handles a request at once, as a batch of one: the same handle and apply,
-        and replies released now only if the result wrote nothing (else the task releases them
-        after `make_durable`). Nothing is queued or unflushed, so no order or durability rule
-        changes; it spares a record-free request (a steady heartbeat) two loop iterations."""
+        """An idle shard handles a request at once, as a batch of one (same handle, apply and
+        release queue); it spares a steady heartbeat two loop iterations."""
         replies: list[Any] = []
         try:
             result = self.core.handle(event, self._clock())
         except Exception as exc:  # a core bug: fail this request, keep serving others
-            log.error("core_handler_failed", event=type(event).__name__, exc_info=exc)
-            waiter = self._waiters.pop(getattr(event, "ref", -1), None)
-            if waiter is not None and not waiter.done():
-                waiter.set_exception(exc)
+            self._core_failed(event, exc)
             return
-        if self._apply(result, replies):
-            self._idle = False
-            self._held = replies
-            self._wake.set()
-        else:
-            self._release(replies)
+        self._apply(result, replies)
+        self._enqueue_release(replies, [])
 
-    def _release(self, replies: list[Any]) -> None:
+    def _core_failed(self, event: Any, exc: Exception) -> None:
+        log.error("core_handler_failed", event=type(event).__name__, exc_info=exc)
+        waiter = self._waiters.pop(getattr(event, "ref", -1), None)
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(exc)
+
+    def _enqueue_release(self, replies: list[Any], unloads: list[_Unload]) -> None:
+        """Release now if nothing appended is still waiting, else behind the current durable point."""
+        if not replies and not unloads:
+            return
+        point = self.sink.durable_point()
+        if point is None and not self._releases:
+            self._release(replies, unloads)
+            return
+        self._releases.append((point, replies, unloads))
+        if point is not None:
+            point.add_done_callback(self._drain_releases)
+        else:
+            self._drain_releases()
+
+    def _drain_releases(self, _: object = None) -> None:
+        releases = self._releases
+        while releases:
+            point, replies, unloads = releases[0]
+            if point is not None:
+                if not point.done():
+                    return
+                if point.cancelled() or point.exception() is not None:
+                    self._fatal(point.exception() or RuntimeError("durable point cancelled"))
+                    return
+            releases.popleft()
+            self._release(replies, unloads)
+
+    def _release(self, replies: list[Any], unloads: Sequence[_Unload] = ()) -> None:
         for reply in replies:
             waiter = self._waiters.pop(reply.ref, None)
             if waiter is not None and not waiter.done():
                 waiter.set_result(reply.response)
+        for unload in unloads:
+            if not unload.done.done():
+                unload.done.set_result(None)
 
     def post(self, event: Any) -> None:
         """Queue an event that has no reply (timer firings, catalog changes)."""
@@ -171,48 +205,30 @@ class ShardRuntime:
     # -- the loop -----------------------------------------------------------------------------
     async def _run(self) -> None:
         while True:
-            self._idle = not self._queue and not self._held
+            self._idle = not self._queue
             await self._wake.wait()
             self._idle = False
             self._wake.clear()
-            if self._held:
-                held, self._held = self._held, []
-                try:
-                    await self.sink.make_durable()
-                except BaseException as exc:
-                    self._fatal(exc)
-                    return
-                self._release(held)
             while self._queue:
                 batch = list(self._queue)
                 self._queue.clear()
                 replies: list[Any] = []
                 unloads: list[_Unload] = []
-                wrote = False
                 for event in batch:
                     if isinstance(event, _Unload):
                         self.loaded = False
-                        wrote |= self._apply(self.core.on_unloaded(self._clock()), replies)
+                        self._apply(self.core.on_unloaded(self._clock()), replies)
                         unloads.append(event)
                         continue
                     try:
                         result = self.core.handle(event, self._clock())
                     except Exception as exc:  # a core bug: fail this request, keep serving others
-                        log.error("core_handler_failed", event=type(event).__name__, exc_info=exc)
-                        waiter = self._waiters.pop(getattr(event, "ref", -1), None)
-                        if waiter is not None and not waiter.done():
-                            waiter.set_exception(exc)
+                        self._core_failed(event, exc)
                         continue
-                    wrote |= self._apply(result, replies)
-                if wrote:
-                    try:
-                        await self.sink.make_durable()
-                    except BaseException as exc:
-                        self._fatal(exc)
-                        return
-                self._release(replies)
-                for unload in unloads:
-                    unload.done.set_result(None)
+                    self._apply(result, replies)
+                self._enqueue_release(replies, unloads)
+                # Let the committer and the connections run before the next batch.
+                await asyncio.sleep(0)
 
     def _apply(self, result: Result, replies: list[Any]) -> bool:
         wrote = False
