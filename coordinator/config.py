@@ -158,7 +158,7 @@ _KEYS: tuple[Key, ...] = (
     Key("offset.metadata.max.bytes", "4096", "Largest metadata string of a committed offset.", _parse_int, _at_least(0)),
     # -- record log ---------------------------------------------------------------------------
     Key("log.flush.policy", "always", "When appended records are fsynced: always, interval or none (ours).", _parse_str, _one_of("always", "interval", "none")),
-    Key("log.flush.interval.ms", "100", "With log.flush.policy=interval, the longest time between fsyncs (ours).", _parse_int, _at_least(0)),
+    Key("log.flush.interval.ms", "10", "With log.flush.policy=interval: fsync at most this often; replies wait for the fsync that covers them (ours).", _parse_int, _at_least(0)),
     Key("log.segment.bytes", "104857600", "Record log segment size (Kafka's offsets.topic.segment.bytes).", _parse_int, _at_least(1024)),
     Key("log.cleaner.backoff.ms", "15000", "How often the record log looks for closed segments to compact.", _parse_int, _at_least(1)),
     Key("delete.retention.ms", "86400000", "How long compaction keeps tombstones.", _parse_int, _at_least(0)),
