@@ -129,9 +129,11 @@ def assignment_to_record(assignment: Assignment) -> tuple[TopicPartitions, ...]:
 
 
 def normalized(assignment: Mapping[UUID, Iterable[int]]) -> Assignment:
-    """An immutable :data:`Assignment` without empty topics."""
-    result = {topic_id: frozenset(parts) for topic_id, parts in assignment.items()}
-    result = {topic_id: parts for topic_id, parts in result.items() if parts}
+    """An immutable :data:`Assignment` without empty topics (frozensets are reused, not copied)."""
+    result: dict[UUID, frozenset[int]] = {}
+    for topic_id, parts in assignment.items():
+        if parts:
+            result[topic_id] = parts if isinstance(parts, frozenset) else frozenset(parts)
     return MappingProxyType(result) if result else NO_PARTITIONS
 
 
