@@ -30,6 +30,8 @@ EVENT_ONLY = {
     "coordinator_offsets_deleted": "needs OffsetDelete or offset expiry",
     "coordinator_dataplane_produce_errors": "needs a refused Produce",
     "coordinator_dataplane_log_deleted_bytes": "needs retention to drop data",
+    "coordinator_consumer_members_fenced": "needs a KIP-848 member to be fenced",
+    "coordinator_log_compactions": "needs the record log to roll and be compacted",
 }
 """Counters that have no labelled sample until a rare event happens; they must still be declared."""
 
@@ -63,6 +65,11 @@ def scrape(tmp_path_factory) -> Iterator[str]:
         poll_until([member], lambda: len(member.consumed) == 20, message="all records consumed")
         member.consumer.commit(asynchronous=False)
         member.close()
+        # A KIP-848 member too, so the consumer-group series exist.
+        modern = make_member(server.bootstrap, "dashboard-consumer-group", "dashboard-modern", ["traffic"],
+                             **{"group.protocol": "consumer"})
+        poll_until([modern], lambda: len(modern.consumed) == 20, message="all records consumed by a KIP-848 member")
+        modern.close()
         with socket.create_connection(("127.0.0.1", server.port)) as bad:  # an unknown API key
             bad.sendall(struct.pack(">ihhi", 10, 9999, 0, 1) + b"\x00\x00")
             bad.settimeout(10)
