@@ -31,7 +31,7 @@ Encoder = Callable[[int, Any], bytes]
 
 def _ms(value: Any) -> int:
     """kio's `write_timedelta_i32`."""
-    return int(round(value.total_seconds() * 1000))
+    return round(value.total_seconds() * 1000)
 
 
 def _uvarint(value: int) -> bytes:
