@@ -13,6 +13,7 @@ body). No tagged fields are ever written: kio's entities for these APIs have non
 
 from __future__ import annotations
 
+import datetime
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -29,7 +30,7 @@ _IH = struct.Struct(">ih")
 Encoder = Callable[[int, Any], bytes]
 
 
-def _ms(value: Any) -> int:
+def _ms(value: datetime.timedelta) -> int:
     """kio's `write_timedelta_i32`."""
     return round(value.total_seconds() * 1000)
 
