@@ -60,9 +60,9 @@ Invariants (asserted in replay, checked by the tests after every step):
 * ``static_members`` maps each instance id to the one member carrying it.
 * ``assignment_epoch <= group_epoch``; every member epoch <= assignment epoch (or -2 / -1).
 
-Soft state (not durable, rebuilt or recomputed): ``metadata_refresh_needed`` (set on creation and
-on topic changes that concern the group; the next heartbeat recomputes the metadata hash) and
-``last_state`` (to report state transitions as events).
+Soft state (not durable, rebuilt or recomputed): ``metadata_refresh_needed`` (set when the shard
+loads and on topic changes that concern the group; the next heartbeat recomputes the metadata hash
+and bumps the epoch if it changed) and ``last_state`` (to report state transitions as events).
 """
 
 from __future__ import annotations
