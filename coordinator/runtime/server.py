@@ -69,7 +69,7 @@ class CoordinatorServer:
         self.history: HistoryWriter | None = None
         self.registry = ApiRegistry([
             *bootstrap_handlers(self),
-            *group_handlers(lambda: self.shard),
+            *group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"])),
             *dataplane_handlers(self.catalog, self.store, self.store.config),
         ])
         self.codec = RequestCodec(self.registry.version_ranges())

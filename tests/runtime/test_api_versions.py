@@ -51,3 +51,19 @@ async def test_connection_stays_usable_after_invalid_software_name(client: WireC
     good = build(load_request_schema(18, 3), {"client_software_name": "good", "client_software_version": "1"})
     assert (await client.request(bad)).error_code == 42
     assert (await client.request(good)).error_code == 0
+
+
+@pytest.mark.asyncio
+async def test_consumer_protocol_is_advertised_only_when_enabled(tmp_path) -> None:
+    from tests.runtime.conftest import make_config
+
+    server = CoordinatorServer(make_config(tmp_path, **{"group.coordinator.rebalance.protocols": "classic"}))
+    await server.start()
+    try:
+        client = await WireClient.connect(server.port)
+        request = build(load_request_schema(18, 3), {"client_software_name": "t", "client_software_version": "1"})
+        advertised = {a.api_key for a in (await client.request(request)).api_keys}
+        await client.close()
+        assert 11 in advertised and 68 not in advertised and 69 not in advertised
+    finally:
+        await server.stop()

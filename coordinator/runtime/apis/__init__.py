@@ -38,9 +38,11 @@ def bootstrap_handlers(server: CoordinatorServer) -> list[ApiHandler]:
     ]
 
 
-def group_handlers(shard: Callable[[], ShardRuntime | None]) -> list[ApiHandler]:
-    """The group coordinator's APIs, served by the shard."""
-    return [
+def group_handlers(shard: Callable[[], ShardRuntime | None],
+                   protocols: tuple[str, ...] = ("classic", "consumer")) -> list[ApiHandler]:
+    """The group coordinator's APIs, served by the shard. The KIP-848 APIs exist only when
+    `group.coordinator.rebalance.protocols` names `consumer` (then they are advertised too)."""
+    handlers = [
         classic_groups.join_group(shard),
         classic_groups.sync_group(shard),
         classic_groups.heartbeat(shard),
@@ -51,6 +53,10 @@ def group_handlers(shard: Callable[[], ShardRuntime | None]) -> list[ApiHandler]
         group_admin.list_groups(shard),
         group_admin.describe_groups(shard),
         group_admin.delete_groups(shard),
-        consumer_groups.consumer_group_heartbeat(shard),
-        consumer_groups.consumer_group_describe(shard),
     ]
+    if "consumer" in protocols:
+        handlers += [
+            consumer_groups.consumer_group_heartbeat(shard),
+            consumer_groups.consumer_group_describe(shard),
+        ]
+    return handlers
