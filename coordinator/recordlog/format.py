@@ -160,16 +160,32 @@ def iter_frames(
 
     Readers use this so that only the entry being replayed is alive, not a chunk's worth: the
     cyclic GC otherwise rescans tens of thousands of young tuples and doubles replay time.
+
+    Start-up replay runs this over every entry of the log, and nearly every entry holds one
+    record, so that case is decoded inline: one `unpack_from` reads the prefix, the v1 header
+    and the record head together (`_V1_ONE_RECORD`; a valid frame is never shorter), one more
+    reads the value length. Anything else -- other versions, several records, any bound not
+    met -- goes through `_decode_body`, which decides what is corrupt. The fast path accepts
+    exactly the frames `_decode_body` accepts with one record, and builds the same entry.
     """
     size = len(buf)
     pos = 0
     unpack_prefix = _LENGTH_CRC.unpack_from
+    unpack_one = _unpack_v1_one_record
+    unpack_value_length = _unpack_value_length
+    tuple_new = _tuple_new
     crc = crc32c.crc32c
+    entry: LogEntry | None
     with memoryview(buf) as view:
         while pos < size:
-            if size - pos < FRAME_PREFIX_SIZE:
+            if size - pos >= _V1_ONE_RECORD_SIZE:
+                (length, expected_crc, version, writer_epoch, offset, timestamp_ms, count, record_type,
+                 key_length) = unpack_one(buf, pos)
+            elif size - pos < FRAME_PREFIX_SIZE:
                 return pos, FrameStatus.INCOMPLETE
-            length, expected_crc = unpack_prefix(buf, pos)
+            else:
+                length, expected_crc = unpack_prefix(buf, pos)
+                version = 0  # too short for a v1 frame: the checks below reject it
             if length < _MIN_LENGTH:
                 return pos, FrameStatus.CORRUPT
             end = pos + 4 + length
@@ -177,10 +193,26 @@ def iter_frames(
                 return pos, FrameStatus.INCOMPLETE
             if crc(view[pos + FRAME_PREFIX_SIZE : end]) != expected_crc:
                 return pos, FrameStatus.CORRUPT
-            try:
-                entry = _decode_body(buf, pos + FRAME_PREFIX_SIZE, end, base_position + pos)
-            except CorruptEntry:
-                return pos, FrameStatus.CORRUPT
+            entry = None
+            if version == FORMAT_V1 and count == 1 and offset >= 0:
+                key_start = pos + _V1_ONE_RECORD_SIZE
+                value_length_at = key_start + key_length
+                value_start = value_length_at + _VALUE_LENGTH_SIZE
+                if value_start <= end:
+                    (value_length,) = unpack_value_length(buf, value_length_at)
+                    if value_length == -1 and value_start == end:
+                        record = tuple_new(LogRecord, (record_type, buf[key_start:value_length_at], None))
+                        entry = tuple_new(LogEntry, (offset, timestamp_ms, writer_epoch, (record,)))
+                    elif value_length >= 0 and value_start + value_length == end:
+                        record = tuple_new(
+                            LogRecord, (record_type, buf[key_start:value_length_at], buf[value_start:end])
+                        )
+                        entry = tuple_new(LogEntry, (offset, timestamp_ms, writer_epoch, (record,)))
+            if entry is None:
+                try:
+                    entry = _decode_body(buf, pos + FRAME_PREFIX_SIZE, end, base_position + pos)
+                except CorruptEntry:
+                    return pos, FrameStatus.CORRUPT
             yield base_position + pos, entry
             pos = end
     return pos, FrameStatus.END
@@ -196,6 +228,12 @@ _unpack_v1_header = _V1_HEADER.unpack_from
 _unpack_record_head = _RECORD_HEAD.unpack_from
 _unpack_value_length = _VALUE_LENGTH.unpack_from
 _tuple_new = tuple.__new__
+# Frame prefix + v1 header + the first record's head, read at once for one-record entries.
+_V1_ONE_RECORD = struct.Struct(">II" + _V1_HEADER.format[1:] + _RECORD_HEAD.format[1:])
+_V1_ONE_RECORD_SIZE = _V1_ONE_RECORD.size
+_unpack_v1_one_record = _V1_ONE_RECORD.unpack_from
+assert FRAME_PREFIX_SIZE + _V1_HEADER.size + _RECORD_HEAD.size == _V1_ONE_RECORD_SIZE
+assert _V1_ONE_RECORD_SIZE <= 4 + _MIN_LENGTH  # every complete v1 frame holds these bytes
 
 
 def _decode_body(buf: bytes, start: int, end: int, position: int) -> LogEntry:
