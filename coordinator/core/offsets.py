@@ -1,10 +1,15 @@
 """Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete and retention (Kafka's
 ``OffsetMetadataManager`` plus ``GroupCoordinatorShard.cleanupGroupMetadata``).
 
-Durable state: ``offsets[group][topic][partition] -> OffsetAndMetadata``, changed ONLY by
+Durable state: ``offsets[group][topic][partition] -> OffsetCommitValue``, changed ONLY by
 :meth:`OffsetManager.replay` of OffsetCommit records (values and tombstones). Handlers emit records and
 the shard applies them through ``replay`` at the end of the operation, so live state and a replay of
 the log agree by construction.
+
+The state holds the decoded record value itself (an immutable msgspec struct; ``expire_timestamp``
+-1 = none) rather than a converted copy: start-up replays every offset commit in the log, and building
+a second object per record (a GC-tracked dataclass, where msgspec structs of scalars are untracked)
+was a third of the load time. :meth:`OffsetManager.get` still answers with an ``OffsetAndMetadata``.
 
 Replaying an offset for a group that does not exist creates a "simple" classic group (Empty, no
 protocol type), as Kafka does: consumers that commit without group management own such groups.
@@ -95,7 +100,7 @@ class OffsetAndMetadata:
         )
 
 
-GroupOffsets = dict[str, dict[int, OffsetAndMetadata]]
+GroupOffsets = dict[str, dict[int, OffsetCommitValue]]
 
 
 def _java_string_length(text: str) -> int:
@@ -119,8 +124,10 @@ class OffsetManager:
     # ---- replay (the only writer of self.offsets) --------------------------------------------
 
     def replay(self, key: OffsetCommitKey, value: OffsetCommitValue | None) -> None:
+        # Start-up runs this once per offset commit in the log: plain lookups, no throw-away dicts.
+        group_id = key.group
+        topics = self.offsets.get(group_id)
         if value is None:
-            topics = self.offsets.get(key.group)
             if topics is None:
                 return
             partitions = topics.get(key.topic)
@@ -129,21 +136,29 @@ class OffsetManager:
                 if not partitions:
                     del topics[key.topic]
             if not topics:
-                del self.offsets[key.group]
+                del self.offsets[group_id]
             return
-        if key.group not in self.groups:
-            self.groups[key.group] = ClassicGroup(key.group)  # a "simple" group
-        topics = self.offsets.setdefault(key.group, {})
-        topics.setdefault(key.topic, {})[key.partition] = OffsetAndMetadata.from_record(value)
+        if group_id not in self.groups:
+            self.groups[group_id] = ClassicGroup(group_id)  # a "simple" group
+        if topics is None:
+            topics = self.offsets[group_id] = {}
+        partitions = topics.get(key.topic)
+        if partitions is None:
+            partitions = topics[key.topic] = {}
+        partitions[key.partition] = value
 
     def get(self, group_id: str, topic: str, partition: int) -> OffsetAndMetadata | None:
+        value = self._get(group_id, topic, partition)
+        return None if value is None else OffsetAndMetadata.from_record(value)
+
+    def _get(self, group_id: str, topic: str, partition: int) -> OffsetCommitValue | None:
         return self.offsets.get(group_id, {}).get(topic, {}).get(partition)
 
     # ---- OffsetCommit --------------------------------------------------------------------------
 
     def commit(self, req: OffsetCommit, fx: Effects) -> None:
         self._validate_commit(req, fx)
-        expire = None if req.retention_time_ms == -1 else fx.now_ms + req.retention_time_ms
+        expire = -1 if req.retention_time_ms == -1 else fx.now_ms + req.retention_time_ms
         topics = []
         count = 0
         for topic in req.topics:
@@ -153,14 +168,14 @@ class OffsetManager:
                 if _java_string_length(metadata) > self.config.offset_metadata_max_bytes:
                     partitions.append(PartitionError(p.partition_index, ErrorCode.OFFSET_METADATA_TOO_LARGE))
                     continue
-                offset = OffsetAndMetadata(
-                    committed_offset=p.committed_offset,
+                offset = OffsetCommitValue(
+                    offset=p.committed_offset,
                     leader_epoch=p.committed_leader_epoch,
                     metadata=metadata,
-                    commit_timestamp_ms=fx.now_ms if p.commit_timestamp_ms == -1 else p.commit_timestamp_ms,
-                    expire_timestamp_ms=expire,
+                    commit_timestamp=fx.now_ms if p.commit_timestamp_ms == -1 else p.commit_timestamp_ms,
+                    expire_timestamp=expire,
                 )
-                fx.record(Record(OffsetCommitKey(req.group_id, topic.name, p.partition_index), offset.to_record()))
+                fx.record(Record(OffsetCommitKey(req.group_id, topic.name, p.partition_index), offset))
                 partitions.append(PartitionError(p.partition_index, NONE))
                 count += 1
             topics.append(TopicPartitionErrors(topic.name, tuple(partitions)))
@@ -283,7 +298,7 @@ class OffsetManager:
                 )
                 continue
             for p in topic.partition_indexes:
-                if self.get(req.group_id, topic.name, p) is not None:
+                if self._get(req.group_id, topic.name, p) is not None:
                     fx.record(offset_commit_tombstone(req.group_id, topic.name, p))
                     count += 1
             topics.append(TopicPartitionErrors(topic.name, tuple(PartitionError(p, NONE) for p in topic.partition_indexes)))
@@ -325,21 +340,21 @@ class OffsetManager:
         if not topics:
             return True
         if isinstance(group, ConsumerGroup):
-            def base(o: OffsetAndMetadata) -> int:  # KIP-848 groups: from the commit, in any state
-                return o.commit_timestamp_ms
+            def base(o: OffsetCommitValue) -> int:  # KIP-848 groups: from the commit, in any state
+                return o.commit_timestamp
         elif group.protocol_type is not None:
             if group.state is EMPTY:
                 # Retention counts from when the group became Empty (commit time for old records).
-                def base(o: OffsetAndMetadata) -> int:
-                    return o.commit_timestamp_ms if group.state_timestamp_ms is None else group.state_timestamp_ms
+                def base(o: OffsetCommitValue) -> int:
+                    return o.commit_timestamp if group.state_timestamp_ms is None else group.state_timestamp_ms
             elif group.uses_consumer_protocol and group.subscribed_topics is not None and group.state is STABLE:
-                def base(o: OffsetAndMetadata) -> int:
-                    return o.commit_timestamp_ms
+                def base(o: OffsetCommitValue) -> int:
+                    return o.commit_timestamp
             else:
                 return False  # rebalancing, or a non-consumer protocol with members: nothing expires
         else:
-            def base(o: OffsetAndMetadata) -> int:  # simple group
-                return o.commit_timestamp_ms
+            def base(o: OffsetCommitValue) -> int:  # simple group
+                return o.commit_timestamp
 
         now = fx.now_ms
         retention = self.config.offsets_retention_ms
@@ -350,8 +365,8 @@ class OffsetManager:
                 all_expired = False
                 continue
             for partition, o in partitions.items():
-                if o.expire_timestamp_ms is not None:
-                    is_expired = now >= o.expire_timestamp_ms  # explicit retention (OffsetCommit v2-4)
+                if o.expire_timestamp != -1:
+                    is_expired = now >= o.expire_timestamp  # explicit retention (OffsetCommit v2-4)
                 else:
                     is_expired = now - base(o) >= retention
                 if is_expired:
@@ -372,7 +387,7 @@ def _check_member_epoch(received: int, expected: int) -> None:
         )
 
 
-def _fetched(partition: int, offset: OffsetAndMetadata | None) -> OffsetFetchResponsePartition:
+def _fetched(partition: int, offset: OffsetCommitValue | None) -> OffsetFetchResponsePartition:
     if offset is None:
         return OffsetFetchResponsePartition(partition)
-    return OffsetFetchResponsePartition(partition, offset.committed_offset, offset.leader_epoch, offset.metadata)
+    return OffsetFetchResponsePartition(partition, offset.offset, offset.leader_epoch, offset.metadata)

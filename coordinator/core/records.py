@@ -46,7 +46,6 @@ the old struct stays in ``_VALUE_TYPES`` forever so old logs stay readable. Unkn
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from enum import IntEnum
 from uuid import UUID
 
@@ -227,9 +226,13 @@ RecordKey = OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey | Coordi
 RecordValue = OffsetCommitValue | GroupMetadataValue | ConsumerGroupRecordValue | CoordinatorEpochValue
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
-    """One coordinator record. ``value is None`` is a tombstone (delete the key)."""
+class Record(msgspec.Struct, frozen=True):
+    """One coordinator record. ``value is None`` is a tombstone (delete the key).
+
+    Immutable and compared by value, like the frozen dataclass it used to be; a msgspec struct
+    because start-up replay builds one per record in the log and this is five times cheaper to
+    construct. Never encoded as a whole: ``encode_record`` encodes the key and the value.
+    """
 
     key: RecordKey
     value: RecordValue | None
@@ -279,6 +282,10 @@ _VERSION = struct.Struct(">H")
 _encoder = msgspec.msgpack.Encoder(uuid_format="bytes")  # topic ids as 16 raw bytes (decoders accept both)
 _key_decoders = {rt: msgspec.msgpack.Decoder(cls) for rt, cls in _KEY_TYPES.items()}
 _value_decoders = {k: msgspec.msgpack.Decoder(cls) for k, cls in _VALUE_TYPES.items()}
+# For decode_record, which replay runs once per record in the log: bound methods, and values
+# looked up by one int, ``record_type << 16 | value_version`` (both are u16).
+_decode_key = {rt: decoder.decode for rt, decoder in _key_decoders.items()}
+_decode_value = {rt << 16 | version: decoder.decode for (rt, version), decoder in _value_decoders.items()}
 
 
 def record_type(key: RecordKey) -> int:
@@ -305,16 +312,17 @@ def decode_record(rtype: int, key: bytes, value: bytes | None) -> Record:
     Raises ``UnknownRecordTypeError`` for unknown types/versions and ``msgspec.DecodeError`` (a
     ``ValueError``) for malformed bytes.
     """
-    key_decoder = _key_decoders.get(rtype)
-    if key_decoder is None:
+    decode_key = _decode_key.get(rtype)
+    if decode_key is None:
         raise UnknownRecordTypeError(f"unknown record type {rtype}")
-    decoded_key = key_decoder.decode(key)
+    decoded_key = decode_key(key)
     if value is None:
         return Record(decoded_key, None)
-    if len(value) < _VERSION.size:
+    if len(value) < 2:  # _VERSION.size
         raise msgspec.DecodeError("record value shorter than its version prefix")
-    (version,) = _VERSION.unpack_from(value)
-    value_decoder = _value_decoders.get((rtype, version))
-    if value_decoder is None:
+    version = value[0] << 8 | value[1]  # _VERSION, big-endian u16
+    decode_value = _decode_value.get(rtype << 16 | version)
+    if decode_value is None:
         raise UnknownRecordTypeError(f"unknown value version {version} for record type {rtype}")
-    return Record(decoded_key, value_decoder.decode(memoryview(value)[_VERSION.size :]))
+    # A bytes slice: for these small values, cheaper than a memoryview and its slice.
+    return Record(decoded_key, decode_value(value[2:]))
