@@ -5,7 +5,8 @@ Kafka's benchmark scale. Prints numbers; asserts nothing about time.
    (what librdkafka sends between rebalances). ``CoordinatorShard.handle`` per request, for groups of
    10, 100 and 1,000 members. No records are written on this path; the session timer is re-armed.
 2. Joins: one member joining a group of N (the group epoch bump runs the assignor synchronously
-   inside the heartbeat, as Kafka 4.x does), then the full reconciliation round that follows.
+   inside the heartbeat, as Kafka 4.x does), then the full reconciliation round that follows; and
+   the same joins arriving in runtime batches (the assignor runs once per group and batch).
 3. The uniform assignor at 1,000 members x 100,000 partitions (100 topics x 1,000) and at
    10 x 1,000 (10 topics x 100): ``assign`` alone, full and incremental (one member added), and the
    whole target computation inside the heartbeat of the joining member.
@@ -118,6 +119,30 @@ def joins(members: int) -> None:
           f"(each bumps the epoch and runs the assignor); then {sent} heartbeats to settle in {settled * 1e3:.0f} ms")
 
 
+def batched_joins(members: int, batch: int) -> None:
+    """Joins arriving ``batch`` at a time, as the runtime hands them over (``handle(batched=True)``
+    then ``flush``): the assignor runs once per batch instead of once per join."""
+    bench = Bench(topics=10, partitions=100)
+    start = time.perf_counter()
+    computed = 0
+    for first in range(0, members, batch):
+        results = []
+        for i in range(first, min(first + batch, members)):
+            bench.ref += 1
+            results.append(bench.shard.handle(ConsumerGroupHeartbeat(
+                bench.ref, "g", f"member-{i:05d}", 0, rebalance_timeout_ms=300_000, subscribed_topic_names=bench.names,
+                subscribed_topic_regex="", topic_partitions=()), NOW, batched=True))
+        results.append(bench.shard.flush(NOW))
+        for result in results:
+            computed += sum(isinstance(e, TargetAssignmentComputed) for e in result.events)
+            for reply in result.replies:
+                assert reply.response.error_code == 0, reply.response  # type: ignore[attr-defined]
+    joined = time.perf_counter() - start
+    sent = bench.settle()
+    print(f"  {members:>5} members joining in batches of {batch}: {joined / members * 1e3:7.3f} ms per join "
+          f"({computed} target computations); then {sent} heartbeats to settle")
+
+
 def assignor_scale(members: int, topics: int, partitions: int) -> None:
     ids = [UUID(int=i + 1) for i in range(topics)]
     metadata = SubscribedTopicMetadata({t: TopicMetadata(f"t{i}", partitions) for i, t in enumerate(ids)})
@@ -163,6 +188,8 @@ def main() -> None:
     print("Joins:")
     for members in (10, 100) if args.quick else (10, 100, 500):
         joins(members)
+    for members in (100,) if args.quick else (100, 500):
+        batched_joins(members, 16)
     print("Uniform assignor:")
     assignor_scale(10, 10, 100)
     if args.quick:

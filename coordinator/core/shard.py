@@ -8,6 +8,11 @@ Contract with the runtime
   applied through the same replay code). The runtime appends ``result.records`` as one log entry,
   then releases ``result.replies`` and applies ``result.timers``. It must NOT call ``replay`` for
   records it got from ``handle``; doing so is harmless (replay of such a record is a no-op) but wasted.
+* ``handle(event, now_ms, batched=True)`` inside a runtime batch, then ``flush(now_ms)`` once at
+  its end: KIP-848 heartbeats that need a new target may be deferred to the flush (their replies
+  come in the flush's Result, or in the Result of a later event of the batch that had to complete
+  them first, in front of its own effects: still one Result = one log entry). See "Deferred target
+  assignment" in ``consumer/manager.py``. Without ``batched`` nothing is deferred.
 * ``replay(record)`` while loading (start-up) or tailing (standby). Then ``on_loaded(now_ms)`` once,
   even for an empty log: it arms session timers (fresh session timeout for every member, as Kafka),
   the offsets-expiration timer, and writes a new ``CoordinatorEpoch`` when given a ``writer_id``.
@@ -116,6 +121,13 @@ _ERROR_RESPONSES: dict[type, Callable[[Any, ErrorCode], object]] = {
 }
 
 
+def _merged(first: Result | None, second: Result) -> Result:
+    if first is None:
+        return second
+    return Result(first.records + second.records, first.replies + second.replies,
+                  first.timers + second.timers, first.events + second.events)
+
+
 class CoordinatorShard:
     def __init__(self, config: GroupConfig | None = None, *, stopwatch: Callable[[], int] | None = None) -> None:
         """``stopwatch`` (nanoseconds) only times the assignor for metrics; it never affects state."""
@@ -128,6 +140,7 @@ class CoordinatorShard:
         self.consumer = ConsumerGroupManager(self.config, self.groups, self.topics, stopwatch)
         self.offsets = OffsetManager(self.config, self.groups, self.consumer)
         self.admin = GroupAdmin(self.groups, self.offsets, self.consumer)
+        self._carried: Result | None = None  # applied, not yet returned (a handler bug interrupted it)
         self._handlers: dict[type, Callable[[Any, Effects], None]] = {
             JoinGroup: self.classic.join,
             SyncGroup: self.classic.sync,
@@ -153,8 +166,48 @@ class CoordinatorShard:
 
     # ---- operations --------------------------------------------------------------------------
 
-    def handle(self, event: Event | TimerFired, now_ms: int) -> Result:
+    def handle(self, event: Event | TimerFired, now_ms: int, *, batched: bool = False) -> Result:
+        """Handle one event. ``batched=True`` (the runtime, inside a batch) lets a consumer-group
+        heartbeat that needs a new target assignment defer the assignor, its reconciliation and its
+        reply to :meth:`flush`, which the caller must call at the end of the batch."""
+        pre = self._carried
+        self._carried = None
+        if self.consumer.has_deferred():
+            groups = self.consumer.groups_to_complete_before(event)
+            if groups:
+                pre = _merged(pre, self._complete(groups, now_ms))
         fx = Effects(now_ms, self.timers)
+        self.consumer.deferring = batched
+        try:
+            self._dispatch(event, fx)
+        except BaseException:
+            self._carried = pre  # already applied: the next result must still carry it to the log
+            raise
+        finally:
+            self.consumer.deferring = False
+        self._apply(fx.records)
+        self.consumer.report_state_changes(fx)
+        # Completing earlier heartbeats and this event: one entry, in this order.
+        return _merged(pre, fx.to_result())
+
+    def flush(self, now_ms: int) -> Result:
+        """Complete every deferred consumer-group heartbeat (end of a runtime batch): one entry."""
+        pre = self._carried
+        self._carried = None
+        return _merged(pre, self._complete(self.consumer.deferred_groups(), now_ms))
+
+    def deferred_refs(self) -> list[int]:
+        return self.consumer.deferred_refs()
+
+    def _complete(self, group_ids: list[str], now_ms: int) -> Result:
+        fx = Effects(now_ms, self.timers)
+        for group_id in group_ids:
+            self.consumer.complete_deferred(group_id, fx)
+        self._apply(fx.records)
+        self.consumer.report_state_changes(fx)
+        return fx.to_result()
+
+    def _dispatch(self, event: Event | TimerFired, fx: Effects) -> None:
         if isinstance(event, TimerFired):
             if self.timers.is_current(event.key, event.deadline_ms):
                 del self.timers.deadlines[event.key]
@@ -168,9 +221,6 @@ class CoordinatorShard:
                 # Handlers validate before they mutate, so a raised error means nothing happened.
                 assert not fx.records, "a handler raised after producing records"
                 fx.reply(event.ref, _ERROR_RESPONSES[type(event)](event, exc.code))
-        self._apply(fx.records)
-        self.consumer.report_state_changes(fx)
-        return fx.to_result()
 
     def on_loaded(self, now_ms: int, *, writer_id: str | None = None) -> Result:
         fx = Effects(now_ms, self.timers)
@@ -184,11 +234,12 @@ class CoordinatorShard:
         return fx.to_result()
 
     def on_unloaded(self, now_ms: int) -> Result:
+        pre = self.flush(now_ms)
         fx = Effects(now_ms, self.timers)
         self.classic.on_unloaded(fx)
         for key in list(self.timers.deadlines):
             fx.cancel(key)
-        return fx.to_result()
+        return _merged(pre, fx.to_result())
 
     def _on_offsets_expiration(self, key: TimerKey, fx: Effects) -> None:
         self.offsets.cleanup_group_metadata(fx)

@@ -3,9 +3,11 @@
 Adapters `submit()` version-free requests and await their replies. One asyncio task drains the
 queue in batches:
 
-1. for every event of the batch: `core.handle(event, now_ms)`; the result's records become ONE log
-   entry (so replay never sees half of a handler's effects), its timers are armed, its events go to
-   the observers (metrics, history);
+1. for every event of the batch: `core.handle(event, now_ms, batched=True)`; the result's records
+   become ONE log entry (so replay never sees half of a handler's effects), its timers are armed, its
+   events go to the observers (metrics, history); then `core.flush(now_ms)`, one more entry: the
+   KIP-848 heartbeats the core deferred so that a join storm runs the assignor once per group and
+   batch instead of once per join (their replies come with the flush, see `core/shard.py`);
 2. the batch's replies join a release queue behind the log's "durable point" at that moment (the
    future of the last entry appended); the committer makes entries durable in group commits;
 3. replies are released in order as their durable points resolve. A reply with no records of its
@@ -151,6 +153,21 @@ class ShardRuntime:
         self._apply(result, replies)
         self._enqueue_release(replies, [])
 
+    def _flush(self, replies: list[Any]) -> None:
+        """End of a batch: the core completes the consumer-group heartbeats it deferred (one target
+        assignment per group for the whole batch); one more log entry, same release point."""
+        refs = self.core.deferred_refs()
+        try:
+            result = self.core.flush(self._clock())
+        except Exception as exc:  # a core bug: fail the deferred requests, keep serving others
+            log.error("core_flush_failed", exc_info=exc)
+            for ref in refs:
+                waiter = self._waiters.pop(ref, None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_exception(exc)
+            return
+        self._apply(result, replies)
+
     def _core_failed(self, event: Any, exc: Exception) -> None:
         log.error("core_handler_failed", event=type(event).__name__, exc_info=exc)
         waiter = self._waiters.pop(getattr(event, "ref", -1), None)
@@ -221,11 +238,12 @@ class ShardRuntime:
                         unloads.append(event)
                         continue
                     try:
-                        result = self.core.handle(event, self._clock())
+                        result = self.core.handle(event, self._clock(), batched=True)
                     except Exception as exc:  # a core bug: fail this request, keep serving others
                         self._core_failed(event, exc)
                         continue
                     self._apply(result, replies)
+                self._flush(replies)
                 self._enqueue_release(replies, unloads)
                 # Let the committer and the connections run before the next batch.
                 await asyncio.sleep(0)

@@ -149,8 +149,11 @@ class Client:
 
 
 class Simulation:
-    def __init__(self, seed: int, steps: int, groups: int = 2, max_clients: int = 8) -> None:
+    def __init__(self, seed: int, steps: int, groups: int = 2, max_clients: int = 8, batched: bool = False) -> None:
         self.seed = seed
+        # batched: requests go to the shard as the runtime sends them, several per batch
+        # (``handle(..., batched=True)`` then ``flush``), so heartbeats may be deferred.
+        self.batched = batched
         self.rng = random.Random(seed)
         self.steps = steps
         self.group_ids = [f"g{i}" for i in range(groups)]
@@ -252,6 +255,40 @@ class Simulation:
             return
         client.on_response(request, reply.response)
 
+    def _send_batch(self, clients: list[Client], fate: str, duplicate: bool = False) -> None:
+        """One runtime batch: every client's request, then the flush; replies are released after."""
+        sent: list[tuple[Client, ConsumerGroupHeartbeat]] = []
+        for client in clients:
+            self.ref += 1
+            sent.append((client, client.request(self.ref)))
+        if duplicate and sent:
+            self.ref += 1
+            sent.append((sent[0][0], _with_ref(sent[0][1], self.ref)))  # the same member twice in a batch
+        self._note(f"batch of {[c.member_id for c, _ in sent]} ({fate})")
+        replies: dict[int, Any] = {}
+        for _, request in sent:
+            result = self.shard.handle(request, self.now, batched=True)
+            self._absorb(result)
+            replies.update((r.ref, r.response) for r in result.replies)
+            self.check()
+        result = self.shard.flush(self.now)
+        self._absorb(result)
+        replies.update((r.ref, r.response) for r in result.replies)
+        if {request.ref for _, request in sent} != set(replies):
+            raise SimulationFailure(f"batch replies {sorted(replies)} for {[r.ref for _, r in sent]}")
+        if fate == "crash":
+            self._note("coordinator crashes before the batch's last write is durable")
+            self._restart(drop_last=True)
+        answered: set[str] = set()
+        for client, request in reversed(sent):  # a duplicate: the client sees the last answer only
+            if client.member_id in answered:
+                continue
+            answered.add(client.member_id)
+            if fate == "ok":
+                client.on_response(request, replies[request.ref])
+            else:
+                client.on_lost()
+
     def _new_client(self) -> None:
         self.next_member += 1
         names, regex = self.rng.choice(SUBSCRIPTIONS)
@@ -283,7 +320,11 @@ class Simulation:
             if len([c for c in self.clients if c.alive]) < self.max_clients:
                 self._new_client()
             return
-        if roll < 0.62:
+        if roll < 0.62 and self.batched:
+            clients = self.rng.sample(live, self.rng.randint(1, min(len(live), 5)))
+            fate = self.rng.choices(["ok", "lost", "crash"], [86, 10, 4])[0]
+            self._send_batch(clients, fate, duplicate=self.rng.random() < 0.06)
+        elif roll < 0.62:
             client = self.rng.choice(live)
             fate = self.rng.choices(["ok", "lost", "duplicate", "crash"], [80, 10, 6, 4])[0]
             self._send(client, fate)
@@ -433,7 +474,9 @@ class Simulation:
                     client.paused = False
                     client.full = True
             for _ in range(80):
-                for client in self._live():
+                if self.batched:
+                    self._send_batch(self._live(), "ok")
+                for client in [] if self.batched else self._live():
                     self._send(client, "ok")
                     self.check()
                 if self.converged():

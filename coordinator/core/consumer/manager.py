@@ -39,6 +39,25 @@ group epoch bump; the assignor runs on the next heartbeat. A static member's tem
 writes one current-assignment record at epoch -2 and keeps everything else (no rebalance); its
 session timer keeps running and fences it unless a replacement arrives in time.
 
+Deferred target assignment (batched handling)
+=============================================
+
+Kafka runs the assignor inside every heartbeat that finds the group epoch ahead of the assignment
+epoch, so a group whose 50 members join together computes 50 targets. The runtime hands the shard
+its queued events in batches; in a batch (``deferring``) such a heartbeat stops after step 5: its
+member-metadata and group-epoch records are written (one entry, as always) and its session timer is
+armed, then it waits. At the end of the batch (``CoordinatorShard.flush``), or before any event
+that could observe the group (anything but a heartbeat; a leave, a static member's heartbeat or a
+second heartbeat of the same member), ``complete_deferred`` runs the assignor ONCE for the group,
+writes the changed target members and the target epoch, and reconciles and answers each waiting
+member in arrival order (steps 7-8) — the outcome of handling them one by one with only the last
+of them running the assignor. Revoke-before-assign is unchanged: reconciliation sees the ownership
+changes of the members completed before it. Replies were released behind the batch's durable point
+anyway, so deferring adds no latency. A crash between the two entries leaves members that exist
+with no current assignment (epoch 0) in an ``Assigning`` group, the state a leave leaves behind;
+their clients got no answer and rejoin. If the assignor fails, every waiting heartbeat gets
+UNKNOWN_SERVER_ERROR and the group stays ``Assigning`` until the next heartbeat.
+
 Timers: ``consumer-session/<group>/<member>`` (re-armed by every successful heartbeat; expiry
 fences) and ``consumer-rebalance/<group>/<member>`` (armed when the member starts revoking; expiry
 fences it if it is still revoking).
@@ -48,7 +67,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from uuid import UUID
 
 from coordinator.core.assignors import (
@@ -166,6 +185,10 @@ class ConsumerGroupManager:
         }
         self.default_assignor = next(iter(self.assignors))
         self._dirty: set[str] = set()  # groups touched by replay since the last state report
+        # Batched handling (see "Deferred target assignment" above): soft, empty between batches.
+        self.deferring = False  # set by the shard while it handles an event of a runtime batch
+        self._deferred: dict[str, list[_Deferred]] = {}  # group id -> heartbeats awaiting the target
+        self._deferred_members: set[tuple[str, str]] = set()
         self._replayers: dict[
             type, Callable[[ConsumerGroup, ConsumerGroupRecordKey, ConsumerGroupRecordValue | None], None]
         ] = {
@@ -335,6 +358,25 @@ class ConsumerGroupManager:
             if bump:
                 group_epoch += 1
 
+        gid = group.group_id
+        if (
+            self.deferring
+            and replaced is None
+            and group_epoch > group.assignment_epoch
+            and member.state is not MemberState.UNKNOWN
+            and (gid, member_id) not in self._deferred_members
+        ):
+            # Batched: persist the membership change now, run the assignor once for the batch
+            # (``complete_deferred``), which also reconciles and answers this member.
+            self._membership_records(group, member_id, member, updated, is_new_member, bump, group_epoch,
+                                     metadata_hash, subscription_changed, records, fx)
+            for record in records:
+                fx.record(record)
+            self._after_membership(group, member_id, updated, replaced, is_new_member, req, fx)
+            self._deferred.setdefault(gid, []).append(_Deferred(req, member_id, is_new_member, owned))
+            self._deferred_members.add((gid, member_id))
+            return
+
         # ---- target assignment --------------------------------------------------------------------
         new_targets: dict[str, Assignment] | None = None
         if group_epoch > group.assignment_epoch:
@@ -359,6 +401,31 @@ class ConsumerGroupManager:
             reconciled = reconcile(updated, target_epoch, target, owner_of, owned)
 
         # ---- from here on nothing fails: write the records ------------------------------------------
+        self._membership_records(group, member_id, member, updated, is_new_member, bump, group_epoch,
+                                 metadata_hash, subscription_changed, records, fx)
+        if new_targets is not None:
+            self._target_records(group, group_epoch, new_targets, records)
+        self._current_assignment_record(gid, member, reconciled, is_new_member, records, fx)
+        for record in records:
+            fx.record(record)
+        self._after_membership(group, member_id, updated, replaced, is_new_member, req, fx)
+        self._answer(req, member_id, member, reconciled, fx)
+
+    def _membership_records(
+        self,
+        group: ConsumerGroup,
+        member_id: str,
+        member: ConsumerGroupMember,
+        updated: ConsumerGroupMember,
+        is_new_member: bool,
+        bump: bool,
+        group_epoch: int,
+        metadata_hash: int,
+        subscription_changed: bool,
+        records: list[Record],
+        fx: Effects,
+    ) -> None:
+        """Member metadata (5) if new or changed, then the group epoch (3) if bumped."""
         gid = group.group_id
         if is_new_member or (updated is not member and updated.metadata_view() != member.metadata_view()):
             records.append(Record(ConsumerGroupMemberMetadataKey(gid, member_id), updated.to_metadata_value()))
@@ -371,31 +438,60 @@ class ConsumerGroupManager:
                 else "subscribed topic metadata changed"
             )
             fx.event(RebalanceStarted(gid, "consumer", group.group_epoch, reason))
-        if new_targets is not None:
-            for mid in sorted(new_targets):
-                new = new_targets[mid]
-                if group.target_assignment.get(mid) != new:
-                    records.append(
-                        Record(
-                            ConsumerGroupTargetAssignmentMemberKey(gid, mid),
-                            ConsumerGroupTargetAssignmentMemberValue(assignment_to_record(new)),
-                        )
+
+    @staticmethod
+    def _target_records(
+        group: ConsumerGroup, group_epoch: int, new_targets: Mapping[str, Assignment], records: list[Record]
+    ) -> None:
+        """Target members that changed (7), sorted by member id, then the target epoch (6)."""
+        gid = group.group_id
+        current = group.target_assignment
+        for mid in sorted(new_targets):
+            new = new_targets[mid]
+            if current.get(mid) != new:
+                records.append(
+                    Record(
+                        ConsumerGroupTargetAssignmentMemberKey(gid, mid),
+                        ConsumerGroupTargetAssignmentMemberValue(assignment_to_record(new)),
                     )
-            records.append(
-                Record(
-                    ConsumerGroupTargetAssignmentMetadataKey(gid),
-                    ConsumerGroupTargetAssignmentMetadataValue(group_epoch),
                 )
-            )
-        if is_new_member or (reconciled is not member and reconciled.assignment_view() != member.assignment_view()):
-            records.append(
-                Record(ConsumerGroupCurrentMemberAssignmentKey(gid, member_id), reconciled.to_assignment_value())
-            )
-            self._rebalance_timer(gid, member, reconciled, fx)
-            if reconciled.assigned_partitions != member.assigned_partitions:
-                fx.event(_assignment_changed(gid, member, reconciled))
-        for record in records:
-            fx.record(record)
+        records.append(
+            Record(ConsumerGroupTargetAssignmentMetadataKey(gid), ConsumerGroupTargetAssignmentMetadataValue(group_epoch))
+        )
+
+    def _current_assignment_record(
+        self,
+        gid: str,
+        member: ConsumerGroupMember,
+        reconciled: ConsumerGroupMember,
+        is_new_member: bool,
+        records: list[Record],
+        fx: Effects,
+    ) -> bool:
+        """The member's current assignment (8) if new or changed; True if written."""
+        if not (
+            is_new_member or (reconciled is not member and reconciled.assignment_view() != member.assignment_view())
+        ):
+            return False
+        records.append(
+            Record(ConsumerGroupCurrentMemberAssignmentKey(gid, reconciled.member_id), reconciled.to_assignment_value())
+        )
+        self._rebalance_timer(gid, member, reconciled, fx)
+        if reconciled.assigned_partitions != member.assigned_partitions:
+            fx.event(_assignment_changed(gid, member, reconciled))
+        return True
+
+    def _after_membership(
+        self,
+        group: ConsumerGroup,
+        member_id: str,
+        updated: ConsumerGroupMember,
+        replaced: str | None,
+        is_new_member: bool,
+        req: ConsumerGroupHeartbeat,
+        fx: Effects,
+    ) -> None:
+        gid = group.group_id
         if is_new_member:
             fx.event(
                 MemberJoined(gid, member_id, updated.instance_id, req.client_id, req.client_host, group_type="consumer")
@@ -405,7 +501,15 @@ class ConsumerGroupManager:
         group.metadata_refresh_needed = False  # soft: the hash was checked above if it had to be
         fx.schedule(session_timer_key(gid, member_id), self.session_timeout_ms(gid))
 
-        full_request = joining or (
+    def _answer(
+        self,
+        req: ConsumerGroupHeartbeat,
+        member_id: str,
+        member: ConsumerGroupMember,
+        reconciled: ConsumerGroupMember,
+        fx: Effects,
+    ) -> None:
+        full_request = req.member_epoch == 0 or (
             req.rebalance_timeout_ms != -1
             and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
             and req.topic_partitions is not None
@@ -421,10 +525,91 @@ class ConsumerGroupManager:
                 NONE,
                 member_id=member_id,
                 member_epoch=reconciled.member_epoch,
-                heartbeat_interval_ms=self.heartbeat_interval_ms(gid),
+                heartbeat_interval_ms=self.heartbeat_interval_ms(req.group_id),
                 assignment=assignment,
             ),
         )
+
+    # ---- deferred target assignment (batched handling) -------------------------------------------
+
+    def has_deferred(self) -> bool:
+        return bool(self._deferred)
+
+    def deferred_groups(self) -> list[str]:
+        return list(self._deferred)
+
+    def deferred_refs(self) -> list[int]:
+        """The request refs still waiting for ``complete_deferred`` (to fail them on a core bug)."""
+        return [item.req.ref for items in self._deferred.values() for item in items]
+
+    def groups_to_complete_before(self, event: object) -> list[str]:
+        """The groups whose deferred heartbeats must be completed before ``event`` is handled.
+
+        Any event other than a consumer heartbeat may read or change any group (timers, topic
+        changes, describes, offsets): all of them. A heartbeat of a group with deferred work: that
+        group if it is a leave, static (replacement rules), or from a member already deferred."""
+        if not self._deferred:
+            return []
+        if not isinstance(event, ConsumerGroupHeartbeat):
+            return list(self._deferred)
+        gid = event.group_id
+        if gid not in self._deferred:
+            return []
+        member_id = event.member_id or event.new_member_id
+        if event.member_epoch < 0 or event.instance_id is not None or (gid, member_id) in self._deferred_members:
+            return [gid]
+        return []
+
+    def complete_deferred(self, group_id: str, fx: Effects) -> None:
+        """Run the assignor once for the group's deferred heartbeats, then reconcile and answer each,
+        in arrival order (as if the last of them had computed the target and the others had arrived
+        just after it). Records: changed target members (7), target epoch (6), then each member's
+        current assignment (8), as a heartbeat writes them."""
+        items = self._deferred.pop(group_id, [])
+        for item in items:
+            self._deferred_members.discard((group_id, item.member_id))
+        group = self.group(group_id)
+        assert group is not None, f"{group_id}: deferred heartbeats for a group that is gone"
+        records: list[Record] = []
+        new_targets: dict[str, Assignment] | None = None
+        target_epoch = group.assignment_epoch
+        if group.group_epoch > group.assignment_epoch:
+            try:
+                new_targets = self._target(group, group.group_epoch, group.members, None, "", fx)
+            except CoordinatorError as exc:
+                # The membership changes stay (as after a leave the group stays Assigning until the
+                # next heartbeat); these heartbeats fail as Kafka's do when the assignor fails.
+                for item in items:
+                    fx.reply(item.req.ref, ConsumerGroupHeartbeatResponse(exc.code, exc.message))
+                return
+            target_epoch = group.group_epoch
+            self._target_records(group, target_epoch, new_targets, records)
+        # Ownership changes made by earlier members of this batch (replay has not run yet).
+        moved: dict[tuple[UUID, int], str | None] = {}
+
+        def owner_of(topic_id: UUID, partition: int) -> str | None:
+            key = (topic_id, partition)
+            return moved[key] if key in moved else group.owner(topic_id, partition)
+
+        for item in items:
+            mid = item.member_id
+            current = group.members[mid]  # the member after its metadata record was replayed
+            target = new_targets.get(mid, NO_PARTITIONS) if new_targets is not None else group.target(mid)
+            reconciled = current
+            if not current.is_reconciled_to(target_epoch):
+                reconciled = reconcile(current, target_epoch, target, owner_of, item.owned)
+            if self._current_assignment_record(group_id, current, reconciled, item.is_new_member, records, fx):
+                for assignment in (current.assigned_partitions, current.partitions_pending_revocation):
+                    for topic_id, partitions in assignment.items():
+                        for partition in partitions:
+                            moved[(topic_id, partition)] = None
+                for assignment in (reconciled.assigned_partitions, reconciled.partitions_pending_revocation):
+                    for topic_id, partitions in assignment.items():
+                        for partition in partitions:
+                            moved[(topic_id, partition)] = mid
+            self._answer(item.req, mid, current, reconciled, fx)
+        for record in records:
+            fx.record(record)
 
     def _group_for_heartbeat(self, group_id: str, joining: bool, records: list[Record]) -> ConsumerGroup:
         existing = self.groups.get(group_id)
@@ -809,6 +994,17 @@ class ConsumerGroupManager:
             fx.cancel(session_timer_key(group.group_id, member_id))
             fx.cancel(rebalance_timer_key(group.group_id, member_id))
         fx.event(GroupDeleted(group.group_id, "consumer", reason))
+
+
+@dataclass(frozen=True, slots=True)
+class _Deferred:
+    """A heartbeat whose membership records are written and whose target, reconciliation and
+    answer wait for ``complete_deferred``."""
+
+    req: ConsumerGroupHeartbeat
+    member_id: str
+    is_new_member: bool
+    owned: Owned | None
 
 
 def _removal_records(group_id: str, member_id: str) -> list[Record]:

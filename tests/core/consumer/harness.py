@@ -149,6 +149,26 @@ class ConsumerHarness(Harness):
             **kwargs,
         )
 
+    def batch(self, *events: Any) -> dict[int, Any]:
+        """Handle ``events`` as one runtime batch (``batched=True``, then ``flush``), checking after
+        every step; returns the replies by ref (each request must get exactly one)."""
+        replies: dict[int, Any] = {}
+        for event in [*events, None]:
+            result = self.shard.flush(self.now) if event is None else self.shard.handle(event, self.now, batched=True)
+            self._absorb(result)
+            self.check()
+            for reply in result.replies:
+                assert reply.ref not in replies, f"two replies to {reply.ref}"
+                replies[reply.ref] = reply.response
+        assert set(replies) == {e.ref for e in events if hasattr(e, "ref")}
+        return replies
+
+    def join_request(self, member_id: str, names: Iterable[str] = ("foo",), group_id: str = "g") -> Any:
+        return ConsumerGroupHeartbeat(
+            ref=self.next_ref(), group_id=group_id, member_id=member_id, member_epoch=0, rebalance_timeout_ms=300_000,
+            subscribed_topic_names=tuple(names), topic_partitions=(), client_id="client", client_host="/127.0.0.1",
+        )
+
     def describe_consumer(self, *group_ids: str) -> Any:
         ref = self.next_ref()
         self.send(ConsumerGroupDescribe(ref, group_ids))
