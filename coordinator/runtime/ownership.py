@@ -48,6 +48,7 @@ class Replayer:
 
     def __init__(self, core: CoordinatorShard) -> None:
         self.core = core
+        self._replay = core.replay
         self.records = 0
         self.entries = 0
         self.skipped_unknown = 0
@@ -56,7 +57,7 @@ class Replayer:
     def __call__(self, entry: LogEntry) -> None:
         # Runs once per entry of the log at start-up: hot names are locals, the clock is read
         # every _PROGRESS_CHECK_EVERY entries only, and counters are written once per entry.
-        replay = self.core.replay
+        replay = self._replay
         replayed = 0
         for record_type, key, value in entry.records:
             try:
