@@ -46,6 +46,7 @@ the old struct stays in ``_VALUE_TYPES`` forever so old logs stay readable. Unkn
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from enum import IntEnum
 from uuid import UUID
 
@@ -284,10 +285,15 @@ _VERSION = struct.Struct(">H")
 _encoder = msgspec.msgpack.Encoder(uuid_format="bytes")  # topic ids as 16 raw bytes (decoders accept both)
 _key_decoders = {rt: msgspec.msgpack.Decoder(cls) for rt, cls in _KEY_TYPES.items()}
 _value_decoders = {k: msgspec.msgpack.Decoder(cls) for k, cls in _VALUE_TYPES.items()}
-# For decode_record, which replay runs once per record in the log: bound methods, and values
-# looked up by one int, ``record_type << 16 | value_version`` (both are u16).
-_decode_key = {rt: decoder.decode for rt, decoder in _key_decoders.items()}
-_decode_value = {rt << 16 | version: decoder.decode for (rt, version), decoder in _value_decoders.items()}
+# For decode_record, which replay runs once per record in the log: one lookup by record type gives
+# the key's bound decode method and the value's, by value version (small ints: no allocation).
+_decoders: dict[int, tuple[Callable[[bytes], RecordKey], dict[int, Callable[[bytes], RecordValue]]]] = {
+    rt: (
+        decoder.decode,
+        {version: value_decoder.decode for (vrt, version), value_decoder in _value_decoders.items() if vrt == rt},
+    )
+    for rt, decoder in _key_decoders.items()
+}
 
 
 def record_type(key: RecordKey) -> int:
@@ -314,17 +320,18 @@ def decode_record(rtype: int, key: bytes, value: bytes | None) -> Record:
     Raises ``UnknownRecordTypeError`` for unknown types/versions and ``msgspec.DecodeError`` (a
     ``ValueError``) for malformed bytes.
     """
-    decode_key = _decode_key.get(rtype)
-    if decode_key is None:
+    decoders = _decoders.get(rtype)
+    if decoders is None:
         raise UnknownRecordTypeError(f"unknown record type {rtype}")
+    decode_key, decode_value_by_version = decoders
     decoded_key = decode_key(key)
     if value is None:
         return Record(decoded_key, None)
     if len(value) < 2:  # _VERSION.size
         raise msgspec.DecodeError("record value shorter than its version prefix")
-    decode_value = _decode_value.get(rtype << 16 | value[0] << 8 | value[1])  # _VERSION: big-endian u16
+    version = value[0] << 8 | value[1]  # _VERSION: big-endian u16
+    decode_value = decode_value_by_version.get(version)
     if decode_value is None:
-        version = value[0] << 8 | value[1]
         raise UnknownRecordTypeError(f"unknown value version {version} for record type {rtype}")
     # A bytes slice: for these small values, cheaper than a memoryview and its slice.
     return Record(decoded_key, decode_value(value[2:]))
