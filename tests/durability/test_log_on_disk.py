@@ -73,8 +73,8 @@ def test_background_compaction_shrinks_the_log_and_keeps_the_latest_offsets(tmp_
     try:
         asyncio.run(commit_many(server.port, "g", range(1, 301)))
         wait_until(lambda: scrape(server.metrics_port).get('coordinator_log_compactions_total{outcome="ok"}', 0) >= 1,
-                   timeout=20, message="a compaction run")
-        wait_until(lambda: len(segments(data)) <= 3, timeout=20, message="closed segments merged")
+                   timeout=90, message="a compaction run")
+        wait_until(lambda: len(segments(data)) <= 3, timeout=90, message="closed segments merged")
         size_after = scrape(server.metrics_port)["coordinator_log_bytes"]
         assert size_after < 300 * 4 * 200, "compaction kept superseded commits"
         server.stop()
