@@ -174,7 +174,9 @@ class CoordinatorServer:
             if len(bases) < 2 or bases == compacted_bases:
                 continue
             await self.compact_now()
-            compacted_bases = list_segments(self._fs, str(self.log_dir))
+            # Remember what this run saw, not what it left: segments the writer closed while it
+            # ran were not compacted, and the changed listing makes the next tick look again.
+            compacted_bases = bases
 
     async def compact_now(self) -> CompactionReport | None:
         started = time.monotonic()
