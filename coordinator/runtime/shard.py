@@ -55,6 +55,10 @@ class LogSink(Protocol):
 Observer = Callable[[object], None]
 
 
+_PARKED = object()
+"""`_handle_now`: the core did not answer the request yet (a JoinGroup waiting for its rebalance)."""
+
+
 class _Unload:
     """Queue marker: give the shard up (parked requests are answered NOT_COORDINATOR)."""
 
@@ -127,31 +131,49 @@ class ShardRuntime:
     def new_ref(self) -> int:
         return next(self._refs)
 
-    def submit(self, request: Any) -> asyncio.Future[Any]:
-        """Queue a core request (built with `ref=new_ref()`); the future gets its response."""
+    def submit(self, request: Any) -> Any:
+        """Hand the shard a core request (built with `ref=new_ref()`).
+
+        Returns the core response itself when an idle shard answered at once and nothing appended is
+        waiting to become durable (the answer may leave now); otherwise a future of the response."""
+        if self._idle:
+            return self._handle_now(request)
+        future = self._waiter(request.ref)
+        self._queue.append(request)
+        self._wake.set()
+        return future
+
+    def _waiter(self, ref: int) -> asyncio.Future[Any]:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        ref = request.ref
         self._waiters[ref] = future
         # A request whose connection went away is cancelled; forget it so parked refs never leak.
         future.add_done_callback(lambda f: self._waiters.pop(ref, None) if f.cancelled() else None)
-        if self._idle:
-            self._handle_now(request)
-        else:
-            self._queue.append(request)
-            self._wake.set()
         return future
 
-    def _handle_now(self, event: Any) -> None:
+    def _handle_now(self, event: Any) -> Any:
         """An idle shard handles a request at once, as a batch of one (same handle, apply and
-        release queue); it spares a steady heartbeat two loop iterations."""
-        replies: list[Any] = []
+        release queue); a steady heartbeat needs no future and no loop iteration."""
+        ref = event.ref
         try:
             result = self.core.handle(event, self._clock())
         except Exception as exc:  # a core bug: fail this request, keep serving others
-            self._core_failed(event, exc)
-            return
+            log.error("core_handler_failed", event=type(event).__name__, exc_info=exc)
+            failed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            failed.set_exception(exc)
+            return failed
+        replies: list[Any] = []
         self._apply(result, replies)
-        self._enqueue_release(replies, [])
+        if self._releases or self.sink.durable_point() is not None:
+            future = self._waiter(ref)
+            self._enqueue_release(replies, [])
+            return future
+        answer: Any = _PARKED
+        for reply in replies:
+            if reply.ref == ref:
+                answer = reply.response
+            else:
+                self._deliver(reply)
+        return self._waiter(ref) if answer is _PARKED else answer
 
     def _flush(self, replies: list[Any]) -> None:
         """End of a batch: the core completes the consumer-group heartbeats it deferred (one target
@@ -203,12 +225,15 @@ class ShardRuntime:
 
     def _release(self, replies: list[Any], unloads: Sequence[_Unload] = ()) -> None:
         for reply in replies:
-            waiter = self._waiters.pop(reply.ref, None)
-            if waiter is not None and not waiter.done():
-                waiter.set_result(reply.response)
+            self._deliver(reply)
         for unload in unloads:
             if not unload.done.done():
                 unload.done.set_result(None)
+
+    def _deliver(self, reply: Any) -> None:
+        waiter = self._waiters.pop(reply.ref, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(reply.response)
 
     def post(self, event: Any) -> None:
         """Queue an event that has no reply (timer firings, catalog changes)."""

@@ -59,10 +59,10 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
         runtime = shard()
         if runtime is None or not runtime.loaded:
             return respond(ctx, on_error(ctx, request, COORDINATOR_LOAD_IN_PROGRESS))
-        pending = runtime.submit(to_core(ctx, request, runtime.new_ref()))
-        if pending.done() and not pending.cancelled() and pending.exception() is None:
-            return respond(ctx, to_wire(ctx, request, pending.result()))  # handled at once by an idle shard
-        return finish(ctx, request, pending)
+        outcome = runtime.submit(to_core(ctx, request, runtime.new_ref()))
+        if isinstance(outcome, asyncio.Future):
+            return finish(ctx, request, outcome)
+        return respond(ctx, to_wire(ctx, request, outcome))  # answered at once by an idle shard
 
     return ApiHandler(api_key, min_version, max_version, handle)
 
