@@ -1,24 +1,25 @@
 """Precompiled `struct` encoders for the hot responses, byte-for-byte equal to kio's writers.
 
 kio decodes natively but encodes in pure Python (a BytesIO per flexible struct for its tagged
-fields); for the responses a coordinator sends most — Heartbeat, ConsumerGroupHeartbeat,
-OffsetCommit — that is most of the cost of a request. These encoders write the same bytes from the
-same kio entity with a few `struct.pack` calls. They are kept few and table-driven (one row per
-response class: which header, whether flexible, whether it has a throttle time), and
-`tests/protocol/test_fastencode.py` proves them equal to kio's output with Hypothesis.
+fields), and building the kio entity first costs as much again. For the responses a coordinator
+sends most — Heartbeat, ConsumerGroupHeartbeat, OffsetCommit — these encoders write the bytes
+straight from the version-free description the adapters hand to `protocol.build` (same field names,
+same defaults for what a description leaves out: 0, None for nullable fields; ints or timedeltas
+for durations, ints or `ErrorCode`s for error codes). They are kept few and table-driven (one row per
+API version), and `tests/protocol/test_fastencode.py` proves with Hypothesis that
+`ENCODERS[(api_key, version)](correlation_id, description)` equals kio's encoding of
+`build(schema, description)`.
 
-`ENCODERS[cls](correlation_id, response)` returns the framed bytes (size prefix, response header,
-body). No tagged fields are ever written: kio's entities for these APIs have none with values.
+The result is the framed bytes (size prefix, response header, body). No tagged fields are ever
+written: kio's entities for these APIs have none with values.
 """
 
 from __future__ import annotations
 
 import datetime
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
-
-from kio.index import load_response_schema
 
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
@@ -27,12 +28,17 @@ _IIH = struct.Struct(">iih")
 _IIIH = struct.Struct(">iiih")
 _IH = struct.Struct(">ih")
 
-Encoder = Callable[[int, Any], bytes]
+Description = Mapping[str, Any]
+Encoder = Callable[[int, Description], bytes]
 
 
-def _ms(value: datetime.timedelta) -> int:
-    """kio's `write_timedelta_i32`."""
-    return round(value.total_seconds() * 1000)
+def _ms(value: Any) -> int:
+    """A duration in int milliseconds; a timedelta rounded as kio's `write_timedelta_i32` does."""
+    if value.__class__ is int:
+        return value
+    if isinstance(value, datetime.timedelta):
+        return round(value.total_seconds() * 1000)
+    return int(value)
 
 
 def _uvarint(value: int) -> bytes:
@@ -61,34 +67,39 @@ def _framed(body: bytes) -> bytes:
 
 def _heartbeat(version: int) -> Encoder:
     if version == 0:
-        def encode(cid: int, r: Any) -> bytes:
-            return _IIH.pack(6, cid, r.error_code.value)
+        def encode(cid: int, d: Description) -> bytes:
+            return _IIH.pack(6, cid, d.get("error_code", 0))
     elif version < 4:
-        def encode(cid: int, r: Any) -> bytes:
-            return _IIIH.pack(10, cid, _ms(r.throttle_time), r.error_code.value)
+        def encode(cid: int, d: Description) -> bytes:
+            return _IIIH.pack(10, cid, _ms(d.get("throttle_time", 0)), d.get("error_code", 0))
     else:
-        def encode(cid: int, r: Any) -> bytes:
+        def encode(cid: int, d: Description) -> bytes:
             # header v1: id + empty tags; body: throttle, error, empty tags
-            return _II.pack(12, cid) + b"\x00" + _IH.pack(_ms(r.throttle_time), r.error_code.value) + b"\x00"
+            return _II.pack(12, cid) + b"\x00" + _IH.pack(_ms(d.get("throttle_time", 0)), d.get("error_code", 0)) \
+                + b"\x00"
     return encode
 
 
 # ---- ConsumerGroupHeartbeat (68) v0-1 -------------------------------------------------------------
 
-def _consumer_group_heartbeat(cid: int, r: Any) -> bytes:
-    parts = [_I32.pack(cid), b"\x00", _IH.pack(_ms(r.throttle_time), r.error_code.value),
-             _compact_nullable_string(r.error_message), _compact_nullable_string(r.member_id),
-             _II.pack(r.member_epoch, _ms(r.heartbeat_interval))]
-    assignment = r.assignment
+_NO_TOPIC_ID = bytes(16)
+
+
+def _consumer_group_heartbeat(cid: int, d: Description) -> bytes:
+    parts = [_I32.pack(cid), b"\x00", _IH.pack(_ms(d.get("throttle_time", 0)), d.get("error_code", 0)),
+             _compact_nullable_string(d.get("error_message")), _compact_nullable_string(d.get("member_id")),
+             _II.pack(d.get("member_epoch", 0), _ms(d.get("heartbeat_interval", 0)))]
+    assignment = d.get("assignment")
     if assignment is None:
         parts.append(b"\xff\x00")  # null struct marker (KIP-893), empty tags
     else:
         parts.append(b"\x01")
-        topics = assignment.topic_partitions
+        topics = assignment.get("topic_partitions", ())
         parts.append(_uvarint(len(topics) + 1))
         for tp in topics:
-            partitions = tp.partitions
-            parts.append(tp.topic_id.bytes if tp.topic_id is not None else bytes(16))
+            partitions = tp.get("partitions", ())
+            topic_id = tp.get("topic_id")
+            parts.append(_NO_TOPIC_ID if topic_id is None else topic_id.bytes)
             parts.append(_uvarint(len(partitions) + 1))
             parts.append(struct.pack(f">{len(partitions)}i", *partitions))
             parts.append(b"\x00")
@@ -102,25 +113,26 @@ def _offset_commit(version: int) -> Encoder:
     flexible = version >= 8
     throttle = version >= 3
 
-    def encode(cid: int, r: Any) -> bytes:
+    def encode(cid: int, d: Description) -> bytes:
         parts = [_I32.pack(cid)]
         if flexible:
             parts.append(b"\x00")
         if throttle:
-            parts.append(_I32.pack(_ms(r.throttle_time)))
-        topics = r.topics
+            parts.append(_I32.pack(_ms(d.get("throttle_time", 0))))
+        topics = d.get("topics", ())
         parts.append(_uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics)))
         for topic in topics:
-            raw = topic.name.encode()
+            raw = topic.get("name", "").encode()
             parts.append(_uvarint(len(raw) + 1) if flexible else _I16.pack(len(raw)))
             parts.append(raw)
-            partitions = topic.partitions
+            partitions = topic.get("partitions", ())
             parts.append(_uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions)))
             if flexible:
-                parts.extend(_IH.pack(p.partition_index, p.error_code.value) + b"\x00" for p in partitions)
+                parts.extend(_IH.pack(p.get("partition_index", 0), p.get("error_code", 0)) + b"\x00"
+                             for p in partitions)
                 parts.append(b"\x00")
             else:
-                parts.extend(_IH.pack(p.partition_index, p.error_code.value) for p in partitions)
+                parts.extend(_IH.pack(p.get("partition_index", 0), p.get("error_code", 0)) for p in partitions)
         if flexible:
             parts.append(b"\x00")
         return _framed(b"".join(parts))
@@ -128,15 +140,16 @@ def _offset_commit(version: int) -> Encoder:
     return encode
 
 
-def _table() -> dict[type, Encoder]:
-    table: dict[type, Encoder] = {}
+def _table() -> dict[tuple[int, int], Encoder]:
+    table: dict[tuple[int, int], Encoder] = {}
     for version in range(5):
-        table[load_response_schema(12, version)] = _heartbeat(version)
+        table[(12, version)] = _heartbeat(version)
     for version in (0, 1):
-        table[load_response_schema(68, version)] = _consumer_group_heartbeat
+        table[(68, version)] = _consumer_group_heartbeat
     for version in range(2, 10):
-        table[load_response_schema(8, version)] = _offset_commit(version)
+        table[(8, version)] = _offset_commit(version)
     return table
 
 
-ENCODERS: dict[type, Encoder] = _table()
+ENCODERS: dict[tuple[int, int], Encoder] = _table()
+"""(api_key, api_version) -> encoder of a response description into framed bytes."""

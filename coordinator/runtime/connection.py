@@ -9,8 +9,8 @@ Rules (as a Kafka broker's SocketServer):
 - a handler that fails unexpectedly closes the connection too (logged with its traceback): a bug
   must not answer with made-up data, and the client reconnects and retries.
 
-Handlers return a kio response entity, an awaitable of one, or None for "no response" (Produce
-with acks=0).
+Handlers return a kio response entity or an already framed `EncodedResponse`, an awaitable of one,
+or None for "no response" (Produce with acks=0).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from protocol.codec import DecodedRequest, encode_response
+from protocol.codec import DecodedRequest, EncodedResponse, encode_response
 from protocol.errors import ProtocolError
 from protocol.framing import FrameDecoder
 
@@ -204,7 +204,8 @@ class KafkaConnection(asyncio.Protocol):
         requests, latency = _api_metrics(api)
         requests.inc()
         if response is not None and not self._closing and self._transport is not None:
-            data = encode_response(request.correlation_id, response)
+            data = response.data if response.__class__ is EncodedResponse else encode_response(
+                request.correlation_id, response)
             self._out.append(data)
             metrics.BYTES_OUT.inc(len(data))
             for name in error_names(response):

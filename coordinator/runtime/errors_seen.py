@@ -1,7 +1,9 @@
 """Finds the error codes a response carries, for the per-error-code metric.
 
 Per response class a plan of where `error_code` fields live (top level and inside nested arrays) is
-computed once; walking it costs one attribute read for a Heartbeat.
+computed once; walking it costs one attribute read for a Heartbeat. A response encoded straight from
+its description (`EncodedResponse`) is read from the description: `error_code` keys at the top and
+in nested lists of mappings.
 """
 
 from __future__ import annotations
@@ -10,6 +12,10 @@ import dataclasses
 from collections.abc import Iterator
 from functools import cache
 from typing import Any, cast, get_args, get_origin
+
+from kio.schema.errors import ErrorCode
+
+from protocol.codec import EncodedResponse
 
 Plan = tuple[tuple[str, "Plan | None"], ...]
 
@@ -47,7 +53,30 @@ def _walk(entity: Any, plan: Plan) -> Iterator[Any]:
                 yield from _walk(item, sub)
 
 
+def _walk_description(description: Any) -> Iterator[int]:
+    for key, value in description.items():
+        if key == "error_code":
+            if value:
+                yield value
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                if isinstance(item, dict):
+                    yield from _walk_description(item)
+
+
+@cache
+def _name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
+
+
 def error_names(response: Any) -> Iterator[str]:
-    """Names of the non-zero error codes in a kio response (lower-case, as kio names them)."""
-    for code in _walk(response, _plan(response.__class__)):
-        yield getattr(code, "name", str(code))
+    """Names of the non-zero error codes in a response (lower-case, as kio names them)."""
+    if response.__class__ is EncodedResponse:
+        codes: Iterator[Any] = _walk_description(response.description)
+    else:
+        codes = _walk(response, _plan(response.__class__))
+    for code in codes:
+        yield _name(int(code))

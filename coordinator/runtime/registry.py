@@ -28,7 +28,7 @@ class RequestContext:
 
 
 Handler = Callable[[RequestContext, Any], "Any | Awaitable[Any]"]
-"""Returns the kio response entity of the request's version, or an awaitable of it."""
+"""Returns the kio response entity of the request's version (or an `EncodedResponse`), or an awaitable of it."""
 
 
 @dataclass(frozen=True, slots=True)

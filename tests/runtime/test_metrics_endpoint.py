@@ -8,6 +8,8 @@ import pytest
 from kio.schema.api_versions.v0.request import ApiVersionsRequest
 
 from coordinator.runtime.server import CoordinatorServer
+from protocol.build import build
+from protocol.schemas import request_schema
 from tests.support.metrics import scrape
 from tests.support.server import http_get
 from tests.support.wire import WireClient
@@ -36,3 +38,37 @@ async def test_health_and_readiness(server: CoordinatorServer) -> None:
     assert (await asyncio.to_thread(http_get, port, "/healthz"))[0] == 200
     assert (await asyncio.to_thread(http_get, port, "/readyz")) == (200, b"ready\n")
     assert (await asyncio.to_thread(http_get, port, "/nope"))[0] == 404
+
+
+def _errors(samples: dict[str, float], api: str) -> dict[str, float]:
+    prefix = f'coordinator_errors_total{{api="{api}",error="'
+    return {key[len(prefix):-2]: value for key, value in samples.items() if key.startswith(prefix)}
+
+
+@pytest.mark.asyncio
+async def test_error_codes_are_counted_from_fast_encoded_and_built_responses(
+        server: CoordinatorServer, client: WireClient) -> None:
+    """Heartbeat and OffsetCommit responses are encoded straight from their descriptions, JoinGroup's
+    through a kio entity: the per-error-code counter sees top-level and per-partition codes of both."""
+    port = server.metrics_port
+    assert port is not None
+    before = await asyncio.to_thread(scrape, port)
+    heartbeat = await client.request(build(request_schema(12, 4), {
+        "group_id": "nobody-here", "generation_id": 3, "member_id": "m-1"}))
+    commit = await client.request(build(request_schema(8, 8), {
+        "group_id": "nobody-here", "generation_id_or_member_epoch": 3, "member_id": "m-1",
+        "topics": [{"name": "t", "partitions": [{"partition_index": p, "committed_offset": 1} for p in range(3)]}]}))
+    join = await client.request(build(request_schema(11, 9), {
+        "group_id": "", "member_id": "", "session_timeout": 10_000, "rebalance_timeout": 10_000,
+        "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}]}))
+    after = await asyncio.to_thread(scrape, port)
+
+    commit_codes = [p.error_code for t in commit.topics for p in t.partitions]
+    assert heartbeat.error_code != 0 and all(commit_codes) and join.error_code != 0
+    for api, codes in (("Heartbeat", [heartbeat.error_code]), ("OffsetCommit", commit_codes),
+                       ("JoinGroup", [join.error_code])):
+        grown = {name: n - _errors(before, api).get(name, 0) for name, n in _errors(after, api).items()}
+        expected: dict[str, float] = {}
+        for code in codes:
+            expected[code.name] = expected.get(code.name, 0) + 1
+        assert {name: n for name, n in grown.items() if n} == expected, api
