@@ -32,9 +32,10 @@ def api_table() -> str:
 def metrics_table() -> str:
     """Every `coordinator_*` metric the server defines: exposed name, type, labels, help.
 
-    Importing the server module imports every module that defines metrics at module level; the
-    scrape-time group gauges come from a collector that is only registered when a shard starts, so
-    an unregistered instance of it is asked for its families as well."""
+    Importing the server module imports every module that defines metrics at module level; our own
+    collectors (request statistics, scrape-time group gauges) are asked for their families. The group
+    gauges' collector is only registered when a shard starts, so an unregistered instance of it is
+    asked as well."""
     from prometheus_client import REGISTRY
     from prometheus_client.metrics import MetricWrapperBase
 
@@ -48,7 +49,7 @@ def metrics_table() -> str:
         if isinstance(collector, MetricWrapperBase):
             name, kind = collector._name, str(collector._type)
             rows[name + suffix.get(kind, "")] = (kind, tuple(collector._labelnames), collector._documentation)
-        elif isinstance(collector, ShardCollector):
+        elif type(collector).__module__.startswith("coordinator."):  # our own scrape-time collectors
             for family in collector.collect():
                 labels = tuple(getattr(family, "_labelnames", ()))
                 rows[family.name + suffix.get(family.type, "")] = (family.type, labels, family.documentation)

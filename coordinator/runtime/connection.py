@@ -43,10 +43,7 @@ _RESUME_AT = 8
 _api_name = functools.cache(api_name)
 
 
-@functools.cache
-def _api_metrics(api: str) -> tuple[Any, Any]:
-    """The per-API children of the request counter and latency histogram (labels() is not free)."""
-    return metrics.REQUESTS.labels(api), metrics.REQUEST_LATENCY.labels(api)
+_STATS = metrics.REQUEST_STATS
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -97,7 +94,7 @@ class KafkaConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closing or self._draining:
             return
-        metrics.BYTES_IN.inc(len(data))
+        _STATS.bytes_in += len(data)
         try:
             frames = self._decoder.feed(data)
         except ProtocolError as exc:
@@ -201,16 +198,14 @@ class KafkaConnection(asyncio.Protocol):
         return done
 
     def _respond(self, request: DecodedRequest, api: str, response: Any, started: float) -> None:
-        requests, latency = _api_metrics(api)
-        requests.inc()
         if response is not None and not self._closing and self._transport is not None:
             data = response.data if response.__class__ is EncodedResponse else encode_response(
                 request.correlation_id, response)
             self._out.append(data)
-            metrics.BYTES_OUT.inc(len(data))
+            _STATS.bytes_out += len(data)
             for name in error_names(response):
-                metrics.ERRORS.labels(api, name).inc()
-        latency.observe(time.perf_counter() - started)
+                _STATS.error(api, name)
+        _STATS.observe(_STATS.api(api), time.perf_counter() - started)
 
     def _fail(self, exc: ProtocolError, frame: bytes | None) -> None:
         self._flush()  # answers to the requests before the bad one still leave

@@ -28,7 +28,14 @@ async def test_metrics_count_requests_connections_and_bytes(server: CoordinatorS
     assert after["coordinator_connections_open"] >= 1
     assert after["coordinator_bytes_in_total"] > before.get("coordinator_bytes_in_total", 0)
     assert after["coordinator_bytes_out_total"] > before.get("coordinator_bytes_out_total", 0)
-    assert 'coordinator_request_latency_seconds_count{api="ApiVersions"}' in after
+    count = 'coordinator_request_latency_seconds_count{api="ApiVersions"}'
+    assert after[count] - before.get(count, 0) == 3
+    assert after['coordinator_request_latency_seconds_sum{api="ApiVersions"}'] > 0
+    bucket_prefix = 'coordinator_request_latency_seconds_bucket{api="ApiVersions",le="'
+    buckets = [(key[len(bucket_prefix):-2], value) for key, value in after.items() if key.startswith(bucket_prefix)]
+    assert buckets[-1] == ("+Inf", after[count])
+    assert [float(le) for le, _ in buckets] == sorted(float(le) for le, _ in buckets)
+    assert [n for _, n in buckets] == sorted(n for _, n in buckets)  # cumulative
 
 
 @pytest.mark.asyncio
