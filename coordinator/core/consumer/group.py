@@ -352,6 +352,26 @@ class ConsumerGroup:
     # ---- index maintenance -----------------------------------------------------------------------
 
     def _set_member(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None) -> None:
+        if (
+            old is not None
+            and new is not None
+            and old.subscribed_topic_names is new.subscribed_topic_names
+            and old.subscribed_topic_regex == new.subscribed_topic_regex
+            and old.instance_id == new.instance_id
+            and old.server_assignor == new.server_assignor
+        ):
+            # Only the assignment (record 8) or non-indexed metadata changed, the common case in a
+            # rebalance: the subscription, static-member and assignor indexes stay as they are.
+            if old.assigned_partitions is not new.assigned_partitions:
+                self._release(old.member_id, old.assigned_partitions)
+            if old.partitions_pending_revocation is not new.partitions_pending_revocation:
+                self._release(old.member_id, old.partitions_pending_revocation)
+            if old.assigned_partitions is not new.assigned_partitions:
+                self._claim(new.member_id, new.assigned_partitions)
+            if old.partitions_pending_revocation is not new.partitions_pending_revocation:
+                self._claim(new.member_id, new.partitions_pending_revocation)
+            self.members[new.member_id] = new
+            return
         if old is not None:
             if old.instance_id is not None and self.static_members.get(old.instance_id) == old.member_id:
                 del self.static_members[old.instance_id]

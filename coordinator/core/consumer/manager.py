@@ -448,7 +448,8 @@ class ConsumerGroupManager:
         current = group.target_assignment
         for mid in sorted(new_targets):
             new = new_targets[mid]
-            if current.get(mid) != new:
+            old = current.get(mid)
+            if old is not new and old != new:
                 records.append(
                     Record(
                         ConsumerGroupTargetAssignmentMemberKey(gid, mid),
@@ -739,7 +740,14 @@ class ConsumerGroupManager:
                 duration_ns,
             )
         )
-        return {mid: normalized(result.get(mid, {})) for mid in specs}
+        # Members whose target did not change keep the very same mapping (the assignors hand back
+        # their input's frozensets), so ``_target_records`` skips them by identity.
+        targets: dict[str, Assignment] = {}
+        for mid, spec in specs.items():
+            new = result.get(mid, {})
+            previous = spec.assigned_partitions
+            targets[mid] = previous if new == previous else normalized(new)
+        return targets
 
     def preferred_assignor(self, members: Iterable[ConsumerGroupMember]) -> str:
         """Most requested configured ``ServerAssignor`` (ties: config order), else the default."""
