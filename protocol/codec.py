@@ -17,10 +17,10 @@ from __future__ import annotations
 import io
 import struct
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import msgspec
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
@@ -40,8 +40,7 @@ _SIZE = struct.Struct(">i")
 VersionRanges = Mapping[int, tuple[int, int]]
 
 
-@dataclass(frozen=True, slots=True)
-class DecodedRequest:
+class DecodedRequest(msgspec.Struct, frozen=True, gc=False):
     api_key: int
     api_version: int
     correlation_id: int

@@ -15,9 +15,10 @@ Conventions:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 from uuid import UUID
+
+import msgspec
 
 from coordinator.core.consumer.topics import TopicInfo
 
@@ -26,8 +27,7 @@ from coordinator.core.consumer.topics import TopicInfo
 # --------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class JoinGroup:
+class JoinGroup(msgspec.Struct, frozen=True, gc=False):
     ref: int
     group_id: str
     member_id: str  # "" for a new member
@@ -48,8 +48,7 @@ class JoinGroup:
     new_member_id: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class SyncGroup:
+class SyncGroup(msgspec.Struct, frozen=True, gc=False):
     ref: int
     group_id: str
     generation_id: int
@@ -60,8 +59,7 @@ class SyncGroup:
     assignments: tuple[tuple[str, bytes], ...]  # (member_id, assignment); only the leader sends any
 
 
-@dataclass(frozen=True, slots=True)
-class Heartbeat:
+class Heartbeat(msgspec.Struct, frozen=True, gc=False):
     ref: int
     group_id: str
     generation_id: int
@@ -75,8 +73,7 @@ class LeavingMember(NamedTuple):
     reason: str | None = None  # v5+
 
 
-@dataclass(frozen=True, slots=True)
-class LeaveGroup:
+class LeaveGroup(msgspec.Struct, frozen=True, gc=False):
     ref: int
     group_id: str
     members: tuple[LeavingMember, ...]
@@ -103,8 +100,7 @@ class OffsetCommitTopic(NamedTuple):
     partitions: tuple[OffsetCommitPartition, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetCommit:
+class OffsetCommit(msgspec.Struct, frozen=True, gc=False):
     ref: int
     group_id: str
     generation_id_or_member_epoch: int  # -1 for simple (non-group-managed) commits and v0
@@ -129,8 +125,7 @@ class OffsetFetchGroup(NamedTuple):
     topics: tuple[OffsetFetchTopic, ...] | None = None  # None = all committed offsets (v2+)
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetFetch:
+class OffsetFetch(msgspec.Struct, frozen=True, gc=False):
     ref: int
     groups: tuple[OffsetFetchGroup, ...]  # v0-7 build a one-element tuple
     require_stable: bool = False  # v7+
@@ -141,8 +136,7 @@ class OffsetDeleteTopic(NamedTuple):
     partition_indexes: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetDelete:
+class OffsetDelete(msgspec.Struct, frozen=True, gc=False):
     ref: int
     group_id: str
     topics: tuple[OffsetDeleteTopic, ...]
@@ -153,21 +147,18 @@ class OffsetDelete:
 # --------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ListGroups:
+class ListGroups(msgspec.Struct, frozen=True, gc=False):
     ref: int
     states_filter: tuple[str, ...] = ()  # v4+; case-insensitive; empty = all
     types_filter: tuple[str, ...] = ()  # v5+; case-insensitive; empty = all
 
 
-@dataclass(frozen=True, slots=True)
-class DescribeGroups:
+class DescribeGroups(msgspec.Struct, frozen=True, gc=False):
     ref: int
     group_ids: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class DeleteGroups:
+class DeleteGroups(msgspec.Struct, frozen=True, gc=False):
     ref: int
     group_ids: tuple[str, ...]  # the core de-duplicates, keeping first occurrences
 
@@ -182,8 +173,7 @@ class HeartbeatTopicPartitions(NamedTuple):
     partitions: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupHeartbeat:
+class ConsumerGroupHeartbeat(msgspec.Struct, frozen=True, gc=False):
     """A ConsumerGroupHeartbeat; ``None`` (or -1) fields mean "unchanged since the last heartbeat"."""
 
     ref: int
@@ -205,8 +195,7 @@ class ConsumerGroupHeartbeat:
     new_member_id: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupDescribe:
+class ConsumerGroupDescribe(msgspec.Struct, frozen=True, gc=False):
     ref: int
     group_ids: tuple[str, ...]
 
@@ -216,8 +205,7 @@ class ConsumerGroupDescribe:
 # --------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class TopicsChanged:
+class TopicsChanged(msgspec.Struct, frozen=True, gc=False):
     """The catalog changed. ``snapshot=True``: ``topics`` is the whole catalog (start-up)."""
 
     topics: tuple[TopicInfo, ...] = ()  # created or altered topics, as they are now
@@ -230,8 +218,7 @@ class TopicsChanged:
 # --------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class TimerFired:
+class TimerFired(msgspec.Struct, frozen=True, gc=False):
     """Posted by the runtime when the timer ``key`` armed for ``deadline_ms`` is due (no reply)."""
 
     key: tuple[str, ...]

@@ -13,23 +13,22 @@ The adapter picks per-version fields and applies version rules, e.g.:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from uuid import UUID
+
+import msgspec
 
 from coordinator.core.errors import ErrorCode
 
 NO_ERROR = ErrorCode.NONE
 
 
-@dataclass(frozen=True, slots=True)
-class JoinGroupResponseMember:
+class JoinGroupResponseMember(msgspec.Struct, frozen=True, gc=False):
     member_id: str
     group_instance_id: str | None
     metadata: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class JoinGroupResponse:
+class JoinGroupResponse(msgspec.Struct, frozen=True, gc=False):
     error_code: ErrorCode
     member_id: str = ""
     generation_id: int = -1
@@ -40,51 +39,43 @@ class JoinGroupResponse:
     members: tuple[JoinGroupResponseMember, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class SyncGroupResponse:
+class SyncGroupResponse(msgspec.Struct, frozen=True, gc=False):
     error_code: ErrorCode
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignment: bytes = b""
 
 
-@dataclass(frozen=True, slots=True)
-class HeartbeatResponse:
+class HeartbeatResponse(msgspec.Struct, frozen=True, gc=False):
     error_code: ErrorCode
 
 
-@dataclass(frozen=True, slots=True)
-class LeaveGroupMemberResponse:
+class LeaveGroupMemberResponse(msgspec.Struct, frozen=True, gc=False):
     member_id: str
     group_instance_id: str | None
     error_code: ErrorCode
 
 
-@dataclass(frozen=True, slots=True)
-class LeaveGroupResponse:
+class LeaveGroupResponse(msgspec.Struct, frozen=True, gc=False):
     error_code: ErrorCode
     members: tuple[LeaveGroupMemberResponse, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionError:
+class PartitionError(msgspec.Struct, frozen=True, gc=False):
     partition_index: int
     error_code: ErrorCode
 
 
-@dataclass(frozen=True, slots=True)
-class TopicPartitionErrors:
+class TopicPartitionErrors(msgspec.Struct, frozen=True, gc=False):
     name: str
     partitions: tuple[PartitionError, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetCommitResponse:
+class OffsetCommitResponse(msgspec.Struct, frozen=True, gc=False):
     topics: tuple[TopicPartitionErrors, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetFetchResponsePartition:
+class OffsetFetchResponsePartition(msgspec.Struct, frozen=True, gc=False):
     partition_index: int
     committed_offset: int = -1
     committed_leader_epoch: int = -1
@@ -92,46 +83,39 @@ class OffsetFetchResponsePartition:
     error_code: ErrorCode = NO_ERROR
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetFetchResponseTopic:
+class OffsetFetchResponseTopic(msgspec.Struct, frozen=True, gc=False):
     name: str
     partitions: tuple[OffsetFetchResponsePartition, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetFetchResponseGroup:
+class OffsetFetchResponseGroup(msgspec.Struct, frozen=True, gc=False):
     group_id: str
     error_code: ErrorCode
     topics: tuple[OffsetFetchResponseTopic, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetFetchResponse:
+class OffsetFetchResponse(msgspec.Struct, frozen=True, gc=False):
     groups: tuple[OffsetFetchResponseGroup, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetDeleteResponse:
+class OffsetDeleteResponse(msgspec.Struct, frozen=True, gc=False):
     error_code: ErrorCode
     topics: tuple[TopicPartitionErrors, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class ListedGroup:
+class ListedGroup(msgspec.Struct, frozen=True, gc=False):
     group_id: str
     protocol_type: str  # "" for simple (offset-only) groups
     group_state: str
     group_type: str  # "classic" | "consumer"
 
 
-@dataclass(frozen=True, slots=True)
-class ListGroupsResponse:
+class ListGroupsResponse(msgspec.Struct, frozen=True, gc=False):
     error_code: ErrorCode
     groups: tuple[ListedGroup, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class DescribedGroupMember:
+class DescribedGroupMember(msgspec.Struct, frozen=True, gc=False):
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -140,8 +124,7 @@ class DescribedGroupMember:
     member_assignment: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class DescribedGroup:
+class DescribedGroup(msgspec.Struct, frozen=True, gc=False):
     group_id: str
     error_code: ErrorCode
     group_state: str
@@ -156,27 +139,23 @@ class DescribedGroup:
         return f"Group {self.group_id} not found."
 
 
-@dataclass(frozen=True, slots=True)
-class DescribeGroupsResponse:
+class DescribeGroupsResponse(msgspec.Struct, frozen=True, gc=False):
     groups: tuple[DescribedGroup, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class DeletableGroupResult:
+class DeletableGroupResult(msgspec.Struct, frozen=True, gc=False):
     group_id: str
     error_code: ErrorCode
 
 
-@dataclass(frozen=True, slots=True)
-class DeleteGroupsResponse:
+class DeleteGroupsResponse(msgspec.Struct, frozen=True, gc=False):
     results: tuple[DeletableGroupResult, ...]
 
 
 # ---- KIP-848 consumer groups ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupHeartbeatResponse:
+class ConsumerGroupHeartbeatResponse(msgspec.Struct, frozen=True, gc=False):
     error_code: ErrorCode
     error_message: str | None = None
     member_id: str | None = None
@@ -186,15 +165,13 @@ class ConsumerGroupHeartbeatResponse:
     assignment: tuple[tuple[UUID, tuple[int, ...]], ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class DescribedTopicPartitions:
+class DescribedTopicPartitions(msgspec.Struct, frozen=True, gc=False):
     topic_id: UUID
     topic_name: str
     partitions: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class DescribedConsumerGroupMember:
+class DescribedConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
     member_id: str
     instance_id: str | None
     rack_id: str | None
@@ -208,8 +185,7 @@ class DescribedConsumerGroupMember:
     member_type: int = 1  # v1+ (KIP-1099): 0 classic-protocol member, 1 consumer-protocol member
 
 
-@dataclass(frozen=True, slots=True)
-class DescribedConsumerGroup:
+class DescribedConsumerGroup(msgspec.Struct, frozen=True, gc=False):
     group_id: str
     error_code: ErrorCode
     error_message: str | None = None
@@ -220,6 +196,5 @@ class DescribedConsumerGroup:
     members: tuple[DescribedConsumerGroupMember, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupDescribeResponse:
+class ConsumerGroupDescribeResponse(msgspec.Struct, frozen=True, gc=False):
     groups: tuple[DescribedConsumerGroup, ...]

@@ -12,28 +12,25 @@ timer whose deadline is no longer the current one for that key, so a late or dup
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 from coordinator.core.records import Record
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
+class Reply(msgspec.Struct, frozen=True, gc=False):
     """The response to the in-flight request ``ref`` (the opaque id the adapter put on the request)."""
 
     ref: int
     response: object
 
 
-@dataclass(frozen=True, slots=True)
-class TimerOp:
+class TimerOp(msgspec.Struct, frozen=True, gc=False):
     key: tuple[str, ...]
     deadline_ms: int | None
 
 
-@dataclass(slots=True)
-class Result:
-    records: list[Record] = field(default_factory=list)
-    replies: list[Reply] = field(default_factory=list)
-    timers: list[TimerOp] = field(default_factory=list)
-    events: list[object] = field(default_factory=list)
+class Result(msgspec.Struct):
+    records: list[Record] = msgspec.field(default_factory=list)
+    replies: list[Reply] = msgspec.field(default_factory=list)
+    timers: list[TimerOp] = msgspec.field(default_factory=list)
+    events: list[object] = msgspec.field(default_factory=list)

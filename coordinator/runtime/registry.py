@@ -12,11 +12,11 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from kio.schema.index import api_key_map
 
 
-@dataclass(frozen=True, slots=True)
-class RequestContext:
+class RequestContext(msgspec.Struct, frozen=True, gc=False):
     """What a handler may know about the request besides its body."""
 
     connection_id: int

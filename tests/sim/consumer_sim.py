@@ -30,9 +30,11 @@ Stable, every client owns exactly its target and every subscribed partition is o
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
+
+from msgspec.structs import replace
 
 from coordinator.core.config import GroupConfig
 from coordinator.core.consumer.group import ConsumerGroup

@@ -5,7 +5,7 @@ Every step is checked by the harness (replay of the log == live state, ownership
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from coordinator.core.errors import ErrorCode
 from coordinator.core.events import TargetAssignmentComputed
