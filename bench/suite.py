@@ -257,14 +257,16 @@ async def section_scale(s: Sizes, workdir: Path, prof: Profiler) -> list[Row]:
             f"interval, {s.scale_measure_s:g} s")
     rss = r.get("rss") or 0
     rows = [
-        Row("scale", f"heartbeat latency, {what}", "coordinator", fmt_rps(r), "p99 < 10 ms",
-            verdict(r["p99_ms"] < 10 and r["settled"]), r),
+        Row("scale", f"heartbeat latency, {what}", "coordinator",
+            fmt_rps(r) + f"; CPU: server {r['server_cpu']:.0f} %, load generator {r['loadgen_cpu']:.0f} % of a core",
+            "p99 < 10 ms", verdict(r["p99_ms"] < 10 and r["settled"]), r),
         Row("scale", f"server RSS, {what}", "coordinator",
             f"{rss / 2**20:,.0f} MiB (peak {(r.get('rss_peak') or 0) / 2**20:,.0f} MiB; "
             f"{(r.get('rss_settled') or 0) / 2**20:,.0f} MiB once settled)", "< 1 GiB", verdict(rss < 2**30)),
         Row("scale", f"join and settle, {what}", "coordinator",
             f"{r['join_and_settle_s']:.1f} s (joins spread over {s.scale_join_s:g} s)"
-            + ("" if r["settled"] else " — **did not settle**")),
+            + ("" if r["settled"] else " — **did not settle**")
+            + f"; CPU meanwhile: server {r['server_cpu_join']:.0f} %, load generator {r['loadgen_cpu_join']:.0f} %"),
     ]
     return rows
 
@@ -427,15 +429,20 @@ Method:
   peer implementation of ConsumerGroupHeartbeat in C (its classic join needs a older client flow
   and is not driven).
 - Scale, convergence and churn use model clients (`bench/loadgen/consumer.py`, `classic.py`): a
-  KIP-848 member heartbeats at the interval the server gives it, acknowledges a new assignment at
-  once with its owned partitions and otherwise sends only member id + epoch; a classic member
-  heartbeats at the same interval on its own connection, rejoins on REBALANCE_IN_PROGRESS, and the
+  KIP-848 member heartbeats at the interval the server gives it, counted from the send of its
+  previous heartbeat as the Java 4.x client does (and at once on the response if that took longer),
+  acknowledges a new assignment at once with its owned partitions and otherwise sends only member
+  id + epoch; a classic member heartbeats at the same interval on its own connection, rejoins on
+  REBALANCE_IN_PROGRESS, and the
   leader computes a balanced sticky assignment client-side (eager members revoke everything before
   rejoining; cooperative members keep theirs, partitions changing owner are withheld for one
   rebalance and the losers rejoin at once, KIP-429). Converged = every partition owned exactly once,
   every member at floor/ceil of the fair share, all assignments acknowledged / all members stable.
 - Latency is from the write of a request to the read of its response, at the load generator;
   percentiles are exact over every response in the window. RSS is the server's VmRSS / VmHWM.
+  Scale: members join at uniformly random times over the join window, multiplexed over 64
+  connections (one request in flight per connection on the server), in one load-generator process
+  sharing the machine with the server; CPU is user + system time from /proc, in % of one core.
 - The assignor and replay rows run in process through `bench/assignor_bench.py` and
   `bench/recordlog_bench.py`'s shapes and helpers.
 - The machine is shared and noisy: absolute numbers move with the load average; compare ratios.

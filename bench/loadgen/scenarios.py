@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import multiprocessing
+import os
 import random
 import time
 import uuid
@@ -81,6 +82,13 @@ async def create_topics(port: int, topics: dict[str, int], host: str = HOST) -> 
         return ids
     finally:
         conn.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads), seconds."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def server_rss(pid: int) -> dict[str, int]:
@@ -217,14 +225,20 @@ def commit_templates(groups: int, topic: str = "commits") -> list[Template]:
 
 class ConsumerDriver:
     """Every member heartbeats at its interval (first one at a random offset within `spread_s`),
-    at once after an assignment (to acknowledge it), never two at a time."""
+    at once after an assignment (to acknowledge it), never two at a time.
+
+    The interval runs from the SEND of the previous heartbeat, as in the Java client 4.x
+    (`AbstractHeartbeatRequestManager.makeHeartbeatRequest` resets the heartbeat timer when it
+    builds the request; the next one goes when the timer has expired and no request is in flight).
+    So a slow response does not shift a member's phase unless it takes longer than the interval,
+    and members that joined spread out stay spread out."""
 
     def __init__(self, conns: list[Connection], recorder: Recorder, seed: int = 1) -> None:
         self.conns = conns
         self.recorder = recorder
         self.loop = asyncio.get_running_loop()
         self.members: list[ConsumerMember] = []
-        self._handles: dict[int, asyncio.TimerHandle] = {}
+        self._handles: dict[int, asyncio.Handle] = {}
         self._stopped: set[int] = set()
         self._random = random.Random(seed)
         self.sent = 0
@@ -242,8 +256,10 @@ class ConsumerDriver:
             return
         member = self.members[index]
         conn = self.conns[index % len(self.conns)]
-        before = (member.epoch, member.acked)
+        epoch, acked = member.epoch, member.acked
         self.sent += 1
+        loop = self.loop
+        next_at = loop.time() + member.interval_ms / 1000  # the heartbeat timer, reset at send
 
         def on_response(payload: bytes, latency: int) -> None:
             if latency < 0 or index in self._stopped:
@@ -253,13 +269,18 @@ class ConsumerDriver:
                 self.recorder.error(error_name(code), latency)
             else:
                 self.recorder.ok(latency)
-            if (member.epoch, member.acked) != before or member.wants_heartbeat_now:
+            now_ack = member.wants_heartbeat_now
+            if now_ack or member.epoch != epoch or member.acked != acked:
                 self.last_change = time.perf_counter()
             if member.left:
                 self._stopped.add(index)
                 return
-            delay = 0.0 if member.wants_heartbeat_now else (0.05 if code else member.interval_ms / 1000)
-            self._handles[index] = self.loop.call_later(delay, self._send, index)
+            if now_ack:
+                self._handles[index] = loop.call_soon(self._send, index)
+            elif code:
+                self._handles[index] = loop.call_later(0.05, self._send, index)
+            else:
+                self._handles[index] = loop.call_at(max(next_at, loop.time()), self._send, index)
 
         conn.send(member.template(), on_response)
 
@@ -461,21 +482,29 @@ async def scale(port: int, pid: int | None, members: int, groups: int, topic: st
     rec = Recorder()
     driver = ConsumerDriver(conns, rec, seed=3)
     per_group = max(members // groups, 1)
+    me = os.getpid()
+    cpu0 = (cpu_seconds(pid) if pid else 0.0, cpu_seconds(me))
     started = time.perf_counter()
     driver.add((ConsumerMember(f"scale-{i // per_group}", member_uuid(i), [topic]) for i in range(members)),
                spread_s=join_s)
     settled = await wait_for(lambda: groups_balanced(driver.members, partitions), settle_timeout, 0.1) is not None
     joined_s = time.perf_counter() - started
     rss_before = server_rss(pid) if pid else {}
+    cpu1 = (cpu_seconds(pid) if pid else 0.0, cpu_seconds(me))
     rec.start()
     await asyncio.sleep(measure_s)
     rec.stop()
+    cpu2 = (cpu_seconds(pid) if pid else 0.0, cpu_seconds(me))
     rss = server_rss(pid) if pid else {}
     driver.stop()
     for conn in conns:
         conn.close()
+    window = max(rec.stopped - rec.started, 1e-9)
     return {**rec.summary(), "settled": settled, "join_and_settle_s": joined_s, "rss_settled": rss_before.get("VmRSS"),
-            "rss": rss.get("VmRSS"), "rss_peak": rss.get("VmHWM")}
+            "rss": rss.get("VmRSS"), "rss_peak": rss.get("VmHWM"),
+            # CPU share of one core (100 = one core busy), server and this load generator.
+            "server_cpu_join": (cpu1[0] - cpu0[0]) / joined_s * 100, "loadgen_cpu_join": (cpu1[1] - cpu0[1]) / joined_s * 100,
+            "server_cpu": (cpu2[0] - cpu1[0]) / window * 100, "loadgen_cpu": (cpu2[1] - cpu1[1]) / window * 100}
 
 
 async def churn(port: int, members: int, groups: int, topic: str, partitions: int, *, leave: int, crash: int,
