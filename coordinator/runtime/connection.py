@@ -168,7 +168,7 @@ class KafkaConnection(asyncio.Protocol):
             except Exception:
                 self._crash(request)
                 return
-            if asyncio.isfuture(result) or asyncio.iscoroutine(result):
+            if result.__class__ is not EncodedResponse and (asyncio.isfuture(result) or asyncio.iscoroutine(result)):
                 self._busy = True
                 future = self._in_flight = asyncio.ensure_future(result)
                 future.add_done_callback(self._completion(request, _api_name(handler.api_key), started))
