@@ -27,6 +27,8 @@ from types import MappingProxyType
 from typing import NamedTuple, Protocol, TypeAlias
 from uuid import UUID
 
+import msgspec
+
 __all__ = [
     "GroupAssignment",
     "GroupSpec",
@@ -65,8 +67,7 @@ def _no_partitions() -> Mapping[UUID, frozenset[int]]:
     return _NO_PARTITIONS
 
 
-@dataclass(frozen=True, slots=True)
-class MemberSubscriptionSpec:
+class MemberSubscriptionSpec(msgspec.Struct, frozen=True, gc=False):
     """What the assignor knows about one member.
 
     ``assigned_partitions`` is the member's current *target* assignment (for a static member that
@@ -76,7 +77,7 @@ class MemberSubscriptionSpec:
     """
 
     subscribed_topic_ids: frozenset[UUID]
-    assigned_partitions: Mapping[UUID, frozenset[int]] = field(default_factory=_no_partitions)
+    assigned_partitions: Mapping[UUID, frozenset[int]] = msgspec.field(default_factory=_no_partitions)
     rack_id: str | None = None
     instance_id: str | None = None
 

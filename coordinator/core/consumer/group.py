@@ -70,10 +70,12 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 from uuid import UUID
+
+import msgspec
+from msgspec.structs import replace
 
 from coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -141,9 +143,8 @@ def partition_count(assignment: Assignment) -> int:
     return sum(len(parts) for parts in assignment.values())
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupMember:
-    """One member (Kafka's ``ConsumerGroupMember``); immutable, updated with ``dataclasses.replace``."""
+class ConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
+    """One member (Kafka's ``ConsumerGroupMember``); immutable, updated with ``msgspec.structs.replace``."""
 
     member_id: str
     # ---- record 5 (member metadata) ----
@@ -159,8 +160,8 @@ class ConsumerGroupMember:
     member_epoch: int = 0
     previous_member_epoch: int = -1
     state: MemberState = MemberState.STABLE
-    assigned_partitions: Assignment = field(default_factory=lambda: NO_PARTITIONS)
-    partitions_pending_revocation: Assignment = field(default_factory=lambda: NO_PARTITIONS)
+    assigned_partitions: Assignment = msgspec.field(default_factory=lambda: NO_PARTITIONS)
+    partitions_pending_revocation: Assignment = msgspec.field(default_factory=lambda: NO_PARTITIONS)
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch

@@ -67,8 +67,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
 from uuid import UUID
+
+import msgspec
+from msgspec.structs import replace
 
 from coordinator.core.assignors import (
     GroupSpec,
@@ -1004,8 +1006,7 @@ class ConsumerGroupManager:
         fx.event(GroupDeleted(group.group_id, "consumer", reason))
 
 
-@dataclass(frozen=True, slots=True)
-class _Deferred:
+class _Deferred(msgspec.Struct, frozen=True):
     """A heartbeat whose membership records are written and whose target, reconciliation and
     answer wait for ``complete_deferred``."""
 

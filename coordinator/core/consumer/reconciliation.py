@@ -54,8 +54,9 @@ partitions never gains a partition that another member has in its own union.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from uuid import UUID
+
+from msgspec.structs import replace
 
 from coordinator.core.consumer.group import (
     NO_PARTITIONS,

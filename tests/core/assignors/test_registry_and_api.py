@@ -113,6 +113,7 @@ _ALLOWED_IMPORTS = {
     "enum",
     "heapq",
     "itertools",
+    "msgspec",  # frozen Structs: one MemberSubscriptionSpec per member per target computation
     "operator",
     "types",
     "typing",
