@@ -300,6 +300,14 @@ def record_type(key: RecordKey) -> int:
     return _TYPE_OF_KEY[type(key)]
 
 
+def group_of(key: RecordKey) -> str | None:
+    """The group a record belongs to; None for coordinator-wide records (CoordinatorEpoch)."""
+    group = getattr(key, "group_id", None)
+    if group is None:
+        group = getattr(key, "group", None)
+    return group
+
+
 def encode_key(key: RecordKey) -> bytes:
     return _encoder.encode(key)
 

@@ -15,6 +15,13 @@ queue in batches:
    crash could take back. Handling never waits for the disk: while batch N is being fsynced the
    shard already handles batch N+1 (so `log.flush.policy=interval` costs latency, not throughput).
 
+A request answered at once by an idle shard (the common case) narrows rule 3 to what its reply can
+reveal: a reply about one group, with no records of its own, waits only for the unflushed entries
+that touched that group (and for coordinator-wide ones); a request about several groups or none
+waits for every unflushed entry. That is Kafka's rule with a shard per group: in Kafka a read waits
+for the pending writes of its own __consumer_offsets partition, not of the other 49. Without it,
+every steady heartbeat of every group waited for the fsync of any join anywhere.
+
 Timer firings and catalog changes enter through the same queue, never touching state directly.
 While `loaded` is false (the log is being replayed) adapters answer COORDINATOR_LOAD_IN_PROGRESS.
 A log failure is fatal: `on_fatal` is called and the process exits (fail-stop, no undo).
@@ -25,11 +32,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import itertools
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol
 
-from ..core.records import encode_record
+from ..core.records import encode_record, group_of
 from ..core.requests import TimerFired
 from ..core.result import Result
 from ..core.shard import CoordinatorShard
@@ -85,6 +93,11 @@ class ShardRuntime:
         self._releases: collections.deque[tuple[asyncio.Future[Any] | None, list[Any], list[_Unload]]] = (
             collections.deque())
         """Replies (and unload completions) waiting, in order, for their durable point."""
+        self._entries = 0
+        self._group_points: dict[str, tuple[int, asyncio.Future[Any]]] = {}
+        """Per group: (entry number, durable point) of the last entry that touched it."""
+        self._barrier: tuple[int, asyncio.Future[Any]] | None = None
+        """The last entry with a coordinator-wide record: every reply waits for it."""
         self.loaded = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -162,18 +175,54 @@ class ShardRuntime:
             failed.set_exception(exc)
             return failed
         replies: list[Any] = []
-        self._apply(result, replies)
-        if self._releases or self.sink.durable_point() is not None:
+        if self._apply(result, replies):  # its own entry: every reply waits for it
             future = self._waiter(ref)
             self._enqueue_release(replies, [])
             return future
         answer: Any = _PARKED
+        others: list[Any] = []
         for reply in replies:
             if reply.ref == ref:
-                answer = reply.response
+                answer = reply
             else:
-                self._deliver(reply)
-        return self._waiter(ref) if answer is _PARKED else answer
+                others.append(reply)
+        if others:
+            self._enqueue_release(others, [])
+        if answer is _PARKED:
+            return self._waiter(ref)
+        point = self._pending_point(getattr(event, "group_id", None))
+        if point is None:
+            return answer.response
+        future = self._waiter(ref)
+        point.add_done_callback(functools.partial(self._release_one, answer))
+        return future
+
+    def _pending_point(self, group_id: str | None) -> asyncio.Future[Any] | None:
+        """What a record-less reply about `group_id` (None: several groups or none) must wait for."""
+        last = self.sink.durable_point()
+        if last is None:  # everything appended is durable
+            if self._group_points:
+                self._group_points.clear()
+            self._barrier = None
+            return None
+        if group_id is None:
+            return last
+        own = self._group_points.get(group_id)
+        barrier = self._barrier
+        if barrier is not None and (own is None or barrier[0] > own[0]):
+            own = barrier
+        if own is None:
+            return None
+        point = own[1]
+        if point.done() and not point.cancelled() and point.exception() is None:
+            return None
+        return point  # pending, or failed: `_release_one` then stops the process
+
+    def _release_one(self, reply: Any, point: asyncio.Future[Any]) -> None:
+        if point.cancelled() or point.exception() is not None:
+            self._fatal(point.exception() or RuntimeError("durable point cancelled"))
+            return
+        self._deliver(reply)
 
     def _flush(self, replies: list[Any]) -> None:
         """End of a batch: the core completes the consumer-group heartbeats it deferred (one target
@@ -278,6 +327,16 @@ class ShardRuntime:
         if result.records:
             self.sink.append([encode_record(r) for r in result.records], self._clock())
             wrote = True
+            point = self.sink.durable_point()
+            if point is not None:
+                self._entries += 1
+                mark = (self._entries, point)
+                for record in result.records:
+                    group = group_of(record.key)
+                    if group is None:
+                        self._barrier = mark
+                    else:
+                        self._group_points[group] = mark
         replies.extend(result.replies)
         if self._timers is not None:
             for op in result.timers:

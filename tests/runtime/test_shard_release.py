@@ -1,0 +1,123 @@
+"""When the shard releases a reply: never before the log entries it could reveal are durable, and a
+reply about one group does not wait for other groups' entries.
+
+The shard runs on a real core; its log is a sink whose entries become durable when the test says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from coordinator.core import requests as core
+from coordinator.core.records import CoordinatorEpochKey, CoordinatorEpochValue, Record
+from coordinator.core.result import Result
+from coordinator.core.shard import CoordinatorShard
+from coordinator.runtime.shard import ShardRuntime
+
+UNKNOWN_MEMBER_ID = 25
+
+
+class ManualSink:
+    """A record log whose entries become durable only on `make_durable()`, in order."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[Sequence[Any], asyncio.Future[None]]] = []
+
+    def append(self, records: Sequence[Any], timestamp_ms: int) -> None:
+        self.entries.append((records, asyncio.get_running_loop().create_future()))
+
+    def durable_point(self) -> asyncio.Future[None] | None:
+        if self.entries and not self.entries[-1][1].done():
+            return self.entries[-1][1]
+        return None
+
+    def make_durable(self) -> None:
+        for _, point in self.entries:
+            if not point.done():
+                point.set_result(None)
+
+
+async def idle_runtime() -> tuple[ShardRuntime, ManualSink]:
+    sink = ManualSink()
+    runtime = ShardRuntime(CoordinatorShard(), sink, clock=lambda: 1_000_000)
+    await runtime.start()
+    await asyncio.sleep(0)  # the shard task reaches its wait: requests are handled at once
+    return runtime, sink
+
+
+def commit(runtime: ShardRuntime, group: str) -> Any:
+    return runtime.submit(core.OffsetCommit(
+        ref=runtime.new_ref(), group_id=group, generation_id_or_member_epoch=-1, member_id="",
+        group_instance_id=None, retention_time_ms=-1,
+        topics=(core.OffsetCommitTopic("t", (core.OffsetCommitPartition(0, 42),)),)))
+
+
+def heartbeat(runtime: ShardRuntime, group: str) -> Any:
+    return runtime.submit(core.Heartbeat(ref=runtime.new_ref(), group_id=group, generation_id=1, member_id="m",
+                                         group_instance_id=None))
+
+
+async def settle(*futures: asyncio.Future[Any]) -> None:
+    await asyncio.wait_for(asyncio.gather(*futures), timeout=5)
+
+
+@pytest.mark.asyncio
+async def test_a_reply_about_another_group_does_not_wait_for_an_unflushed_commit() -> None:
+    runtime, sink = await idle_runtime()
+    try:
+        committed = commit(runtime, "a")
+        assert isinstance(committed, asyncio.Future) and not committed.done()  # its own entry is not durable
+
+        other = heartbeat(runtime, "b")
+        assert not isinstance(other, asyncio.Future)  # answered in place
+        assert other.error_code == UNKNOWN_MEMBER_ID
+
+        same = heartbeat(runtime, "a")
+        listing = runtime.submit(core.ListGroups(ref=runtime.new_ref()))
+        await asyncio.sleep(0)
+        assert isinstance(same, asyncio.Future) and not same.done()  # could reveal group a's state
+        assert isinstance(listing, asyncio.Future) and not listing.done()  # concerns every group
+
+        sink.make_durable()
+        await settle(committed, same, listing)
+        assert [p.error_code for t in committed.result().topics for p in t.partitions] == [0]
+        assert same.result().error_code == UNKNOWN_MEMBER_ID
+        assert [g.group_id for g in listing.result().groups] == ["a"]
+    finally:
+        await runtime.stop()
+
+
+@pytest.mark.asyncio
+async def test_a_coordinator_wide_entry_holds_every_reply() -> None:
+    runtime, sink = await idle_runtime()
+    try:
+        runtime._apply(Result([Record(CoordinatorEpochKey(), CoordinatorEpochValue(1, "writer"))]), [])
+        held = heartbeat(runtime, "b")
+        await asyncio.sleep(0)
+        assert isinstance(held, asyncio.Future) and not held.done()
+        sink.make_durable()
+        await settle(held)
+        assert held.result().error_code == UNKNOWN_MEMBER_ID
+        assert not isinstance(heartbeat(runtime, "b"), asyncio.Future)  # nothing pending any more
+    finally:
+        await runtime.stop()
+
+
+@pytest.mark.asyncio
+async def test_a_group_waits_only_until_its_own_latest_entry_is_durable() -> None:
+    runtime, sink = await idle_runtime()
+    try:
+        first = commit(runtime, "a")
+        sink.make_durable()
+        await settle(first)
+        second = commit(runtime, "b")  # pending, but about another group
+        answer = heartbeat(runtime, "a")
+        assert not isinstance(answer, asyncio.Future)
+        sink.make_durable()
+        await settle(second)
+    finally:
+        await runtime.stop()
