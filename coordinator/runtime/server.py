@@ -40,7 +40,7 @@ from ..recordlog import (
     compact,
 )
 from ..recordlog.segments import list_segments
-from . import durable, group_metrics, ownership
+from . import durable, gc_policy, group_metrics, ownership
 from .apis import bootstrap_handlers, consumer_groups, group_handlers
 from .connection import KafkaConnection
 from .durable import DurableSink
@@ -275,6 +275,8 @@ async def serve(config: Config) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop_requested.set)
     await server.start()
+    # A process-wide policy, so here and not in CoordinatorServer (tests run servers in process).
+    gc_policy.freeze_survivors(loop)
     await stop_requested.wait()
     log.info("shutdown_requested")
     await server.stop()

@@ -10,6 +10,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from coordinator.config import KEYS, ConfigError, resolve
+from tests.support.metrics import scrape
 from tests.support.server import ServerProcess, http_get
 
 
@@ -136,5 +137,13 @@ def test_sigterm_answers_a_parked_join_then_exits_zero(tmp_path) -> None:
         assert error_code == 16  # NOT_COORDINATOR
         assert closed
         assert server.proc is not None and server.proc.wait(15) == 0
+    finally:
+        server.stop()
+
+
+def test_a_serving_process_freezes_its_loaded_heap_for_the_collector(tmp_path) -> None:
+    server = ServerProcess(tmp_path / "data").start()
+    try:
+        assert scrape(server.metrics_port)["coordinator_gc_frozen_objects"] > 10_000
     finally:
         server.stop()
