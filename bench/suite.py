@@ -67,7 +67,7 @@ class Sizes:
     commit_seconds: float
 
 
-FULL = Sizes("full", 8.0, 100, 10, 16, 16, 50_000, 1_000, 100, 5_000, 25.0, 60.0, 100, 10, 1_000, 1_000,
+FULL = Sizes("full", 8.0, 100, 10, 16, 16, 50_000, 1_000, 100, 5_000, 300.0, 60.0, 100, 10, 1_000, 1_000,
              2_000, 100, 1_000, 100, 1_000, 1_000_000, 5.0)
 QUICK = Sizes("quick", 3.0, 20, 10, 16, 16, 5_000, 100, 100, 2_000, 5.0, 10.0, 100, 10, 1_000, 500,
               500, 50, 1_000, 100, 1_000, 200_000, 2.0)
@@ -443,6 +443,11 @@ Method:
   Scale: members join at uniformly random times over the join window, multiplexed over 64
   connections (one request in flight per connection on the server), in one load-generator process
   sharing the machine with the server; CPU is user + system time from /proc, in % of one core.
+  The full run spreads the 50,000 joins over 300 s (about 170 joins/s): each join costs the
+  server ~2.4 ms all told (the join, ~3 acknowledgements, its records and their fsync) and a
+  faster ramp saturates this one Python process, which then leaves the members phase-locked in
+  platoons that persist into the measurement (see the findings). The load generator runs the
+  scenario with its cyclic garbage collector off, so its own pauses do not count as latency.
 - The assignor and replay rows run in process through `bench/assignor_bench.py` and
   `bench/recordlog_bench.py`'s shapes and helpers.
 - The machine is shared and noisy: absolute numbers move with the load average; compare ratios.
@@ -452,26 +457,45 @@ Method:
 FINDINGS = """\
 ## Profile findings (py-spy on the coordinator; `bench/run --profile DIR` regenerates the profiles)
 
-- Before the hot-path work, a steady Heartbeat cost one `transport.write` syscall per response
-  (28–37 % of server samples: one request in flight per connection means one response per
-  connection per shard batch), a Task per request (~5 %), `build` + kio's pure-Python encoder
-  (~8–10 %) and Prometheus `labels()` look-ups (~3 %).
-- Done: Heartbeat / ConsumerGroupHeartbeat / OffsetCommit responses are encoded with precompiled
-  `struct` layouts (`protocol/fastencode.py`, proven equal to kio by Hypothesis); group requests
-  chain futures instead of creating a Task; an idle shard handles a request at once (same
-  handle/apply, replies held until durable when it wrote records), so a connection answers its
-  queued heartbeats in one pass and writes them with one syscall. Heartbeat went from 0.24–0.38×
-  to 0.75–0.93× the decode-only server on the same (noisy) machine; CGH from 0.28–0.49× to 0.73–0.77×.
-- What is left on the heartbeat path: the core's own handling (`ClassicGroupManager.heartbeat`,
-  ~5 %), re-arming the session timer per heartbeat (`Timers.arm`: cancel + `call_later`, ~6 %),
-  kio decode (~4 %), `build` of the response entity (~4 %), Prometheus counters (~4 %). Removing
-  them: session deadlines in a table swept by one periodic timer; adapters that hand the fast
-  encoders plain values instead of building kio entities.
-- `log.flush.policy=interval` caps OffsetCommit throughput at about one shard batch per
-  `log.flush.interval.ms`: the shard awaits the durability of batch N before it handles batch N+1,
-  and under `interval` that wait is the interval timer. Handling the next batch while the previous
-  one's fsync is pending (replies still released in order, each after its own durability) would
-  lift it to the `always` numbers or above.
+Steady heartbeats, in the order the costs were removed (each step measured against the decode-only
+server in the same run):
+- one `transport.write` per response (28-37 % of samples): a connection now writes every response
+  of a pass with one syscall;
+- a Task per request, then a future + callback + loop turn per request: an idle shard that needs
+  nothing from the disk now answers in place (`ShardRuntime.submit` returns the response itself);
+- kio's pure-Python encoder, then building the kio response entity only to feed the fast encoder:
+  Heartbeat / ConsumerGroupHeartbeat / OffsetCommit responses are written by `struct` straight from
+  the adapter's description (`protocol/fastencode.py`, Hypothesis-proven equal to kio);
+- Prometheus counter and histogram updates behind a lock (~10 %): request metrics are plain ints
+  exposed by a collector at scrape time;
+- frozen dataclass construction (1.5 us per six fields; 13-15 % of samples): core requests,
+  responses, replies and members are frozen msgspec Structs (0.36 us);
+- re-arming the session timer with cancel + `call_later` (~10 %): a later deadline is a table write.
+What is left per heartbeat: the core's own handling (20-25 %), kio decode (~9 %), response encoding
+(~7 %), the connection loop.
+
+Scale (50,000 KIP-848 members), what stands in the way of p99 < 10 ms:
+- Joins are the expensive requests: ~0.3 ms of core time each (the uniform assignor over the group
+  and one target record per changed member) plus ~3 acknowledgements, records, fsync and history:
+  about 2.4 ms of server time per joining member. At 2,000 joins/s (a 25 s ramp) the server is
+  saturated for the whole ramp, requests queue for tens of seconds, members pass their session
+  timeout and rejoin, and the groups never settle. Computing a join's target incrementally (a new
+  member takes P/(N+1) partitions from the most loaded members) instead of re-running the assignor
+  over every member would cut the core share by about 4x.
+- A backlog, even a short one, releases responses in bursts; members send their next heartbeat an
+  interval after the previous send (as the Java client does), so they stay phase-locked in
+  platoons and every platoon queues at the server. Hence the slow ramp of the full run.
+- Fixed on the way: full garbage collections walked every member's assignment (200-300 ms every
+  few seconds at 20,000 members, in the server and in the load generator): the server freezes the
+  survivors of each full collection (`coordinator/runtime/gc_policy.py`); and every record-less
+  reply used to wait for the fsync of any join in any group: it now waits only for its own group's
+  unflushed entries (Kafka's rule, with a coordinator partition per group).
+- The second core: the server is one Python process. Hashing groups onto several shard processes,
+  each with its own log, is the way past one core.
+
+OffsetCommit per flush policy: the shard never waits for the disk, but a reply waits for the fsync
+that covers it, so under `interval` a closed loop of 16 connections is bounded by 16 requests per
+`log.flush.interval.ms` (~1,600/s at 10 ms); more connections raise it, not faster handling.
 """
 
 
