@@ -475,23 +475,31 @@ What is left per heartbeat: the core's own handling (20-25 %), kio decode (~9 %)
 (~7 %), the connection loop.
 
 Scale (50,000 KIP-848 members), what stands in the way of p99 < 10 ms:
+- One core's worth of steady heartbeats. With members spread over 64 connections a read rarely
+  carries more than one request, so every heartbeat pays its own socket read and write: in a py-spy
+  profile of the steady state the write syscall (`KafkaConnection._flush`) and uvloop's own
+  polling and reads (`Runner.run` self time) are ~55 % of the server's samples, the handling ~45 %.
+  Steady state after settling (same method, shorter ramps): 10,000 members (2,000 req/s) p99 4.0 ms
+  at 29 % of a core; 20,000 members (4,000 req/s) p99 18 ms at 44 %; 50,000 members
+  (10,000 req/s) the row above, at 74 %. At that utilisation any burst queues, and bursts are what
+  a ramp leaves behind: members send their next heartbeat an interval after the previous send (as
+  the Java client does), so responses released together keep their members phase-locked in
+  platoons. Past one core, groups hashed onto several shard processes (each with its own log and
+  listener, e.g. SO_REUSEPORT) is the way out; fewer syscalls per request is the other.
 - Joins are the expensive requests: ~0.3 ms of core time each (the uniform assignor over the group
   and one target record per changed member) plus ~3 acknowledgements, records, fsync and history:
   about 2.4 ms of server time per joining member. At 2,000 joins/s (a 25 s ramp) the server is
   saturated for the whole ramp, requests queue for tens of seconds, members pass their session
-  timeout and rejoin, and the groups never settle. Computing a join's target incrementally (a new
-  member takes P/(N+1) partitions from the most loaded members) instead of re-running the assignor
-  over every member would cut the core share by about 4x.
-- A backlog, even a short one, releases responses in bursts; members send their next heartbeat an
-  interval after the previous send (as the Java client does), so they stay phase-locked in
-  platoons and every platoon queues at the server. Hence the slow ramp of the full run.
+  timeout and rejoin, and the groups never settle; the full run therefore ramps over 300 s, and is
+  still at 95 % of a core by the end of it. Computing a join's target incrementally (a new member
+  takes P/(N+1) partitions from the most loaded members) instead of re-running the assignor over
+  every member would cut the core's share about 4x.
 - Fixed on the way: full garbage collections walked every member's assignment (200-300 ms every
   few seconds at 20,000 members, in the server and in the load generator): the server freezes the
-  survivors of each full collection (`coordinator/runtime/gc_policy.py`); and every record-less
-  reply used to wait for the fsync of any join in any group: it now waits only for its own group's
-  unflushed entries (Kafka's rule, with a coordinator partition per group).
-- The second core: the server is one Python process. Hashing groups onto several shard processes,
-  each with its own log, is the way past one core.
+  survivors of each full collection (`coordinator/runtime/gc_policy.py`) and the load generator
+  runs the scenario without the cyclic collector; and every record-less reply used to wait for the
+  fsync of any join in any group: it now waits only for its own group's unflushed entries (Kafka's
+  rule, with a coordinator partition per group).
 
 OffsetCommit per flush policy: the shard never waits for the disk, but a reply waits for the fsync
 that covers it, so under `interval` a closed loop of 16 connections is bounded by 16 requests per
