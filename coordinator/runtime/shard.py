@@ -141,6 +141,11 @@ class ShardRuntime:
         self._observers.append(observer)
 
     # -- requests -----------------------------------------------------------------------------
+    @property
+    def idle(self) -> bool:
+        """The shard task waits for work with nothing queued: `submit` handles a request at once."""
+        return self._idle
+
     def new_ref(self) -> int:
         return next(self._refs)
 

@@ -9,8 +9,8 @@ import pytest
 from coordinator.runtime.clock import Timers, now_ms
 
 
-@pytest.mark.asyncio
-async def test_rearming_later_fires_once_with_the_latest_deadline() -> None:
+def recording_timers() -> tuple[Timers, list[tuple[object, int]], asyncio.Event]:
+    """Timers whose firings are recorded; the event is set at each one."""
     fired: list[tuple[object, int]] = []
     done = asyncio.Event()
 
@@ -18,7 +18,12 @@ async def test_rearming_later_fires_once_with_the_latest_deadline() -> None:
         fired.append((key, deadline))
         done.set()
 
-    timers = Timers(asyncio.get_running_loop(), fire)
+    return Timers(asyncio.get_running_loop(), fire), fired, done
+
+
+@pytest.mark.asyncio
+async def test_rearming_later_fires_once_with_the_latest_deadline() -> None:
+    timers, fired, done = recording_timers()
     start = now_ms()
     for step in range(1, 21):  # a heartbeat every few ms pushes the deadline later
         timers.arm("member", start + 20 + step * 5)
@@ -31,14 +36,7 @@ async def test_rearming_later_fires_once_with_the_latest_deadline() -> None:
 
 @pytest.mark.asyncio
 async def test_earlier_deadline_replaces_and_cancel_stops_firing() -> None:
-    fired: list[tuple[object, int]] = []
-    done = asyncio.Event()
-
-    def fire(key: object, deadline: int) -> None:
-        fired.append((key, deadline))
-        done.set()
-
-    timers = Timers(asyncio.get_running_loop(), fire)
+    timers, fired, done = recording_timers()
     start = now_ms()
     timers.arm("cancelled", start + 10)
     timers.arm("cancelled", None)

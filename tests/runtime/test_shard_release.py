@@ -7,10 +7,12 @@ The shard runs on a real core; its log is a sink whose entries become durable wh
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from coordinator.core import requests as core
 from coordinator.core.records import CoordinatorEpochKey, CoordinatorEpochValue, Record
@@ -41,12 +43,24 @@ class ManualSink:
                 point.set_result(None)
 
 
-async def idle_runtime() -> tuple[ShardRuntime, ManualSink]:
+async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition never held"
+        await asyncio.sleep(0.001)
+
+
+@pytest_asyncio.fixture
+async def shard() -> AsyncIterator[tuple[ShardRuntime, ManualSink]]:
+    """A started shard whose task waits for work, so requests are handled at once."""
     sink = ManualSink()
     runtime = ShardRuntime(CoordinatorShard(), sink, clock=lambda: 1_000_000)
     await runtime.start()
-    await asyncio.sleep(0)  # the shard task reaches its wait: requests are handled at once
-    return runtime, sink
+    await until(lambda: runtime.idle)
+    try:
+        yield runtime, sink
+    finally:
+        await runtime.stop()
 
 
 def commit(runtime: ShardRuntime, group: str) -> Any:
@@ -66,58 +80,50 @@ async def settle(*futures: asyncio.Future[Any]) -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_reply_about_another_group_does_not_wait_for_an_unflushed_commit() -> None:
-    runtime, sink = await idle_runtime()
-    try:
-        committed = commit(runtime, "a")
-        assert isinstance(committed, asyncio.Future) and not committed.done()  # its own entry is not durable
+async def test_a_reply_about_another_group_does_not_wait_for_an_unflushed_commit(
+        shard: tuple[ShardRuntime, ManualSink]) -> None:
+    runtime, sink = shard
+    committed = commit(runtime, "a")
+    assert isinstance(committed, asyncio.Future) and not committed.done()  # its own entry is not durable
 
-        other = heartbeat(runtime, "b")
-        assert not isinstance(other, asyncio.Future)  # answered in place
-        assert other.error_code == UNKNOWN_MEMBER_ID
+    other = heartbeat(runtime, "b")
+    assert not isinstance(other, asyncio.Future)  # answered in place
+    assert other.error_code == UNKNOWN_MEMBER_ID
 
-        same = heartbeat(runtime, "a")
-        listing = runtime.submit(core.ListGroups(ref=runtime.new_ref()))
-        await asyncio.sleep(0)
-        assert isinstance(same, asyncio.Future) and not same.done()  # could reveal group a's state
-        assert isinstance(listing, asyncio.Future) and not listing.done()  # concerns every group
+    same = heartbeat(runtime, "a")
+    listing = runtime.submit(core.ListGroups(ref=runtime.new_ref()))
+    await asyncio.sleep(0)  # a loop turn: whatever is ready to be released would be
+    assert isinstance(same, asyncio.Future) and not same.done()  # could reveal group a's state
+    assert isinstance(listing, asyncio.Future) and not listing.done()  # concerns every group
 
-        sink.make_durable()
-        await settle(committed, same, listing)
-        assert [p.error_code for t in committed.result().topics for p in t.partitions] == [0]
-        assert same.result().error_code == UNKNOWN_MEMBER_ID
-        assert [g.group_id for g in listing.result().groups] == ["a"]
-    finally:
-        await runtime.stop()
+    sink.make_durable()
+    await settle(committed, same, listing)
+    assert [p.error_code for t in committed.result().topics for p in t.partitions] == [0]
+    assert same.result().error_code == UNKNOWN_MEMBER_ID
+    assert [g.group_id for g in listing.result().groups] == ["a"]
 
 
 @pytest.mark.asyncio
-async def test_a_coordinator_wide_entry_holds_every_reply() -> None:
-    runtime, sink = await idle_runtime()
-    try:
-        runtime._apply(Result([Record(CoordinatorEpochKey(), CoordinatorEpochValue(1, "writer"))]), [])
-        held = heartbeat(runtime, "b")
-        await asyncio.sleep(0)
-        assert isinstance(held, asyncio.Future) and not held.done()
-        sink.make_durable()
-        await settle(held)
-        assert held.result().error_code == UNKNOWN_MEMBER_ID
-        assert not isinstance(heartbeat(runtime, "b"), asyncio.Future)  # nothing pending any more
-    finally:
-        await runtime.stop()
+async def test_a_coordinator_wide_entry_holds_every_reply(shard: tuple[ShardRuntime, ManualSink]) -> None:
+    runtime, sink = shard
+    runtime._apply(Result([Record(CoordinatorEpochKey(), CoordinatorEpochValue(1, "writer"))]), [])
+    held = heartbeat(runtime, "b")
+    await asyncio.sleep(0)
+    assert isinstance(held, asyncio.Future) and not held.done()
+    sink.make_durable()
+    await settle(held)
+    assert held.result().error_code == UNKNOWN_MEMBER_ID
+    assert not isinstance(heartbeat(runtime, "b"), asyncio.Future)  # nothing pending any more
 
 
 @pytest.mark.asyncio
-async def test_a_group_waits_only_until_its_own_latest_entry_is_durable() -> None:
-    runtime, sink = await idle_runtime()
-    try:
-        first = commit(runtime, "a")
-        sink.make_durable()
-        await settle(first)
-        second = commit(runtime, "b")  # pending, but about another group
-        answer = heartbeat(runtime, "a")
-        assert not isinstance(answer, asyncio.Future)
-        sink.make_durable()
-        await settle(second)
-    finally:
-        await runtime.stop()
+async def test_a_group_waits_only_until_its_own_latest_entry_is_durable(shard: tuple[ShardRuntime, ManualSink]) -> None:
+    runtime, sink = shard
+    first = commit(runtime, "a")
+    sink.make_durable()
+    await settle(first)
+    second = commit(runtime, "b")  # pending, but about another group
+    answer = heartbeat(runtime, "a")
+    assert not isinstance(answer, asyncio.Future)
+    sink.make_durable()
+    await settle(second)
