@@ -152,8 +152,8 @@ class ShardRuntime:
     def submit(self, request: Any) -> Any:
         """Hand the shard a core request (built with `ref=new_ref()`).
 
-        Returns the core response itself when an idle shard answered at once and nothing appended is
-        waiting to become durable (the answer may leave now); otherwise a future of the response."""
+        Returns the core response itself when an idle shard answered at once and nothing the answer
+        could reveal is waiting to become durable (see the module docstring); otherwise a future."""
         if self._idle:
             return self._handle_now(request)
         future = self._waiter(request.ref)
@@ -175,9 +175,8 @@ class ShardRuntime:
         try:
             result = self.core.handle(event, self._clock())
         except Exception as exc:  # a core bug: fail this request, keep serving others
-            log.error("core_handler_failed", event=type(event).__name__, exc_info=exc)
-            failed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-            failed.set_exception(exc)
+            failed = self._waiter(ref)
+            self._core_failed(event, exc)
             return failed
         replies: list[Any] = []
         if self._apply(result, replies):  # its own entry: every reply waits for it
