@@ -1,5 +1,12 @@
 """Configuration: the registry of every key, its type, default and meaning, and how values arrive.
 
+The registry (`KEYS`) is the one list of settings. Each is declared once: settings the server reads
+itself as `Setting` rows here; settings consumed by a component's config struct on the struct's
+field (`coordinator.settings.setting`: `GroupConfig` in the core, the record log's `LogConfig`, the
+data plane's `DataPlaneConfig`), collected from there. From the registry come the defaults, the
+parsing and validation below, `coordinator serve --help`, the README table (`coordinator.docs`) and
+the structs themselves (`Config.build(GroupConfig)`).
+
 Keys are Kafka's names with Kafka's defaults wherever Kafka has the setting; settings of our own are
 marked as such in their documentation. Values are resolved, lowest precedence first, from:
 
@@ -16,13 +23,20 @@ CLI turns it into exit code 2.
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from .core.config import GroupConfig
+from .dataplane.config import DataPlaneConfig
+from .recordlog.writer import LogConfig
+from .settings import Setting, at_least, declared
 
 ENV_PREFIX = "COORDINATOR_"
+T = TypeVar("T")
 
 
 class ConfigError(Exception):
@@ -89,32 +103,6 @@ def _parse_topics(raw: str) -> tuple[tuple[str, int], ...]:
     return tuple(topics)
 
 
-@dataclass(frozen=True, slots=True)
-class Key:
-    name: str
-    default: str
-    doc: str
-    parse: Callable[[str], Any]
-    check: Callable[[Any], str | None] | None = None
-    """Returns an error message for a parsed value that is out of range."""
-
-
-def _at_least(low: int) -> Callable[[Any], str | None]:
-    return lambda v: None if v >= low else f"must be at least {low}"
-
-
-def _one_of(*choices: str) -> Callable[[Any], str | None]:
-    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}"
-
-
-def _assignors(value: Any) -> str | None:
-    known = ("uniform", "range")
-    if not value:
-        return "must name at least one assignor"
-    unknown = [v for v in value if v not in known]
-    return f"unknown assignor(s) {', '.join(unknown)}; known: {', '.join(known)}" if unknown else None
-
-
 def _protocols(value: Any) -> str | None:
     unknown = [v for v in value if v not in ("classic", "consumer")]
     if unknown or "classic" not in value:
@@ -122,65 +110,105 @@ def _protocols(value: Any) -> str | None:
     return None
 
 
-_KEYS: tuple[Key, ...] = (
-    # -- server -------------------------------------------------------------------------------
-    Key("listeners", "PLAINTEXT://127.0.0.1:9092", "Address the Kafka protocol listener binds.", _parse_listener),
-    Key("advertised.listeners", "", "Address given to clients in Metadata and FindCoordinator (default: listeners).", _parse_optional_listener),
-    Key("node.id", "1", "This node's id in Metadata and FindCoordinator answers.", _parse_int, _at_least(0)),
-    Key("cluster.id", "coordinator-embedded", "Cluster id reported in Metadata and DescribeCluster (ours).", _parse_str),
-    Key("log.dirs", "./data", "Data directory: the record log, the topic catalog and the lock.", _parse_str),
-    Key("metrics.listen", "127.0.0.1:9644", "Address of the HTTP listener for /metrics, /healthz and /readyz (ours; empty disables it).", lambda r: r.strip() and _parse_listener(r)),
-    Key("socket.request.max.bytes", "104857600", "Largest request frame accepted; a larger one closes the connection.", _parse_int, _at_least(8)),
-    Key("max.connections", "2147483647", "Most client connections open at once; further ones are closed on accept.", _parse_int, _at_least(1)),
-    Key("shutdown.timeout.ms", "10000", "On SIGTERM, how long in-flight requests may take before connections are cut (ours).", _parse_int, _at_least(0)),
+def _optional_listener_or_empty(raw: str) -> str:
+    return raw.strip() and _parse_listener(raw)
+
+
+# Settings the server reads itself, by section. Settings consumed by a component's config struct
+# are declared on its fields (`coordinator.settings.setting`) and collected from `_STRUCTS`.
+_SERVER: tuple[Setting, ...] = (
+    Setting("listeners", "PLAINTEXT://127.0.0.1:9092", "Address the Kafka protocol listener binds.", _parse_listener),
+    Setting("advertised.listeners", "", "Address given to clients in Metadata and FindCoordinator (default: listeners).", _parse_optional_listener),
+    Setting("node.id", "1", "This node's id in Metadata and FindCoordinator answers.", _parse_int, at_least(0)),
+    Setting("cluster.id", "coordinator-embedded", "Cluster id reported in Metadata and DescribeCluster (ours).", _parse_str),
+    Setting("log.dirs", "./data", "Data directory: the record log, the topic catalog and the lock.", _parse_str),
+    Setting("metrics.listen", "127.0.0.1:9644", "Address of the HTTP listener for /metrics, /healthz and /readyz (ours; empty disables it).", _optional_listener_or_empty),
+    Setting("socket.request.max.bytes", "104857600", "Largest request frame accepted; a larger one closes the connection.", _parse_int, at_least(8)),
+    Setting("max.connections", "2147483647", "Most client connections open at once; further ones are closed on accept.", _parse_int, at_least(1)),
+    Setting("shutdown.timeout.ms", "10000", "On SIGTERM, how long in-flight requests may take before connections are cut (ours).", _parse_int, at_least(0)),
     # -- embedded catalog ---------------------------------------------------------------------
-    Key("auto.create.topics.enable", "true", "Create unknown topics named in Metadata requests.", _parse_bool),
-    Key("num.partitions", "1", "Partition count of auto-created topics and CreateTopics without a count.", _parse_int, _at_least(1)),
-    Key("topics", "", "Topics declared at start-up, as name:partitions,... (ours).", _parse_topics),
-    # -- classic groups -----------------------------------------------------------------------
-    Key("group.coordinator.rebalance.protocols", "classic,consumer", "Group protocols served.", _parse_list, _protocols),
-    Key("group.initial.rebalance.delay.ms", "3000", "Delay of the first rebalance of an empty classic group, to let more members join.", _parse_int, _at_least(0)),
-    Key("group.min.session.timeout.ms", "6000", "Smallest session timeout a classic member may ask for.", _parse_int, _at_least(1)),
-    Key("group.max.session.timeout.ms", "1800000", "Largest session timeout a classic member may ask for.", _parse_int, _at_least(1)),
-    Key("group.max.size", "2147483647", "Most members of a classic group.", _parse_int, _at_least(1)),
-    # -- consumer groups (KIP-848) ------------------------------------------------------------
-    Key("group.consumer.session.timeout.ms", "45000", "Session timeout of consumer-group members.", _parse_int, _at_least(1)),
-    Key("group.consumer.min.session.timeout.ms", "45000", "Smallest configurable consumer session timeout.", _parse_int, _at_least(1)),
-    Key("group.consumer.max.session.timeout.ms", "60000", "Largest configurable consumer session timeout.", _parse_int, _at_least(1)),
-    Key("group.consumer.heartbeat.interval.ms", "5000", "Heartbeat interval given to consumer-group members.", _parse_int, _at_least(1)),
-    Key("group.consumer.min.heartbeat.interval.ms", "5000", "Smallest configurable consumer heartbeat interval.", _parse_int, _at_least(1)),
-    Key("group.consumer.max.heartbeat.interval.ms", "15000", "Largest configurable consumer heartbeat interval.", _parse_int, _at_least(1)),
-    Key("group.consumer.max.size", "2147483647", "Most members of a consumer group.", _parse_int, _at_least(1)),
-    Key("group.consumer.assignors", "uniform,range", "Server-side assignors; the first is the default.", _parse_list, _assignors),
-    # -- offsets ------------------------------------------------------------------------------
-    Key("offsets.retention.minutes", "10080", "Committed offsets of empty groups expire after this long.", _parse_int, _at_least(1)),
-    Key("offsets.retention.check.interval.ms", "600000", "How often expired offsets are looked for.", _parse_int, _at_least(1)),
-    Key("offset.metadata.max.bytes", "4096", "Largest metadata string of a committed offset.", _parse_int, _at_least(0)),
-    # -- record log ---------------------------------------------------------------------------
-    Key("log.flush.policy", "always", "When appended records are fsynced: always, interval or none (ours).", _parse_str, _one_of("always", "interval", "none")),
-    Key("log.flush.interval.ms", "10", "With log.flush.policy=interval: fsync at most this often; replies wait for the fsync that covers them (ours).", _parse_int, _at_least(0)),
-    Key("log.segment.bytes", "104857600", "Record log segment size (Kafka's offsets.topic.segment.bytes).", _parse_int, _at_least(1024)),
-    Key("log.cleaner.backoff.ms", "15000", "How often the record log looks for closed segments to compact.", _parse_int, _at_least(1)),
-    Key("delete.retention.ms", "86400000", "How long compaction keeps tombstones.", _parse_int, _at_least(0)),
-    # -- data plane ---------------------------------------------------------------------------
-    Key("message.max.bytes", "1048588", "Largest record batch a Produce may carry.", _parse_int, _at_least(0)),
-    Key("log.retention.ms", "604800000", "Embedded data plane: age after which batches are dropped (-1: never).", _parse_int, _at_least(-1)),
-    Key("log.retention.bytes", "-1", "Embedded data plane: per-partition size above which oldest batches are dropped (-1: no limit).", _parse_int, _at_least(-1)),
-    Key("log.retention.check.interval.ms", "300000", "Embedded data plane: how often retention is enforced on idle partitions.", _parse_int, _at_least(1)),
-    Key("log.message.timestamp.type", "CreateTime", "Embedded data plane: CreateTime or LogAppendTime.", _parse_str, _one_of("CreateTime", "LogAppendTime")),
-    Key("fetch.max.bytes", "57671680", "Embedded data plane: the cap on a Fetch response's size.", _parse_int, _at_least(1024)),
-    Key("dataplane.max.bytes", "268435456", "Embedded data plane: hard cap on the bytes one partition keeps in memory (ours).", _parse_int, _at_least(1024)),
-    Key("dataplane.total.max.bytes", "1073741824", "Embedded data plane: hard cap on the bytes all partitions keep in memory (ours).", _parse_int, _at_least(1024)),
-    Key("max.incremental.fetch.session.cache.slots", "1000", "Most incremental fetch sessions (KIP-227) cached.", _parse_int, _at_least(0)),
-    # -- observability ------------------------------------------------------------------------
-    Key("metrics.group.labels.enable", "false", "Label group metrics with the group id (ours; high cardinality).", _parse_bool),
-    # -- rebalance history (ours) -------------------------------------------------------------
-    Key("history.enable", "true", "Write the rebalance history (group events as JSON lines) to <log.dirs>/history (ours).", _parse_bool),
-    Key("history.segment.bytes", "104857600", "Rebalance history: a segment is closed once it holds this many bytes (ours).", _parse_int, _at_least(1024)),
-    Key("history.segment.ms", "86400000", "Rebalance history: a segment is closed this long after its first row (ours).", _parse_int, _at_least(1)),
-    Key("history.retention.ms", "604800000", "Rebalance history: closed segments whose last row is older are deleted (-1: keep all; ours).", _parse_int, _at_least(-1)),
-    Key("history.flush.interval.ms", "1000", "Rebalance history: longest time rows wait in memory before being written, unsynced (ours).", _parse_int, _at_least(1)),
+    Setting("auto.create.topics.enable", "true", "Create unknown topics named in Metadata requests.", _parse_bool),
+    Setting("num.partitions", "1", "Partition count of auto-created topics and CreateTopics without a count.", _parse_int, at_least(1)),
+    Setting("topics", "", "Topics declared at start-up, as name:partitions,... (ours).", _parse_topics),
+    # -- groups -------------------------------------------------------------------------------
+    Setting("group.coordinator.rebalance.protocols", "classic,consumer", "Group protocols served.", _parse_list, _protocols),
 )
+_COMPACTION: tuple[Setting, ...] = (
+    Setting("log.cleaner.backoff.ms", "15000", "How often the record log looks for closed segments to compact.", _parse_int, at_least(1)),
+    Setting("delete.retention.ms", "86400000", "How long compaction keeps tombstones.", _parse_int, at_least(0)),
+)
+_OBSERVABILITY: tuple[Setting, ...] = (
+    Setting("metrics.group.labels.enable", "false", "Label group metrics with the group id (ours; high cardinality).", _parse_bool),
+    # -- rebalance history (ours) -------------------------------------------------------------
+    Setting("history.enable", "true", "Write the rebalance history (group events as JSON lines) to <log.dirs>/history (ours).", _parse_bool),
+    Setting("history.segment.bytes", "104857600", "Rebalance history: a segment is closed once it holds this many bytes (ours).", _parse_int, at_least(1024)),
+    Setting("history.segment.ms", "86400000", "Rebalance history: a segment is closed this long after its first row (ours).", _parse_int, at_least(1)),
+    Setting("history.retention.ms", "604800000", "Rebalance history: closed segments whose last row is older are deleted (-1: keep all; ours).", _parse_int, at_least(-1)),
+    Setting("history.flush.interval.ms", "1000", "Rebalance history: longest time rows wait in memory before being written, unsynced (ours).", _parse_int, at_least(1)),
+)
+_SECTIONS: tuple[tuple[Setting, ...] | type[Any], ...] = (
+    _SERVER, GroupConfig, LogConfig, _COMPACTION, DataPlaneConfig, _OBSERVABILITY,
+)
+"""The registry in README order: rows declared here, and config structs whose fields declare
+settings (`Config.build(cls)` makes one from resolved values)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """One registry row: a setting, how its text parses, and the struct field it feeds (if any)."""
+
+    name: str
+    default: str
+    doc: str
+    parse: Callable[[str], Any]
+    check: Callable[[Any], str | None] | None = None
+    owner: type[Any] | None = None
+    field: str = ""
+    scale: int = 1
+
+
+def _parser_for(kind: Any) -> Callable[[str], Any]:
+    """How the text of a setting declared on a struct field of type `kind` parses."""
+    if kind is bool:
+        return _parse_bool
+    if kind is int:
+        return _parse_int
+    if kind is str:
+        return _parse_str
+    if kind == tuple[str, ...]:
+        return _parse_list
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        choices = [str(member.value) for member in kind]
+
+        def parse_choice(raw: str) -> Any:
+            if raw.strip() not in choices:
+                raise ValueError(f"must be one of {', '.join(choices)}")
+            return kind(raw.strip())
+
+        return parse_choice
+    raise TypeError(f"no parser for settings of type {kind!r}")
+
+
+def _row(spec: Setting, owner: type[Any] | None = None, field: str = "", kind: Any = None) -> Key:
+    return Key(spec.name, spec.default, spec.doc, spec.parse or _parser_for(kind), spec.check, owner, field,
+               spec.scale)
+
+
+def _registry() -> tuple[Key, ...]:
+    rows: list[Key] = []
+    for section in _SECTIONS:
+        if isinstance(section, tuple):
+            rows += [_row(s) for s in section]
+        else:
+            rows += [_row(spec, section, name, kind) for name, spec, kind in declared(section)]
+    names = [r.name for r in rows]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise RuntimeError(f"settings declared twice: {duplicated}")
+    return tuple(rows)
+
+
+_KEYS: tuple[Key, ...] = _registry()
 
 KEYS: Mapping[str, Key] = {k.name: k for k in _KEYS}
 
@@ -203,6 +231,12 @@ class Config(Mapping[str, Any]):
 
     def source(self, key: str) -> str:
         return self._sources[key]
+
+    def build(self, cls: type[T]) -> T:
+        """The config struct `cls` (`GroupConfig`, `LogConfig`, `DataPlaneConfig`) from the resolved
+        values of the settings its fields declare; its other fields keep their defaults."""
+        return cls(**{k.field: self._values[k.name] * k.scale if k.scale != 1 else self._values[k.name]
+                      for k in _KEYS if k.owner is cls})
 
     @property
     def data_dir(self) -> Path:

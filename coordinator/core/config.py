@@ -1,41 +1,80 @@
 """Group coordinator configuration as the core sees it: plain ints in milliseconds.
 
-Defaults are Apache Kafka 4.x's (``GroupCoordinatorConfig``). The runtime maps Kafka's config keys onto
-these fields (``group.min.session.timeout.ms`` -> ``group_min_session_timeout_ms``;
-``offsets.retention.minutes`` -> ``offsets_retention_ms`` = minutes * 60000, because Kafka has no
-``offsets.retention.ms`` broker key).
+Each configurable field is the declaration of its Kafka setting (`coordinator.settings.setting`):
+key, default (Apache Kafka 4.x's, ``GroupCoordinatorConfig``), validation and the line the README and
+``coordinator serve --help`` show. `coordinator.config` collects these declarations into the one
+registry and builds a ``GroupConfig`` from the resolved values; nothing else lists them.
+``offsets.retention.minutes`` feeds ``offsets_retention_ms`` (scale 60000), because Kafka has no
+``offsets.retention.ms`` broker key. Fields without `setting` are Kafka constants, not configurable.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from coordinator.core.assignors.registry import consumer_group_assignors
+from coordinator.settings import at_least, setting
 
 INT32_MAX = 2**31 - 1
+
+
+def _assignors(value: Any) -> str | None:
+    try:
+        consumer_group_assignors(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
 class GroupConfig:
     # --- classic groups -------------------------------------------------------------------------
-    group_min_session_timeout_ms: int = 6_000  # group.min.session.timeout.ms
-    group_max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
-    group_initial_rebalance_delay_ms: int = 3_000  # group.initial.rebalance.delay.ms
-    group_max_size: int = INT32_MAX  # group.max.size
+    group_initial_rebalance_delay_ms: int = setting(
+        "group.initial.rebalance.delay.ms", 3_000,
+        "Delay of the first rebalance of an empty classic group, to let more members join.", check=at_least(0))
+    group_min_session_timeout_ms: int = setting(
+        "group.min.session.timeout.ms", 6_000, "Smallest session timeout a classic member may ask for.",
+        check=at_least(1))
+    group_max_session_timeout_ms: int = setting(
+        "group.max.session.timeout.ms", 1_800_000, "Largest session timeout a classic member may ask for.",
+        check=at_least(1))
+    group_max_size: int = setting("group.max.size", INT32_MAX, "Most members of a classic group.", check=at_least(1))
     # Not configurable in Kafka (CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS): how long a parked JoinGroup
     # of a brand-new member may wait before the member is dropped.
     new_member_join_timeout_ms: int = 300_000
 
-    # --- offsets --------------------------------------------------------------------------------
-    offsets_retention_ms: int = 10_080 * 60_000  # offsets.retention.minutes = 10080 (7 days)
-    offsets_retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
-    offset_metadata_max_bytes: int = 4_096  # offset.metadata.max.bytes
-
     # --- consumer groups (KIP-848); not used by the classic protocol ---------------------------
-    consumer_group_session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
-    consumer_group_min_session_timeout_ms: int = 45_000  # group.consumer.min.session.timeout.ms
-    consumer_group_max_session_timeout_ms: int = 60_000  # group.consumer.max.session.timeout.ms
-    consumer_group_heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
-    consumer_group_min_heartbeat_interval_ms: int = 5_000  # group.consumer.min.heartbeat.interval.ms
-    consumer_group_max_heartbeat_interval_ms: int = 15_000  # group.consumer.max.heartbeat.interval.ms
-    consumer_group_max_size: int = INT32_MAX  # group.consumer.max.size
-    consumer_group_assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors
+    consumer_group_session_timeout_ms: int = setting(
+        "group.consumer.session.timeout.ms", 45_000, "Session timeout of consumer-group members.", check=at_least(1))
+    consumer_group_min_session_timeout_ms: int = setting(
+        "group.consumer.min.session.timeout.ms", 45_000, "Smallest configurable consumer session timeout.",
+        check=at_least(1))
+    consumer_group_max_session_timeout_ms: int = setting(
+        "group.consumer.max.session.timeout.ms", 60_000, "Largest configurable consumer session timeout.",
+        check=at_least(1))
+    consumer_group_heartbeat_interval_ms: int = setting(
+        "group.consumer.heartbeat.interval.ms", 5_000, "Heartbeat interval given to consumer-group members.",
+        check=at_least(1))
+    consumer_group_min_heartbeat_interval_ms: int = setting(
+        "group.consumer.min.heartbeat.interval.ms", 5_000, "Smallest configurable consumer heartbeat interval.",
+        check=at_least(1))
+    consumer_group_max_heartbeat_interval_ms: int = setting(
+        "group.consumer.max.heartbeat.interval.ms", 15_000, "Largest configurable consumer heartbeat interval.",
+        check=at_least(1))
+    consumer_group_max_size: int = setting(
+        "group.consumer.max.size", INT32_MAX, "Most members of a consumer group.", check=at_least(1))
+    consumer_group_assignors: tuple[str, ...] = setting(
+        "group.consumer.assignors", ("uniform", "range"), "Server-side assignors; the first is the default.",
+        check=_assignors)
     consumer_group_migration_policy: str = "bidirectional"  # group.consumer.migration.policy
+
+    # --- offsets --------------------------------------------------------------------------------
+    offsets_retention_ms: int = setting(
+        "offsets.retention.minutes", 10_080, "Committed offsets of empty groups expire after this long.",
+        check=at_least(1), scale=60_000)
+    offsets_retention_check_interval_ms: int = setting(
+        "offsets.retention.check.interval.ms", 600_000, "How often expired offsets are looked for.",
+        check=at_least(1))
+    offset_metadata_max_bytes: int = setting(
+        "offset.metadata.max.bytes", 4_096, "Largest metadata string of a committed offset.", check=at_least(0))

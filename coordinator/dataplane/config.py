@@ -10,30 +10,45 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..settings import at_least, one_of, setting
+
 MiB = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class DataPlaneConfig:
-    message_max_bytes: int = 1048588
-    """`message.max.bytes`: the largest record batch a topic accepts (topic key `max.message.bytes`)."""
-    log_retention_bytes: int = -1
-    """`log.retention.bytes`: per-partition size retention, -1 = unlimited (topic `retention.bytes`)."""
-    log_retention_ms: int = 604800000
-    """`log.retention.ms`: time retention by batch max timestamp, -1 = unlimited (topic `retention.ms`)."""
-    log_message_timestamp_type: str = "CreateTime"
-    """`log.message.timestamp.type`: CreateTime or LogAppendTime (topic `message.timestamp.type`)."""
-    fetch_max_bytes: int = 57671680
-    """`fetch.max.bytes`: the broker's cap on a Fetch response's `max_bytes`."""
-    max_incremental_fetch_session_cache_slots: int = 1000
-    """`max.incremental.fetch.session.cache.slots`: how many KIP-227 fetch sessions are cached."""
+    """Each configurable field declares its key (see `coordinator.settings`); the topic key that
+    overrides it per topic is named in the comment."""
+
+    message_max_bytes: int = setting(  # topic max.message.bytes
+        "message.max.bytes", 1048588, "Largest record batch a Produce may carry.", check=at_least(0))
+    log_retention_ms: int = setting(  # topic retention.ms (by batch max timestamp)
+        "log.retention.ms", 604800000,
+        "Embedded data plane: age after which batches are dropped (-1: never).", check=at_least(-1))
+    log_retention_bytes: int = setting(  # topic retention.bytes (per partition)
+        "log.retention.bytes", -1,
+        "Embedded data plane: per-partition size above which oldest batches are dropped (-1: no limit).",
+        check=at_least(-1))
+    log_retention_check_interval_ms: int = setting(
+        "log.retention.check.interval.ms", 300000,
+        "Embedded data plane: how often retention is enforced on idle partitions.", check=at_least(1))
+    log_message_timestamp_type: str = setting(  # topic message.timestamp.type
+        "log.message.timestamp.type", "CreateTime", "Embedded data plane: CreateTime or LogAppendTime.",
+        check=one_of("CreateTime", "LogAppendTime"))
+    fetch_max_bytes: int = setting(
+        "fetch.max.bytes", 57671680, "Embedded data plane: the cap on a Fetch response's size.",
+        check=at_least(1024))
+    partition_max_bytes: int = setting(
+        "dataplane.max.bytes", 256 * MiB,
+        "Embedded data plane: hard cap on the bytes one partition keeps in memory (ours).", check=at_least(1024))
+    total_max_bytes: int = setting(  # beyond it the globally oldest batches are dropped first
+        "dataplane.total.max.bytes", 1024 * MiB,
+        "Embedded data plane: hard cap on the bytes all partitions keep in memory (ours).", check=at_least(1024))
+    max_incremental_fetch_session_cache_slots: int = setting(
+        "max.incremental.fetch.session.cache.slots", 1000, "Most incremental fetch sessions (KIP-227) cached.",
+        check=at_least(0))
     fetch_session_eviction_ms: int = 120000
     """Kafka's fixed minimum idle time (and minimum age) before a session may be evicted."""
-    partition_max_bytes: int = 256 * MiB
-    """`dataplane.max.bytes` (ours): hard cap on the bytes one partition log retains."""
-    total_max_bytes: int = 1024 * MiB
-    """`dataplane.total.max.bytes` (ours): hard cap on the bytes all partition logs retain together;
-    beyond it the globally oldest batches are dropped first."""
 
     def __post_init__(self) -> None:
         if self.message_max_bytes < 0:

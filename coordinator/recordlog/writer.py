@@ -51,6 +51,7 @@ from coordinator.recordlog.format import encode_entry
 from coordinator.recordlog.fs import AppendHandle, FileSystem
 from coordinator.recordlog.record import LogEntry, LogRecord
 from coordinator.recordlog.segments import Recovery, list_segments, recover, segment_path
+from coordinator.settings import at_least, setting
 
 # Kafka's offsets.topic.segment.bytes default.
 DEFAULT_SEGMENT_BYTES = 100 * 1024 * 1024
@@ -65,9 +66,18 @@ class FlushPolicy(enum.Enum):
 
 @dataclass(frozen=True)
 class LogConfig:
-    segment_bytes: int = DEFAULT_SEGMENT_BYTES
-    flush_policy: FlushPolicy = FlushPolicy.ALWAYS
-    flush_interval_ms: int = DEFAULT_FLUSH_INTERVAL_MS
+    """The record log's settings; each field declares its key (see `coordinator.settings`)."""
+
+    segment_bytes: int = setting(
+        "log.segment.bytes", DEFAULT_SEGMENT_BYTES,
+        "Record log segment size (Kafka's offsets.topic.segment.bytes).", check=at_least(1024))
+    flush_policy: FlushPolicy = setting(
+        "log.flush.policy", FlushPolicy.ALWAYS,
+        "When appended records are fsynced: always, interval or none (ours).")
+    flush_interval_ms: int = setting(
+        "log.flush.interval.ms", DEFAULT_FLUSH_INTERVAL_MS,
+        "With log.flush.policy=interval: fsync at most this often; replies wait for the fsync that "
+        "covers them (ours).", check=at_least(0))
 
     def __post_init__(self) -> None:
         if self.segment_bytes <= 0:

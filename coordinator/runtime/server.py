@@ -34,7 +34,6 @@ from ..logging import get_logger
 from ..recordlog import (
     CompactionReport,
     DataDirLock,
-    FlushPolicy,
     GroupCommitter,
     LogConfig,
     compact,
@@ -63,8 +62,9 @@ class CoordinatorServer:
         host, port = config.advertised
         self.node = Node(config["node.id"], host, port)
         self.catalog = TopicCatalog(config.data_dir / "topics.json")
-        self.store = PartitionStore(self.catalog, dataplane_config(config),
-                                    retention_check_interval_ms=config["log.retention.check.interval.ms"])
+        dataplane = config.build(DataPlaneConfig)
+        self.store = PartitionStore(self.catalog, dataplane,
+                                    retention_check_interval_ms=dataplane.log_retention_check_interval_ms)
         self.shard: ShardRuntime | None = None
         self.history: HistoryWriter | None = None
         self.registry = ApiRegistry([
@@ -108,9 +108,9 @@ class CoordinatorServer:
             mhost, mport = self.config.metrics_listen
             self._metrics_server = metrics.MetricsServer(mhost, mport, lambda: self.ready)
             await self._metrics_server.start()
-        core = CoordinatorShard(group_config(self.config), stopwatch=time.perf_counter_ns)
+        core = CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
         self._lock, record_log, _ = await ownership.acquire(
-            self._fs, self.config.data_dir, self.log_dir, log_config(self.config), core, self._become_owner)
+            self._fs, self.config.data_dir, self.log_dir, self.config.build(LogConfig), core, self._become_owner)
         self._committer = GroupCommitter(record_log, on_fatal=_fail_stop)
         self._committer.start()
         await self._load_shard(core)
@@ -196,7 +196,7 @@ class CoordinatorServer:
 
     async def _enforce_retention(self) -> None:
         """Appends enforce retention as they go; idle partitions are swept on this interval."""
-        interval = self.config["log.retention.check.interval.ms"] / 1000
+        interval = self.store.config.log_retention_check_interval_ms / 1000
         while True:
             await asyncio.sleep(interval)
             dropped = self.store.enforce_retention()
@@ -289,45 +289,3 @@ def _fail_stop(exc: BaseException) -> None:
     log.critical("record_log_failed_exiting", error=repr(exc))
     sys.stdout.flush()
     os._exit(1)
-
-
-def log_config(config: Config) -> LogConfig:
-    return LogConfig(
-        segment_bytes=config["log.segment.bytes"],
-        flush_policy=FlushPolicy(config["log.flush.policy"]),
-        flush_interval_ms=config["log.flush.interval.ms"],
-    )
-
-
-def group_config(config: Config) -> GroupConfig:
-    """Kafka's keys onto the core's millisecond settings."""
-    return GroupConfig(
-        group_min_session_timeout_ms=config["group.min.session.timeout.ms"],
-        group_max_session_timeout_ms=config["group.max.session.timeout.ms"],
-        group_initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
-        group_max_size=config["group.max.size"],
-        offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
-        offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
-        offset_metadata_max_bytes=config["offset.metadata.max.bytes"],
-        consumer_group_session_timeout_ms=config["group.consumer.session.timeout.ms"],
-        consumer_group_min_session_timeout_ms=config["group.consumer.min.session.timeout.ms"],
-        consumer_group_max_session_timeout_ms=config["group.consumer.max.session.timeout.ms"],
-        consumer_group_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
-        consumer_group_min_heartbeat_interval_ms=config["group.consumer.min.heartbeat.interval.ms"],
-        consumer_group_max_heartbeat_interval_ms=config["group.consumer.max.heartbeat.interval.ms"],
-        consumer_group_max_size=config["group.consumer.max.size"],
-        consumer_group_assignors=tuple(config["group.consumer.assignors"]),
-    )
-
-
-def dataplane_config(config: Config) -> DataPlaneConfig:
-    return DataPlaneConfig(
-        message_max_bytes=config["message.max.bytes"],
-        log_retention_bytes=config["log.retention.bytes"],
-        log_retention_ms=config["log.retention.ms"],
-        log_message_timestamp_type=config["log.message.timestamp.type"],
-        fetch_max_bytes=config["fetch.max.bytes"],
-        max_incremental_fetch_session_cache_slots=config["max.incremental.fetch.session.cache.slots"],
-        partition_max_bytes=config["dataplane.max.bytes"],
-        total_max_bytes=config["dataplane.total.max.bytes"],
-    )
