@@ -1,8 +1,9 @@
 """Command line: `coordinator serve` and the operator sub-commands.
 
 `serve` resolves the configuration (see `coordinator.config`), configures logging, and runs the
-server on uvloop until SIGTERM/SIGINT. Configuration problems exit with code 2 and a message naming
-the key.
+server on uvloop until SIGTERM/SIGINT. Configuration problems and every other start-up failure (a
+port in use, a data directory that is not a writable directory) exit with code 2 and one line on
+stderr naming the key; never a traceback.
 """
 
 from __future__ import annotations
@@ -90,9 +91,13 @@ def _serve(args: argparse.Namespace) -> int:
     coordinator_logging.configure(args.log_level, None if args.log_format == "auto" else args.log_format == "json")
     import uvloop
 
-    from .runtime.server import serve
+    from .runtime.server import StartupError, serve
 
-    return uvloop.run(serve(config))
+    try:
+        return uvloop.run(serve(config))
+    except StartupError as exc:
+        print(f"coordinator: cannot start: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

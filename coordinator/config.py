@@ -23,8 +23,10 @@ CLI turns it into exit code 2.
 
 from __future__ import annotations
 
+import difflib
 import enum
 import os
+import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,12 @@ from .recordlog.writer import LogConfig
 from .settings import Setting, at_least, declared
 
 ENV_PREFIX = "COORDINATOR_"
+OTHER_VARIABLES = {
+    "COORDINATOR_ADMIN_BOOTSTRAP": "the admin commands' default --bootstrap",
+    "COORDINATOR_ADVERTISED_HOST": "docker-compose.yml's advertised host name",
+}
+"""`COORDINATOR_*` environment variables that are not configuration keys (not refused by `serve`)."""
+NON_ROUTABLE = ("0.0.0.0", "::")
 T = TypeVar("T")
 
 
@@ -244,11 +252,15 @@ class Config(Mapping[str, Any]):
 
     @property
     def listen(self) -> tuple[str, int]:
+        """Host and port to bind; host "" (`PLAINTEXT://:9092`) binds every interface, as Kafka."""
         return parse_host_port(self["listeners"])
 
     @property
     def advertised(self) -> tuple[str, int]:
-        return parse_host_port(self["advertised.listeners"] or self["listeners"])
+        """What Metadata and FindCoordinator tell clients: `advertised.listeners`, else `listeners`;
+        an empty host is this machine's canonical host name, as Kafka advertises it."""
+        host, port = parse_host_port(self["advertised.listeners"] or self["listeners"])
+        return host or socket.getfqdn(), port
 
     @property
     def metrics_listen(self) -> tuple[str, int] | None:
@@ -275,6 +287,10 @@ def env_name(key: str) -> str:
     return ENV_PREFIX + key.upper().replace(".", "_").replace("-", "_")
 
 
+KEYS_BY_ENV: Mapping[str, str] = {env_name(k): k for k in KEYS}
+"""`COORDINATOR_GROUP_MAX_SIZE` -> `group.max.size`."""
+
+
 def resolve(
     *,
     config_file: Path | None = None,
@@ -288,7 +304,7 @@ def resolve(
 
     def put(key: str, value: str, source: str) -> None:
         if key not in KEYS:
-            raise ConfigError(key, f"unknown configuration key (from {source})")
+            raise ConfigError(key, f"unknown configuration key (from {source}){_closest(key, KEYS)}")
         raw[key] = value
         sources[key] = source
 
@@ -300,10 +316,13 @@ def resolve(
         for key, value in parse_properties(text, str(config_file)).items():
             put(key, value, str(config_file))
     env = os.environ if environ is None else environ
-    by_env = {env_name(k.name): k.name for k in _KEYS}
-    for name, value in env.items():
-        if name.startswith(ENV_PREFIX) and name in by_env:
-            put(by_env[name], value, f"environment {name}")
+    by_env = KEYS_BY_ENV
+    for name, value in sorted(env.items()):
+        if not name.startswith(ENV_PREFIX) or name in OTHER_VARIABLES:
+            continue
+        if name not in by_env:
+            raise ConfigError(name, f"unknown environment variable{_closest(name, by_env)}")
+        put(by_env[name], value, f"environment {name}")
     for item in overrides:
         key, sep, override = item.partition("=")
         if not sep:
@@ -325,7 +344,34 @@ def resolve(
             raise ConfigError(key, f"invalid value {text!r} ({sources[key]}): {problem}")
         values[key] = parsed
     _check_relations(values)
+    _check_advertised(values, sources)
     return Config(values, sources)
+
+
+def _closest(name: str, known: Iterable[str]) -> str:
+    """"; did you mean X?" for the known name closest to a misspelt one, else "". Environment
+    names are compared without their common prefix, which would make every name look close."""
+    def bare(n: str) -> str:
+        return n.removeprefix(ENV_PREFIX).lower()
+
+    candidates = {bare(k): k for k in known}
+    match = difflib.get_close_matches(bare(name), list(candidates), n=1, cutoff=0.75)
+    if not match:
+        return ""
+    key = candidates[match[0]]
+    spelt = f"{key} (key {KEYS_BY_ENV[key]})" if key in KEYS_BY_ENV else key
+    return f"; did you mean {spelt}?"
+
+
+def _check_advertised(values: Mapping[str, Any], sources: Mapping[str, str]) -> None:
+    """Kafka refuses to advertise the non-routable meta-address: clients could not connect to it."""
+    key = "advertised.listeners" if values["advertised.listeners"] else "listeners"
+    host, _ = parse_host_port(values[key])
+    if host in NON_ROUTABLE:
+        hint = "" if key == "advertised.listeners" else f" (listeners={values[key]} with no advertised.listeners)"
+        raise ConfigError("advertised.listeners",
+                          f"cannot use the nonroutable meta-address {host}{hint}; "
+                          "use a routable host name or address, or PLAINTEXT://:PORT to advertise this host's name")
 
 
 def _check_relations(values: Mapping[str, Any]) -> None:

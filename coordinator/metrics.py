@@ -109,7 +109,8 @@ READY = Gauge("coordinator_ready", "1 when listeners are open and state is loade
 class MetricsServer:
     """Serves /metrics, /healthz and /readyz over HTTP/1.1 (one request per connection)."""
 
-    def __init__(self, host: str, port: int, is_ready: Callable[[], bool]) -> None:
+    def __init__(self, host: str | None, port: int, is_ready: Callable[[], bool]) -> None:
+        """`host` None binds every interface."""
         self._host = host
         self._port = port
         self._is_ready = is_ready

@@ -1,17 +1,27 @@
 """Server lifecycle: build the services, open the listeners, serve, drain and stop.
 
-Start-up order: the metrics listener; the data directory (waiting as a standby while another process
-owns it); the Kafka listener; the log load; then group APIs. `ready` (and /readyz) turns true once
-the listener is open and state is loaded. `stop()` stops accepting, lets the
+Start-up order: the data directory is checked (a directory we can write); the metrics listener; the
+data directory's lock (waiting as a standby while another process owns it); the Kafka listener; the
+log load; then group APIs. `ready` (and /readyz) turns true once the listener is open and state is
+loaded.
+
+A standby opens its metrics listener at once, so /healthz answers while it waits (/readyz says not
+ready) -- unless the address is taken, which with the default settings means the active process on
+the same host holds it: then the standby opens it when it takes over. Anything that stops start-up
+(a port in use, a data directory that is not a writable directory, a corrupt catalog) raises
+`StartupError`, which the command line prints as one line and exit code 2. `stop()` stops accepting, lets the
 request in flight on every connection finish (bounded by `shutdown.timeout.ms`), then closes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import itertools
 import os
 import signal
+import socket
 import sys
 import time
 import uuid
@@ -37,6 +47,7 @@ from ..recordlog import (
     GroupCommitter,
     LogConfig,
     compact,
+    try_lock_data_dir,
 )
 from ..recordlog.segments import list_segments
 from . import durable, gc_policy, group_metrics, ownership
@@ -47,6 +58,10 @@ from .registry import ApiRegistry
 from .shard import ShardRuntime
 
 log = get_logger("coordinator.server")
+
+
+class StartupError(Exception):
+    """The server cannot start as configured; the message is the one line the operator reads."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +92,7 @@ class CoordinatorServer:
         self._ids = itertools.count(1)
         self._server: asyncio.Server | None = None
         self._metrics_server: metrics.MetricsServer | None = None
+        self._metrics_deferred = False
         self._loaded = False
         self._stopped = asyncio.Event()
         self._background: list[asyncio.Task[None]] = []
@@ -101,13 +117,11 @@ class CoordinatorServer:
         return self._metrics_server.port if self._metrics_server else None
 
     async def start(self) -> None:
-        """Open the metrics listener, take the data directory (as a standby first if another
-        process owns it), open the Kafka listener, load the log, then serve group APIs."""
-        self.config.data_dir.mkdir(parents=True, exist_ok=True)
-        if self.config.metrics_listen is not None:
-            mhost, mport = self.config.metrics_listen
-            self._metrics_server = metrics.MetricsServer(mhost, mport, lambda: self.ready)
-            await self._metrics_server.start()
+        """Check the data directory, open the metrics listener, take the data directory (as a
+        standby first if another process owns it), open the Kafka listener, load the log, then
+        serve group APIs. Raises `StartupError` when the configuration cannot be served."""
+        prepare_data_dir(self.config.data_dir)
+        await self._open_metrics(standby=not self._data_dir_free())
         core = CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
         self._lock, record_log, _ = await ownership.acquire(
             self._fs, self.config.data_dir, self.log_dir, self.config.build(LogConfig), core, self._become_owner)
@@ -134,14 +148,46 @@ class CoordinatorServer:
         COORDINATOR_LOAD_IN_PROGRESS until the log is loaded)."""
         self.catalog.reload()
         self._declare_topics()
+        if self._metrics_deferred:
+            self._metrics_deferred = False
+            await self._open_metrics(standby=False)
         host, port = self.config.listen
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: KafkaConnection(self, next(self._ids)), host, port, reuse_address=True
-        )
+        try:
+            self._server = await loop.create_server(
+                lambda: KafkaConnection(self, next(self._ids)), host or None, port, reuse_address=True
+            )
+        except OSError as exc:
+            raise StartupError(f"listeners {self.config['listeners']}: {_reason(exc)}") from exc
         if not self.config["advertised.listeners"]:
             # Listening on port 0 (tests) advertises the port actually bound.
             self.node = Node(self.node.node_id, self.node.host, self.port)
+
+    def _data_dir_free(self) -> bool:
+        """Whether no other process owns the data directory now (we would not be a standby)."""
+        lock = try_lock_data_dir(self._fs, str(self.config.data_dir))
+        if lock is None:
+            return False
+        lock.release()
+        return True
+
+    async def _open_metrics(self, *, standby: bool) -> None:
+        if self.config.metrics_listen is None:
+            return
+        host, port = self.config.metrics_listen
+        server = metrics.MetricsServer(host or None, port, lambda: self.ready)
+        try:
+            await server.start()
+        except OSError as exc:
+            if standby and exc.errno == errno.EADDRINUSE:
+                # The active process on this host has it (default settings): take it over with
+                # the Kafka listener, when this standby becomes the owner.
+                log.warning("metrics_listener_deferred", listen=self.config["metrics.listen"],
+                            reason="address in use while standby; opened at takeover")
+                self._metrics_deferred = True
+                return
+            raise StartupError(f"metrics.listen {self.config['metrics.listen']}: {_reason(exc)}") from exc
+        self._metrics_server = server
 
     async def _load_shard(self, core: CoordinatorShard) -> None:
         """Start serving the loaded core: the new owner's CoordinatorEpoch is made durable first."""
@@ -268,19 +314,65 @@ class CoordinatorServer:
 
 
 async def serve(config: Config) -> int:
-    """Run until SIGTERM or SIGINT; returns the process exit code."""
-    server = CoordinatorServer(config)
+    """Run until SIGTERM or SIGINT; returns the process exit code. A signal while the server is
+    still starting (a standby waiting for the data directory, a long load) stops it as well.
+    Raises `StartupError` when start-up fails, after closing what it had opened."""
     loop = asyncio.get_running_loop()
     stop_requested = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop_requested.set)
-    await server.start()
+    try:
+        server = CoordinatorServer(config)
+    except OSError as exc:
+        raise StartupError(f"log.dirs {config['log.dirs']}: {_reason(exc)}") from exc
+    except ValueError as exc:  # a corrupt topic catalog
+        raise StartupError(f"log.dirs {config['log.dirs']}: unreadable topic catalog: {exc}") from exc
+    starting = asyncio.ensure_future(server.start())
+    stopping = asyncio.ensure_future(stop_requested.wait())
+    await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():
+        starting.cancel()
+        with contextlib.suppress(BaseException):
+            await starting
+        log.info("shutdown_requested", while_starting=True)
+        await server.stop()
+        return 0
+    if (failure := starting.exception()) is not None:
+        stopping.cancel()
+        await server.stop()
+        if isinstance(failure, StartupError):
+            raise failure
+        log.debug("startup_failed", exc_info=failure)
+        raise StartupError(f"{type(failure).__name__}: {failure}") from failure
     # A process-wide policy, so here and not in CoordinatorServer (tests run servers in process).
     gc_policy.freeze_survivors(loop)
-    await stop_requested.wait()
+    await stopping
     log.info("shutdown_requested")
     await server.stop()
     return 0
+
+
+def prepare_data_dir(path: Path) -> None:
+    """`log.dirs` must be a directory this process can create files in."""
+    if path.exists() and not path.is_dir():
+        raise StartupError(f"log.dirs {path}: not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StartupError(f"log.dirs {path}: cannot create the directory: {_reason(exc)}") from exc
+    probe = path / f".write-test-{os.getpid()}"
+    try:
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise StartupError(f"log.dirs {path}: not writable: {_reason(exc)}") from exc
+
+
+def _reason(exc: OSError) -> str:
+    """The short reason of a failed bind or file operation ("Address already in use")."""
+    if isinstance(exc, socket.gaierror) or not exc.errno:
+        return str(exc.strerror or exc)
+    return os.strerror(exc.errno)
 
 
 def _fail_stop(exc: BaseException) -> None:
