@@ -21,13 +21,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from protocol.errors import ErrorCode
+
 # Kafka error codes the catalog reports (same numbers as Kafka's Errors.java).
-UNKNOWN_TOPIC_OR_PARTITION = 3
-TOPIC_ALREADY_EXISTS = 36
-INVALID_PARTITIONS = 37
-INVALID_REPLICATION_FACTOR = 38
-INVALID_TOPIC_EXCEPTION = 17
-UNKNOWN_TOPIC_ID = 100
 
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_NAME_LENGTH = 249
@@ -65,17 +61,17 @@ Listener = Callable[[TopicChange], None]
 
 def validate_topic_name(name: str) -> None:
     if not name:
-        raise CatalogError(INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+        raise CatalogError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
     if name in (".", ".."):
-        raise CatalogError(INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
+        raise CatalogError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
     if len(name) > MAX_NAME_LENGTH:
         raise CatalogError(
-            INVALID_TOPIC_EXCEPTION,
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
             f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters",
         )
     if not _LEGAL_NAME.fullmatch(name):
         raise CatalogError(
-            INVALID_TOPIC_EXCEPTION,
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
             f"Topic name \"{name}\" is illegal, it contains a character other than "
             "ASCII alphanumerics, '.', '_' and '-'",
         )
@@ -113,9 +109,9 @@ class TopicCatalog:
     def validate_new(self, name: str, num_partitions: int) -> None:
         validate_topic_name(name)
         if name in self._by_name:
-            raise CatalogError(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+            raise CatalogError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         if num_partitions < 1:
-            raise CatalogError(INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+            raise CatalogError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
 
     def create(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic:
         self.validate_new(name, num_partitions)
@@ -129,7 +125,7 @@ class TopicCatalog:
     def delete(self, name: str) -> Topic:
         topic = self._by_name.pop(name, None)
         if topic is None:
-            raise CatalogError(UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+            raise CatalogError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         del self._by_id[topic.topic_id]
         self._save()
         self._notify(TopicChange(topic, None))
@@ -138,10 +134,10 @@ class TopicCatalog:
     def grow(self, name: str, num_partitions: int) -> Topic:
         topic = self._by_name.get(name)
         if topic is None:
-            raise CatalogError(UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+            raise CatalogError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         if num_partitions <= topic.num_partitions:
             raise CatalogError(
-                INVALID_PARTITIONS,
+                ErrorCode.INVALID_PARTITIONS,
                 f"Topic currently has {topic.num_partitions} partitions, which is higher than or "
                 f"equal to the requested {num_partitions}.",
             )

@@ -128,6 +128,17 @@ async def test_describe_cluster(server: CoordinatorServer, client: WireClient, v
 
 
 @pytest.mark.asyncio
+async def test_describe_cluster_refuses_the_controllers_endpoint_with_kafkas_code(client: WireClient) -> None:
+    """EndpointType 2 (controllers) asked of a broker: UNSUPPORTED_ENDPOINT_TYPE, which is 115 in
+    Kafka's Errors (it was once answered as 120, TRANSACTION_ABORTABLE)."""
+    from kio.schema.errors import ErrorCode as KioErrorCode
+
+    response = await client.request(request(60, 1, include_cluster_authorized_operations=False, endpoint_type=2))
+    assert response.error_code == KioErrorCode.unsupported_endpoint_type == 115
+    assert response.brokers == ()
+
+
+@pytest.mark.asyncio
 async def test_topics_survive_a_restart_with_their_ids(tmp_path) -> None:
     from tests.runtime.conftest import make_config
 

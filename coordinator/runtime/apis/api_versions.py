@@ -2,8 +2,8 @@
 
 - The advertised table is the server's API registry, nothing else.
 - v3+: ClientSoftwareName and ClientSoftwareVersion must match Kafka's pattern (alphanumeric at both
-  ends, alphanumerics, '.', '-' inside), else INVALID_REQUEST with no API list.
-- A version above 4 is answered as v0 with UNSUPPORTED_VERSION and a single entry for key 18 with
+  ends, alphanumerics, '.', '-' inside), else ErrorCode.INVALID_REQUEST with no API list.
+- A version above 4 is answered as v0 with ErrorCode.UNSUPPORTED_VERSION and a single entry for key 18 with
   our range (KIP-511); clients retry with a version they share.
 """
 
@@ -13,6 +13,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from protocol.codec import API_VERSIONS_KEY, DecodedRequest
+from protocol.errors import ErrorCode
 
 from ..registry import ApiHandler, RequestContext
 from .common import respond, response_class
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
     from ..server import CoordinatorServer
 
 MIN_VERSION, MAX_VERSION = 0, 4
-UNSUPPORTED_VERSION = 35
-INVALID_REQUEST = 42
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
@@ -32,14 +31,14 @@ def handler(server: CoordinatorServer) -> ApiHandler:
     def handle(ctx: RequestContext, request: Any) -> Any:
         if isinstance(request, DecodedRequest):  # too-new version: answer in v0 format
             return _build_v0({
-                "error_code": UNSUPPORTED_VERSION,
+                "error_code": ErrorCode.UNSUPPORTED_VERSION,
                 "api_keys": [{"api_key": API_VERSIONS_KEY, "min_version": MIN_VERSION, "max_version": MAX_VERSION}],
             })
         if ctx.api_version >= 3 and not (
             _SOFTWARE.fullmatch(request.client_software_name)
             and _SOFTWARE.fullmatch(request.client_software_version)
         ):
-            return respond(ctx, {"error_code": INVALID_REQUEST, "api_keys": []})
+            return respond(ctx, {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": []})
         response = cache.get(ctx.api_version)
         if response is None:
             response = respond(ctx, {

@@ -7,7 +7,7 @@ Version notes:
   (KIP-345). v7+: ProtocolType/ProtocolName in the response; ProtocolName is nullable only from v7,
   so "" is sent before. v8+: Reason. v9: SkipAssignment (KIP-814).
 - SyncGroup v3+: GroupInstanceId. v5+: ProtocolType/ProtocolName are mandatory (null:
-  INCONSISTENT_GROUP_PROTOCOL before the group is consulted) and checked against the group's.
+  ErrorCode.INCONSISTENT_GROUP_PROTOCOL before the group is consulted) and checked against the group's.
 - Heartbeat v3+: GroupInstanceId.
 - LeaveGroup v0–2: one MemberId at top level, and the response carries only the top-level error
   (a member error is lifted to it); v3+: a batch of members (KIP-345) with per-member errors.
@@ -20,12 +20,12 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from protocol.errors import ErrorCode
+
 from ...core import requests as core
 from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .group_api import group_api, ms
-
-INCONSISTENT_GROUP_PROTOCOL = 23
 
 
 def _new_member_id(ctx: RequestContext, request: Any) -> str:
@@ -88,7 +88,7 @@ def sync_group(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def precheck(ctx: RequestContext, r: Any) -> int | None:
         # v5+ must name the protocol (SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent).
         if ctx.api_version >= 5 and (r.protocol_type is None or r.protocol_name is None):
-            return INCONSISTENT_GROUP_PROTOCOL
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         return None
 
     return group_api(shard, 14, 0, 5, to_core, to_wire, on_error, precheck)

@@ -1,12 +1,14 @@
 """DescribeCluster (key 60), versions 0–2 (flexible in all).
 
 One broker, this node, never fenced; ControllerId is this node. EndpointType (v1+) 1 = brokers is
-the only kind served; asking for controllers (2) gets UNSUPPORTED_ENDPOINT_TYPE as from a broker.
+the only kind served; asking for controllers (2) gets ErrorCode.UNSUPPORTED_ENDPOINT_TYPE as from a broker.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from protocol.errors import ErrorCode
 
 from ..registry import ApiHandler, RequestContext
 from .common import respond
@@ -15,7 +17,6 @@ if TYPE_CHECKING:
     from ..server import CoordinatorServer
 
 DESCRIBE_CLUSTER_KEY = 60
-UNSUPPORTED_ENDPOINT_TYPE = 120
 BROKERS = 1
 
 
@@ -24,7 +25,7 @@ def handler(server: CoordinatorServer) -> ApiHandler:
         node = server.node
         endpoint_type = getattr(request, "endpoint_type", BROKERS)
         if endpoint_type != BROKERS:
-            return respond(ctx, {"error_code": UNSUPPORTED_ENDPOINT_TYPE, "error_message":
+            return respond(ctx, {"error_code": ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, "error_message":
                                  "The request was sent to an endpoint of the wrong type.",
                                  "endpoint_type": endpoint_type, "cluster_id": server.config["cluster.id"],
                                  "controller_id": -1, "brokers": []})

@@ -4,14 +4,16 @@
   (KIP-699).
 - Group keys (type 0) are coordinated by this node.
 - Transaction keys (type 1): this coordinator runs no transaction coordinator, so
-  COORDINATOR_NOT_AVAILABLE. Share keys (type 2) need v6+ (INVALID_REQUEST before) and are not
-  served either (COORDINATOR_NOT_AVAILABLE). Any other key type is INVALID_REQUEST.
+  ErrorCode.COORDINATOR_NOT_AVAILABLE. Share keys (type 2) need v6+ (ErrorCode.INVALID_REQUEST before) and are not
+  served either (ErrorCode.COORDINATOR_NOT_AVAILABLE). Any other key type is ErrorCode.INVALID_REQUEST.
 - Errors in v0–3 carry NodeId -1, Host "" and Port -1, as Kafka sends them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from protocol.errors import ErrorCode
 
 from ..registry import ApiHandler, RequestContext
 from .common import respond
@@ -20,8 +22,6 @@ if TYPE_CHECKING:
     from ..server import CoordinatorServer
 
 FIND_COORDINATOR_KEY = 10
-COORDINATOR_NOT_AVAILABLE = 15
-INVALID_REQUEST = 42
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 
@@ -33,9 +33,9 @@ def handler(server: CoordinatorServer) -> ApiHandler:
             return {"key": key, "node_id": node.node_id, "host": node.host, "port": node.port,
                     "error_code": 0, "error_message": None}
         if key_type == TRANSACTION or (key_type == SHARE and version >= 6):
-            code, message = COORDINATOR_NOT_AVAILABLE, "This server does not coordinate transactions or share groups."
+            code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "This server does not coordinate transactions or share groups."
         else:
-            code, message = INVALID_REQUEST, f"Invalid coordinator key type {key_type} for version {version}."
+            code, message = ErrorCode.INVALID_REQUEST, f"Invalid coordinator key type {key_type} for version {version}."
         return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
 
     def handle(ctx: RequestContext, request: Any) -> Any:

@@ -4,8 +4,8 @@ Version notes:
 - ListGroups v4+: StatesFilter (KIP-518) and GroupState; v5+: TypesFilter and GroupType (KIP-848).
 - DescribeGroups v3+: IncludeAuthorizedOperations (answered with every group operation, as a broker
   without an authorizer does: 3400 in Kafka 4); v4+: member GroupInstanceId; v6 (KIP-1043): an
-  unknown group is GROUP_ID_NOT_FOUND with a message, where v0–5 say "Dead" with no error.
-- DeleteGroups: NON_EMPTY_GROUP for live groups, GROUP_ID_NOT_FOUND for unknown ones.
+  unknown group is ErrorCode.GROUP_ID_NOT_FOUND with a message, where v0–5 say "Dead" with no error.
+- DeleteGroups: NON_EMPTY_GROUP for live groups, ErrorCode.GROUP_ID_NOT_FOUND for unknown ones.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from protocol.errors import ErrorCode
+
 from ...core import requests as core
 from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .group_api import group_api
 
-GROUP_ID_NOT_FOUND = 69
 ALL_GROUP_OPERATIONS = 3400  # READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka 4)
 NOT_REQUESTED = -(2**31)
 
@@ -46,7 +47,7 @@ def describe_groups(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def describe(ctx: RequestContext, r: Any, g: Any) -> dict[str, Any]:
         operations = ALL_GROUP_OPERATIONS if getattr(r, "include_authorized_operations", False) else NOT_REQUESTED
         if not g.exists and ctx.api_version >= 6:
-            return {"error_code": GROUP_ID_NOT_FOUND, "error_message": g.not_found_message,
+            return {"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "error_message": g.not_found_message,
                     "group_id": g.group_id, "group_state": "Dead", "authorized_operations": NOT_REQUESTED}
         return {"error_code": g.error_code, "error_message": None, "group_id": g.group_id,
                 "group_state": g.group_state, "protocol_type": g.protocol_type, "protocol_data": g.protocol_data,

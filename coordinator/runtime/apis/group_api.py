@@ -3,7 +3,7 @@
 An adapter is two pure functions: `to_core(ctx, request, ref)` builds the version-free core request
 (filling version defaults) and `to_wire(ctx, request, response)` describes the wire response for
 `protocol.build`. While the shard is still replaying its log the adapter answers without the core,
-through `on_error(ctx, request, code)`, with COORDINATOR_LOAD_IN_PROGRESS.
+through `on_error(ctx, request, code)`, with ErrorCode.COORDINATOR_LOAD_IN_PROGRESS.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from protocol.errors import ErrorCode
+
 from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .common import respond
-
-COORDINATOR_LOAD_IN_PROGRESS = 14
 
 ToCore = Callable[[RequestContext, Any, int], Any]
 ToWire = Callable[[RequestContext, Any, Any], dict[str, Any]]
@@ -58,7 +58,7 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
             return respond(ctx, on_error(ctx, request, code))
         runtime = shard()
         if runtime is None or not runtime.loaded:
-            return respond(ctx, on_error(ctx, request, COORDINATOR_LOAD_IN_PROGRESS))
+            return respond(ctx, on_error(ctx, request, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
         outcome = runtime.submit(to_core(ctx, request, runtime.new_ref()))
         if isinstance(outcome, asyncio.Future):
             return finish(ctx, request, outcome)

@@ -3,11 +3,11 @@
 - Brokers: this node only, at its advertised listener; ControllerId is this node; ClusterId from
   `cluster.id` (v2+).
 - Topics: v0 empty list = all topics; v1+ null = all, empty = none. v10+ may name topics by id
-  (name null): librdkafka resolves KIP-848 assignments that way; an unknown id is UNKNOWN_TOPIC_ID.
+  (name null): librdkafka resolves KIP-848 assignments that way; an unknown id is ErrorCode.UNKNOWN_TOPIC_ID.
 - Unknown names are created when `auto.create.topics.enable` and the request allows it
   (AllowAutoTopicCreation, v4+; always allowed before v4), with `num.partitions` partitions;
-  otherwise UNKNOWN_TOPIC_OR_PARTITION with the all-zero topic id. Illegal names get
-  INVALID_TOPIC_EXCEPTION and are never created.
+  otherwise ErrorCode.UNKNOWN_TOPIC_OR_PARTITION with the all-zero topic id. Illegal names get
+  ErrorCode.INVALID_TOPIC_EXCEPTION and are never created.
 - Every partition is led by this node with leader epoch 0 (the data plane answers with the same).
 - v13: top-level ErrorCode (KIP-1102) is always NONE.
 """
@@ -17,8 +17,9 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from protocol.errors import ErrorCode
+
 from ...catalog import CatalogError, Topic
-from ...catalog.catalog import INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
 from ...logging import get_logger
 from ..registry import ApiHandler, RequestContext
 from .common import respond
@@ -85,7 +86,7 @@ def _one_topic(server: CoordinatorServer, entry: Any, allow_create: bool, ctx: R
     if name is None:
         topic = catalog.by_id(topic_id) if topic_id is not None else None
         if topic is None:
-            return {"error_code": UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id or _ZERO_UUID, "partitions": []}
+            return {"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id or _ZERO_UUID, "partitions": []}
         return topic_description(topic, server.node.node_id)
     topic = catalog.get(name)
     if topic is None and allow_create:
@@ -93,8 +94,8 @@ def _one_topic(server: CoordinatorServer, entry: Any, allow_create: bool, ctx: R
             topic = catalog.create(name, server.config["num.partitions"])
             log.info("topic_auto_created", topic=name, partitions=topic.num_partitions, client_id=ctx.client_id)
         except CatalogError as exc:
-            code = exc.code if exc.code == INVALID_TOPIC_EXCEPTION else UNKNOWN_TOPIC_OR_PARTITION
+            code = exc.code if exc.code == ErrorCode.INVALID_TOPIC_EXCEPTION else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             return {"error_code": code, "name": name, "topic_id": _ZERO_UUID, "partitions": []}
     if topic is None:
-        return {"error_code": UNKNOWN_TOPIC_OR_PARTITION, "name": name, "topic_id": _ZERO_UUID, "partitions": []}
+        return {"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "name": name, "topic_id": _ZERO_UUID, "partitions": []}
     return topic_description(topic, server.node.node_id)

@@ -17,13 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from protocol.errors import ErrorCode
+
 from ...core import requests as core
 from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .group_api import group_api, ms
-
-ILLEGAL_GENERATION = 22
-GROUP_ID_NOT_FOUND = 69
 
 
 def offset_commit(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
@@ -51,7 +50,7 @@ def offset_commit(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def to_wire(ctx: RequestContext, r: Any, resp: Any) -> dict[str, Any]:
         def code(error: int) -> int:
             # Before v9 a commit to an unknown group with a generation is ILLEGAL_GENERATION.
-            return ILLEGAL_GENERATION if error == GROUP_ID_NOT_FOUND and ctx.api_version < 9 else error
+            return ErrorCode.ILLEGAL_GENERATION if error == ErrorCode.GROUP_ID_NOT_FOUND and ctx.api_version < 9 else error
 
         return {"throttle_time": 0, "topics": [
             {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": code(p.error_code)}

@@ -2,17 +2,17 @@
 catalog. (Kafka 4 serves CreateTopics 2–7 and DeleteTopics 1–6; kio carries the same ranges.)
 
 CreateTopics, per topic, as Kafka's controller validates it:
-- a name listed twice in one request: INVALID_REQUEST for every copy;
+- a name listed twice in one request: ErrorCode.INVALID_REQUEST for every copy;
 - illegal name: INVALID_TOPIC_EXCEPTION; existing: TOPIC_ALREADY_EXISTS;
-- NumPartitions -1 takes `num.partitions`; 0 or below -1: INVALID_PARTITIONS;
-- ReplicationFactor -1 takes 1; 0 or below -1: INVALID_REPLICATION_FACTOR; above 1:
-  INVALID_REPLICATION_FACTOR (this is a one-node cluster);
-- manual Assignments exclude NumPartitions/ReplicationFactor (INVALID_REQUEST), must name
+- NumPartitions -1 takes `num.partitions`; 0 or below -1: ErrorCode.INVALID_PARTITIONS;
+- ReplicationFactor -1 takes 1; 0 or below -1: ErrorCode.INVALID_REPLICATION_FACTOR; above 1:
+  ErrorCode.INVALID_REPLICATION_FACTOR (this is a one-node cluster);
+- manual Assignments exclude NumPartitions/ReplicationFactor (ErrorCode.INVALID_REQUEST), must name
   partitions 0..n-1 and only this node;
 - ValidateOnly checks everything and creates nothing. v5+ answers the partition count,
   replication factor and configs; v7 the topic id.
 DeleteTopics: by name (all versions) or by topic id (v6); unknown names UNKNOWN_TOPIC_OR_PARTITION,
-unknown ids UNKNOWN_TOPIC_ID.
+unknown ids ErrorCode.UNKNOWN_TOPIC_ID.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ import uuid
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from protocol.errors import ErrorCode
+
 from ...catalog import CatalogError
-from ...catalog.catalog import UNKNOWN_TOPIC_ID
 from ...logging import get_logger
 from ..registry import ApiHandler, RequestContext
 from .common import respond
@@ -34,10 +35,6 @@ log = get_logger("coordinator.topics")
 
 CREATE_TOPICS_KEY = 19
 DELETE_TOPICS_KEY = 20
-INVALID_PARTITIONS = 37
-INVALID_REPLICATION_FACTOR = 38
-INVALID_REPLICA_ASSIGNMENT = 39
-INVALID_REQUEST = 42
 _ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -51,31 +48,31 @@ def create_topics_handler(server: CoordinatorServer) -> ApiHandler:
             return {**result, "error_code": code, "error_message": message}
 
         if duplicated:
-            return fail(INVALID_REQUEST, "Found multiple entries for this topic in the request.")
+            return fail(ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic in the request.")
         partitions = topic.num_partitions
         replication = topic.replication_factor
         if topic.assignments:
             if partitions != -1 or replication != -1:
-                return fail(INVALID_REQUEST, "Both numPartitions or replicationFactor and replicasAssignments "
+                return fail(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor and replicasAssignments "
                                              "were set. Both cannot be used at the same time.")
             indexes = sorted(a.partition_index for a in topic.assignments)
             if indexes != list(range(len(indexes))):
-                return fail(INVALID_REPLICA_ASSIGNMENT, "Partitions should be numbered 0 to n-1 without gaps.")
+                return fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Partitions should be numbered 0 to n-1 without gaps.")
             brokers = {b for a in topic.assignments for b in a.broker_ids}
             if brokers != {server.node.node_id}:
-                return fail(INVALID_REPLICA_ASSIGNMENT, f"Only broker {server.node.node_id} exists.")
+                return fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Only broker {server.node.node_id} exists.")
             partitions, replication = len(indexes), 1
         if partitions == -1:
             partitions = server.config["num.partitions"]
         if partitions < 1:
-            return fail(INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
+            return fail(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
         if replication == -1:
             replication = 1
         if replication < 1:
-            return fail(INVALID_REPLICATION_FACTOR,
+            return fail(ErrorCode.INVALID_REPLICATION_FACTOR,
                         "Replication factor must be larger than 0, or -1 to use the default value.")
         if replication > 1:
-            return fail(INVALID_REPLICATION_FACTOR,
+            return fail(ErrorCode.INVALID_REPLICATION_FACTOR,
                         f"Unable to replicate the partition {replication} time(s): The target replication "
                         f"factor of {replication} cannot be reached because only 1 broker(s) are registered.")
         configs = {c.name: c.value for c in topic.configs if c.value is not None}
@@ -119,7 +116,7 @@ def delete_topics_handler(server: CoordinatorServer) -> ApiHandler:
     def by_id(topic_id: uuid.UUID) -> dict[str, Any]:
         topic = server.catalog.by_id(topic_id)
         if topic is None:
-            return {"name": None, "topic_id": topic_id, "error_code": UNKNOWN_TOPIC_ID,
+            return {"name": None, "topic_id": topic_id, "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
                     "error_message": "This server does not host this topic ID."}
         return by_name(topic.name)
 
