@@ -25,7 +25,6 @@ import socket
 import sys
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 from protocol.codec import RequestCodec
@@ -51,7 +50,7 @@ from ..recordlog import (
 )
 from ..recordlog.segments import list_segments
 from . import durable, gc_policy, group_metrics, ownership
-from .apis import bootstrap_handlers, consumer_groups, group_handlers
+from .apis import Node, NodeView, TopicDefaults, bootstrap_handlers, consumer_groups, group_handlers
 from .connection import KafkaConnection
 from .durable import DurableSink
 from .registry import ApiRegistry
@@ -64,26 +63,20 @@ class StartupError(Exception):
     """The server cannot start as configured; the message is the one line the operator reads."""
 
 
-@dataclass(frozen=True, slots=True)
-class Node:
-    node_id: int
-    host: str
-    port: int
-
-
 class CoordinatorServer:
     def __init__(self, config: Config) -> None:
         self.config = config
         host, port = config.advertised
-        self.node = Node(config["node.id"], host, port)
         self.catalog = TopicCatalog(config.data_dir / "topics.json")
+        self.view = NodeView(Node(config["node.id"], host, port), config["cluster.id"], self.catalog,
+                             TopicDefaults(config["num.partitions"], config["auto.create.topics.enable"]))
         dataplane = config.build(DataPlaneConfig)
         self.store = PartitionStore(self.catalog, dataplane,
                                     retention_check_interval_ms=dataplane.log_retention_check_interval_ms)
         self.shard: ShardRuntime | None = None
         self.history: HistoryWriter | None = None
         self.registry = ApiRegistry([
-            *bootstrap_handlers(self),
+            *bootstrap_handlers(self.view, lambda: self.registry.version_ranges()),
             *group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"])),
             *dataplane_handlers(self.catalog, self.store, self.store.config),
         ])
@@ -101,6 +94,15 @@ class CoordinatorServer:
         self._committer: GroupCommitter | None = None
         durable.LOG_BYTES.set_function(lambda: durable.log_size(str(self.log_dir))[0])
         durable.LOG_SEGMENTS.set_function(lambda: durable.log_size(str(self.log_dir))[1])
+
+    @property
+    def node(self) -> Node:
+        """This node as clients are told of it (the API handlers read it from `view`)."""
+        return self.view.node
+
+    @node.setter
+    def node(self, node: Node) -> None:
+        self.view.node = node
 
     # -- lifecycle ----------------------------------------------------------------------------
     @property

@@ -1,11 +1,20 @@
 """Per-API handlers: each module serves one API (or a tight family) and opens with the versions it
-serves and the version notes. Handlers describe responses once, version-free, and let
-`protocol.build.build` produce the exact version asked for.
+serves and the version notes.
+
+One handler style:
+- an API is built by a factory named after it (`metadata`, `join_group`, ...) that returns an
+  `ApiHandler` (key, versions, `handle(ctx, request)`);
+- a factory takes only what its API needs, never the server: the bootstrap APIs a `NodeView`
+  (this node, the cluster id, the catalog and its defaults), ApiVersions the table it advertises,
+  the group APIs the shard getter (built with `group_api`: `to_core`, `to_wire`, `on_error`);
+- `handle` describes the response once, version-free, and returns `respond(ctx, description)` (or a
+  future of it): `protocol.build` / the fast encoders produce the exact version asked for;
+- error codes are `protocol.errors.ErrorCode` members, never bare numbers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ..registry import ApiHandler
@@ -20,21 +29,23 @@ from . import (
     offsets,
     topics,
 )
+from .view import Node, NodeView, TopicDefaults
 
 if TYPE_CHECKING:
-    from ..server import CoordinatorServer
     from ..shard import ShardRuntime
 
+__all__ = ["Node", "NodeView", "TopicDefaults", "bootstrap_handlers", "group_handlers"]
 
-def bootstrap_handlers(server: CoordinatorServer) -> list[ApiHandler]:
-    """The APIs every client needs before it can join a group."""
+
+def bootstrap_handlers(view: NodeView, table: Callable[[], Mapping[int, tuple[int, int]]]) -> list[ApiHandler]:
+    """The APIs every client needs before it can join a group; `table` is what ApiVersions advertises."""
     return [
-        api_versions.handler(server),
-        metadata.handler(server),
-        find_coordinator.handler(server),
-        topics.create_topics_handler(server),
-        topics.delete_topics_handler(server),
-        describe_cluster.handler(server),
+        api_versions.api_versions(table),
+        metadata.metadata(view),
+        find_coordinator.find_coordinator(view),
+        topics.create_topics(view),
+        topics.delete_topics(view),
+        describe_cluster.describe_cluster(view),
     ]
 
 

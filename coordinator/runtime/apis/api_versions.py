@@ -10,7 +10,8 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from protocol.codec import API_VERSIONS_KEY, DecodedRequest
 from protocol.errors import ErrorCode
@@ -18,14 +19,12 @@ from protocol.errors import ErrorCode
 from ..registry import ApiHandler, RequestContext
 from .common import respond, response_class
 
-if TYPE_CHECKING:
-    from ..server import CoordinatorServer
-
 MIN_VERSION, MAX_VERSION = 0, 4
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-def handler(server: CoordinatorServer) -> ApiHandler:
+def api_versions(table: Callable[[], Mapping[int, tuple[int, int]]]) -> ApiHandler:
+    """`table` is what is advertised: the server's API registry."""
     cache: dict[int, Any] = {}
 
     def handle(ctx: RequestContext, request: Any) -> Any:
@@ -45,7 +44,7 @@ def handler(server: CoordinatorServer) -> ApiHandler:
                 "error_code": 0,
                 "api_keys": [
                     {"api_key": key, "min_version": low, "max_version": high}
-                    for key, (low, high) in server.registry.version_ranges().items()
+                    for key, (low, high) in table().items()
                 ],
             })
             cache[ctx.api_version] = response

@@ -6,34 +6,32 @@ the only kind served; asking for controllers (2) gets ErrorCode.UNSUPPORTED_ENDP
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from protocol.errors import ErrorCode
 
 from ..registry import ApiHandler, RequestContext
 from .common import respond
-
-if TYPE_CHECKING:
-    from ..server import CoordinatorServer
+from .view import NodeView
 
 DESCRIBE_CLUSTER_KEY = 60
 BROKERS = 1
 
 
-def handler(server: CoordinatorServer) -> ApiHandler:
+def describe_cluster(view: NodeView) -> ApiHandler:
     def handle(ctx: RequestContext, request: Any) -> Any:
-        node = server.node
+        node = view.node
         endpoint_type = getattr(request, "endpoint_type", BROKERS)
         if endpoint_type != BROKERS:
             return respond(ctx, {"error_code": ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, "error_message":
                                  "The request was sent to an endpoint of the wrong type.",
-                                 "endpoint_type": endpoint_type, "cluster_id": server.config["cluster.id"],
+                                 "endpoint_type": endpoint_type, "cluster_id": view.cluster_id,
                                  "controller_id": -1, "brokers": []})
         return respond(ctx, {
             "throttle_time": 0,
             "error_code": 0,
             "endpoint_type": BROKERS,
-            "cluster_id": server.config["cluster.id"],
+            "cluster_id": view.cluster_id,
             "controller_id": node.node_id,
             "brokers": [{"broker_id": node.node_id, "host": node.host, "port": node.port, "rack": None,
                          "is_fenced": False}],

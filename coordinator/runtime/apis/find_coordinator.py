@@ -11,24 +11,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from protocol.errors import ErrorCode
 
 from ..registry import ApiHandler, RequestContext
 from .common import respond
-
-if TYPE_CHECKING:
-    from ..server import CoordinatorServer
+from .view import NodeView
 
 FIND_COORDINATOR_KEY = 10
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 
-def handler(server: CoordinatorServer) -> ApiHandler:
+def find_coordinator(view: NodeView) -> ApiHandler:
     def locate(key: str, key_type: int, version: int) -> dict[str, Any]:
-        node = server.node
+        node = view.node
         if key_type == GROUP:
             return {"key": key, "node_id": node.node_id, "host": node.host, "port": node.port,
                     "error_code": 0, "error_message": None}

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from protocol.errors import ErrorCode
 
@@ -23,9 +23,7 @@ from ...catalog import CatalogError, Topic
 from ...logging import get_logger
 from ..registry import ApiHandler, RequestContext
 from .common import respond
-
-if TYPE_CHECKING:
-    from ..server import CoordinatorServer
+from .view import NodeView
 
 log = get_logger("coordinator.metadata")
 
@@ -55,22 +53,22 @@ def topic_description(topic: Topic, node_id: int) -> dict[str, Any]:
     }
 
 
-def handler(server: CoordinatorServer) -> ApiHandler:
+def metadata(view: NodeView) -> ApiHandler:
     def handle(ctx: RequestContext, request: Any) -> Any:
-        node = server.node
-        catalog = server.catalog
+        node = view.node
+        catalog = view.catalog
         requested = request.topics
         if requested is None or (ctx.api_version == 0 and not requested):
             topics = [topic_description(t, node.node_id) for t in catalog]
         else:
-            allow_create = server.config["auto.create.topics.enable"] and (
+            allow_create = view.topic_defaults.auto_create and (
                 ctx.api_version < 4 or request.allow_auto_topic_creation
             )
-            topics = [_one_topic(server, entry, allow_create, ctx) for entry in requested]
+            topics = [_one_topic(view, entry, allow_create, ctx) for entry in requested]
         return respond(ctx, {
             "throttle_time": 0,
             "brokers": [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": None}],
-            "cluster_id": server.config["cluster.id"],
+            "cluster_id": view.cluster_id,
             "controller_id": node.node_id,
             "topics": topics,
             "error_code": 0,
@@ -79,23 +77,23 @@ def handler(server: CoordinatorServer) -> ApiHandler:
     return ApiHandler(METADATA_KEY, 0, 13, handle)
 
 
-def _one_topic(server: CoordinatorServer, entry: Any, allow_create: bool, ctx: RequestContext) -> dict[str, Any]:
-    catalog = server.catalog
+def _one_topic(view: NodeView, entry: Any, allow_create: bool, ctx: RequestContext) -> dict[str, Any]:
+    catalog = view.catalog
     name = entry.name
     topic_id = getattr(entry, "topic_id", None)
     if name is None:
         topic = catalog.by_id(topic_id) if topic_id is not None else None
         if topic is None:
             return {"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id or _ZERO_UUID, "partitions": []}
-        return topic_description(topic, server.node.node_id)
+        return topic_description(topic, view.node.node_id)
     topic = catalog.get(name)
     if topic is None and allow_create:
         try:
-            topic = catalog.create(name, server.config["num.partitions"])
+            topic = catalog.create(name, view.topic_defaults.num_partitions)
             log.info("topic_auto_created", topic=name, partitions=topic.num_partitions, client_id=ctx.client_id)
         except CatalogError as exc:
             code = exc.code if exc.code == ErrorCode.INVALID_TOPIC_EXCEPTION else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             return {"error_code": code, "name": name, "topic_id": _ZERO_UUID, "partitions": []}
     if topic is None:
         return {"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "name": name, "topic_id": _ZERO_UUID, "partitions": []}
-    return topic_description(topic, server.node.node_id)
+    return topic_description(topic, view.node.node_id)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from protocol.errors import ErrorCode
 
@@ -27,9 +27,7 @@ from ...catalog import CatalogError
 from ...logging import get_logger
 from ..registry import ApiHandler, RequestContext
 from .common import respond
-
-if TYPE_CHECKING:
-    from ..server import CoordinatorServer
+from .view import NodeView
 
 log = get_logger("coordinator.topics")
 
@@ -38,7 +36,7 @@ DELETE_TOPICS_KEY = 20
 _ZERO_UUID = uuid.UUID(int=0)
 
 
-def create_topics_handler(server: CoordinatorServer) -> ApiHandler:
+def create_topics(view: NodeView) -> ApiHandler:
     def create_one(topic: Any, duplicated: bool, validate_only: bool) -> dict[str, Any]:
         result: dict[str, Any] = {"name": topic.name, "topic_id": _ZERO_UUID, "error_code": 0,
                                   "error_message": None, "num_partitions": -1, "replication_factor": -1,
@@ -59,11 +57,11 @@ def create_topics_handler(server: CoordinatorServer) -> ApiHandler:
             if indexes != list(range(len(indexes))):
                 return fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Partitions should be numbered 0 to n-1 without gaps.")
             brokers = {b for a in topic.assignments for b in a.broker_ids}
-            if brokers != {server.node.node_id}:
-                return fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Only broker {server.node.node_id} exists.")
+            if brokers != {view.node.node_id}:
+                return fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Only broker {view.node.node_id} exists.")
             partitions, replication = len(indexes), 1
         if partitions == -1:
-            partitions = server.config["num.partitions"]
+            partitions = view.topic_defaults.num_partitions
         if partitions < 1:
             return fail(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
         if replication == -1:
@@ -77,11 +75,11 @@ def create_topics_handler(server: CoordinatorServer) -> ApiHandler:
                         f"factor of {replication} cannot be reached because only 1 broker(s) are registered.")
         configs = {c.name: c.value for c in topic.configs if c.value is not None}
         try:
-            server.catalog.validate_new(topic.name, partitions)
+            view.catalog.validate_new(topic.name, partitions)
             if validate_only:
                 created_id = _ZERO_UUID
             else:
-                created = server.catalog.create(topic.name, partitions, configs)
+                created = view.catalog.create(topic.name, partitions, configs)
                 created_id = created.topic_id
                 log.info("topic_created", topic=topic.name, partitions=partitions, topic_id=str(created_id))
         except CatalogError as exc:
@@ -104,17 +102,17 @@ def create_topics_handler(server: CoordinatorServer) -> ApiHandler:
     return ApiHandler(CREATE_TOPICS_KEY, 2, 7, handle)
 
 
-def delete_topics_handler(server: CoordinatorServer) -> ApiHandler:
+def delete_topics(view: NodeView) -> ApiHandler:
     def by_name(name: str) -> dict[str, Any]:
         try:
-            topic = server.catalog.delete(name)
+            topic = view.catalog.delete(name)
         except CatalogError as exc:
             return {"name": name, "topic_id": _ZERO_UUID, "error_code": exc.code, "error_message": exc.message}
         log.info("topic_deleted", topic=name, topic_id=str(topic.topic_id))
         return {"name": name, "topic_id": topic.topic_id, "error_code": 0, "error_message": None}
 
     def by_id(topic_id: uuid.UUID) -> dict[str, Any]:
-        topic = server.catalog.by_id(topic_id)
+        topic = view.catalog.by_id(topic_id)
         if topic is None:
             return {"name": None, "topic_id": topic_id, "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
                     "error_message": "This server does not host this topic ID."}
