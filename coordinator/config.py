@@ -17,8 +17,14 @@ marked as such in their documentation. Values are resolved, lowest precedence fi
 4. repeatable `--override key=value`;
 5. the dedicated command-line flags (`--listen` and friends), which name a key each.
 
-An unknown key or a value that does not parse or validate raises `ConfigError` naming the key; the
-CLI turns it into exit code 2.
+An unknown key, an unknown `COORDINATOR_*` variable (except `OTHER_VARIABLES`), or a value that does
+not parse or validate raises `ConfigError` naming the key (and the closest known one for a typo); the
+CLI turns it into one line and exit code 2. `advertised.listeners` (or `listeners` when it is unset)
+may not be the meta-address 0.0.0.0, as in Kafka; an empty host advertises the canonical host name.
+
+Adding a setting: declare it once, on the field of the struct that uses it with `setting(...)` (and
+add the struct to `_SECTIONS` if it is new), or as a `Setting` row here if the server reads it
+itself; then run `python -m coordinator.docs`.
 """
 
 from __future__ import annotations

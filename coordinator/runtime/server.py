@@ -9,8 +9,10 @@ A standby opens its metrics listener at once, so /healthz answers while it waits
 ready) -- unless the address is taken, which with the default settings means the active process on
 the same host holds it: then the standby opens it when it takes over. Anything that stops start-up
 (a port in use, a data directory that is not a writable directory, a corrupt catalog) raises
-`StartupError`, which the command line prints as one line and exit code 2. `stop()` stops accepting, lets the
-request in flight on every connection finish (bounded by `shutdown.timeout.ms`), then closes.
+`StartupError`, which the command line prints as one line and exit code 2.
+
+`stop()` stops accepting, lets the request in flight on every connection finish (bounded by
+`shutdown.timeout.ms`), then closes.
 """
 
 from __future__ import annotations
@@ -334,7 +336,7 @@ async def serve(config: Config) -> int:
     await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
     if not starting.done():
         starting.cancel()
-        with contextlib.suppress(BaseException):
+        with contextlib.suppress(asyncio.CancelledError, Exception):
             await starting
         log.info("shutdown_requested", while_starting=True)
         await server.stop()
