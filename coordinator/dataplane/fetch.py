@@ -188,7 +188,7 @@ class FetchHandler:
             records = b""
             if batches:
                 min_one = False
-                records = b"".join(b.data for b in batches) if len(batches) > 1 else batches[0].data
+                records = b"".join(b.bytes() for b in batches) if len(batches) > 1 else batches[0].bytes()
                 budget = max(0, budget - len(records))
                 metrics.BYTES_OUT.labels(topic.name).inc(len(records))
                 metrics.MESSAGES_OUT.labels(topic.name).inc(sum(b.records_count for b in batches))

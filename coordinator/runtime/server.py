@@ -36,6 +36,7 @@ from ..recordlog import (
     DataDirLock,
     GroupCommitter,
     LogConfig,
+    RealFileSystem,
     compact,
 )
 from ..recordlog.segments import list_segments
@@ -63,8 +64,13 @@ class CoordinatorServer:
         self.node = Node(config["node.id"], host, port)
         self.catalog = TopicCatalog(config.data_dir / "topics.json")
         dataplane = config.build(DataPlaneConfig)
-        self.store = PartitionStore(self.catalog, dataplane,
-                                    retention_check_interval_ms=dataplane.log_retention_check_interval_ms)
+        record_log = config.build(LogConfig)
+        # Partition data: opened (recovered) once this process owns the data directory.
+        self.store = PartitionStore(
+            self.catalog, dataplane, retention_check_interval_ms=dataplane.log_retention_check_interval_ms,
+            fs=RealFileSystem(), directory=str(config.data_dir / "partitions"),
+            flush_policy=record_log.flush_policy, flush_interval_ms=record_log.flush_interval_ms,
+            on_fatal=_fail_stop, remove_dir=_remove_empty_dir)
         self.shard: ShardRuntime | None = None
         self.history: HistoryWriter | None = None
         self.registry = ApiRegistry([
@@ -133,6 +139,8 @@ class CoordinatorServer:
         configured topics, and open the Kafka listener (group APIs answer
         COORDINATOR_LOAD_IN_PROGRESS until the log is loaded)."""
         self.catalog.reload()
+        self.store.open()
+        self.store.start()
         self._declare_topics()
         host, port = self.config.listen
         loop = asyncio.get_running_loop()
@@ -241,6 +249,7 @@ class CoordinatorServer:
             await self.history.close()
         if self._committer is not None:
             await self._committer.close()
+        await self.store.close()
         if self._lock is not None:
             self._lock.release()
         if self._server is not None:
@@ -289,3 +298,11 @@ def _fail_stop(exc: BaseException) -> None:
     log.critical("record_log_failed_exiting", error=repr(exc))
     sys.stdout.flush()
     os._exit(1)
+
+
+def _remove_empty_dir(path: str) -> None:
+    """A deleted topic's partition directory, once its segments are gone."""
+    try:
+        os.rmdir(path)
+    except OSError as exc:
+        log.warning("partition_dir_not_removed", path=path, error=str(exc))
