@@ -455,6 +455,7 @@ class PartitionStore:
         files, recovery = PartitionFiles.recover(self.fs, path, sync=not self.flusher.immediate)
         if recovery.truncated_bytes:
             self.recovered_truncated_bytes += recovery.truncated_bytes
+            metrics.TRUNCATED_BYTES.inc(recovery.truncated_bytes)
             log_line.warning(
                 "partition_tail_truncated", topic=topic.name, partition=partition,
                 bytes_dropped=recovery.truncated_bytes, log_end_offset=recovery.next_offset,
@@ -526,6 +527,7 @@ class PartitionStore:
         log = self.log(topic, partition)
         original = log.producers.check(header)
         if original is not None:
+            metrics.PRODUCE_DUPLICATES.inc()
             return AppendResult(original.first_offset, -1, log.log_start_offset, original.last_offset + 1, True)
         now = self.clock_ms()
         append_time = now if settings.log_append_time else None
@@ -575,6 +577,7 @@ class PartitionStore:
             self.cached_bytes -= batch.size
         while fifo and fifo[0][1].data is None:
             fifo.popleft()
+        metrics.CACHE_BYTES.set(self.cached_bytes)
         if len(fifo) >= self._fifo_compact_at:
             # Entries of batches evicted by a partition cap or dropped by retention linger until
             # they reach the front; purge them when they could outnumber the live ones.
@@ -664,6 +667,7 @@ class PartitionStore:
                 log.files.remove_all(self._remove_dir)
             log.wake()
         self.total_bytes -= freed
+        metrics.CACHE_BYTES.set(self.cached_bytes)
         metrics.LOG_DELETED_BYTES.labels("topic_deleted").inc(freed)
         self._topic_metrics.pop(topic.name, None)
         metrics.forget_topic(topic.name)
