@@ -32,7 +32,7 @@ GROUP, TRANSACTION, SHARE = 0, 1, 2
 def handler(server: CoordinatorServer) -> ApiHandler:
     def locate(key: str, key_type: int, version: int) -> dict[str, Any]:
         node = server.node
-        if key_type == GROUP or key_type == TRANSACTION:
+        if key_type in (GROUP, TRANSACTION):
             return {"key": key, "node_id": node.node_id, "host": node.host, "port": node.port,
                     "error_code": 0, "error_message": None}
         if key_type == SHARE and version >= 6:
