@@ -499,10 +499,9 @@ class PartitionStore:
         if log is None:
             if not self._opened:
                 raise RuntimeError("PartitionStore.open() has not run")
-            files = PartitionFiles.create(
-                self.fs, self.directory, f"{topic.topic_id}-{partition}", 0, sync=not self.flusher.immediate
-            )
-            log = logs[partition] = PartitionLog(topic.name, topic.topic_id, partition, files)
+            # Files are created by the first append: reads of empty partitions (Fetch, ListOffsets
+            # across many partitions) cost no directory and no file descriptor.
+            log = logs[partition] = PartitionLog(topic.name, topic.topic_id, partition)
             log.on_durable = self._after_durable
             log.last_retention_check_ms = self.clock_ms()
         return log
@@ -536,7 +535,10 @@ class PartitionStore:
         base_offset = log.log_end_offset
         end_offset = base_offset + header.last_offset_delta + 1
         files = log.files
-        assert files is not None
+        if files is None:
+            files = log.files = PartitionFiles.create(
+                self.fs, self.directory, f"{topic.topic_id}-{partition}", base_offset, sync=not self.flusher.immediate
+            )
         segment, file_position = files.append(data, base_offset, end_offset, settings.segment_bytes)
         stored = StoredBatch(data, base_offset, header, log._end_position, segment, file_position)
         log._add(stored, cached=True)

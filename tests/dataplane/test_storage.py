@@ -198,3 +198,17 @@ async def test_producer_ids_are_never_handed_out_twice_across_restarts() -> None
 async def init_producer_id(h: Harness, transactional_id: str | None = None, version: int = 4):  # type: ignore[no-untyped-def]
     return await h.call(22, version, {"transactional_id": transactional_id, "transaction_timeout": 60000,
                                       "producer_id": -1, "producer_epoch": -1})
+
+
+async def test_reading_empty_partitions_creates_no_files() -> None:
+    fs = MemoryFileSystem()
+    h = durable_harness(fs)
+    h.create("wide", 50)
+    await h.fetch([("wide", p, 0) for p in range(50)])
+    assert (await h.list_offset("wide", 7, -1)).offset == 0
+    assert fs.list_dir(DIR) == []
+    assert (await h.produce("wide", 7, make_batch([b"a"]))).error_code == 0
+    topic = h.catalog.get("wide")
+    assert topic is not None
+    assert fs.list_dir(DIR) == [f"{topic.topic_id}-7"]
+    await h.store.close()
