@@ -605,6 +605,8 @@ class PartitionStore:
 
     def _after_durable(self, log: PartitionLog) -> None:
         """Size retention holds back batches above the high watermark; apply it once they pass."""
+        if self.flusher.immediate:
+            return  # durable within append(), which applies size retention itself
         topic = self.catalog.by_id(log.topic_id)
         if topic is not None and not log.deleted:
             self._enforce_size(log, TopicSettings.of(topic, self.config))
