@@ -80,8 +80,8 @@ class StoredBatch:
     then reads it back from its segment file."""
 
     __slots__ = (
-        "base_offset", "data", "file_position", "header_fields", "last_offset", "max_timestamp",
-        "position", "records_count", "segment", "size",
+        "base_offset", "data", "file_position", "last_offset", "max_timestamp", "position",
+        "records_count", "segment", "size",
     )
 
     def __init__(
@@ -98,7 +98,6 @@ class StoredBatch:
         self.size = header.size
         self.segment = segment
         self.file_position = file_position
-        self.header_fields = header
 
     def bytes(self) -> bytes:
         if self.data is not None:
@@ -107,7 +106,7 @@ class StoredBatch:
         return self.segment.read(self.file_position, self.size)
 
     def header(self) -> BatchHeader:
-        return self.header_fields
+        return parse_header(self.bytes())
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,8 +238,8 @@ class PartitionLog:
         for batch in self.batches():
             if batch.max_timestamp < target:
                 continue
-            header = batch.header()
-            records = record_timestamps(batch.bytes(), header)
+            data = batch.bytes()
+            records = record_timestamps(data, parse_header(data))
             if records is None:
                 return batch.max_timestamp, batch.base_offset
             for timestamp, offset in records:
@@ -350,7 +349,8 @@ def _base_offset(batch: StoredBatch) -> int:
 
 
 def _offset_of_max_timestamp(batch: StoredBatch) -> int:
-    records = record_timestamps(batch.bytes(), batch.header())
+    data = batch.bytes()
+    records = record_timestamps(data, parse_header(data))
     if records is None:
         return batch.last_offset
     for timestamp, offset in records:

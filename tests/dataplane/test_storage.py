@@ -212,3 +212,35 @@ async def test_reading_empty_partitions_creates_no_files() -> None:
     assert topic is not None
     assert fs.list_dir(DIR) == [f"{topic.topic_id}-7"]
     await h.store.close()
+
+
+async def test_interval_policy_acknowledges_after_the_interval_fsync() -> None:
+    fs = MemoryFileSystem()
+    h = Harness(fs=fs, directory=DIR, flush_policy=FlushPolicy.INTERVAL, flush_interval_ms=5)
+    h.store.start()
+    h.create("t")
+    for i in range(3):
+        assert (await h.produce("t", 0, make_batch([b"%d" % i]))).base_offset == i
+    crash(h, fs)
+    after = durable_harness(fs, h)
+    assert [offset for offset, _ in stored(after, "t")] == [0, 1, 2]
+    await after.store.close()
+
+
+async def test_a_failed_fsync_stops_acknowledgements_and_is_fatal() -> None:
+    fs = MemoryFileSystem()
+    fatal: list[BaseException] = []
+    h = durable_harness(fs, on_fatal=fatal.append)
+    h.create("t")
+    assert (await h.produce("t", 0, make_batch([b"ok"]))).error_code == 0
+    fs.fail_next("fsync")
+    produce = asyncio.ensure_future(h.produce("t", 0, make_batch([b"never acknowledged"])))
+    deadline = asyncio.get_running_loop().time() + 5
+    while not fatal:
+        assert asyncio.get_running_loop().time() < deadline, "the failed fsync was not reported"
+        await asyncio.sleep(0.01)
+    assert isinstance(fatal[0], OSError)
+    assert not produce.done()  # the server exits on fatal; the client never hears ok
+    log = h.store.log(h.catalog.get("t"), 0)  # type: ignore[arg-type]
+    assert log.high_watermark == 1
+    produce.cancel()
