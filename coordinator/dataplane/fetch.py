@@ -36,7 +36,8 @@ from protocol.build import build
 from . import errors, metrics
 from ._schemas import response_class
 from .config import DataPlaneConfig
-from .log import LEADER_EPOCH, PartitionLog, PartitionStore
+from .log import LEADER_EPOCH, PartitionStore
+from .partition import PartitionLog
 from .session import (
     FINAL_EPOCH,
     FetchContext,

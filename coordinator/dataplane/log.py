@@ -1,22 +1,17 @@
-"""Partition logs (batches on disk, a bounded cache in memory) and the store that owns them.
+"""The partition store: every partition log of the catalog's topics, on disk, with retention,
+the memory cache's bounds, recovery at start-up and idempotent producer checks on append.
 
-A `PartitionLog` holds one partition's record batches in offset order, with Kafka's offsets:
-`log_start_offset` (first retained offset), `high_watermark` (the durable end: what Fetch and
-ListOffsets see and what Produce acknowledges) and `log_end_offset` (next offset to assign). There
-is one replica and no transactions, so the last stable offset equals the high watermark. Batches
-are only ever removed from the head, so the retained offsets are always the contiguous range
-[log_start_offset, log_end_offset).
+A `PartitionLog` (`partition.py`) is one partition's offsets, batch index and cache. Every batch is
+written to its partition's active segment file when it is appended (`segments.py`); the flusher
+(`flusher.py`) fsyncs per `log.flush.policy` and then moves the high watermark. Start-up
+(`PartitionStore.open`) recovers each partition directory: torn tails cut, the index rebuilt from
+batch headers, producer state (`producers.py`) replayed from them, as Kafka does. The log start
+offset is not checkpointed: after a restart it is the first batch on disk, and retention, applied
+again at once, moves it where the same rules put it.
 
-Storage: every batch is written to its partition's active segment file when it is appended
-(`segments.py`); the flusher (`flusher.py`) fsyncs per `log.flush.policy` and then moves the high
-watermark. Start-up (`PartitionStore.open`) recovers each partition directory: torn tails cut, the
-log rebuilt from batch headers, producer state (`producers.py`) replayed from them, as Kafka does.
-The log start offset is not checkpointed: after a restart it is the first batch on disk, and
-retention, applied again at once, moves it where the same rules put it.
-
-The `PartitionStore` creates logs lazily for catalog topics (keyed by topic id, so a topic deleted
-and re-created under the same name starts empty), deletes their files when the catalog deletes the
-topic, and applies, oldest batches first:
+The store creates logs lazily for catalog topics (keyed by topic id, so a topic deleted and
+re-created under the same name starts empty; files only from the first append), deletes their files
+when the catalog deletes the topic, and applies, oldest batches first:
 - `retention.bytes` (topic) / `log.retention.bytes` (broker), Kafka's rule at batch granularity: drop
   the head batch while the log would still hold at least `retention.bytes` without it;
 - `retention.ms` / `log.retention.ms`: drop head batches whose max timestamp is older than now minus
@@ -25,23 +20,15 @@ topic, and applies, oldest batches first:
   retention only drops batches below the high watermark, and deletes a segment file once every
   batch in it is dropped (never the active segment: its name keeps the log end across restarts);
 - memory: `dataplane.max.bytes` bounds the bytes one log keeps cached, `dataplane.total.max.bytes`
-  all logs together (the globally oldest cached batch is evicted first: a FIFO of (log, batch) in
-  append order, stale entries skipped and purged). Evicted batches are read back from disk.
+  all logs together (the globally oldest cached batch is evicted first: a FIFO of (log, base offset)
+  in append order, stale entries skipped and purged). Evicted batches are read back from disk.
   Batches recovered at start-up are not cached.
-
-Long polling: a Fetch that must wait registers one future on every log it reads; the high watermark
-moving (or the topic's deletion) resolves and forgets all futures of that log. Waiters re-check
-their condition, so a wake-up is only a hint.
 """
 
 from __future__ import annotations
 
-import asyncio
-import heapq
-import itertools
 import time
 import uuid
-from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -52,12 +39,12 @@ from coordinator.logging import get_logger
 from coordinator.recordlog import FileSystem, FlushPolicy, MemoryFileSystem
 
 from . import metrics
-from .batch import BatchHeader, parse_header, record_timestamps, stamp
+from .batch import BatchHeader, parse_header, stamp
 from .config import DataPlaneConfig
 from .flusher import Flusher
+from .partition import PartitionLog
 from .producer_ids import ProducerIdAllocator
-from .producers import ProducerStates
-from .segments import PartitionFiles, Segment
+from .segments import PartitionFiles
 
 log_line = get_logger("coordinator.dataplane")
 
@@ -66,47 +53,10 @@ LEADER_EPOCH = 0
 checked against Fetch/ListOffsets `current_leader_epoch`. Metadata must report the same."""
 
 NO_TIMESTAMP = -1
-_SEQUENCE = itertools.count()
 
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-class StoredBatch:
-    """One batch as served, with the header fields the log needs kept unpacked.
-
-    `data` is the batch's bytes while it is in the memory cache, None once evicted: `bytes()`
-    then reads it back from its segment file."""
-
-    __slots__ = (
-        "base_offset", "data", "file_position", "last_offset", "max_timestamp", "position",
-        "records_count", "segment", "size",
-    )
-
-    def __init__(
-        self, data: bytes | None, base_offset: int, header: BatchHeader, position: int,
-        segment: Segment | None = None, file_position: int = 0,
-    ) -> None:
-        self.data = data
-        self.base_offset = base_offset
-        self.last_offset = base_offset + header.last_offset_delta
-        self.max_timestamp = header.max_timestamp
-        self.records_count = header.records_count
-        self.position = position
-        """Bytes appended to the log before this batch (a virtual file position)."""
-        self.size = header.size
-        self.segment = segment
-        self.file_position = file_position
-
-    def bytes(self) -> bytes:
-        if self.data is not None:
-            return self.data
-        assert self.segment is not None
-        return self.segment.read(self.file_position, self.size)
-
-    def header(self) -> BatchHeader:
-        return parse_header(self.bytes())
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,228 +89,6 @@ def _int(value: str | None, default: int) -> int:
         return int(value)
     except ValueError:
         return default
-
-
-class PartitionLog:
-    """One partition's batches. Mutated only through `PartitionStore`.
-
-    Offsets: `log_start_offset` <= `high_watermark` <= `log_end_offset`. The log end offset is the
-    next offset to assign; the high watermark (= last stable offset, no transactions) is the
-    durable end: every batch below it is on disk per `log.flush.policy`. Fetch and ListOffsets see
-    only batches below the high watermark, and Produce answers once its batch is below it, so what
-    a crash can lose (the tail above it) was never acknowledged nor read.
-    """
-
-    def __init__(self, topic: str, topic_id: uuid.UUID, partition: int, files: PartitionFiles | None = None) -> None:
-        self.topic = topic
-        self.topic_id = topic_id
-        self.partition = partition
-        self.files = files
-        self.log_start_offset = 0
-        self.log_end_offset = 0
-        self.durable_end = 0
-        self.size_bytes = 0
-        self.cached_bytes = 0
-        self.deleted = False
-        self.last_retention_check_ms = 0
-        self.producers = ProducerStates()
-        self._batches: list[StoredBatch] = []
-        self._head = 0
-        self._end_position = 0
-        self._cached: deque[StoredBatch] = deque()
-        """Batches whose bytes are in memory: always the newest ones, oldest first."""
-        self._max_timestamp: tuple[int, int] | None = None
-        """(timestamp, offset) of the largest timestamp retained; None = recompute."""
-        self._waiters: set[asyncio.Future[None]] = set()
-        self._durable_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
-        """A heap of (end offset, sequence, future): duplicates wait on earlier offsets."""
-        self.on_durable: Callable[[PartitionLog], None] | None = None
-
-    # -- reads -------------------------------------------------------------------------------
-    @property
-    def high_watermark(self) -> int:
-        return self.durable_end
-
-    @property
-    def last_stable_offset(self) -> int:
-        return self.durable_end
-
-    def __len__(self) -> int:
-        return len(self._batches) - self._head
-
-    def batches(self) -> Iterator[StoredBatch]:
-        """Retained batches below the high watermark, in offset order."""
-        for i in range(self._head, len(self._batches)):
-            batch = self._batches[i]
-            if batch.base_offset >= self.durable_end:
-                return
-            yield batch
-
-    def _index_of(self, offset: int) -> int:
-        """Index of the first batch whose last offset is >= `offset` (len when none)."""
-        i = bisect_right(self._batches, offset, lo=self._head, key=_base_offset) - 1
-        if i < self._head:
-            return self._head
-        if self._batches[i].last_offset < offset:
-            return i + 1
-        return i
-
-    def _visible_end(self) -> int:
-        """Index just past the last batch below the high watermark."""
-        return self._index_of(self.durable_end)
-
-    def read(self, fetch_offset: int, max_bytes: int, min_one: bool) -> list[StoredBatch]:
-        """Whole batches from the one holding `fetch_offset`, up to `max_bytes` in total; the first
-        batch is returned even if larger when `min_one` (KIP-74)."""
-        out: list[StoredBatch] = []
-        total = 0
-        for i in range(self._index_of(fetch_offset), self._visible_end()):
-            batch = self._batches[i]
-            if total + batch.size > max_bytes and not (min_one and not out):
-                break
-            out.append(batch)
-            total += batch.size
-        return out
-
-    def bytes_from(self, fetch_offset: int) -> int:
-        i = self._index_of(fetch_offset)
-        end = self._visible_end()
-        if i >= end:
-            return 0
-        end_position = self._batches[end].position if end < len(self._batches) else self._end_position
-        return end_position - self._batches[i].position
-
-    def offset_for_timestamp(self, target: int) -> tuple[int, int] | None:
-        """(timestamp, offset) of the first record whose timestamp is >= `target`, Kafka's rule:
-        the first batch whose max timestamp is >= target, then the first such record in it. For a
-        batch whose codec cannot be read here, its base offset and max timestamp stand in (an
-        offset never later than the exact answer)."""
-        for batch in self.batches():
-            if batch.max_timestamp < target:
-                continue
-            data = batch.bytes()
-            records = record_timestamps(data, parse_header(data))
-            if records is None:
-                return batch.max_timestamp, batch.base_offset
-            for timestamp, offset in records:
-                if timestamp >= target:
-                    return timestamp, offset
-            return batch.max_timestamp, batch.base_offset
-        return None
-
-    def max_timestamp(self) -> tuple[int, int] | None:
-        """(timestamp, offset) of the record with the largest timestamp (the first such), or None
-        for an empty log. Undecodable batches answer with their last offset, as Kafka did before
-        KAFKA-16310."""
-        if self._max_timestamp is None or self._max_timestamp[1] >= self.durable_end:
-            best: StoredBatch | None = None
-            for batch in self.batches():
-                if best is None or batch.max_timestamp > best.max_timestamp:
-                    best = batch
-            if best is None:
-                return None
-            self._max_timestamp = (best.max_timestamp, _offset_of_max_timestamp(best))
-        return self._max_timestamp
-
-    # -- waiters -----------------------------------------------------------------------------
-    def add_waiter(self, waiter: asyncio.Future[None]) -> None:
-        self._waiters.add(waiter)
-
-    def discard_waiter(self, waiter: asyncio.Future[None]) -> None:
-        self._waiters.discard(waiter)
-
-    def wake(self) -> None:
-        waiters, self._waiters = self._waiters, set()
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-        if self.deleted:
-            durable, self._durable_waiters = self._durable_waiters, []
-            for _, _, future in durable:
-                if not future.done():
-                    future.set_result(None)
-
-    def wait_durable(self, end_offset: int) -> asyncio.Future[None] | None:
-        """A future resolved once every offset below `end_offset` is durable (None: it is)."""
-        if end_offset <= self.durable_end or self.deleted:
-            return None
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._durable_waiters, (end_offset, next(_SEQUENCE), future))
-        return future
-
-    def mark_durable(self, end_offset: int) -> None:
-        """The flusher made every offset below `end_offset` durable: the high watermark moves."""
-        if end_offset <= self.durable_end:
-            return
-        self.durable_end = end_offset
-        waiters = self._durable_waiters
-        while waiters and waiters[0][0] <= end_offset:
-            _, _, future = heapq.heappop(waiters)
-            if not future.done():
-                future.set_result(None)
-        self.wake()
-        if self.on_durable is not None:
-            self.on_durable(self)
-
-    # -- mutations (PartitionStore only) -----------------------------------------------------
-    def _add(self, batch: StoredBatch, cached: bool) -> None:
-        self._batches.append(batch)
-        self._end_position += batch.size
-        self.size_bytes += batch.size
-        self.log_end_offset = batch.last_offset + 1
-        if cached:
-            self._cached.append(batch)
-            self.cached_bytes += batch.size
-        if self._max_timestamp is not None and batch.max_timestamp > self._max_timestamp[0]:
-            self._max_timestamp = None
-
-    def _evict_oldest_cached(self) -> StoredBatch | None:
-        if not self._cached:
-            return None
-        batch = self._cached.popleft()
-        batch.data = None
-        self.cached_bytes -= batch.size
-        return batch
-
-    def _head_batch(self) -> StoredBatch | None:
-        return self._batches[self._head] if self._head < len(self._batches) else None
-
-    def _drop_head(self) -> StoredBatch:
-        batch = self._batches[self._head]
-        self._batches[self._head] = _DROPPED
-        self._head += 1
-        self.size_bytes -= batch.size
-        if self._cached and self._cached[0] is batch:
-            self._cached.popleft()
-            self.cached_bytes -= batch.size
-            batch.data = None
-        nxt = self._head_batch()
-        self.log_start_offset = nxt.base_offset if nxt is not None else self.log_end_offset
-        if self._max_timestamp is not None and self._max_timestamp[1] <= batch.last_offset:
-            self._max_timestamp = None
-        if self._head >= 1024 and self._head * 2 >= len(self._batches):
-            del self._batches[: self._head]
-            self._head = 0
-        return batch
-
-
-def _base_offset(batch: StoredBatch) -> int:
-    return batch.base_offset
-
-
-def _offset_of_max_timestamp(batch: StoredBatch) -> int:
-    data = batch.bytes()
-    records = record_timestamps(data, parse_header(data))
-    if records is None:
-        return batch.last_offset
-    for timestamp, offset in records:
-        if timestamp == batch.max_timestamp:
-            return offset
-    return batch.last_offset
-
-
-_DROPPED = StoredBatch(b"", -1, parse_header(bytes(61)), 0)
-"""Placeholder left in a dropped slot until the list is compacted (releases the bytes at once)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,7 +135,8 @@ class PartitionStore:
         """Bytes of batches held in memory by every log."""
         self.recovered_truncated_bytes = 0
         self._logs: dict[uuid.UUID, dict[int, PartitionLog]] = {}
-        self._cache_fifo: deque[tuple[PartitionLog, StoredBatch]] = deque()
+        self._cache_fifo: deque[tuple[PartitionLog, int]] = deque()
+        """(log, base offset) of cached batches in append order: the globally oldest first."""
         self._fifo_compact_at = 4096
         self._topic_metrics: dict[str, tuple[Any, Any, Any]] = {}
         self._opened = fs is None
@@ -462,12 +191,9 @@ class PartitionStore:
             )
         log = PartitionLog(topic.name, topic.topic_id, partition, files)
         log.on_durable = self._after_durable
-        position = 0
         for recovered in recovery.batches:
             header = recovered.header
-            batch = StoredBatch(None, header.base_offset, header, position, recovered.segment, recovered.position)
-            position += batch.size
-            log._add(batch, cached=False)
+            log._add(header, header.size, recovered.segment, recovered.position, None)
             log.producers.update(header, header.base_offset, header.max_timestamp)
         first = files.segments[0].base
         log.log_start_offset = recovery.batches[0].header.base_offset if recovery.batches else first
@@ -540,16 +266,16 @@ class PartitionStore:
                 self.fs, self.directory, f"{topic.topic_id}-{partition}", base_offset, sync=not self.flusher.immediate
             )
         segment, file_position = files.append(data, base_offset, end_offset, settings.segment_bytes)
-        stored = StoredBatch(data, base_offset, header, log._end_position, segment, file_position)
-        log._add(stored, cached=True)
+        size = len(data)
+        log._add(header, size, segment, file_position, data)
         log.producers.update(header, base_offset, header.max_timestamp)
-        self.total_bytes += stored.size
-        self.cached_bytes += stored.size
-        self._cache_fifo.append((log, stored))
+        self.total_bytes += size
+        self.cached_bytes += size
+        self._cache_fifo.append((log, base_offset))
         bytes_in, messages_in, log_bytes = self._metrics(topic.name)
-        bytes_in.inc(stored.size)
-        messages_in.inc(stored.records_count)
-        log_bytes.inc(stored.size)
+        bytes_in.inc(size)
+        messages_in.inc(header.records_count)
+        log_bytes.inc(size)
         if self.flusher.immediate:
             log.mark_durable(end_offset)
         else:
@@ -566,24 +292,18 @@ class PartitionStore:
     def _bound_cache(self, log: PartitionLog) -> None:
         """Evict cached bytes (they stay on disk) down to the partition and total caps."""
         while log.cached_bytes > self.config.partition_max_bytes:
-            evicted = log._evict_oldest_cached()
-            assert evicted is not None
-            self.cached_bytes -= evicted.size
+            self.cached_bytes -= log._evict_oldest_cached()
         fifo = self._cache_fifo
         while self.cached_bytes > self.config.total_max_bytes and fifo:
-            owner, batch = fifo.popleft()
-            if batch.data is None:
-                continue  # already evicted or dropped
-            evicted = owner._evict_oldest_cached()
-            assert evicted is batch
-            self.cached_bytes -= batch.size
-        while fifo and fifo[0][1].data is None:
-            fifo.popleft()
+            owner, base_offset = fifo.popleft()
+            if not owner.deleted and owner._oldest_cached_offset() == base_offset:
+                self.cached_bytes -= owner._evict_oldest_cached()
+            # else: already evicted by its partition's cap, or dropped by retention
         metrics.CACHE_BYTES.set(self.cached_bytes)
         if len(fifo) >= self._fifo_compact_at:
             # Entries of batches evicted by a partition cap or dropped by retention linger until
             # they reach the front; purge them when they could outnumber the live ones.
-            self._cache_fifo = deque((o, b) for o, b in fifo if b.data is not None)
+            self._cache_fifo = deque((o, b) for o, b in fifo if _still_cached(o, b))
             self._fifo_compact_at = max(4096, 2 * len(self._cache_fifo))
 
     # -- retention ---------------------------------------------------------------------------
@@ -616,39 +336,39 @@ class PartitionStore:
         if retention_ms < 0:
             return 0
         dropped = 0
-        head = log._head_batch()
+        head = log._head_view()
         while head is not None and head.last_offset < log.durable_end and now - head.max_timestamp > retention_ms:
             dropped += self._drop(log, "retention_ms")
-            head = log._head_batch()
+            head = log._head_view()
         self._delete_segments(log)
         return dropped
 
     def _enforce_size(self, log: PartitionLog, settings: TopicSettings) -> int:
         dropped = 0
         if settings.retention_bytes >= 0:
-            head = log._head_batch()
+            head = log._head_view()
             while (
                 head is not None and head.last_offset < log.durable_end
                 and log.size_bytes - head.size >= settings.retention_bytes
             ):
                 dropped += self._drop(log, "retention_bytes")
-                head = log._head_batch()
+                head = log._head_view()
             self._delete_segments(log)
         return dropped
 
     def _delete_segments(self, log: PartitionLog) -> None:
-        if log.files is not None and not log.deleted:
-            log.files.delete_below(log.log_start_offset)
+        files = log.files
+        if files is not None and not log.deleted and files.delete_below(log.log_start_offset):
+            log._forget_segments_before(files.segments[0])
 
     def _drop(self, log: PartitionLog, reason: str) -> int:
-        cached = log._cached and log._cached[0] is log._head_batch()
-        batch = log._drop_head()
-        self.total_bytes -= batch.size
+        size, cached = log._drop_head()
+        self.total_bytes -= size
         if cached:
-            self.cached_bytes -= batch.size
-        self._metrics(log.topic)[2].dec(batch.size)
-        metrics.LOG_DELETED_BYTES.labels(reason).inc(batch.size)
-        return batch.size
+            self.cached_bytes -= size
+        self._metrics(log.topic)[2].dec(size)
+        metrics.LOG_DELETED_BYTES.labels(reason).inc(size)
+        return size
 
     # -- catalog -----------------------------------------------------------------------------
     def _on_topic_change(self, change: TopicChange) -> None:
@@ -662,11 +382,7 @@ class PartitionStore:
         for log in logs.values():
             log.deleted = True
             freed += log.size_bytes
-            self.cached_bytes -= log.cached_bytes
-            for batch in log._cached:
-                batch.data = None
-            log._cached.clear()
-            log.cached_bytes = 0
+            self.cached_bytes -= log._clear_cache()
             if log.files is not None:
                 log.files.remove_all(self._remove_dir)
             log.wake()
@@ -675,6 +391,11 @@ class PartitionStore:
         metrics.LOG_DELETED_BYTES.labels("topic_deleted").inc(freed)
         self._topic_metrics.pop(topic.name, None)
         metrics.forget_topic(topic.name)
+
+
+def _still_cached(log: PartitionLog, base_offset: int) -> bool:
+    oldest = log._oldest_cached_offset()
+    return not log.deleted and oldest is not None and base_offset >= oldest
 
 
 def _raise(exc: BaseException) -> None:

@@ -166,3 +166,26 @@ def test_log_append_time_topic_stamps_max_timestamp_and_keeps_crc_valid() -> Non
     assert parsed.max_timestamp == NOW_MS + 12345
     assert parsed.attributes & 0x08
     assert log.max_timestamp() == (NOW_MS + 12345, 0)
+
+
+def test_the_index_costs_a_few_dozen_bytes_a_batch_whatever_the_batches_hold() -> None:
+    import tracemalloc
+
+    h = Harness(DataPlaneConfig(partition_max_bytes=1024, total_max_bytes=1024))
+    h.create("t")
+    for _ in range(1000):
+        append(h, "t", 0, [b"x"])
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        for _ in range(50_000):
+            append(h, "t", 0, [b"x"])
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    grown = sum(
+        stat.size_diff for stat in after.compare_to(before, "filename")
+        if "memfs" not in stat.traceback[0].filename  # the segment bytes themselves (the "disk")
+    )
+    assert grown / 50_000 < 64, f"{grown / 50_000:.0f} bytes of memory per batch"
+    assert h.store.cached_bytes <= 1024
