@@ -110,7 +110,7 @@ def test_cache_fifo_stays_bounded_when_retention_drops_batches() -> None:
     size = len(make_batch([b"x"]))
     h = Harness()
     h.create("t", retention_bytes=str(size))
-    for _ in range(20000):
+    for _ in range(10000):
         append(h, "t", 0, [b"x"])
     assert len(h.store._cache_fifo) <= 4096
     assert h.store.cached_bytes == h.store.total_bytes == size
@@ -178,7 +178,7 @@ def test_the_index_costs_a_few_dozen_bytes_a_batch_whatever_the_batches_hold() -
     tracemalloc.start()
     try:
         before = tracemalloc.take_snapshot()
-        for _ in range(50_000):
+        for _ in range(5_000):
             append(h, "t", 0, [b"x"])
         after = tracemalloc.take_snapshot()
     finally:
@@ -187,5 +187,5 @@ def test_the_index_costs_a_few_dozen_bytes_a_batch_whatever_the_batches_hold() -
         stat.size_diff for stat in after.compare_to(before, "filename")
         if "memfs" not in stat.traceback[0].filename  # the segment bytes themselves (the "disk")
     )
-    assert grown / 50_000 < 64, f"{grown / 50_000:.0f} bytes of memory per batch"
+    assert grown / 5_000 < 64, f"{grown / 5_000:.0f} bytes of memory per batch"
     assert h.store.cached_bytes <= 1024
