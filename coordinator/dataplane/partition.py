@@ -333,6 +333,32 @@ class PartitionLog:
         return freed
 
 
+def joined_bytes(batches: list[StoredBatch]) -> bytes:
+    """The batches' bytes back to back: cached ones from memory, each run of evicted ones that lie
+    next to each other in one segment with a single read."""
+    if len(batches) == 1:
+        return batches[0].bytes()
+    parts: list[bytes] = []
+    i = 0
+    while i < len(batches):
+        batch = batches[i]
+        if batch.data is not None or batch.segment is None:
+            parts.append(batch.bytes())
+            i += 1
+            continue
+        j = i + 1
+        end = batch.file_position + batch.size
+        while j < len(batches):
+            nxt = batches[j]
+            if nxt.data is not None or nxt.segment is not batch.segment or nxt.file_position != end:
+                break
+            end += nxt.size
+            j += 1
+        parts.append(batch.segment.read(batch.file_position, end - batch.file_position))
+        i = j
+    return b"".join(parts)
+
+
 def _offset_of_max_timestamp(batch: StoredBatch) -> int:
     data = batch.bytes()
     records = record_timestamps(data, parse_header(data))
