@@ -1,14 +1,18 @@
 """Data plane throughput in process: Produce and Fetch through codec decode -> handler -> encode.
 
 Prints requests/s and MB/s for each. Usage: .venv/bin/python bench/dataplane_throughput.py [seconds]
+The store writes to segment files in a temporary directory with log.flush.policy=none (written,
+not fsynced: the CPU cost of the path; `bench/dataplane_produce_e2e.py` measures with fsyncs).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import shutil
 import struct
 import sys
+import tempfile
 import time
 import uuid
 from typing import Any
@@ -18,6 +22,7 @@ from kio.index import load_request_schema
 
 from coordinator.catalog.catalog import TopicCatalog
 from coordinator.dataplane import DataPlaneConfig, PartitionStore, dataplane_handlers
+from coordinator.recordlog import FlushPolicy, RealFileSystem
 from coordinator.runtime.registry import ApiRegistry, RequestContext
 from protocol.build import build
 from protocol.codec import RequestCodec, encode_request, encode_response
@@ -37,7 +42,9 @@ async def run(seconds: float) -> None:
     catalog = TopicCatalog(None, id_factory=uuid.uuid4)
     catalog.create("bench", 1)
     config = DataPlaneConfig()
-    store = PartitionStore(catalog, config)
+    directory = tempfile.mkdtemp(prefix="dataplane-bench-")
+    store = PartitionStore(catalog, config, fs=RealFileSystem(), directory=directory, flush_policy=FlushPolicy.NONE)
+    store.open()
     registry = ApiRegistry(dataplane_handlers(catalog, store, config))
     codec = RequestCodec(registry.version_ranges())
     records = batch(10, 100)
@@ -77,6 +84,8 @@ async def run(seconds: float) -> None:
     elapsed = time.perf_counter() - start
     print(f"fetch v12    {m / elapsed:10.0f} req/s  {out / elapsed / 1e6:8.1f} MB/s  (up to 1 MiB responses)")
     print(f"retained     {store.total_bytes / 1e6:.1f} MB in {len(store.log(catalog.get('bench'), 0))} batches")  # type: ignore[arg-type]
+    await store.close()
+    shutil.rmtree(directory)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@
   current and target assignments. Otherwise DescribeGroups; for protocol type "consumer" each
   member's ConsumerProtocolAssignment is decoded. Then committed offsets (OffsetFetch, every
   partition of the group) and end offsets (ListOffsets latest, sent to each partition's leader from
-  Metadata), and lag where both are known.
+  Metadata), and lag where both are known. Lag is end minus committed, never clamped: a committed
+  offset above the log end (data lost, a topic re-created, an offset committed by hand) shows as a
+  negative lag, as Kafka's kafka-consumer-groups shows it, instead of hiding behind 0.
 - `delete_group`: DeleteGroups at the coordinator.
 - `reset_offsets`: as Kafka's kafka-consumer-groups: only for a group that is Empty or Dead (or
   unknown); target offsets from ListOffsets (earliest/latest) or given (clamped to the partition's
@@ -75,6 +77,7 @@ class PartitionOffsets:
     committed_offset: int | None
     end_offset: int | None
     lag: int | None
+    """End offset minus committed offset; negative when the committed offset is above the log end."""
     member_id: str | None
     metadata: str | None = None
 
@@ -270,7 +273,7 @@ async def describe_group(client: AdminClient, group_id: str) -> GroupDescription
     for key in keys:
         offset, metadata = committed.get(key, (None, None))
         end = ends.get(key)
-        lag = max(end - offset, 0) if end is not None and offset is not None else None
+        lag = end - offset if end is not None and offset is not None else None
         description.offsets.append(PartitionOffsets(key[0], key[1], offset, end, lag, owners.get(key), metadata))
     return description
 

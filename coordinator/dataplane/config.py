@@ -1,8 +1,9 @@
 """Settings of the embedded data plane.
 
 Kafka's broker keys and defaults where Kafka has one; two keys of our own (`dataplane.*`) bound the
-memory the in-memory logs may hold. Per-topic overrides use Kafka's topic config keys
-(`retention.bytes`, `retention.ms`, `max.message.bytes`, `message.timestamp.type`) and are read from
+memory the partition logs' cache may hold (the batches themselves are on disk). Per-topic overrides
+use Kafka's topic config keys (`retention.bytes`, `retention.ms`, `max.message.bytes`,
+`message.timestamp.type`, `segment.bytes`) and are read from
 `Topic.configs` on every append, so an altered topic takes effect at once.
 """
 
@@ -40,15 +41,19 @@ class DataPlaneConfig:
         check=at_least(1024))
     partition_max_bytes: int = setting(
         "dataplane.max.bytes", 256 * MiB,
-        "Embedded data plane: hard cap on the bytes one partition keeps in memory (ours).", check=at_least(1024))
-    total_max_bytes: int = setting(  # beyond it the globally oldest batches are dropped first
+        "Embedded data plane: cap on the bytes of one partition cached in memory; older batches are read "
+        "back from disk (ours).", check=at_least(1024))
+    total_max_bytes: int = setting(  # beyond it the globally oldest cached batches are evicted first
         "dataplane.total.max.bytes", 1024 * MiB,
-        "Embedded data plane: hard cap on the bytes all partitions keep in memory (ours).", check=at_least(1024))
+        "Embedded data plane: cap on the bytes of all partitions cached in memory (ours).", check=at_least(1024))
     max_incremental_fetch_session_cache_slots: int = setting(
         "max.incremental.fetch.session.cache.slots", 1000, "Most incremental fetch sessions (KIP-227) cached.",
         check=at_least(0))
     fetch_session_eviction_ms: int = 120000
     """Kafka's fixed minimum idle time (and minimum age) before a session may be evicted."""
+    segment_bytes: int = 64 * MiB
+    """Segment file size of partition data (topic key `segment.bytes`; the broker key
+    `log.segment.bytes` is the group log's); retention deletes whole segments from disk."""
 
     def __post_init__(self) -> None:
         if self.message_max_bytes < 0:

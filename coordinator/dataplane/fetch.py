@@ -36,7 +36,8 @@ from protocol.build import build
 from . import errors, metrics
 from ._schemas import response_class
 from .config import DataPlaneConfig
-from .log import LEADER_EPOCH, PartitionLog, PartitionStore
+from .log import LEADER_EPOCH, PartitionStore
+from .partition import PartitionLog, joined_bytes
 from .session import (
     FINAL_EPOCH,
     FetchContext,
@@ -188,7 +189,7 @@ class FetchHandler:
             records = b""
             if batches:
                 min_one = False
-                records = b"".join(b.data for b in batches) if len(batches) > 1 else batches[0].data
+                records = joined_bytes(batches)
                 budget = max(0, budget - len(records))
                 metrics.BYTES_OUT.labels(topic.name).inc(len(records))
                 metrics.MESSAGES_OUT.labels(topic.name).inc(sum(b.records_count for b in batches))

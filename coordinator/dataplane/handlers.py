@@ -1,4 +1,5 @@
-"""The data plane's entries in the API registry: Produce (0), Fetch (1), ListOffsets (2).
+"""The data plane's entries in the API registry: Produce (0), Fetch (1), ListOffsets (2),
+InitProducerId (22).
 
 Wiring: one `DataPlaneConfig`, one `PartitionStore(catalog, config)` for the process, then
 `ApiRegistry(... + dataplane_handlers(catalog, store, config))`. Produce returns None for acks=0
@@ -10,7 +11,7 @@ from __future__ import annotations
 from coordinator.catalog.catalog import TopicCatalog
 from coordinator.runtime.registry import ApiHandler
 
-from . import fetch, list_offsets, produce
+from . import fetch, init_producer_id, list_offsets, produce
 from .config import DataPlaneConfig
 from .log import PartitionStore
 from .session import FetchSessionCache
@@ -41,5 +42,11 @@ def dataplane_handlers(
             list_offsets.MIN_VERSION,
             list_offsets.MAX_VERSION,
             list_offsets.ListOffsetsHandler(catalog, store),
+        ),
+        ApiHandler(
+            init_producer_id.API_KEY,
+            init_producer_id.MIN_VERSION,
+            init_producer_id.MAX_VERSION,
+            init_producer_id.InitProducerIdHandler(store),
         ),
     ]

@@ -26,7 +26,8 @@ from protocol.build import build
 
 from . import errors
 from ._schemas import response_class
-from .log import LEADER_EPOCH, NO_TIMESTAMP, PartitionLog, PartitionStore
+from .log import LEADER_EPOCH, NO_TIMESTAMP, PartitionStore
+from .partition import PartitionLog
 
 API_KEY = 2
 MIN_VERSION = 1

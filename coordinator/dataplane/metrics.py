@@ -30,13 +30,23 @@ MESSAGES_OUT = Counter(
 PRODUCE_ERRORS = Counter(
     "coordinator_dataplane_produce_errors", "Produce partitions refused, by error name.", ["error"]
 )
+PRODUCE_DUPLICATES = Counter(
+    "coordinator_dataplane_produce_duplicates",
+    "Idempotent producer batches recognised as retries of appended ones (answered with the original offsets).",
+)
 LOG_BYTES = Gauge(
-    "coordinator_dataplane_log_bytes", "Record batch bytes retained in memory, by topic.", ["topic"]
+    "coordinator_dataplane_log_bytes", "Record batch bytes retained in partition segment files, by topic.", ["topic"]
+)
+CACHE_BYTES = Gauge(
+    "coordinator_dataplane_cache_bytes",
+    "Record batch bytes held in memory (bounded by dataplane.max.bytes and dataplane.total.max.bytes).",
+)
+TRUNCATED_BYTES = Counter(
+    "coordinator_dataplane_truncated_bytes", "Torn or corrupt partition data dropped at start-up recovery."
 )
 LOG_DELETED_BYTES = Counter(
     "coordinator_dataplane_log_deleted_bytes",
-    "Bytes dropped from partition logs, by reason (retention_bytes, retention_ms, partition_cap, "
-    "total_cap, topic_deleted).",
+    "Bytes dropped from partition logs, by reason (retention_bytes, retention_ms, topic_deleted).",
     ["reason"],
 )
 FETCH_SESSIONS = Gauge(

@@ -10,13 +10,20 @@ Version notes (ProduceRequest/Response.json):
 - acks other than 0, 1, -1 -> INVALID_REQUIRED_ACKS on every partition, nothing appended.
 - Produce never creates topics (Kafka 4 creates them from Metadata only): unknown topic or partition
   -> UNKNOWN_TOPIC_OR_PARTITION; Kafka's internal topics -> INVALID_TOPIC_EXCEPTION.
-- Batch validation and its error codes: see `batch.py`. A refused partition answers base_offset -1,
-  log_append_time -1, log_start_offset -1 and, from v8, the error message.
+- Batch validation and its error codes: see `batch.py`; idempotent producer checks (duplicates
+  answered with their original offsets, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH): see
+  `producers.py`. A refused partition answers base_offset -1, log_append_time -1, log_start_offset -1
+  and, from v8, the error message.
+- Durability: with acks 1 or -1 the response waits until every appended batch is below its
+  partition's high watermark (on disk per `log.flush.policy`, see `flusher.py`); acks 0 waits for
+  nothing, as in Kafka.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+from collections.abc import Awaitable
 from typing import Any
 
 from coordinator.catalog.catalog import TopicCatalog
@@ -27,6 +34,7 @@ from . import errors, metrics
 from ._schemas import response_class
 from .batch import InvalidBatch, validate_produce
 from .log import PartitionStore, TopicSettings
+from .producers import ProducerError
 
 API_KEY = 0
 MIN_VERSION = 3
@@ -41,10 +49,11 @@ class ProduceHandler:
         self.catalog = catalog
         self.store = store
 
-    def __call__(self, ctx: RequestContext, request: Any) -> Any | None:
+    def __call__(self, ctx: RequestContext, request: Any) -> Any | Awaitable[Any] | None:
         acks = int(request.acks)
         valid_acks = acks in (0, 1, -1)
         topics = []
+        waits: list[asyncio.Future[None]] = []
         for topic_data in request.topic_data:
             topic = self.catalog.get(topic_data.name)
             settings = TopicSettings.of(topic, self.store.config) if topic is not None else None
@@ -75,7 +84,14 @@ class ProduceHandler:
                     except InvalidBatch as exc:
                         partitions.append(_refused(index, exc.code, exc.message))
                         continue
-                    result = self.store.append(topic, index, batch, header, settings)
+                    try:
+                        result = self.store.append(topic, index, batch, header, settings)
+                    except ProducerError as exc:
+                        partitions.append(_refused(index, exc.code, exc.message))
+                        continue
+                    wait = self.store.log(topic, index).wait_durable(result.end_offset)
+                    if wait is not None:
+                        waits.append(wait)
                     partitions.append(
                         {
                             "index": index,
@@ -89,7 +105,16 @@ class ProduceHandler:
         if acks == 0:
             return None
         cls = response_class(API_KEY, ctx.api_version)
+        if waits:
+            return _after(waits, cls, topics)
         return build(cls, {"responses": topics})
+
+
+async def _after(waits: list[asyncio.Future[None]], cls: type, topics: list[dict[str, Any]]) -> Any:
+    """The response, once every batch it acknowledges is durable."""
+    for wait in waits:
+        await wait
+    return build(cls, {"responses": topics})
 
 
 def _refused(index: int, code: int, message: str | None) -> dict[str, Any]:

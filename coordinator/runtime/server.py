@@ -47,6 +47,7 @@ from ..recordlog import (
     DataDirLock,
     GroupCommitter,
     LogConfig,
+    RealFileSystem,
     compact,
     try_lock_data_dir,
 )
@@ -73,8 +74,13 @@ class CoordinatorServer:
         self.view = NodeView(Node(config["node.id"], host, port), config["cluster.id"], self.catalog,
                              TopicDefaults(config["num.partitions"], config["auto.create.topics.enable"]))
         dataplane = config.build(DataPlaneConfig)
-        self.store = PartitionStore(self.catalog, dataplane,
-                                    retention_check_interval_ms=dataplane.log_retention_check_interval_ms)
+        record_log = config.build(LogConfig)
+        # Partition data: opened (recovered) once this process owns the data directory.
+        self.store = PartitionStore(
+            self.catalog, dataplane, retention_check_interval_ms=dataplane.log_retention_check_interval_ms,
+            fs=RealFileSystem(), directory=str(config.data_dir / "partitions"),
+            flush_policy=record_log.flush_policy, flush_interval_ms=record_log.flush_interval_ms,
+            on_fatal=_fail_stop, remove_dir=_remove_empty_dir)
         self.shard: ShardRuntime | None = None
         self.history: HistoryWriter | None = None
         self.registry = ApiRegistry([
@@ -151,6 +157,8 @@ class CoordinatorServer:
         configured topics, and open the Kafka listener (group APIs answer
         COORDINATOR_LOAD_IN_PROGRESS until the log is loaded)."""
         self.catalog.reload()
+        self.store.open()
+        self.store.start()
         self._declare_topics()
         if self._metrics_deferred:
             self._metrics_deferred = False
@@ -291,6 +299,7 @@ class CoordinatorServer:
             await self.history.close()
         if self._committer is not None:
             await self._committer.close()
+        await self.store.close()
         if self._lock is not None:
             self._lock.release()
         if self._server is not None:
@@ -385,3 +394,11 @@ def _fail_stop(exc: BaseException) -> None:
     log.critical("record_log_failed_exiting", error=repr(exc))
     sys.stdout.flush()
     os._exit(1)
+
+
+def _remove_empty_dir(path: str) -> None:
+    """A deleted topic's partition directory, once its segments are gone."""
+    try:
+        os.rmdir(path)
+    except OSError as exc:
+        log.warning("partition_dir_not_removed", path=path, error=str(exc))

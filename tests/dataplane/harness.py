@@ -36,12 +36,18 @@ class ManualClock:
 
 
 class Harness:
-    def __init__(self, config: DataPlaneConfig | None = None, **store_kwargs: Any) -> None:
+    def __init__(
+        self, config: DataPlaneConfig | None = None, *, catalog: TopicCatalog | None = None, **store_kwargs: Any
+    ) -> None:
+        """`fs=` (with `flush_policy=`...) runs the store on that filesystem, opened (recovered)
+        here; pass the `catalog` of an earlier harness to restart over the same topics."""
         self.config = config or DataPlaneConfig()
         self.clock = ManualClock()
         ids = itertools.count(1)
-        self.catalog = TopicCatalog(None, id_factory=lambda: uuid.UUID(int=next(ids)))
+        self.catalog = catalog or TopicCatalog(None, id_factory=lambda: uuid.UUID(int=next(ids)))
         self.store = PartitionStore(self.catalog, self.config, clock_ms=self.clock, **store_kwargs)
+        if "fs" in store_kwargs:
+            self.store.open()
         session_ids = itertools.count(1001)
         self.sessions = FetchSessionCache(
             self.config.max_incremental_fetch_session_cache_slots,

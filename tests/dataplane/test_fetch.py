@@ -189,3 +189,20 @@ async def test_errors_answer_at_once(harness: Harness) -> None:
         harness.fetch([("t", 0, 0), ("nope", 0, 0)], max_wait_ms=60000), timeout=2
     )
     assert harness.partitions(response)[("nope", 0)].error_code == 3
+
+
+async def test_a_fetch_of_evicted_batches_reads_them_from_disk_in_one_read() -> None:
+    from coordinator.dataplane import DataPlaneConfig
+
+    size = len(make_batch([b"x" * 100]))
+    h = Harness(DataPlaneConfig(partition_max_bytes=2 * size))
+    topic = h.create("t")
+    for i in range(6):
+        assert (await h.produce("t", 0, make_batch([b"%d" % i * 100]))).error_code == 0
+    fs = h.store.fs
+    segment = f"{h.store.directory}/{topic.topic_id}-0/{0:020d}.log"
+    reads = fs.op_counts.get("read", 0)  # type: ignore[attr-defined]
+    response = await h.fetch([("t", 0, 0)], partition_max_bytes=10 * size)
+    records = h.partitions(response)[("t", 0)].records
+    assert records == fs.content(segment)  # type: ignore[attr-defined]  # four from disk, two cached
+    assert fs.op_counts.get("read", 0) == reads + 1  # type: ignore[attr-defined]

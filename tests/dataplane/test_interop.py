@@ -109,3 +109,32 @@ def test_aiokafka_round_trip_and_offsets_for_times(server: ServerProcess) -> Non
             await consumer.stop()
 
     asyncio.run(scenario())
+
+
+def test_aiokafka_idempotent_producer_gets_a_producer_id_and_its_batches_are_stored(server: ServerProcess) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    _create(server.bootstrap, "idempotent", 1)
+
+    async def scenario() -> list[bytes]:
+        producer = AIOKafkaProducer(bootstrap_servers=server.bootstrap, enable_idempotence=True)
+        await producer.start()
+        try:
+            offsets = [(await producer.send_and_wait("idempotent", b"i%d" % i, partition=0)).offset for i in range(N)]
+        finally:
+            await producer.stop()
+        assert offsets == list(range(N))
+        consumer = AIOKafkaConsumer(bootstrap_servers=server.bootstrap, fetch_max_wait_ms=100, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            consumer.assign([TopicPartition("idempotent", 0)])
+            values: list[bytes] = []
+            async with asyncio.timeout(20):
+                while len(values) < N:
+                    for records in (await consumer.getmany(timeout_ms=500)).values():
+                        values.extend(r.value for r in records)
+            return values
+        finally:
+            await consumer.stop()
+
+    assert asyncio.run(scenario()) == [b"i%d" % i for i in range(N)]

@@ -69,18 +69,24 @@ def test_retention_bytes_drops_oldest_batches_and_advances_log_start() -> None:
     assert h.store.total_bytes == 2 * size
 
 
-def test_partition_cap_bounds_one_log() -> None:
+def test_partition_cap_bounds_the_memory_of_one_log_and_evicted_batches_read_from_disk() -> None:
     size = len(make_batch([b"x" * 100]))
     h = Harness(DataPlaneConfig(partition_max_bytes=3 * size + 10))
     h.create("t")
-    for _ in range(10):
-        append(h, "t", 0, [b"x" * 100])
+    for i in range(10):
+        append(h, "t", 0, [b"x%03d" % i * 25])
     log = h.store.log(h.catalog.get("t"), 0)  # type: ignore[arg-type]
-    assert log.size_bytes == 3 * size
-    assert log.log_start_offset == 7
+    assert log.cached_bytes == 3 * size
+    assert (log.log_start_offset, log.log_end_offset, log.size_bytes) == (0, 10, 10 * size)
+    batches = list(log.batches())
+    assert [b.data is None for b in batches] == [True] * 7 + [False] * 3
+    for i, stored in enumerate(batches):
+        parsed, _ = read_batch(stored.bytes(), 0)  # from the segment file when evicted; CRC checked
+        assert parsed.base_offset == i
+        assert parsed.records[0].value == b"x%03d" % i * 25
 
 
-def test_total_cap_drops_the_globally_oldest_batches_first() -> None:
+def test_total_cap_evicts_the_globally_oldest_batches_first() -> None:
     size = len(make_batch([b"x" * 100]))
     h = Harness(DataPlaneConfig(total_max_bytes=4 * size))
     h.create("a")
@@ -89,21 +95,25 @@ def test_total_cap_drops_the_globally_oldest_batches_first() -> None:
     append(h, "a", 0, [b"x" * 100])
     append(h, "b", 0, [b"x" * 100])
     append(h, "b", 0, [b"x" * 100])
-    append(h, "b", 0, [b"x" * 100])  # pushes a@0 out
+    append(h, "b", 0, [b"x" * 100])  # pushes a@0 out of memory
     a = h.store.log(h.catalog.get("a"), 0)  # type: ignore[arg-type]
     b = h.store.log(h.catalog.get("b"), 0)  # type: ignore[arg-type]
-    assert h.store.total_bytes == 4 * size
-    assert (a.log_start_offset, a.log_end_offset) == (1, 2)
-    assert (b.log_start_offset, b.log_end_offset) == (0, 3)
+    assert h.store.cached_bytes == 4 * size
+    assert h.store.total_bytes == 5 * size  # nothing is dropped: memory is only a cache
+    assert [s.data is None for s in a.batches()] == [True, False]
+    assert [s.data is None for s in b.batches()] == [False, False, False]
+    assert (a.log_start_offset, a.log_end_offset) == (0, 2)
+    assert read_batch(next(a.batches()).bytes(), 0)[0].base_offset == 0
 
 
-def test_fifo_of_dropped_batches_stays_bounded() -> None:
+def test_cache_fifo_stays_bounded_when_retention_drops_batches() -> None:
     size = len(make_batch([b"x"]))
     h = Harness()
     h.create("t", retention_bytes=str(size))
-    for _ in range(5000):
+    for _ in range(10000):
         append(h, "t", 0, [b"x"])
-    assert len(h.store._fifo) <= 2 * 1 + 1024
+    assert len(h.store._cache_fifo) <= 4096
+    assert h.store.cached_bytes == h.store.total_bytes == size
 
 
 def test_time_retention_uses_batch_max_timestamp() -> None:
@@ -156,3 +166,26 @@ def test_log_append_time_topic_stamps_max_timestamp_and_keeps_crc_valid() -> Non
     assert parsed.max_timestamp == NOW_MS + 12345
     assert parsed.attributes & 0x08
     assert log.max_timestamp() == (NOW_MS + 12345, 0)
+
+
+def test_the_index_costs_a_few_dozen_bytes_a_batch_whatever_the_batches_hold() -> None:
+    import tracemalloc
+
+    h = Harness(DataPlaneConfig(partition_max_bytes=1024, total_max_bytes=1024))
+    h.create("t")
+    for _ in range(1000):
+        append(h, "t", 0, [b"x"])
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        for _ in range(5_000):
+            append(h, "t", 0, [b"x"])
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    grown = sum(
+        stat.size_diff for stat in after.compare_to(before, "filename")
+        if "memfs" not in stat.traceback[0].filename  # the segment bytes themselves (the "disk")
+    )
+    assert grown / 5_000 < 64, f"{grown / 5_000:.0f} bytes of memory per batch"
+    assert h.store.cached_bytes <= 1024

@@ -3,9 +3,12 @@
 - v0–3 carry one Key (KeyType from v1); v4+ carry CoordinatorKeys and answer a Coordinators array
   (KIP-699).
 - Group keys (type 0) are coordinated by this node.
-- Transaction keys (type 1): this coordinator runs no transaction coordinator, so
-  ErrorCode.COORDINATOR_NOT_AVAILABLE. Share keys (type 2) need v6+ (ErrorCode.INVALID_REQUEST before) and are not
-  served either (ErrorCode.COORDINATOR_NOT_AVAILABLE). Any other key type is ErrorCode.INVALID_REQUEST.
+- Transaction keys (type 1) are answered with this node too, as any Kafka broker would: the
+  transactional client then sends InitProducerId with its transactional id, which the data plane
+  refuses with UNSUPPORTED_VERSION (`dataplane/init_producer_id.py`), a fatal error for the Java
+  client instead of retrying COORDINATOR_NOT_AVAILABLE until its timeout. Share keys (type 2) need
+  v6+ (INVALID_REQUEST before) and are not served (COORDINATOR_NOT_AVAILABLE). Any other key type
+  is INVALID_REQUEST.
 - Errors in v0–3 carry NodeId -1, Host "" and Port -1, as Kafka sends them.
 """
 
@@ -27,11 +30,11 @@ GROUP, TRANSACTION, SHARE = 0, 1, 2
 def find_coordinator(view: NodeView) -> ApiHandler:
     def locate(key: str, key_type: int, version: int) -> dict[str, Any]:
         node = view.node
-        if key_type == GROUP:
+        if key_type in (GROUP, TRANSACTION):
             return {"key": key, "node_id": node.node_id, "host": node.host, "port": node.port,
                     "error_code": 0, "error_message": None}
-        if key_type == TRANSACTION or (key_type == SHARE and version >= 6):
-            code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "This server does not coordinate transactions or share groups."
+        if key_type == SHARE and version >= 6:
+            code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "This server does not coordinate share groups."
         else:
             code, message = ErrorCode.INVALID_REQUEST, f"Invalid coordinator key type {key_type} for version {version}."
         return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}

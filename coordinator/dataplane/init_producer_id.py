@@ -1,0 +1,53 @@
+"""InitProducerId (key 22): versions 0-5, for idempotent producers only.
+
+Kafka 4 answers a request without a transactional id from `TransactionCoordinator
+.handleInitProducerId`: a fresh producer id (from `ProducerIdManager`) with epoch 0, whatever
+`producer_id`/`producer_epoch` (v3+, KIP-360) say. That is what happens here (ids from
+`producer_ids.py`), so `enable.idempotence=true` works against the embedded data plane.
+
+Transactions are not supported: this server runs no transaction coordinator, and the transactional
+APIs (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, WriteTxnMarkers) are not
+advertised, so clients see UNSUPPORTED_VERSION for them. InitProducerId with a transactional id is
+answered UNSUPPORTED_VERSION too (Kafka's code for "this broker does not serve this"; clients treat
+it as fatal rather than retrying), and the refusal is logged once per transactional id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.logging import get_logger
+from coordinator.runtime.registry import RequestContext
+from protocol.build import build
+
+from . import errors
+from ._schemas import response_class
+from .log import PartitionStore
+
+API_KEY = 22
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+log = get_logger("coordinator.dataplane")
+
+_REFUSALS_LOGGED = 1024
+
+
+class InitProducerIdHandler:
+    def __init__(self, store: PartitionStore) -> None:
+        self.store = store
+        self._logged: set[str] = set()
+
+    def __call__(self, ctx: RequestContext, request: Any) -> Any:
+        cls = response_class(API_KEY, ctx.api_version)
+        transactional_id = request.transactional_id
+        allocator = self.store.producer_ids
+        if transactional_id is not None or allocator is None:
+            if transactional_id is not None and transactional_id not in self._logged and len(self._logged) < _REFUSALS_LOGGED:
+                self._logged.add(transactional_id)
+                log.warning(
+                    "transactions_not_supported", transactional_id=transactional_id, client_id=ctx.client_id,
+                    detail="the embedded data plane serves idempotent producers, not transactions",
+                )
+            return build(cls, {"throttle_time": 0, "error_code": errors.UNSUPPORTED_VERSION, "producer_id": -1, "producer_epoch": -1})
+        return build(cls, {"throttle_time": 0, "error_code": errors.NONE, "producer_id": allocator.allocate(), "producer_epoch": 0})
