@@ -5,9 +5,9 @@
   (Kafka's record names: OffsetCommit, GroupMetadata, ConsumerGroupMemberMetadata, ...) and
   number, its key and value as JSON objects keyed by field name; bytes as hex, except the
   consumer-protocol subscription and assignment of a classic consumer group's members, which are
-  decoded. Records it cannot decode keep their raw bytes in hex with the reason. It is pipe-safe:
-  when the reader goes away (`| head`) it stops quietly with exit code 141, as a Unix tool killed
-  by SIGPIPE does.
+  decoded. Records it cannot decode keep their raw bytes in hex with the reason. It is pipe-safe
+  (`coordinator.pipes`): when the reader goes away (`| head`) it stops quietly with exit code 141,
+  as `cat` does.
 - `verify` checks every frame's CRC, that closed segments end cleanly, that the active segment has
   no torn tail, and that the whole log replays into a fresh core shard; exit code 1 on any problem.
   It only reads.
@@ -21,11 +21,9 @@ import argparse
 import contextlib
 import dataclasses
 import json
-import os
-import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 from uuid import UUID
@@ -40,6 +38,7 @@ from .core.records import (
     decode_record,
 )
 from .core.shard import CoordinatorShard
+from .pipes import to_stdout
 from .recordlog import (
     DEFAULT_DELETE_RETENTION_MS,
     LogEntry,
@@ -64,37 +63,16 @@ def add_commands(commands: Any) -> None:
             action.add_argument("--delete-retention-ms", type=int, default=DEFAULT_DELETE_RETENTION_MS)
 
 
-SIGPIPE_EXIT = 128 + signal.SIGPIPE
-"""The shell's exit status of a process killed by SIGPIPE (141), which `cat` or `grep` report."""
-
-
 def run(args: argparse.Namespace) -> int:
     log_dir = args.data_dir / "log"
     if args.log_command == "dump":
         if args.output is None:
-            return _to_stdout(lambda: dump(log_dir, sys.stdout))
+            return to_stdout(lambda: dump(log_dir, sys.stdout))
         with open(args.output, "w") as out:
             return dump(log_dir, out)
     if args.log_command == "verify":
         return verify(log_dir, sys.stdout)
     return compact_stopped(args.data_dir, args.delete_retention_ms)
-
-
-def _to_stdout(write: Callable[[], int]) -> int:
-    """Run `write`; if stdout's reader has gone away, stop quietly with SIGPIPE's exit status.
-
-    Python ignores SIGPIPE, so a write to a closed pipe raises BrokenPipeError; the interpreter
-    would then also fail flushing stdout at exit. Pointing stdout at /dev/null first keeps that
-    final flush silent (the recipe in Python's signal module documentation)."""
-    try:
-        code = write()
-        sys.stdout.flush()
-        return code
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-        return SIGPIPE_EXIT
 
 
 def _entries(log_dir: Path) -> Iterator[tuple[int, LogEntry | None, str | None]]:

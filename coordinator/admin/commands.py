@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from ..pipes import to_stdout
 from . import groups, reset, timespecs
 from .client import AdminClient, AdminError
 from .output import partitions_text, table, to_json
@@ -125,7 +126,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         return 1
     for note in reply.notes:
         print(f"coordinator: {note}", file=err)
-    print(reply.out, file=out)
+    if out is sys.stdout:
+        return to_stdout(lambda: _print(reply.out, out))
+    return _print(reply.out, out)
+
+
+def _print(text: str, out: TextIO) -> int:
+    print(text, file=out)
     return 0
 
 
