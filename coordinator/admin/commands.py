@@ -23,13 +23,14 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from ..pipes import to_stdout
 from . import groups, reset, timespecs
 from .client import AdminClient, AdminError
 from .output import partitions_text, table, to_json
 
+T = TypeVar("T")
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 COMMANDS = ("groups", "offsets")
 
@@ -85,25 +86,21 @@ def add_commands(commands: Any) -> None:
     mode.add_argument("--execute", action="store_true", help="commit the planned offsets")
 
 
-def _topic_scope(text: str) -> reset.TopicScope:
-    try:
-        return reset.parse_topic_scope(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
+def _argument(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse type from a parser that raises ValueError with a message for the user."""
+
+    def convert(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+
+    return convert
 
 
-def _datetime(text: str) -> int:
-    try:
-        return timespecs.parse_datetime(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
-
-
-def _duration(text: str) -> int:
-    try:
-        return timespecs.parse_duration_ns(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
+_topic_scope = _argument(reset.parse_topic_scope)
+_datetime = _argument(timespecs.parse_datetime)
+_duration = _argument(timespecs.parse_duration_ns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,10 +117,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     err = err or sys.stderr
     handler = _HANDLERS[(args.command, args.action)]
     try:
-        reply = asyncio.run(_with_client(args, handler))
+        result = asyncio.run(_with_client(args, handler))
     except AdminError as exc:
         print(f"coordinator: error: {exc}", file=err)
         return 1
+    reply = result if isinstance(result, Reply) else Reply(result)
     for note in reply.notes:
         print(f"coordinator: {note}", file=err)
     if out is sys.stdout:
@@ -136,25 +134,25 @@ def _print(text: str, out: TextIO) -> int:
     return 0
 
 
-async def _with_client(args: argparse.Namespace, handler: Handler) -> Reply:
+async def _with_client(args: argparse.Namespace, handler: Handler) -> str | Reply:
     async with AdminClient(args.bootstrap, timeout=args.timeout) as client:
         return await handler(client, args)
 
 
-async def _list(client: AdminClient, args: argparse.Namespace) -> Reply:
+async def _list(client: AdminClient, args: argparse.Namespace) -> str:
     listing = await groups.list_groups(client)
     if args.json:
-        return Reply(to_json(listing))
-    return Reply(table(["GROUP", "TYPE", "STATE", "PROTOCOL-TYPE"],
-                 [[g.group_id, g.group_type, g.state, g.protocol_type] for g in listing]))
+        return to_json(listing)
+    return table(["GROUP", "TYPE", "STATE", "PROTOCOL-TYPE"],
+                 [[g.group_id, g.group_type, g.state, g.protocol_type] for g in listing])
 
 
-async def _describe(client: AdminClient, args: argparse.Namespace) -> Reply:
+async def _describe(client: AdminClient, args: argparse.Namespace) -> str:
     description = await groups.describe_group(client, args.group)
     if description.state == "Dead" and not description.offsets:
         raise AdminError(f"group {args.group!r} does not exist")
     if args.json:
-        return Reply(to_json(description))
+        return to_json(description)
     head = [
         f"GROUP {description.group_id}  TYPE {description.group_type or '-'}  STATE {description.state}  "
         f"COORDINATOR {description.coordinator}",
@@ -176,14 +174,14 @@ async def _describe(client: AdminClient, args: argparse.Namespace) -> Reply:
         ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID"],
         [[o.topic, o.partition, o.committed_offset, o.end_offset, o.lag, o.member_id]
          for o in description.offsets])
-    return Reply("\n".join([*head, "", members, "", offsets]))
+    return "\n".join([*head, "", members, "", offsets])
 
 
-async def _delete(client: AdminClient, args: argparse.Namespace) -> Reply:
+async def _delete(client: AdminClient, args: argparse.Namespace) -> str:
     await groups.delete_group(client, args.group)
     if args.json:
-        return Reply(to_json({"group_id": args.group, "deleted": True}))
-    return Reply(f"Deletion of group {args.group!r} succeeded.")
+        return to_json({"group_id": args.group, "deleted": True})
+    return f"Deletion of group {args.group!r} succeeded."
 
 
 def _selector(args: argparse.Namespace) -> reset.Selector:
@@ -220,7 +218,8 @@ async def _reset(client: AdminClient, args: argparse.Namespace) -> Reply:
                        [[plan.group_id, c.topic, c.partition, c.new_offset] for c in plan.changes]), tuple(notes))
 
 
-Handler = Callable[[AdminClient, argparse.Namespace], Awaitable[Reply]]
+Handler = Callable[[AdminClient, argparse.Namespace], Awaitable[str | Reply]]
+"""A sub-command: its stdout text, or a Reply when it also has notes for stderr."""
 
 _HANDLERS: dict[tuple[str, str], Handler] = {
     ("groups", "list"): _list,
