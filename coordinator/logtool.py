@@ -1,7 +1,13 @@
 """Offline tools over a data directory's record log: `coordinator log dump|verify|compact`.
 
 - `dump` prints every entry as a JSON line (offset, timestamp, writer epoch, decoded records);
-  it only reads, so it is safe next to a running server.
+  it only reads, so it is safe next to a running server. Each record is named: its type by name
+  (Kafka's record names: OffsetCommit, GroupMetadata, ConsumerGroupMemberMetadata, ...) and
+  number, its key and value as JSON objects keyed by field name; bytes as hex, except the
+  consumer-protocol subscription and assignment of a classic consumer group's members, which are
+  decoded. Records it cannot decode keep their raw bytes in hex with the reason. It is pipe-safe
+  (`coordinator.pipes`): when the reader goes away (`| head`) it stops quietly with exit code 141,
+  as `cat` does.
 - `verify` checks every frame's CRC, that closed segments end cleanly, that the active segment has
   no torn tail, and that the whole log replays into a fresh core shard; exit code 1 on any problem.
   It only reads.
@@ -12,6 +18,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
@@ -19,11 +26,19 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
+from uuid import UUID
 
 import msgspec
 
-from .core.records import UnknownRecordTypeError, decode_record
+from .admin.assignment import decode_assignment, decode_subscription
+from .core.records import (
+    GroupMetadataMember,
+    GroupMetadataValue,
+    UnknownRecordTypeError,
+    decode_record,
+)
 from .core.shard import CoordinatorShard
+from .pipes import to_stdout
 from .recordlog import (
     DEFAULT_DELETE_RETENTION_MS,
     LogEntry,
@@ -52,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     log_dir = args.data_dir / "log"
     if args.log_command == "dump":
         if args.output is None:
-            return dump(log_dir, sys.stdout)
+            return to_stdout(lambda: dump(log_dir, sys.stdout))
         with open(args.output, "w") as out:
             return dump(log_dir, out)
     if args.log_command == "verify":
@@ -84,14 +99,44 @@ def _entries(log_dir: Path) -> Iterator[tuple[int, LogEntry | None, str | None]]
             handle.close()
 
 
+def _named(value: Any) -> Any:
+    """A record key or value as JSON: structs (stored as msgpack arrays) as objects keyed by field
+    name, recursively; bytes as hex; UUIDs (topic ids) as strings."""
+    if isinstance(value, msgspec.Struct):
+        return {name: _named(getattr(value, name)) for name in value.__struct_fields__}
+    if isinstance(value, tuple | list):
+        return [_named(item) for item in value]
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, UUID):
+        return str(value)
+    return value
+
+
+def _consumer_protocol(member: GroupMetadataMember, named: dict[str, Any]) -> None:
+    """Decode a classic consumer group member's subscription and assignment in place (kept as hex
+    when the bytes are not the consumer protocol)."""
+    with contextlib.suppress(ValueError):
+        subscription = decode_subscription(member.subscription)
+        named["subscription"] = {"topics": list(subscription.topics), "generation_id": subscription.generation_id}
+    with contextlib.suppress(ValueError):
+        named["assignment"] = decode_assignment(member.assignment)
+
+
 def _record_json(record_type: int, key: bytes, value: bytes | None) -> dict[str, Any]:
     try:
         record = decode_record(record_type, key, value)
-    except UnknownRecordTypeError:
-        return {"type": record_type, "key": key.hex(), "value": None if value is None else value.hex()}
-    return {"type": type(record.key).__name__.removesuffix("Key"),
-            "key": msgspec.to_builtins(record.key),
-            "value": None if record.value is None else msgspec.to_builtins(record.value)}
+    except (UnknownRecordTypeError, msgspec.DecodeError) as exc:
+        return {"type": "Unknown" if isinstance(exc, UnknownRecordTypeError) else "Undecodable",
+                "type_id": record_type, "key": key.hex(), "value": None if value is None else value.hex(),
+                "error": str(exc)}
+    named_value = None if record.value is None else _named(record.value)
+    if isinstance(record.value, GroupMetadataValue) and record.value.protocol_type == "consumer":
+        assert named_value is not None
+        for member, named in zip(record.value.members, named_value["members"], strict=True):
+            _consumer_protocol(member, named)
+    return {"type": type(record.key).__name__.removesuffix("Key"), "type_id": record_type,
+            "key": _named(record.key), "value": named_value}
 
 
 def dump(log_dir: Path, out: TextIO) -> int:

@@ -5,8 +5,10 @@ broker alike:
 
 - `client` owns the connections: bootstrap, ApiVersions negotiation, framing, timeouts, and routing
   to the group coordinator (FindCoordinator) and partition leaders (Metadata);
-- `groups` owns the operations (list, describe with offsets and lag, delete, reset offsets) and
-  returns plain dataclasses;
+- `groups` owns the group operations (list, describe with offsets and lag, delete) and returns
+  plain dataclasses;
+- `reset` plans and executes offsets resets with Kafka's scopes and selectors; `timespecs` parses
+  their date-time and duration arguments; `log_offsets` routes ListOffsets to partition leaders;
 - `assignment` decodes the embedded consumer protocol of classic consumer groups;
 - `output` renders results as tables or JSON;
 - `commands` wires the operations into argparse sub-commands of `coordinator`.

@@ -3,7 +3,12 @@
     coordinator groups list                   [--bootstrap HOST:PORT] [--json] [--timeout S]
     coordinator groups describe GROUP         [...]
     coordinator groups delete GROUP           [...]
-    coordinator offsets reset GROUP --topic T (--to-earliest | --to-latest | --to-offset N) [--dry-run]
+    coordinator offsets reset GROUP (--all-topics | --topic T[:P,...] ...) SELECTOR [--dry-run | --execute]
+
+`offsets reset` is Kafka's `kafka-consumer-groups --reset-offsets`: it prints the plan (GROUP TOPIC
+PARTITION NEW-OFFSET) and changes nothing unless `--execute` is given (`--dry-run`, the default, may
+be said explicitly). SELECTOR is one of Kafka's: --to-earliest, --to-latest, --to-offset N,
+--to-current, --shift-by N, --to-datetime YYYY-MM-DDTHH:mm:SS.sss, --by-duration PnDTnHnMnS.
 
 `--bootstrap` defaults to $COORDINATOR_ADMIN_BOOTSTRAP, then 127.0.0.1:9092. Exit codes: 0 done, 1 the
 operation failed or was refused (message on stderr), 2 bad usage.
@@ -15,13 +20,17 @@ import argparse
 import asyncio
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TextIO
+from dataclasses import dataclass
+from typing import Any, TextIO, TypeVar
 
-from . import groups
+from ..pipes import to_stdout
+from . import groups, reset, timespecs
 from .client import AdminClient, AdminError
 from .output import partitions_text, table, to_json
 
+T = TypeVar("T")
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 COMMANDS = ("groups", "offsets")
 
@@ -47,17 +56,59 @@ def add_commands(commands: Any) -> None:
 
     offsets_parser = commands.add_parser("offsets", help="reset a group's committed offsets")
     offset_actions = offsets_parser.add_subparsers(dest="action", required=True)
-    reset = offset_actions.add_parser("reset", parents=[common],
-                                      help="reset committed offsets of an inactive (Empty or Dead) group")
-    reset.add_argument("group")
-    reset.add_argument("--topic", action="append", required=True, metavar="TOPIC",
-                       help="topic whose partitions are reset (repeatable)")
-    target = reset.add_mutually_exclusive_group(required=True)
+    reset_parser = offset_actions.add_parser(
+        "reset", parents=[common],
+        help="plan (and with --execute commit) new offsets for an inactive (Empty or Dead) group",
+        description="Plan new committed offsets for an inactive (Empty or Dead) group, as Kafka's "
+                    "kafka-consumer-groups --reset-offsets. Nothing changes without --execute.")
+    reset_parser.add_argument("group")
+    scope = reset_parser.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--topic", action="append", type=_topic_scope, metavar="TOPIC[:P,P...]",
+                       help="a topic, or some of its partitions as topic:0,1,2 (repeatable)")
+    scope.add_argument("--all-topics", action="store_true",
+                       help="every partition the group has a committed offset for")
+    target = reset_parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--to-earliest", action="store_true", help="the earliest offset of each partition")
     target.add_argument("--to-latest", action="store_true", help="the end offset of each partition")
     target.add_argument("--to-offset", type=int, metavar="N",
                         help="offset N, clamped to each partition's earliest..latest")
-    reset.add_argument("--dry-run", action="store_true", help="show the new offsets without committing them")
+    target.add_argument("--to-current", action="store_true",
+                        help="the committed offset (the end offset where none is committed)")
+    target.add_argument("--shift-by", type=int, metavar="N",
+                        help="the committed offset plus N (may be negative), clamped to earliest..latest")
+    target.add_argument("--to-datetime", type=_datetime, metavar="YYYY-MM-DDTHH:mm:SS.sss",
+                        help="the first offset at or after this time (UTC unless a zone such as +02:00 "
+                             "or Z follows)")
+    target.add_argument("--by-duration", type=_duration, metavar="PnDTnHnMnS",
+                        help="the first offset at or after now minus this ISO-8601 duration, e.g. PT1H30M")
+    mode = reset_parser.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="only print the plan (the default)")
+    mode.add_argument("--execute", action="store_true", help="commit the planned offsets")
+
+
+def _argument(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse type from a parser that raises ValueError with a message for the user."""
+
+    def convert(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+
+    return convert
+
+
+_topic_scope = _argument(reset.parse_topic_scope)
+_datetime = _argument(timespecs.parse_datetime)
+_duration = _argument(timespecs.parse_duration_ns)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    out: str
+    """What goes to stdout."""
+    notes: tuple[str, ...] = ()
+    """Warnings and hints for stderr (stdout stays parseable)."""
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -66,16 +117,24 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     err = err or sys.stderr
     handler = _HANDLERS[(args.command, args.action)]
     try:
-        text = asyncio.run(_with_client(args, handler))
+        result = asyncio.run(_with_client(args, handler))
     except AdminError as exc:
         print(f"coordinator: error: {exc}", file=err)
         return 1
+    reply = result if isinstance(result, Reply) else Reply(result)
+    for note in reply.notes:
+        print(f"coordinator: {note}", file=err)
+    if out is sys.stdout:
+        return to_stdout(lambda: _print(reply.out, out))
+    return _print(reply.out, out)
+
+
+def _print(text: str, out: TextIO) -> int:
     print(text, file=out)
     return 0
 
 
-async def _with_client(args: argparse.Namespace,
-                       handler: Callable[[AdminClient, argparse.Namespace], Awaitable[str]]) -> str:
+async def _with_client(args: argparse.Namespace, handler: Handler) -> str | Reply:
     async with AdminClient(args.bootstrap, timeout=args.timeout) as client:
         return await handler(client, args)
 
@@ -125,18 +184,44 @@ async def _delete(client: AdminClient, args: argparse.Namespace) -> str:
     return f"Deletion of group {args.group!r} succeeded."
 
 
-async def _reset(client: AdminClient, args: argparse.Namespace) -> str:
-    target: groups.ResetTarget = "earliest" if args.to_earliest else "latest" if args.to_latest else "offset"
-    result = await groups.reset_offsets(client, args.group, args.topic, target, args.to_offset,
-                                        execute=not args.dry_run)
+def _selector(args: argparse.Namespace) -> reset.Selector:
+    if args.to_earliest:
+        return reset.Selector("earliest")
+    if args.to_latest:
+        return reset.Selector("latest")
+    if args.to_current:
+        return reset.Selector("current")
+    if args.to_offset is not None:
+        return reset.Selector("offset", args.to_offset)
+    if args.shift_by is not None:
+        return reset.Selector("shift", args.shift_by)
+    if args.to_datetime is not None:
+        return reset.Selector("timestamp", args.to_datetime)
+    # --by-duration is measured from now, when the command runs, as Kafka does.
+    return reset.Selector("timestamp", timespecs.timestamp_before(time.time_ns(), args.by_duration))
+
+
+async def _reset(client: AdminClient, args: argparse.Namespace) -> Reply:
+    scope = reset.Scope(all_topics=args.all_topics, topics=tuple(args.topic or ()))
+    plan = await reset.plan_reset(client, args.group, scope, _selector(args))
+    if args.execute:
+        await reset.execute_plan(client, plan)
+    notes = list(plan.warnings)
+    if not plan.changes:
+        notes.append(f"nothing to reset: group {args.group!r} has no committed offsets"
+                     if args.all_topics else "nothing to reset")
+    if not plan.executed:
+        notes.append("dry run: nothing was committed; add --execute to commit these offsets")
     if args.json:
-        return to_json(result)
-    return table(["GROUP", "TOPIC", "PARTITION", "PREVIOUS-OFFSET", "NEW-OFFSET"],
-                 [[result.group_id, c.topic, c.partition, c.previous_offset, c.new_offset]
-                  for c in result.changes]) + ("" if result.executed else "\n(dry run: nothing committed)")
+        return Reply(to_json(plan), tuple(notes))
+    return Reply(table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
+                       [[plan.group_id, c.topic, c.partition, c.new_offset] for c in plan.changes]), tuple(notes))
 
 
-_HANDLERS: dict[tuple[str, str], Callable[[AdminClient, argparse.Namespace], Awaitable[str]]] = {
+Handler = Callable[[AdminClient, argparse.Namespace], Awaitable[str | Reply]]
+"""A sub-command: its stdout text, or a Reply when it also has notes for stderr."""
+
+_HANDLERS: dict[tuple[str, str], Handler] = {
     ("groups", "list"): _list,
     ("groups", "describe"): _describe,
     ("groups", "delete"): _delete,

@@ -12,17 +12,16 @@
   offset above the log end (data lost, a topic re-created, an offset committed by hand) shows as a
   negative lag, as Kafka's kafka-consumer-groups shows it, instead of hiding behind 0.
 - `delete_group`: DeleteGroups at the coordinator.
-- `reset_offsets`: as Kafka's kafka-consumer-groups: only for a group that is Empty or Dead (or
-  unknown); target offsets from ListOffsets (earliest/latest) or given (clamped to the partition's
-  earliest..latest, as Kafka does); committed with OffsetCommit generation -1 and an empty member id.
+- `group_state`: the group's state alone (what `reset` checks before planning).
+
+Offsets resets live in `reset`; ListOffsets routing in `log_offsets`.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from .assignment import Partitions, decode_assignment, decode_subscription
 from .client import (
@@ -30,19 +29,15 @@ from .client import (
     DELETE_GROUPS,
     DESCRIBE_GROUPS,
     LIST_GROUPS,
-    LIST_OFFSETS,
-    OFFSET_COMMIT,
     OFFSET_FETCH,
     AdminClient,
     AdminError,
     Connection,
     error_name,
 )
+from .log_offsets import LATEST, list_log_offsets
 
 GROUP_ID_NOT_FOUND = 69
-LATEST = -1
-EARLIEST = -2
-INACTIVE_STATES = ("Empty", "Dead")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,27 +90,6 @@ class GroupDescription:
     offsets: list[PartitionOffsets]
     group_epoch: int | None = None
     assignment_epoch: int | None = None
-
-
-@dataclass(slots=True)
-class OffsetChange:
-    topic: str
-    partition: int
-    previous_offset: int | None
-    new_offset: int
-    error: str | None = None
-
-
-@dataclass(slots=True)
-class ResetResult:
-    group_id: str
-    state: str
-    executed: bool
-    changes: list[OffsetChange]
-
-
-class GroupActiveError(AdminError):
-    """An offsets reset asked for a group that has members."""
 
 
 # -- list -------------------------------------------------------------------------------------------
@@ -230,29 +204,8 @@ async def list_offsets(client: AdminClient, partitions: Iterable[tuple[str, int]
     """(topic, partition) → offset at `timestamp` (LATEST, EARLIEST), asked of each partition's leader.
 
     Partitions without a known leader, or answered with an error, are left out."""
-    wanted = sorted(set(partitions))
-    if not wanted:
-        return {}
-    metadata = await client.metadata(sorted({t for t, _ in wanted}))
-    by_leader: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for topic, partition in wanted:
-        info = next((p for p in metadata.partitions.get(topic, []) if p.partition == partition), None)
-        if info is not None and info.leader_id >= 0 and info.leader_id in metadata.brokers:
-            by_leader[info.leader_id][topic].append(partition)
-    result: dict[tuple[str, int], int] = {}
-    for leader_id, topics in sorted(by_leader.items()):
-        connection = await client.broker(metadata.brokers[leader_id])
-        response = await connection.request(LIST_OFFSETS, {
-            "replica_id": -1, "isolation_level": 0, "timeout": 30000,
-            "topics": [{"name": topic, "partitions": [
-                {"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp, "max_num_offsets": 1}
-                for p in parts]} for topic, parts in sorted(topics.items())],
-        })
-        for topic in response.topics:
-            for p in topic.partitions:
-                if int(p.error_code) == 0 and int(p.offset) >= 0:
-                    result[(topic.name, int(p.partition_index))] = int(p.offset)
-    return result
+    found = await list_log_offsets(client, partitions, timestamp)
+    return {key: o.offset for key, o in found.items() if o.error is None and o.offset >= 0}
 
 
 async def describe_group(client: AdminClient, group_id: str) -> GroupDescription:
@@ -288,10 +241,7 @@ async def delete_group(client: AdminClient, group_id: str) -> None:
             raise AdminError(f"cannot delete group {group_id!r}: {error_name(code)}")
 
 
-# -- reset offsets ----------------------------------------------------------------------------------
-ResetTarget = Literal["earliest", "latest", "offset"]
-
-
+# -- state ------------------------------------------------------------------------------------------
 async def group_state(client: AdminClient, group_id: str) -> str:
     connection = await client.coordinator(group_id)
     description = None
@@ -300,64 +250,3 @@ async def group_state(client: AdminClient, group_id: str) -> str:
     if description is None:
         description = await _describe_classic_group(connection, group_id)
     return description.state
-
-
-async def reset_offsets(client: AdminClient, group_id: str, topics: list[str], target: ResetTarget,
-                        offset: int | None = None, execute: bool = True) -> ResetResult:
-    state = await group_state(client, group_id)
-    if state not in INACTIVE_STATES:
-        raise GroupActiveError(
-            f"Assignments can only be reset if the group {group_id!r} is inactive, "
-            f"but the current state is {state}."
-        )
-    metadata = await client.metadata(topics)
-    missing = [t for t in topics if t not in metadata.partitions]
-    if missing:
-        errors = ", ".join(f"{t} ({error_name(metadata.topic_errors[t])})" if t in metadata.topic_errors else t
-                           for t in missing)
-        raise AdminError(f"unknown topic(s): {errors}")
-    partitions = [(p.topic, p.partition) for t in topics for p in metadata.partitions[t]]
-    earliest = await list_offsets(client, partitions, EARLIEST)
-    latest = await list_offsets(client, partitions, LATEST)
-    unknown = [f"{t}-{p}" for t, p in partitions if (t, p) not in earliest or (t, p) not in latest]
-    if unknown:
-        raise AdminError(f"cannot read the offsets of {', '.join(unknown)} (no leader or an error)")
-    connection = await client.coordinator(group_id)
-    previous = await committed_offsets(connection, group_id)
-    changes = []
-    for key in partitions:
-        if target == "earliest":
-            new = earliest[key]
-        elif target == "latest":
-            new = latest[key]
-        else:
-            assert offset is not None
-            new = min(max(offset, earliest[key]), latest[key])
-        changes.append(OffsetChange(key[0], key[1], previous.get(key, (None, None))[0], new))
-    if execute:
-        await _commit(connection, group_id, changes)
-    return ResetResult(group_id, state, execute, changes)
-
-
-async def _commit(connection: Connection, group_id: str, changes: list[OffsetChange]) -> None:
-    by_topic: dict[str, list[OffsetChange]] = defaultdict(list)
-    for change in changes:
-        by_topic[change.topic].append(change)
-    response = await connection.request(OFFSET_COMMIT, {
-        "group_id": group_id, "generation_id_or_member_epoch": -1, "generation_id": -1, "member_id": "",
-        "group_instance_id": None, "retention_time": -1,
-        "topics": [{"name": topic, "partitions": [
-            {"partition_index": c.partition, "committed_offset": c.new_offset, "committed_leader_epoch": -1,
-             "committed_metadata": "", "commit_timestamp": -1} for c in items]}
-            for topic, items in sorted(by_topic.items())],
-    })
-    errors: dict[tuple[str, int], str] = {}
-    for topic in response.topics:
-        for p in topic.partitions:
-            if int(p.error_code):
-                errors[(topic.name, int(p.partition_index))] = error_name(int(p.error_code))
-    for change in changes:
-        change.error = errors.get((change.topic, change.partition))
-    if errors:
-        first = next(iter(errors.values()))
-        raise AdminError(f"OffsetCommit for group {group_id!r} failed for {len(errors)} partition(s): {first}")

@@ -1,6 +1,6 @@
 """The admin CLI against the real server process with real confluent-kafka groups: list, describe
-(members, decoded assignments, committed offsets, end offsets, lag), delete, and offsets reset,
-which is refused while the group has members, as Kafka's kafka-consumer-groups refuses it."""
+(members, decoded assignments, committed offsets, end offsets, lag) and delete. Offsets resets are
+proven in test_admin_cli_reset.py."""
 
 from __future__ import annotations
 
@@ -36,10 +36,6 @@ def listed(cli, group: str) -> dict | None:
 
 def wait_for_state(cli, group: str, state: str) -> None:
     wait_until(lambda: (listed(cli, group) or {}).get("state") == state, timeout=20, message=f"{group} {state}")
-
-
-def committed(cli, group: str) -> dict[int, int | None]:
-    return {o["partition"]: o["committed_offset"] for o in cli("groups", "describe", group, "--json").json()["offsets"]}
 
 
 def test_list_shows_each_group_with_type_and_state(server, cli) -> None:
@@ -89,57 +85,6 @@ def test_describe_of_an_unknown_group_fails(cli) -> None:
     run = cli("groups", "describe", "ops-never-existed")
     assert run.code == 1
     assert "does not exist" in run.err
-
-
-def test_reset_is_refused_while_members_are_active_and_applied_once_empty(server, cli) -> None:
-    produce(server.bootstrap, "reset", 30, 3)
-    member = joined(server, "ops-reset", "reset", 3)
-    try:
-        commit(member, "reset", {0: 7, 1: 7, 2: 7})
-        refused = cli("offsets", "reset", "ops-reset", "--topic", "reset", "--to-earliest")
-        assert refused.code == 1
-        assert "inactive" in refused.err and "Stable" in refused.err
-        assert committed(cli, "ops-reset") == {0: 7, 1: 7, 2: 7}
-    finally:
-        member.close()
-    wait_for_state(cli, "ops-reset", "Empty")
-
-    dry = cli("offsets", "reset", "ops-reset", "--topic", "reset", "--to-earliest", "--dry-run", "--json").json()
-    assert dry["executed"] is False
-    assert [(c["partition"], c["previous_offset"], c["new_offset"]) for c in dry["changes"]] == [
-        (0, 7, 0), (1, 7, 0), (2, 7, 0)]
-    assert committed(cli, "ops-reset") == {0: 7, 1: 7, 2: 7}
-
-    earliest = cli("offsets", "reset", "ops-reset", "--topic", "reset", "--to-earliest", "--json").json()
-    assert earliest["executed"] is True and earliest["state"] == "Empty"
-    assert committed(cli, "ops-reset") == {0: 0, 1: 0, 2: 0}
-
-    latest = cli("offsets", "reset", "ops-reset", "--topic", "reset", "--to-latest")
-    assert latest.code == 0
-    assert latest.out.splitlines()[0].split() == ["GROUP", "TOPIC", "PARTITION", "PREVIOUS-OFFSET", "NEW-OFFSET"]
-    assert [line.split() for line in latest.out.splitlines()[1:]] == [
-        ["ops-reset", "reset", str(p), "0", "10"] for p in range(3)]
-    assert committed(cli, "ops-reset") == {0: 10, 1: 10, 2: 10}
-
-    cli("offsets", "reset", "ops-reset", "--topic", "reset", "--to-offset", "3", "--json").json()
-    assert committed(cli, "ops-reset") == {0: 3, 1: 3, 2: 3}
-    clamped = cli("offsets", "reset", "ops-reset", "--topic", "reset", "--to-offset", "99", "--json").json()
-    assert [c["new_offset"] for c in clamped["changes"]] == [10, 10, 10]
-
-    # The group's consumers resume from the reset offsets.
-    cli("offsets", "reset", "ops-reset", "--topic", "reset", "--to-offset", "8", "--json").json()
-    resumed = make_member(server.bootstrap, "ops-reset", "resumed", ["reset"])
-    try:
-        poll_until([resumed], lambda: len(resumed.consumed) >= 6, message="records after the reset offsets")
-        assert sorted((p, o) for p, o, _ in resumed.consumed) == [(p, o) for p in range(3) for o in (8, 9)]
-    finally:
-        resumed.close()
-
-
-def test_reset_of_an_unknown_topic_is_an_error(cli) -> None:
-    run = cli("offsets", "reset", "ops-reset-unknown", "--topic", "no-such-topic", "--to-latest")
-    assert run.code == 1
-    assert "unknown topic" in run.err and "no-such-topic" in run.err
 
 
 def test_delete_is_refused_for_a_live_group_and_removes_an_empty_one(server, cli) -> None:

@@ -76,7 +76,7 @@ def scrape(tmp_path_factory) -> Iterator[str]:
             assert bad.recv(1) == b""
         # A second group, made by committing offsets with the admin CLI, then deleted.
         admin = ["--bootstrap", server.bootstrap]
-        assert main(["offsets", "reset", "dashboard-deleted", "--topic", "traffic", "--to-latest", *admin]) == 0
+        assert main(["offsets", "reset", "dashboard-deleted", "--topic", "traffic", "--to-latest", "--execute", *admin]) == 0
         assert main(["groups", "delete", "dashboard-deleted", *admin]) == 0
         status, body = http_get(server.metrics_port, "/metrics")
         assert status == 200
