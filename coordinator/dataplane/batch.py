@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from crc32c import crc32c
 
-from . import errors
+from protocol.errors import ErrorCode
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
@@ -112,7 +112,7 @@ def _complete_batch_at(data: bytes, offset: int) -> int | None:
     batch_length: int = _I32.unpack_from(data, offset + 8)[0]
     if batch_length < MIN_LEGACY_RECORD:
         raise InvalidBatch(
-            errors.CORRUPT_MESSAGE,
+            ErrorCode.CORRUPT_MESSAGE,
             f"Record size {batch_length} is less than the minimum record overhead ({MIN_LEGACY_RECORD})",
         )
     size = batch_length + LOG_OVERHEAD
@@ -120,7 +120,7 @@ def _complete_batch_at(data: bytes, offset: int) -> int | None:
         return None
     if data[offset + MAGIC_OFFSET] > 1 and size < HEADER_SIZE:
         raise InvalidBatch(
-            errors.CORRUPT_MESSAGE,
+            ErrorCode.CORRUPT_MESSAGE,
             f"Record batch size {size} is smaller than the minimum allowed overhead {HEADER_SIZE}",
         )
     if remaining < size:
@@ -136,69 +136,69 @@ def validate_produce(
     size = _complete_batch_at(data, 0)
     if size is None:
         raise InvalidBatch(
-            errors.INVALID_RECORD,
+            ErrorCode.INVALID_RECORD,
             f"Produce requests with version {api_version} must have at least one record batch per partition",
         )
     magic = data[MAGIC_OFFSET]
     if magic != 2:
         raise InvalidBatch(
-            errors.INVALID_RECORD,
+            ErrorCode.INVALID_RECORD,
             f"Produce requests with version {api_version} are only allowed to contain record batches "
             "with magic version 2",
         )
     header = parse_header(data)
     if api_version < 7 and header.codec == CODEC_ZSTD:
         raise InvalidBatch(
-            errors.UNSUPPORTED_COMPRESSION_TYPE,
+            ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
             f"Produce requests with version {api_version} are not allowed to use ZStandard compression",
         )
     if _complete_batch_at(data, size) is not None:
         raise InvalidBatch(
-            errors.INVALID_RECORD,
+            ErrorCode.INVALID_RECORD,
             f"Produce requests with version {api_version} are only allowed to contain exactly one "
             "record batch per partition",
         )
     batch = data[:size] if len(data) != size else data
     if header.base_offset != 0:
         raise InvalidBatch(
-            errors.INVALID_RECORD,
+            ErrorCode.INVALID_RECORD,
             f"The baseOffset of the record batch in the append should be 0, but it is {header.base_offset}",
         )
     if size > max_message_bytes:
         raise InvalidBatch(
-            errors.MESSAGE_TOO_LARGE,
+            ErrorCode.MESSAGE_TOO_LARGE,
             f"The record batch size in the append is {size} bytes which exceeds the maximum "
             f"configured value of {max_message_bytes}.",
         )
     computed = crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:])
     if computed != header.crc:
         raise InvalidBatch(
-            errors.CORRUPT_MESSAGE,
+            ErrorCode.CORRUPT_MESSAGE,
             f"Record is corrupt (stored crc = {header.crc}, computed crc = {computed})",
         )
     if header.codec > CODEC_ZSTD:
-        raise InvalidBatch(errors.CORRUPT_MESSAGE, f"Unknown compression type id: {header.codec}")
+        raise InvalidBatch(ErrorCode.CORRUPT_MESSAGE, f"Unknown compression type id: {header.codec}")
     if header.attributes & CONTROL_BIT:
-        raise InvalidBatch(errors.INVALID_RECORD, "Clients are not allowed to write control records")
+        raise InvalidBatch(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records")
     if header.records_count <= 0:
         raise InvalidBatch(
-            errors.INVALID_RECORD, f"Invalid reported count for record batch: {header.records_count}"
+            ErrorCode.INVALID_RECORD, f"Invalid reported count for record batch: {header.records_count}"
         )
     if header.last_offset_delta + 1 != header.records_count:
         raise InvalidBatch(
-            errors.INVALID_RECORD,
+            ErrorCode.INVALID_RECORD,
             f"Inconsistent batch offset range [0, {header.last_offset_delta}] and count of records "
             f"{header.records_count}",
         )
     if header.producer_id >= 0 and header.base_sequence < 0:
         raise InvalidBatch(
-            errors.INVALID_RECORD,
+            ErrorCode.INVALID_RECORD,
             f"Invalid sequence number {header.base_sequence} in record batch with producerId "
             f"{header.producer_id}",
         )
     if header.attributes & TRANSACTIONAL_BIT:
         raise InvalidBatch(
-            errors.INVALID_TXN_STATE,
+            ErrorCode.INVALID_TXN_STATE,
             "Transactional records are not supported by the embedded data plane",
         )
     return batch, header

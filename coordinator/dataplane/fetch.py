@@ -32,8 +32,9 @@ from typing import Any
 from coordinator.catalog.catalog import Topic, TopicCatalog
 from coordinator.runtime.registry import RequestContext
 from protocol.build import build
+from protocol.errors import ErrorCode
 
-from . import errors, metrics
+from . import metrics
 from ._schemas import response_class
 from .config import DataPlaneConfig
 from .log import LEADER_EPOCH, PartitionStore
@@ -118,20 +119,20 @@ class FetchHandler:
         """The catalog topic and NONE, or None and the partition's error code."""
         if isinstance(req.topic, uuid.UUID):
             topic = self.catalog.by_id(req.topic)
-            missing = errors.UNKNOWN_TOPIC_ID
+            missing = ErrorCode.UNKNOWN_TOPIC_ID
         else:
             topic = self.catalog.get(req.topic)
-            missing = errors.UNKNOWN_TOPIC_OR_PARTITION
+            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if topic is None:
             return None, missing
         if not 0 <= req.partition < topic.num_partitions:
-            return None, errors.UNKNOWN_TOPIC_OR_PARTITION
+            return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if req.current_leader_epoch >= 0:
             if req.current_leader_epoch > LEADER_EPOCH:
-                return None, errors.UNKNOWN_LEADER_EPOCH
+                return None, ErrorCode.UNKNOWN_LEADER_EPOCH
             if req.current_leader_epoch < LEADER_EPOCH:
-                return None, errors.FENCED_LEADER_EPOCH
-        return topic, errors.NONE
+                return None, ErrorCode.FENCED_LEADER_EPOCH
+        return topic, ErrorCode.NONE
 
     def _log(self, req: FetchPartitionRequest) -> tuple[Topic | None, PartitionLog | None, int]:
         topic, code = self._resolve(req)
@@ -139,8 +140,8 @@ class FetchHandler:
             return None, None, code
         log = self.store.log(topic, req.partition)
         if not log.log_start_offset <= req.fetch_offset <= log.log_end_offset:
-            return topic, log, errors.OFFSET_OUT_OF_RANGE
-        return topic, log, errors.NONE
+            return topic, log, ErrorCode.OFFSET_OUT_OF_RANGE
+        return topic, log, ErrorCode.NONE
 
     # -- long polling ------------------------------------------------------------------------
     async def _wait(self, context: FetchContext, request: Any) -> None:
@@ -155,7 +156,7 @@ class FetchHandler:
             logs: list[PartitionLog] = []
             for req in context.partitions:
                 _, log, code = self._log(req)
-                if code != errors.NONE or log is None:
+                if code != ErrorCode.NONE or log is None:
                     return
                 logs.append(log)
                 available += min(log.bytes_from(req.fetch_offset), max(req.partition_max_bytes, 0))
@@ -182,7 +183,7 @@ class FetchHandler:
         results = []
         for req in context.partitions:
             topic, log, code = self._log(req)
-            if code != errors.NONE or log is None or topic is None:
+            if code != ErrorCode.NONE or log is None or topic is None:
                 results.append(PartitionResult(req, code, topic_name=topic.name if topic else None))
                 continue
             batches = log.read(req.fetch_offset, min(req.partition_max_bytes, budget), min_one)
@@ -196,7 +197,7 @@ class FetchHandler:
             results.append(
                 PartitionResult(
                     req,
-                    errors.NONE,
+                    ErrorCode.NONE,
                     log.high_watermark,
                     log.last_stable_offset,
                     log.log_start_offset,
@@ -229,7 +230,7 @@ class FetchHandler:
                     }
                 )
                 current = ref
-            ok = result.error_code == errors.NONE
+            ok = result.error_code == ErrorCode.NONE
             topics[-1]["partitions"].append(
                 {
                     "partition_index": result.request.partition,

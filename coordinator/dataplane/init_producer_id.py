@@ -19,8 +19,8 @@ from typing import Any
 from coordinator.logging import get_logger
 from coordinator.runtime.registry import RequestContext
 from protocol.build import build
+from protocol.errors import ErrorCode
 
-from . import errors
 from ._schemas import response_class
 from .log import PartitionStore
 
@@ -49,5 +49,5 @@ class InitProducerIdHandler:
                     "transactions_not_supported", transactional_id=transactional_id, client_id=ctx.client_id,
                     detail="the embedded data plane serves idempotent producers, not transactions",
                 )
-            return build(cls, {"throttle_time": 0, "error_code": errors.UNSUPPORTED_VERSION, "producer_id": -1, "producer_epoch": -1})
-        return build(cls, {"throttle_time": 0, "error_code": errors.NONE, "producer_id": allocator.allocate(), "producer_epoch": 0})
+            return build(cls, {"throttle_time": 0, "error_code": ErrorCode.UNSUPPORTED_VERSION, "producer_id": -1, "producer_epoch": -1})
+        return build(cls, {"throttle_time": 0, "error_code": ErrorCode.NONE, "producer_id": allocator.allocate(), "producer_epoch": 0})

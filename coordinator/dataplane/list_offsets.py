@@ -23,8 +23,8 @@ from typing import Any
 from coordinator.catalog.catalog import TopicCatalog
 from coordinator.runtime.registry import RequestContext
 from protocol.build import build
+from protocol.errors import ErrorCode
 
-from . import errors
 from ._schemas import response_class
 from .log import LEADER_EPOCH, NO_TIMESTAMP, PartitionStore
 from .partition import PartitionLog
@@ -54,15 +54,15 @@ class ListOffsetsHandler:
             for p in topic_req.partitions:
                 index = int(p.partition_index)
                 if seen[(topic_req.name, index)] > 1:
-                    partitions.append(_error(index, errors.INVALID_REQUEST))
+                    partitions.append(_error(index, ErrorCode.INVALID_REQUEST))
                 elif topic is None or not 0 <= index < topic.num_partitions:
-                    partitions.append(_error(index, errors.UNKNOWN_TOPIC_OR_PARTITION))
+                    partitions.append(_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 else:
                     epoch = int(getattr(p, "current_leader_epoch", -1))
                     if epoch > LEADER_EPOCH:
-                        partitions.append(_error(index, errors.UNKNOWN_LEADER_EPOCH))
+                        partitions.append(_error(index, ErrorCode.UNKNOWN_LEADER_EPOCH))
                     elif 0 <= epoch < LEADER_EPOCH:
-                        partitions.append(_error(index, errors.FENCED_LEADER_EPOCH))
+                        partitions.append(_error(index, ErrorCode.FENCED_LEADER_EPOCH))
                     else:
                         log = self.store.log(topic, index)
                         partitions.append(_lookup(index, log, int(p.timestamp)))
@@ -78,7 +78,7 @@ def _error(index: int, code: int) -> dict[str, Any]:
 def _found(index: int, timestamp: int, offset: int) -> dict[str, Any]:
     return {
         "partition_index": index,
-        "error_code": errors.NONE,
+        "error_code": ErrorCode.NONE,
         "timestamp": timestamp,
         "offset": offset,
         "leader_epoch": LEADER_EPOCH,
@@ -91,8 +91,8 @@ def _lookup(index: int, log: PartitionLog, timestamp: int) -> dict[str, Any]:
     if timestamp == LATEST_TIMESTAMP:
         return _found(index, NO_TIMESTAMP, log.high_watermark)
     if timestamp == LATEST_TIERED_TIMESTAMP:
-        return _error(index, errors.NONE)
+        return _error(index, ErrorCode.NONE)
     found = log.max_timestamp() if timestamp == MAX_TIMESTAMP else log.offset_for_timestamp(timestamp)
     if found is None:
-        return _error(index, errors.NONE)
+        return _error(index, ErrorCode.NONE)
     return _found(index, found[0], found[1])

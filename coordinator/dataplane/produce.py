@@ -29,8 +29,9 @@ from typing import Any
 from coordinator.catalog.catalog import TopicCatalog
 from coordinator.runtime.registry import RequestContext
 from protocol.build import build
+from protocol.errors import ErrorCode
 
-from . import errors, metrics
+from . import metrics
 from ._schemas import response_class
 from .batch import InvalidBatch, validate_produce
 from .log import PartitionStore, TopicSettings
@@ -61,12 +62,12 @@ class ProduceHandler:
             for partition_data in topic_data.partition_data:
                 index = int(partition_data.index)
                 if not valid_acks:
-                    partitions.append(_refused(index, errors.INVALID_REQUIRED_ACKS, None))
+                    partitions.append(_refused(index, ErrorCode.INVALID_REQUIRED_ACKS, None))
                 elif topic is None or settings is None or not 0 <= index < topic.num_partitions:
                     partitions.append(
                         _refused(
                             index,
-                            errors.UNKNOWN_TOPIC_OR_PARTITION,
+                            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                             "This server does not host this topic-partition.",
                         )
                     )
@@ -95,7 +96,7 @@ class ProduceHandler:
                     partitions.append(
                         {
                             "index": index,
-                            "error_code": errors.NONE,
+                            "error_code": ErrorCode.NONE,
                             "base_offset": result.base_offset,
                             "log_append_time": _datetime(result.log_append_time_ms),
                             "log_start_offset": result.log_start_offset,
@@ -118,7 +119,7 @@ async def _after(waits: list[asyncio.Future[None]], cls: type, topics: list[dict
 
 
 def _refused(index: int, code: int, message: str | None) -> dict[str, Any]:
-    metrics.PRODUCE_ERRORS.labels(errors.error_name(code)).inc()
+    metrics.PRODUCE_ERRORS.labels(ErrorCode(code).name).inc()
     return {
         "index": index,
         "error_code": code,

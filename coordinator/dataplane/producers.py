@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from . import errors
+from protocol.errors import ErrorCode
+
 from .batch import BatchHeader
 
 NUM_BATCHES_TO_RETAIN = 5
@@ -105,19 +106,19 @@ class ProducerStates:
                     return batch
         if epoch < entry.epoch:
             raise ProducerError(
-                errors.INVALID_PRODUCER_EPOCH,
+                ErrorCode.INVALID_PRODUCER_EPOCH,
                 f"Epoch of producer {producer_id} is {epoch}, which is smaller than the last seen epoch {entry.epoch}",
             )
         if epoch != entry.epoch:
             if first_seq != 0 and entry.epoch != NO_PRODUCER_EPOCH:
                 raise ProducerError(
-                    errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                     f"Invalid sequence number for new epoch of producer {producer_id}: {epoch} (request epoch), "
                     f"{first_seq} (seq. number), {entry.epoch} (current producer epoch)",
                 )
         elif entry.batches and not _in_sequence(entry.last_seq, first_seq):
             raise ProducerError(
-                errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                 f"Out of order sequence number for producer {producer_id}: {first_seq} (incoming seq. number), "
                 f"{entry.last_seq} (current end sequence number)",
             )

@@ -52,7 +52,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from . import errors, metrics
+from protocol.errors import ErrorCode
+
+from . import metrics
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
@@ -108,7 +110,7 @@ class CachedPartition:
     log_start_offset: int = -1
 
     def must_respond(self, result: PartitionResult, update: bool) -> bool:
-        respond = bool(result.records) or result.error_code != errors.NONE
+        respond = bool(result.records) or result.error_code != ErrorCode.NONE
         if (
             self.high_watermark != result.high_watermark
             or self.last_stable_offset != result.last_stable_offset
@@ -116,7 +118,7 @@ class CachedPartition:
         ):
             respond = True
         if update:
-            if result.error_code != errors.NONE:
+            if result.error_code != ErrorCode.NONE:
                 self.high_watermark = -1
                 self.last_stable_offset = -1
                 self.log_start_offset = -1
@@ -251,7 +253,7 @@ class FetchContext:
 
     kind: str
     partitions: list[FetchPartitionRequest]
-    error_code: int = errors.NONE
+    error_code: int = ErrorCode.NONE
     session: FetchSession | None = None
     expected_epoch: int = 0
     uses_topic_ids: bool = False
@@ -274,11 +276,11 @@ def new_context(
         return FetchContext(kind, requested, uses_topic_ids=uses_topic_ids)
     session = cache.get(session_id)
     if session is None:
-        return FetchContext("error", [], errors.FETCH_SESSION_ID_NOT_FOUND)
+        return FetchContext("error", [], ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
     if session.epoch != epoch:
-        return FetchContext("error", [], errors.INVALID_FETCH_SESSION_EPOCH)
+        return FetchContext("error", [], ErrorCode.INVALID_FETCH_SESSION_EPOCH)
     if session.uses_topic_ids != uses_topic_ids:
-        return FetchContext("error", [], errors.FETCH_SESSION_TOPIC_ID_ERROR)
+        return FetchContext("error", [], ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
     old_size = len(session)
     session.update(requested, forgotten)
     if not session.partitions:
@@ -302,7 +304,7 @@ def respond(
     if context.kind == "error":
         return context.error_code, INVALID_SESSION_ID, []
     if context.kind == "sessionless":
-        return errors.NONE, INVALID_SESSION_ID, results
+        return ErrorCode.NONE, INVALID_SESSION_ID, results
     if context.kind == "full":
         cached = []
         for result in results:
@@ -310,11 +312,11 @@ def respond(
             entry.must_respond(result, update=True)
             cached.append(entry)
         session = cache.maybe_create(now_ms, context.uses_topic_ids, cached)
-        return errors.NONE, session.session_id if session is not None else INVALID_SESSION_ID, results
+        return ErrorCode.NONE, session.session_id if session is not None else INVALID_SESSION_ID, results
     session = context.session
     assert session is not None
     if session.epoch != context.expected_epoch:
-        return errors.INVALID_FETCH_SESSION_EPOCH, session.session_id, []
+        return ErrorCode.INVALID_FETCH_SESSION_EPOCH, session.session_id, []
     selected = []
     for result in results:
         current = session.partitions.get(result.request.key)
@@ -324,4 +326,4 @@ def respond(
             selected.append(result)
             if result.records:
                 session.partitions.move_to_end(result.request.key)
-    return errors.NONE, session.session_id, selected
+    return ErrorCode.NONE, session.session_id, selected

@@ -7,7 +7,7 @@ import struct
 import pytest
 from prometheus_client import REGISTRY
 
-from coordinator.dataplane.errors import error_name
+from protocol.errors import ErrorCode
 
 from .harness import Harness
 from .records import make_batch
@@ -94,7 +94,7 @@ def _short_length(batch: bytes) -> bytes:
 )
 async def test_invalid_batches_are_refused(harness: Harness, records: bytes | None, code: int) -> None:
     harness.create("t")
-    name = error_name(code)
+    name = ErrorCode(code).name
     before = _sample("coordinator_dataplane_produce_errors_total", error=name)
     response = await harness.produce("t", 0, records)
     assert response.error_code == code
