@@ -1,4 +1,4 @@
-"""The one piece of the embedded consumer protocol the coordinator must read: subscribed topics.
+"""The pieces of the embedded consumer protocol the coordinator reads: subscribed topics, assigned partitions.
 
 Classic groups with protocol type "consumer" carry a ``ConsumerProtocolSubscription`` as each member's
 protocol metadata. Kafka's coordinator needs the topic list for offset expiration and for OffsetDelete's
@@ -11,6 +11,10 @@ protocol metadata. Kafka's coordinator needs the topic list for offset expiratio
 Every version starts with the v0 fields and later versions only append, so, exactly like Kafka, we
 parse the v0 *prefix* (version, then Topics) of any version and ignore the rest. Malformed bytes raise
 ``ValueError``; callers treat that as "subscription unknown".
+
+``decode_assignment`` reads a ``ConsumerProtocolAssignment`` (the leader's SyncGroup bytes) the same
+way: version, then the v0 Topics/Partitions prefix. The history uses it to follow partition
+ownership in classic groups.
 """
 
 from __future__ import annotations
@@ -42,6 +46,37 @@ def parse_subscription_topics(data: bytes) -> frozenset[str]:
         return frozenset(topics)
     except (struct.error, UnicodeDecodeError) as exc:
         raise ValueError(f"malformed consumer protocol subscription: {exc}") from exc
+
+
+def decode_assignment(data: bytes) -> dict[str, frozenset[int]]:
+    """Topic -> partitions of a ConsumerProtocolAssignment (any version: they share the v0 prefix).
+
+    Empty bytes mean no assignment. Malformed bytes raise ValueError."""
+    if not data:
+        return {}
+    try:
+        (version,) = _I16.unpack_from(data, 0)
+        if version < 0:
+            raise ValueError(f"negative assignment version {version}")
+        (topics,) = _I32.unpack_from(data, 2)
+        pos = 6
+        out: dict[str, frozenset[int]] = {}
+        for _ in range(max(topics, 0)):
+            (length,) = _I16.unpack_from(data, pos)
+            pos += 2
+            if length < 0 or pos + length > len(data):
+                raise ValueError("bad topic name length")
+            name = data[pos : pos + length].decode("utf-8")
+            pos += length
+            (count,) = _I32.unpack_from(data, pos)
+            pos += 4
+            parts = struct.unpack_from(f">{max(count, 0)}i", data, pos)
+            pos += 4 * max(count, 0)
+            if parts:
+                out[name] = out.get(name, frozenset()) | frozenset(parts)
+        return out
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise ValueError(f"malformed consumer protocol assignment: {exc}") from exc
 
 
 def encode_subscription(topics: list[str], version: int = 0, user_data: bytes | None = None) -> bytes:

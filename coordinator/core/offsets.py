@@ -14,11 +14,11 @@ was a third of the load time. :meth:`OffsetManager.get` still answers with an ``
 Replaying an offset for a group that does not exist creates a "simple" classic group (Empty, no
 protocol type), as Kafka does: consumers that commit without group management own such groups.
 
-KIP-848 consumer groups validate by member epoch (``ConsumerGroup.validateOffsetCommit`` /
-``validateOffsetFetch``): a member's commit or fetch must carry its CURRENT epoch exactly
-(STALE_MEMBER_EPOCH, no previous-epoch grace), unknown members get UNKNOWN_MEMBER_ID, and commits
-with epoch < 0 are accepted only while the group has no members (admin tools). Their offsets expire
-``offsets.retention.minutes`` after the commit, except for topics the group subscribes to.
+Groups are reached only through the :class:`~coordinator.core.groups.Group` contract: each type
+validates commits, fetches and deletes (classic: generation and state; KIP-848: the member's CURRENT
+epoch exactly), says which topics it is subscribed to (their offsets neither expire nor can be
+deleted) and what an offset's retention counts from (``offset_expiration_base``). An Empty group
+whose offsets all expired is deleted (``groups.delete_group``).
 
 Transactional offsets (TxnOffsetCommit) are not implemented, so there are never pending transactional
 offsets: ``require_stable`` fetches never answer UNSTABLE_OFFSET_COMMIT. Stability still holds in the
@@ -28,32 +28,15 @@ shard is durable, so a fetch always sees every acknowledged commit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from coordinator.core.classic.group import ClassicGroup
-from coordinator.core.classic.state import (
-    DEAD,
-    EMPTY,
-    PREPARING_REBALANCE,
-    STABLE,
-    Api,
-    Check,
-    state_error,
-)
 from coordinator.core.config import GroupConfig
-from coordinator.core.consumer.group import EMPTY as CONSUMER_EMPTY
-from coordinator.core.consumer.group import ConsumerGroup
-from coordinator.core.effects import Effects, classic_heartbeat_key
+from coordinator.core.effects import Effects
 from coordinator.core.errors import CoordinatorError, ErrorCode
-from coordinator.core.events import GroupDeleted, OffsetsCommitted, OffsetsDeleted
-from coordinator.core.groups import Group
-from coordinator.core.records import (
-    GroupMetadataKey,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    Record,
-)
+from coordinator.core.events import OffsetsCommitted, OffsetsDeleted
+from coordinator.core.groups import DEAD, Group, delete_group
+from coordinator.core.records import OffsetCommitKey, OffsetCommitValue, Record
 from coordinator.core.requests import OffsetCommit, OffsetDelete, OffsetFetch, OffsetFetchGroup
 from coordinator.core.responses import (
     OffsetCommitResponse,
@@ -65,9 +48,6 @@ from coordinator.core.responses import (
     PartitionError,
     TopicPartitionErrors,
 )
-
-if TYPE_CHECKING:
-    from coordinator.core.consumer.manager import ConsumerGroupManager
 
 NONE = ErrorCode.NONE
 
@@ -108,17 +88,24 @@ def _java_string_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
+def offset_commit_record(group_id: str, topic: str, partition: int, value: OffsetCommitValue) -> Record:
+    return Record(OffsetCommitKey(group_id, topic, partition), value)
+
+
 def offset_commit_tombstone(group_id: str, topic: str, partition: int) -> Record:
     return Record(OffsetCommitKey(group_id, topic, partition), None)
 
 
 class OffsetManager:
-    def __init__(
-        self, config: GroupConfig, groups: dict[str, Group], consumer: ConsumerGroupManager | None = None
-    ) -> None:
+    """Offsets of every group; groups are reached only through the ``Group`` contract.
+
+    ``simple_group(group_id)`` makes the group an offset commit creates when none exists (Kafka:
+    an Empty classic group without protocol type); the shard passes the classic type's factory."""
+
+    def __init__(self, config: GroupConfig, groups: dict[str, Group], simple_group: Callable[[str], Group]) -> None:
         self.config = config
         self.groups = groups
-        self.consumer = consumer  # KIP-848 groups: regex subscriptions and group deletion
+        self.simple_group = simple_group
         self.offsets: dict[str, GroupOffsets] = {}
 
     # ---- replay (the only writer of self.offsets) --------------------------------------------
@@ -139,7 +126,7 @@ class OffsetManager:
                 del self.offsets[group_id]
             return
         if group_id not in self.groups:
-            self.groups[group_id] = ClassicGroup(group_id)  # a "simple" group
+            self.groups[group_id] = self.simple_group(group_id)
         if topics is None:
             topics = self.offsets[group_id] = {}
         partitions = topics.get(key.topic)
@@ -175,7 +162,7 @@ class OffsetManager:
                     commit_timestamp=fx.now_ms if p.commit_timestamp_ms == -1 else p.commit_timestamp_ms,
                     expire_timestamp=expire,
                 )
-                fx.record(Record(OffsetCommitKey(req.group_id, topic.name, p.partition_index), offset))
+                fx.record(offset_commit_record(req.group_id, topic.name, p.partition_index, offset))
                 partitions.append(PartitionError(p.partition_index, NONE))
                 count += 1
             topics.append(TopicPartitionErrors(topic.name, tuple(partitions)))
@@ -185,49 +172,12 @@ class OffsetManager:
 
     def _validate_commit(self, req: OffsetCommit, fx: Effects) -> None:
         group = self.groups.get(req.group_id)
-        generation = req.generation_id_or_member_epoch
         if group is None:
-            if generation < 0:
+            if req.generation_id_or_member_epoch < 0:
                 return  # a simple group; replaying the first offset record creates it
             # Adapters answer ILLEGAL_GENERATION below v9.
             raise CoordinatorError(ErrorCode.GROUP_ID_NOT_FOUND)
-        if isinstance(group, ConsumerGroup):
-            self._validate_consumer_group_commit(group, req)
-            return
-        error = state_error(Api.OFFSET_COMMIT, group.state, Check.BEFORE_MEMBER)
-        if error is not None:
-            raise CoordinatorError(error)
-        if generation < 0 and group.state is EMPTY:
-            return  # admin client or manual assignment: allowed while nobody is a member
-        if generation >= 0 or req.member_id or req.group_instance_id is not None:
-            member = group.validate_member(req.member_id, req.group_instance_id)
-            if generation != group.generation_id:
-                raise CoordinatorError(ErrorCode.ILLEGAL_GENERATION)
-        else:
-            raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
-        error = state_error(Api.OFFSET_COMMIT, group.state, Check.AFTER_MEMBER)
-        if error is not None:
-            raise CoordinatorError(error)
-        if group.state in (STABLE, PREPARING_REBALANCE):
-            # A classic member's commits keep its session alive.
-            fx.schedule(classic_heartbeat_key(group.group_id, member.member_id), member.session_timeout_ms)
-
-    @staticmethod
-    def _validate_consumer_group_commit(group: ConsumerGroup, req: OffsetCommit) -> None:
-        epoch = req.generation_id_or_member_epoch
-        if epoch < 0 and not group.members:
-            return  # admin client or manual assignment while nobody is a member
-        member = group.members.get(req.member_id)
-        if member is None:
-            raise CoordinatorError(
-                ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {group.group_id}."
-            )
-        if not req.supports_member_epoch:
-            raise CoordinatorError(
-                ErrorCode.UNSUPPORTED_VERSION,
-                "OffsetCommit version 9 or above must be used by members using the modern group protocol",
-            )
-        _check_member_epoch(epoch, member.member_epoch)
+        group.validate_offset_commit(req, fx)
 
     @staticmethod
     def commit_error_response(req: OffsetCommit, code: ErrorCode) -> OffsetCommitResponse:
@@ -246,18 +196,15 @@ class OffsetManager:
 
     def _fetch_group(self, request: OffsetFetchGroup) -> OffsetFetchResponseGroup:
         group = self.groups.get(request.group_id)
-        # Classic groups do not validate the fetcher. An absent or Dead group reads as "no offsets".
+        # An absent or Dead group reads as "no offsets".
         offsets: GroupOffsets = {}
-        if isinstance(group, ConsumerGroup):
-            if request.member_id is not None or request.member_epoch >= 0:
-                member = group.members.get(request.member_id or "")
-                if member is None:
-                    return OffsetFetchResponseGroup(request.group_id, ErrorCode.UNKNOWN_MEMBER_ID)
-                if request.member_epoch != member.member_epoch:
-                    return OffsetFetchResponseGroup(request.group_id, ErrorCode.STALE_MEMBER_EPOCH)
-            offsets = self.offsets.get(request.group_id, {})
-        elif group is not None and group.state is not DEAD:
-            offsets = self.offsets.get(request.group_id, {})
+        if group is not None:
+            try:
+                group.validate_offset_fetch(request.member_id, request.member_epoch)
+            except CoordinatorError as exc:
+                return OffsetFetchResponseGroup(request.group_id, exc.code)
+            if group.state_name != DEAD:
+                offsets = self.offsets.get(request.group_id, {})
         if request.topics is None:
             topics = tuple(
                 OffsetFetchResponseTopic(
@@ -284,14 +231,11 @@ class OffsetManager:
         group = self.groups.get(req.group_id)
         if group is None:
             raise CoordinatorError(ErrorCode.GROUP_ID_NOT_FOUND)
-        if isinstance(group, ClassicGroup):  # consumer groups allow OffsetDelete in every state
-            error = state_error(Api.OFFSET_DELETE, group.state, Check.BEFORE_MEMBER)
-            if error is not None and not (error is ErrorCode.NON_EMPTY_GROUP and group.uses_consumer_protocol):
-                raise CoordinatorError(error)
+        group.validate_offset_delete()
         topics = []
         count = 0
         for topic in req.topics:
-            if self._is_subscribed(group, topic.name):
+            if group.is_subscribed_to_topic(topic.name):
                 code = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
                 topics.append(
                     TopicPartitionErrors(topic.name, tuple(PartitionError(p, code) for p in topic.partition_indexes))
@@ -316,52 +260,26 @@ class OffsetManager:
 
     # ---- retention -----------------------------------------------------------------------------
 
-    def _is_subscribed(self, group: Group, topic: str) -> bool:
-        if isinstance(group, ClassicGroup):
-            return group.is_subscribed_to_topic(topic)
-        regex_topics = self.consumer.regex_topics(group) if self.consumer is not None else {}
-        return group.is_subscribed_to_topic(topic, regex_topics)
-
     def cleanup_group_metadata(self, fx: Effects) -> None:
         """The periodic scan: expire offsets, then delete Empty groups that have none left."""
-        for group_id, group in list(self.groups.items()):
-            if isinstance(group, ConsumerGroup):
-                expired_all = self._cleanup_expired_offsets(group, fx)
-                if expired_all and group.state_name == CONSUMER_EMPTY and self.consumer is not None:
-                    self.consumer.delete_group(group, "expired", fx)
-                continue
-            if self._cleanup_expired_offsets(group, fx) and group.state is EMPTY:
-                fx.record(Record(GroupMetadataKey(group_id), None))
-                fx.event(GroupDeleted(group_id, group.group_type, "expired"))
+        for group in list(self.groups.values()):
+            if self._cleanup_expired_offsets(group, fx) and group.is_empty:
+                delete_group(group, "expired", fx)
 
     def _cleanup_expired_offsets(self, group: Group, fx: Effects) -> bool:
         """Tombstone expired offsets of ``group``; True when it has no offsets left."""
         topics = self.offsets.get(group.group_id)
         if not topics:
             return True
-        if isinstance(group, ConsumerGroup):
-            def base(o: OffsetCommitValue) -> int:  # KIP-848 groups: from the commit, in any state
-                return o.commit_timestamp
-        elif group.protocol_type is not None:
-            if group.state is EMPTY:
-                # Retention counts from when the group became Empty (commit time for old records).
-                def base(o: OffsetCommitValue) -> int:
-                    return o.commit_timestamp if group.state_timestamp_ms is None else group.state_timestamp_ms
-            elif group.uses_consumer_protocol and group.subscribed_topics is not None and group.state is STABLE:
-                def base(o: OffsetCommitValue) -> int:
-                    return o.commit_timestamp
-            else:
-                return False  # rebalancing, or a non-consumer protocol with members: nothing expires
-        else:
-            def base(o: OffsetCommitValue) -> int:  # simple group
-                return o.commit_timestamp
-
+        base = group.offset_expiration_base()
+        if base is None:
+            return False  # e.g. a classic group rebalancing: nothing expires now
         now = fx.now_ms
         retention = self.config.offsets_retention_ms
         all_expired = True
         expired = 0
         for topic, partitions in topics.items():
-            if self._is_subscribed(group, topic):
+            if group.is_subscribed_to_topic(topic):
                 all_expired = False
                 continue
             for partition, o in partitions.items():
@@ -377,14 +295,6 @@ class OffsetManager:
         if expired:
             fx.event(OffsetsDeleted(group.group_id, expired, "expired"))
         return all_expired
-
-
-def _check_member_epoch(received: int, expected: int) -> None:
-    if received != expected:
-        raise CoordinatorError(
-            ErrorCode.STALE_MEMBER_EPOCH,
-            f"The received member epoch {received} does not match the expected member epoch {expected}.",
-        )
 
 
 def _fetched(partition: int, offset: OffsetCommitValue | None) -> OffsetFetchResponsePartition:

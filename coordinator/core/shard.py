@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from coordinator.core.classic.group import ClassicGroup
 from coordinator.core.classic.manager import ClassicGroupManager
 from coordinator.core.config import GroupConfig
 from coordinator.core.consumer.manager import (
@@ -138,8 +139,8 @@ class CoordinatorShard:
         self.topics = TopicsImage()
         self.classic = ClassicGroupManager(self.config, self.groups)
         self.consumer = ConsumerGroupManager(self.config, self.groups, self.topics, stopwatch)
-        self.offsets = OffsetManager(self.config, self.groups, self.consumer)
-        self.admin = GroupAdmin(self.groups, self.offsets, self.consumer)
+        self.offsets = OffsetManager(self.config, self.groups, ClassicGroup)
+        self.admin = GroupAdmin(self.groups, self.offsets)
         self._carried: Result | None = None  # applied, not yet returned (a handler bug interrupted it)
         self._handlers: dict[type, Callable[[Any, Effects], None]] = {
             JoinGroup: self.classic.join,

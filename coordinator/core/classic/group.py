@@ -15,8 +15,11 @@ derived                    static_members, supported_protocols, subscribed_topic
 bookkeeping                persisted: the last GroupMetadataValue written or replayed
 =========================  ================================================================
 
-This module holds data and small local operations; it emits nothing. Replies, timers, records and
-events are the manager's business.
+This module holds data and small local operations; it emits nothing, with one exception: it
+implements the :class:`~coordinator.core.groups.Group` contract, whose ``validate_offset_commit``
+re-arms the committing member's session timer (a classic member's commits keep its session alive,
+Kafka's ``rescheduleClassicGroupMemberHeartbeat``). Every other reply, timer, record and event is
+the manager's business.
 """
 
 from __future__ import annotations
@@ -24,12 +27,25 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from coordinator.core.consumer_protocol import parse_subscription_topics
+from coordinator.core.consumer_protocol import decode_assignment, parse_subscription_topics
+from coordinator.core.effects import Effects, classic_heartbeat_key
 from coordinator.core.errors import CoordinatorError, ErrorCode
-from coordinator.core.records import GroupMetadataMember, GroupMetadataValue
-from coordinator.core.responses import JoinGroupResponseMember
+from coordinator.core.groups import ExpirationBase, OwnedPartitions, commit_timestamp
+from coordinator.core.records import (
+    GroupMetadataKey,
+    GroupMetadataMember,
+    GroupMetadataValue,
+    Record,
+)
+from coordinator.core.requests import OffsetCommit
+from coordinator.core.responses import (
+    DescribedGroup,
+    DescribedGroupMember,
+    JoinGroupResponseMember,
+    ListedGroup,
+)
 
-from .state import EMPTY, ClassicGroupState
+from .state import EMPTY, PREPARING_REBALANCE, STABLE, Api, Check, ClassicGroupState, state_error
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -204,12 +220,6 @@ class ClassicGroup:
             return None
         return frozenset(topics)
 
-    def is_subscribed_to_topic(self, topic: str) -> bool:
-        if self.subscribed_topics is None:
-            # Unknown subscription of a consumer group: assume subscribed (safe for deletes/expiry).
-            return self.uses_consumer_protocol
-        return topic in self.subscribed_topics
-
     def current_members_for_join(self) -> tuple[JoinGroupResponseMember, ...]:
         """The member list the leader receives in its JoinGroup response."""
         return tuple(
@@ -219,6 +229,109 @@ class ClassicGroup:
 
     def group_assignment(self) -> dict[str, bytes]:
         return {member_id: m.assignment for member_id, m in self.members.items()}
+
+    # ---- the Group contract (coordinator.core.groups) ----------------------------------------
+
+    @property
+    def is_empty(self) -> bool:
+        return self.state is EMPTY
+
+    def list_row(self) -> ListedGroup:
+        return ListedGroup(self.group_id, self.protocol_type or "", self.state_name, self.group_type)
+
+    def describe_row(self) -> DescribedGroup:
+        if self.state is STABLE:
+            protocol = self.protocol_name
+            assert protocol is not None, "a Stable group has a protocol"
+            members = tuple(
+                DescribedGroupMember(
+                    m.member_id, m.group_instance_id, m.client_id, m.client_host, m.metadata(protocol), m.assignment
+                )
+                for m in self.members.values()
+            )
+            return DescribedGroup(self.group_id, ErrorCode.NONE, self.state_name, self.protocol_type or "", protocol,
+                                  members)
+        # Other states: no metadata, but (like Kafka 4's coordinator) the last assignment.
+        members = tuple(
+            DescribedGroupMember(m.member_id, m.group_instance_id, m.client_id, m.client_host, b"", m.assignment)
+            for m in self.members.values()
+        )
+        return DescribedGroup(self.group_id, ErrorCode.NONE, self.state_name, self.protocol_type or "", "", members)
+
+    def validate_offset_commit(self, req: OffsetCommit, fx: Effects) -> None:
+        """Kafka's ``ClassicGroup.validateOffsetCommit``; an accepted member commit keeps its session."""
+        _raise(state_error(Api.OFFSET_COMMIT, self.state, Check.BEFORE_MEMBER))
+        generation = req.generation_id_or_member_epoch
+        if generation < 0 and self.state is EMPTY:
+            return  # admin client or manual assignment: allowed while nobody is a member
+        if generation >= 0 or req.member_id or req.group_instance_id is not None:
+            member = self.validate_member(req.member_id, req.group_instance_id)
+            if generation != self.generation_id:
+                raise CoordinatorError(ErrorCode.ILLEGAL_GENERATION)
+        else:
+            raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
+        _raise(state_error(Api.OFFSET_COMMIT, self.state, Check.AFTER_MEMBER))
+        if self.state in (STABLE, PREPARING_REBALANCE):
+            fx.schedule(classic_heartbeat_key(self.group_id, member.member_id), member.session_timeout_ms)
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
+        """Classic groups do not validate the fetcher."""
+
+    def validate_offset_delete(self) -> None:
+        error = state_error(Api.OFFSET_DELETE, self.state, Check.BEFORE_MEMBER)
+        if error is not None and not (error is ErrorCode.NON_EMPTY_GROUP and self.uses_consumer_protocol):
+            raise CoordinatorError(error)
+
+    def validate_delete_group(self) -> None:
+        _raise(state_error(Api.DELETE_GROUP, self.state, Check.BEFORE_MEMBER))
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        if self.subscribed_topics is None:
+            # Unknown subscription of a consumer group: assume subscribed (safe for deletes/expiry).
+            return self.uses_consumer_protocol
+        return topic in self.subscribed_topics
+
+    def offset_expiration_base(self) -> ExpirationBase | None:
+        """Kafka's ``ClassicGroup.offsetExpirationCondition``."""
+        if self.protocol_type is None:
+            return commit_timestamp  # a simple group
+        if self.state is EMPTY:
+            # Retention counts from when the group became Empty (commit time for old records).
+            became_empty = self.state_timestamp_ms
+            if became_empty is None:
+                return commit_timestamp
+            return lambda offset: became_empty
+        if self.uses_consumer_protocol and self.subscribed_topics is not None and self.state is STABLE:
+            return commit_timestamp
+        return None  # rebalancing, or a non-consumer protocol with members: nothing expires
+
+    def tombstones(self) -> list[Record]:
+        return [Record(GroupMetadataKey(self.group_id), None)]
+
+    @property
+    def revokes_all_on_rebalance(self) -> bool:
+        """An eager group: every member gives up everything when a rebalance starts."""
+        return "cooperative" not in (self.protocol_name or "")
+
+    def owned_partitions(self) -> dict[str, OwnedPartitions]:
+        """The decoded assignment of each member (protocol type "consumer" only: others own none)."""
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return {}
+        return {member_id: self._decoded(member) for member_id, member in self.members.items()}
+
+    def member_partitions(self, member_id: str) -> OwnedPartitions | None:
+        member = self.members.get(member_id)
+        if member is None:
+            return None
+        return self._decoded(member) if self.protocol_type == CONSUMER_PROTOCOL_TYPE else (member.group_instance_id, {})
+
+    @staticmethod
+    def _decoded(member: ClassicGroupMember) -> OwnedPartitions:
+        try:
+            partitions = decode_assignment(member.assignment)
+        except ValueError:
+            partitions = {}
+        return member.group_instance_id, partitions
 
     # ---- membership mutations ---------------------------------------------------------------
 
@@ -354,6 +467,11 @@ class ClassicGroup:
         group.leader_id = value.leader
         group.subscribed_topics = group.compute_subscribed_topics()
         return group
+
+
+def _raise(error: ErrorCode | None) -> None:
+    if error is not None:
+        raise CoordinatorError(error)
 
 
 def _without_timestamp(value: GroupMetadataValue) -> GroupMetadataValue:

@@ -77,14 +77,26 @@ from uuid import UUID
 import msgspec
 from msgspec.structs import replace
 
+from coordinator.core.consumer.topics import TopicsImage
+from coordinator.core.effects import Effects
+from coordinator.core.errors import CoordinatorError, ErrorCode
+from coordinator.core.groups import ExpirationBase, OwnedPartitions, Partitions, commit_timestamp
 from coordinator.core.records import (
+    ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
     ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
+    Record,
     TopicPartitions,
 )
+from coordinator.core.requests import OffsetCommit
+from coordinator.core.responses import DescribedGroup, ListedGroup
 
 Assignment = Mapping[UUID, frozenset[int]]
 """topic id -> partitions; topics with no partition are absent. Never mutated once built."""
@@ -240,8 +252,10 @@ class ConsumerGroup:
     group_type = "consumer"
     protocol_type = "consumer"
 
-    def __init__(self, group_id: str) -> None:
+    def __init__(self, group_id: str, topics: TopicsImage | None = None) -> None:
         self.group_id = group_id
+        # The shard's topic image (shared, read-only here): regex subscriptions resolve against it.
+        self.topics = topics if topics is not None else TopicsImage()
         # durable
         self.group_epoch = 0
         self.metadata_hash = 0
@@ -284,11 +298,93 @@ class ConsumerGroup:
     def target(self, member_id: str) -> Assignment:
         return self.target_assignment.get(member_id, NO_PARTITIONS)
 
-    def is_subscribed_to_topic(self, name: str, regex_topics: Mapping[str, frozenset[str]]) -> bool:
-        """Subscribed by name, or through a regex whose resolution (``regex_topics``) contains it."""
-        if self.subscribed_names.get(name, 0) > 0:
+    # ---- the Group contract (coordinator.core.groups) ------------------------------------------
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def list_row(self) -> ListedGroup:
+        return ListedGroup(self.group_id, self.protocol_type, self.state_name, self.group_type)
+
+    def describe_row(self) -> DescribedGroup:
+        # Described by ConsumerGroupDescribe; DescribeGroups (classic API) answers as Kafka does:
+        # Dead, GROUP_ID_NOT_FOUND from v6.
+        return DescribedGroup(self.group_id, ErrorCode.NONE, "Dead", exists=False)
+
+    def validate_offset_commit(self, req: OffsetCommit, fx: Effects) -> None:
+        """Kafka's ``ConsumerGroup.validateOffsetCommit``: the member's CURRENT epoch, exactly."""
+        epoch = req.generation_id_or_member_epoch
+        if epoch < 0 and not self.members:
+            return  # admin client or manual assignment while nobody is a member
+        member = self.members.get(req.member_id)
+        if member is None:
+            raise CoordinatorError(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {self.group_id}."
+            )
+        if not req.supports_member_epoch:
+            raise CoordinatorError(
+                ErrorCode.UNSUPPORTED_VERSION,
+                "OffsetCommit version 9 or above must be used by members using the modern group protocol",
+            )
+        _check_member_epoch(epoch, member.member_epoch)
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
+        """Kafka's ``ConsumerGroup.validateOffsetFetch`` (a fetch without member id and epoch -1 is
+        an admin fetch: not validated)."""
+        if member_id is None and member_epoch < 0:
+            return
+        member = self.members.get(member_id or "")
+        if member is None:
+            raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if member_epoch != member.member_epoch:
+            raise CoordinatorError(ErrorCode.STALE_MEMBER_EPOCH)
+
+    def validate_offset_delete(self) -> None:
+        """Consumer groups allow OffsetDelete in every state."""
+
+    def validate_delete_group(self) -> None:
+        if self.members:
+            raise CoordinatorError(ErrorCode.NON_EMPTY_GROUP)
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Subscribed by name, or through a regex that resolves to it now."""
+        if self.subscribed_names.get(topic, 0) > 0:
             return True
-        return any(name in regex_topics.get(regex, ()) for regex in self.subscribed_regexes)
+        return any(topic in self.topics.resolve(regex) for regex in self.subscribed_regexes)
+
+    def offset_expiration_base(self) -> ExpirationBase | None:
+        return commit_timestamp  # from the commit, in any state (subscribed topics never expire)
+
+    def tombstones(self) -> list[Record]:
+        """The records that delete the group, in Kafka's order (``createGroupTombstoneRecords``)."""
+        gid = self.group_id
+        members = sorted(self.members)
+        records = [Record(ConsumerGroupCurrentMemberAssignmentKey(gid, m), None) for m in members]
+        records += [Record(ConsumerGroupTargetAssignmentMemberKey(gid, m), None) for m in sorted(self.target_assignment)]
+        records.append(Record(ConsumerGroupTargetAssignmentMetadataKey(gid), None))
+        records += [Record(ConsumerGroupMemberMetadataKey(gid, m), None) for m in members]
+        records.append(Record(ConsumerGroupMetadataKey(gid), None))
+        return records
+
+    @property
+    def revokes_all_on_rebalance(self) -> bool:
+        return False  # members revoke only what moves (KIP-848 reconciliation)
+
+    def owned_partitions(self) -> dict[str, OwnedPartitions]:
+        return {member_id: (m.instance_id, self.topic_names(m.assigned_partitions)) for member_id, m in self.members.items()}
+
+    def member_partitions(self, member_id: str) -> OwnedPartitions | None:
+        member = self.members.get(member_id)
+        return None if member is None else (member.instance_id, self.topic_names(member.assigned_partitions))
+
+    def topic_names(self, assignment: Assignment) -> Partitions:
+        """Partitions by topic name (a topic deleted meanwhile is named by its id)."""
+        out: dict[str, frozenset[int]] = {}
+        for topic_id, parts in assignment.items():
+            info = self.topics.by_id(topic_id)
+            out[info.name if info is not None else str(topic_id)] = frozenset(parts)
+        return out
 
     @property
     def persisted(self) -> tuple[Any, ...]:
@@ -420,3 +516,11 @@ class ConsumerGroup:
                     f"{self.group_id}: cannot give {topic_id}-{partition} to {member_id}, "
                     f"it is still owned by {previous}"
                 )
+
+
+def _check_member_epoch(received: int, expected: int) -> None:
+    if received != expected:
+        raise CoordinatorError(
+            ErrorCode.STALE_MEMBER_EPOCH,
+            f"The received member epoch {received} does not match the expected member epoch {expected}.",
+        )

@@ -99,7 +99,6 @@ from coordinator.core.consumer.topics import InvalidRegexError, TopicsImage, com
 from coordinator.core.effects import Effects, TimerKey
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.events import (
-    GroupDeleted,
     GroupStateChanged,
     MemberAssignmentChanged,
     MemberFenced,
@@ -157,18 +156,6 @@ def _invalid(message: str) -> CoordinatorError:
     return CoordinatorError(ErrorCode.INVALID_REQUEST, message)
 
 
-def group_tombstones(group: ConsumerGroup) -> list[Record]:
-    """The records that delete a whole consumer group, in Kafka's order (``createGroupTombstoneRecords``)."""
-    gid = group.group_id
-    members = sorted(group.members)
-    records = [Record(ConsumerGroupCurrentMemberAssignmentKey(gid, m), None) for m in members]
-    records += [Record(ConsumerGroupTargetAssignmentMemberKey(gid, m), None) for m in sorted(group.target_assignment)]
-    records.append(Record(ConsumerGroupTargetAssignmentMetadataKey(gid), None))
-    records += [Record(ConsumerGroupMemberMetadataKey(gid, m), None) for m in members]
-    records.append(Record(ConsumerGroupMetadataKey(gid), None))
-    return records
-
-
 class ConsumerGroupManager:
     def __init__(
         self,
@@ -216,10 +203,6 @@ class ConsumerGroupManager:
         if not isinstance(group, ConsumerGroup):
             raise CoordinatorError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         return group
-
-    def regex_topics(self, group: ConsumerGroup) -> dict[str, frozenset[str]]:
-        """Each regex the group uses -> the topic names it resolves to now."""
-        return {regex: self.topics.resolve(regex) for regex in group.subscribed_regexes}
 
     def subscribed_topic_names(
         self,
@@ -622,11 +605,11 @@ class ConsumerGroupManager:
             if not joining:
                 raise CoordinatorError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
             # Not inserted: the group exists once its records are replayed.
-            return ConsumerGroup(group_id)
+            return ConsumerGroup(group_id, self.topics)
         if joining and not existing.members and existing.state_name == "Empty":
             # Offline upgrade: an empty classic group is replaced (its offsets stay).
             records.append(Record(GroupMetadataKey(group_id), None))
-            return ConsumerGroup(group_id)
+            return ConsumerGroup(group_id, self.topics)
         # Online upgrade of a live classic group is not implemented (Kafka: policy permitting).
         raise CoordinatorError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
@@ -940,7 +923,7 @@ class ConsumerGroupManager:
         if group is None:
             if value is None:
                 return  # tombstones for unknown groups are ignored (KAFKA-17306)
-            group = ConsumerGroup(group_id)  # also replaces a "simple" offsets-only classic group
+            group = ConsumerGroup(group_id, self.topics)  # also replaces a "simple" offsets-only classic group
             self.groups[group_id] = group
         self._replayers[type(key)](group, key, value)
         self._dirty.add(group_id)
@@ -996,14 +979,6 @@ class ConsumerGroupManager:
                 fx.event(GroupStateChanged(group_id, "consumer", group.last_state, state))
                 group.last_state = state
         self._dirty.clear()
-
-    def delete_group(self, group: ConsumerGroup, reason: str, fx: Effects) -> None:
-        for record in group_tombstones(group):
-            fx.record(record)
-        for member_id in group.members:
-            fx.cancel(session_timer_key(group.group_id, member_id))
-            fx.cancel(rebalance_timer_key(group.group_id, member_id))
-        fx.event(GroupDeleted(group.group_id, "consumer", reason))
 
 
 class _Deferred(msgspec.Struct, frozen=True):
@@ -1117,7 +1092,6 @@ __all__ = [
     "REBALANCE_TIMER",
     "SESSION_TIMER",
     "ConsumerGroupManager",
-    "group_tombstones",
     "rebalance_timer_key",
     "session_timer_key",
 ]
