@@ -120,19 +120,19 @@ def joins(members: int) -> None:
 
 
 def batched_joins(members: int, batch: int) -> None:
-    """Joins arriving ``batch`` at a time, as the runtime hands them over (``handle(batched=True)``
-    then ``flush``): the assignor runs once per batch instead of once per join."""
+    """Joins arriving ``batch`` at a time, as the runtime hands them over (``handle_batch``): the
+    assignor runs once per batch instead of once per join."""
     bench = Bench(topics=10, partitions=100)
     start = time.perf_counter()
     computed = 0
     for first in range(0, members, batch):
-        results = []
+        joins = []
         for i in range(first, min(first + batch, members)):
             bench.ref += 1
-            results.append(bench.shard.handle(ConsumerGroupHeartbeat(
+            joins.append(ConsumerGroupHeartbeat(
                 bench.ref, "g", f"member-{i:05d}", 0, rebalance_timeout_ms=300_000, subscribed_topic_names=bench.names,
-                subscribed_topic_regex="", topic_partitions=()), NOW, batched=True))
-        results.append(bench.shard.flush(NOW))
+                subscribed_topic_regex="", topic_partitions=()))
+        results = bench.shard.handle_batch(joins, NOW)
         for result in results:
             computed += sum(isinstance(e, TargetAssignmentComputed) for e in result.events)
             for reply in result.replies:

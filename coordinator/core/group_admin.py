@@ -11,6 +11,7 @@ from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.events import OffsetsDeleted
 from coordinator.core.groups import Group, delete_group
 from coordinator.core.offsets import OffsetManager
+from coordinator.core.registry import Registration
 from coordinator.core.requests import DeleteGroups, DescribeGroups, ListGroups
 from coordinator.core.responses import (
     DeletableGroupResult,
@@ -35,6 +36,26 @@ class GroupAdmin:
     def __init__(self, groups: dict[str, Group], offsets: OffsetManager) -> None:
         self.groups = groups
         self.offsets = offsets
+
+    @property
+    def registration(self) -> Registration:
+        return Registration(
+            name="group-admin",
+            requests={
+                ListGroups: self.list_groups,
+                DescribeGroups: self.describe_groups,
+                DeleteGroups: self.delete_groups,
+            },
+            error_responses={
+                ListGroups: lambda req, code: ListGroupsResponse(code),
+                DescribeGroups: lambda req, code: DescribeGroupsResponse(
+                    tuple(DescribedGroup(g, code, "") for g in req.group_ids)
+                ),
+                DeleteGroups: lambda req, code: DeleteGroupsResponse(
+                    tuple(DeletableGroupResult(g, code) for g in req.group_ids)
+                ),
+            },
+        )
 
     def list_groups(self, req: ListGroups, fx: Effects) -> None:
         states = {s.strip().lower() for s in req.states_filter}

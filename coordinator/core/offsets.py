@@ -32,11 +32,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from coordinator.core.config import GroupConfig
-from coordinator.core.effects import Effects
+from coordinator.core.effects import OFFSETS_EXPIRATION_KEY, Effects, TimerKey
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.events import OffsetsCommitted, OffsetsDeleted
 from coordinator.core.groups import DEAD, Group, delete_group
 from coordinator.core.records import OffsetCommitKey, OffsetCommitValue, Record
+from coordinator.core.registry import Registration
 from coordinator.core.requests import OffsetCommit, OffsetDelete, OffsetFetch, OffsetFetchGroup
 from coordinator.core.responses import (
     OffsetCommitResponse,
@@ -108,9 +109,33 @@ class OffsetManager:
         self.simple_group = simple_group
         self.offsets: dict[str, GroupOffsets] = {}
 
+    @property
+    def registration(self) -> Registration:
+        return Registration(
+            name="offsets",
+            requests={OffsetCommit: self.commit, OffsetFetch: self.fetch, OffsetDelete: self.delete},
+            error_responses={
+                OffsetCommit: self.commit_error_response,
+                OffsetFetch: lambda req, code: OffsetFetchResponse(
+                    tuple(OffsetFetchResponseGroup(g.group_id, code) for g in req.groups)
+                ),
+                OffsetDelete: lambda req, code: OffsetDeleteResponse(code),
+            },
+            timers={OFFSETS_EXPIRATION_KEY[0]: self._on_expiration_timer},
+            replayers={OffsetCommitKey: self.replay},
+            on_loaded=self._schedule_expiration,
+        )
+
+    def _schedule_expiration(self, fx: Effects) -> None:
+        fx.schedule(OFFSETS_EXPIRATION_KEY, self.config.offsets_retention_check_interval_ms)
+
+    def _on_expiration_timer(self, key: TimerKey, fx: Effects) -> None:
+        self.cleanup_group_metadata(fx)
+        self._schedule_expiration(fx)
+
     # ---- replay (the only writer of self.offsets) --------------------------------------------
 
-    def replay(self, key: OffsetCommitKey, value: OffsetCommitValue | None) -> None:
+    def replay(self, key: OffsetCommitKey, value: OffsetCommitValue | None, live: bool = False) -> None:
         # Start-up runs this once per offset commit in the log: plain lookups, no throw-away dicts.
         group_id = key.group
         topics = self.offsets.get(group_id)

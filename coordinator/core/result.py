@@ -34,3 +34,13 @@ class Result(msgspec.Struct):
     replies: list[Reply] = msgspec.field(default_factory=list)
     timers: list[TimerOp] = msgspec.field(default_factory=list)
     events: list[object] = msgspec.field(default_factory=list)
+    failure: Exception | None = None
+    """A core bug interrupted this step (``handle_batch``): its own effects are dropped, what it
+    carried from earlier steps is kept above; the requests in ``failed`` will get no reply."""
+    failed: tuple[int, ...] = ()
+
+    def then(self, later: Result) -> Result:
+        """This step's effects followed by ``later``'s, as one log entry."""
+        failure = self.failure or later.failure
+        return Result(self.records + later.records, self.replies + later.replies, self.timers + later.timers,
+                      self.events + later.events, failure, self.failed + later.failed)

@@ -3,130 +3,80 @@
 Contract with the runtime
 =========================
 
-* ``handle(event, now_ms) -> Result`` for every request and every fired timer. The shard's state is
-  already updated when ``handle`` returns, including the effect of the returned records (they were
-  applied through the same replay code). The runtime appends ``result.records`` as one log entry,
-  then releases ``result.replies`` and applies ``result.timers``. It must NOT call ``replay`` for
-  records it got from ``handle``; doing so is harmless (replay of such a record is a no-op) but wasted.
-* ``handle(event, now_ms, batched=True)`` inside a runtime batch, then ``flush(now_ms)`` once at
-  its end: KIP-848 heartbeats that need a new target may be deferred to the flush (their replies
-  come in the flush's Result, or in the Result of a later event of the batch that had to complete
-  them first, in front of its own effects: still one Result = one log entry). See "Deferred target
-  assignment" in ``consumer/manager.py``. Without ``batched`` nothing is deferred.
+* ``handle_batch(events, now_ms) -> list[Result]``: the runtime's batch of queued events (requests,
+  fired timers, topic changes), ONE Result per event, in order. Each Result is one log entry: the
+  runtime appends ``result.records`` as one entry, arms ``result.timers``, passes ``result.events``
+  to observers and releases ``result.replies`` once everything they depend on is durable. The
+  shard's state already includes every Result's records when ``handle_batch`` returns (they were
+  applied through the same replay code the loader uses). A reply may come in the Result of a later
+  event than its request (a parked JoinGroup, a KIP-848 heartbeat waiting for its group's target
+  assignment), never later than the batch's last Result: nothing waits across batches except what
+  waits for other clients or for a timer (the classic join and sync barriers).
+  ``handle(event, now_ms)`` is a batch of one.
+* Batch boundaries are the runtime's choice and never change the outcome's meaning, only how much
+  work is shared: the core may let work of several events of one batch wait for the batch's end
+  (KIP-848: one assignor run per group and batch, ``consumer/heartbeat.py``); an event that could
+  observe such work completes it first, in its own Result.
+* A core bug (an exception other than ``CoordinatorError``) in one event does not stop the batch:
+  that event's Result carries ``failure`` and the refs (``failed``) that will get no reply; its own
+  effects are dropped, effects it carried from earlier events are kept.
 * ``replay(record)`` while loading (start-up) or tailing (standby). Then ``on_loaded(now_ms)`` once,
   even for an empty log: it arms session timers (fresh session timeout for every member, as Kafka),
   the offsets-expiration timer, and writes a new ``CoordinatorEpoch`` when given a ``writer_id``.
-* ``on_unloaded(now_ms)`` when giving the shard up: groups go Dead, parked JoinGroup/SyncGroup
-  requests are answered NOT_COORDINATOR, timers are cancelled.
-* ``handle`` dispatches on the event's type through ``self._handlers`` and timers on the key's first
-  element through ``self._timer_handlers``; nothing here depends on a protocol version.
+* ``on_unloaded(now_ms)`` when giving the shard up: groups go Dead, parked requests are answered
+  NOT_COORDINATOR, timers are cancelled.
+
+How the shard is put together
+=============================
+
+Every group type and every shard-wide service hands the shard a ``Registration``
+(``registry.py``): its request handlers, error responses, timer handlers, record replayers and hooks.
+The dispatch tables below are built from them and from nothing else; a request, timer kind or record
+type registered twice is an error at construction. Group types are listed once, in ``GROUP_TYPES``;
+the services (offsets, group administration, the coordinator epoch) are the shard's own. Groups of
+every type share one namespace (``groups``) and are seen by the services only through the ``Group``
+contract (``groups.py``).
 
 Durable state = offsets + each classic group's last persisted record + every consumer (KIP-848)
 group's whole state (+ the coordinator epoch); see ``durable_view``. Soft state (rebalances in
-flight, parked requests, timers) is documented in ``classic/group.py``.
-
-Consumer groups follow Kafka's rule strictly: their handlers only WRITE records, and ``_apply``
-replays them right after the handler returns (the same ``replay`` the loader uses), so replay is the
-only code that changes consumer-group state (``consumer/group.py``). Topic metadata arrives as data:
-the runtime posts ``TopicsChanged`` (a snapshot before serving, then one delta per catalog change);
-``handle`` feeds it to the consumer groups, which keep a pure image of it (``consumer/topics.py``).
+flight, parked requests, waiting heartbeats, timers) is documented with each type. Topic metadata
+arrives as data: the runtime posts ``TopicsChanged`` (a snapshot before serving, then one delta per
+catalog change); the shard keeps a pure image of it (``consumer/topics.py``) and tells the types.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, cast
 
-from coordinator.core.classic.group import ClassicGroup
-from coordinator.core.classic.manager import ClassicGroupManager
+from coordinator.core.classic import manager as classic
 from coordinator.core.config import GroupConfig
-from coordinator.core.consumer.manager import (
-    REBALANCE_TIMER,
-    SESSION_TIMER,
-    ConsumerGroupManager,
-)
+from coordinator.core.consumer import registration as consumer
 from coordinator.core.consumer.topics import TopicsImage
-from coordinator.core.effects import OFFSETS_EXPIRATION_KEY, Effects, TimerKey, TimerTable
-from coordinator.core.errors import CoordinatorError, ErrorCode
+from coordinator.core.effects import Effects, TimerKey, TimerTable
+from coordinator.core.errors import CoordinatorError
 from coordinator.core.group_admin import GroupAdmin
 from coordinator.core.groups import Group
 from coordinator.core.offsets import OffsetAndMetadata, OffsetManager
-from coordinator.core.records import (
-    CONSUMER_GROUP_RECORD_KEYS,
-    CONSUMER_GROUP_RECORD_VALUES,
-    CoordinatorEpochKey,
-    CoordinatorEpochValue,
-    GroupMetadataKey,
-    GroupMetadataValue,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    Record,
-)
-from coordinator.core.requests import (
-    ConsumerGroupDescribe,
-    ConsumerGroupHeartbeat,
-    DeleteGroups,
-    DescribeGroups,
-    Event,
-    Heartbeat,
-    JoinGroup,
-    LeaveGroup,
-    ListGroups,
-    OffsetCommit,
-    OffsetDelete,
-    OffsetFetch,
-    SyncGroup,
-    TimerFired,
-    TopicsChanged,
-)
-from coordinator.core.responses import (
-    ConsumerGroupDescribeResponse,
-    ConsumerGroupHeartbeatResponse,
-    DeletableGroupResult,
-    DeleteGroupsResponse,
-    DescribedConsumerGroup,
-    DescribedGroup,
-    DescribeGroupsResponse,
-    HeartbeatResponse,
-    JoinGroupResponse,
-    LeaveGroupResponse,
-    ListGroupsResponse,
-    OffsetDeleteResponse,
-    OffsetFetchResponse,
-    OffsetFetchResponseGroup,
-    SyncGroupResponse,
-)
+from coordinator.core.records import CoordinatorEpochKey, CoordinatorEpochValue, Record
+from coordinator.core.registry import Registration, ShardContext, hooks, merged
+from coordinator.core.requests import Event, TimerFired, TopicsChanged
 from coordinator.core.result import Result
 
-# How a request that failed validation as a whole is answered, per request type.
-_ERROR_RESPONSES: dict[type, Callable[[Any, ErrorCode], object]] = {
-    JoinGroup: lambda req, code: JoinGroupResponse(code, member_id=req.member_id),
-    SyncGroup: lambda req, code: SyncGroupResponse(code),
-    Heartbeat: lambda req, code: HeartbeatResponse(code),
-    LeaveGroup: lambda req, code: LeaveGroupResponse(code),
-    OffsetCommit: OffsetManager.commit_error_response,
-    OffsetFetch: lambda req, code: OffsetFetchResponse(
-        tuple(OffsetFetchResponseGroup(g.group_id, code) for g in req.groups)
-    ),
-    OffsetDelete: lambda req, code: OffsetDeleteResponse(code),
-    ListGroups: lambda req, code: ListGroupsResponse(code),
-    DescribeGroups: lambda req, code: DescribeGroupsResponse(
-        tuple(DescribedGroup(g, code, "") for g in req.group_ids)
-    ),
-    DeleteGroups: lambda req, code: DeleteGroupsResponse(tuple(DeletableGroupResult(g, code) for g in req.group_ids)),
-    ConsumerGroupHeartbeat: lambda req, code: ConsumerGroupHeartbeatResponse(code),
-    ConsumerGroupDescribe: lambda req, code: ConsumerGroupDescribeResponse(
-        tuple(DescribedConsumerGroup(g, code) for g in req.group_ids)
-    ),
-}
+
+class GroupType(Protocol):
+    """What ``register(ctx)`` of a group type package returns."""
+
+    @property
+    def registration(self) -> Registration: ...
 
 
-def _merged(first: Result | None, second: Result) -> Result:
-    if first is None:
-        return second
-    return Result(first.records + second.records, first.replies + second.replies,
-                  first.timers + second.timers, first.events + second.events)
+GROUP_TYPES: tuple[Callable[[ShardContext], GroupType], ...] = (
+    classic.register,
+    consumer.register,
+)
+"""Every group type the shard hosts: one line each."""
 
 
 class CoordinatorShard:
@@ -137,76 +87,99 @@ class CoordinatorShard:
         self.timers = TimerTable()
         self.coordinator_epoch: CoordinatorEpochValue | None = None
         self.topics = TopicsImage()
-        self.classic = ClassicGroupManager(self.config, self.groups)
-        self.consumer = ConsumerGroupManager(self.config, self.groups, self.topics, stopwatch)
-        self.offsets = OffsetManager(self.config, self.groups, ClassicGroup)
+        ctx = ShardContext(self.config, self.groups, self.topics, stopwatch or (lambda: 0))
+        self.types: dict[str, GroupType] = {}
+        registrations: list[Registration] = []
+        for make in GROUP_TYPES:
+            group_type = make(ctx)
+            registration = group_type.registration
+            self.types[registration.name] = group_type
+            registrations.append(registration)
+        simple = [r.simple_group for r in registrations if r.simple_group is not None]
+        assert len(simple) == 1, "exactly one group type makes the groups of offset-only commits"
+        self.offsets = OffsetManager(self.config, self.groups, simple[0])
         self.admin = GroupAdmin(self.groups, self.offsets)
-        self._carried: Result | None = None  # applied, not yet returned (a handler bug interrupted it)
-        self._handlers: dict[type, Callable[[Any, Effects], None]] = {
-            JoinGroup: self.classic.join,
-            SyncGroup: self.classic.sync,
-            Heartbeat: self.classic.heartbeat,
-            LeaveGroup: self.classic.leave,
-            OffsetCommit: self.offsets.commit,
-            OffsetFetch: self.offsets.fetch,
-            OffsetDelete: self.offsets.delete,
-            ListGroups: self.admin.list_groups,
-            DescribeGroups: self.admin.describe_groups,
-            DeleteGroups: self.admin.delete_groups,
-            ConsumerGroupHeartbeat: self.consumer.heartbeat,
-            ConsumerGroupDescribe: self.consumer.describe,
-        }
-        self._timer_handlers: dict[str, Callable[[TimerKey, Effects], None]] = {
-            "classic-heartbeat": self.classic.on_heartbeat_timer,
-            "classic-join": self.classic.on_join_timer,
-            "classic-sync": self.classic.on_sync_timer,
-            OFFSETS_EXPIRATION_KEY[0]: self._on_offsets_expiration,
-            SESSION_TIMER: self.consumer.on_session_timer,
-            REBALANCE_TIMER: self.consumer.on_rebalance_timer,
-        }
+        registrations += [
+            Registration(name="coordinator-epoch", replayers={CoordinatorEpochKey: self._replay_epoch}),
+            self.offsets.registration,
+            self.admin.registration,
+        ]
+        self._handlers: dict[type, Callable[[Any, Effects], None]] = merged(registrations, "requests")
+        self._error_responses: dict[type, Callable[[Any, Any], object]] = merged(registrations, "error_responses")
+        assert set(self._error_responses) == set(self._handlers), "every request type needs its error response"
+        self._timer_handlers: dict[str, Callable[[TimerKey, Effects], None]] = merged(registrations, "timers")
+        self._replayers: dict[type, Callable[[Any, Any, bool], None]] = merged(registrations, "replayers")
+        self._on_loaded: list[Callable[[Effects], None]] = hooks(registrations, "on_loaded")
+        self._on_unloaded: list[Callable[[Effects], None]] = hooks(registrations, "on_unloaded")
+        self._on_topics_changed: list[Callable[[TopicsChanged, frozenset[str], Effects], None]] = hooks(
+            registrations, "on_topics_changed")
+        self._after_apply: list[Callable[[Effects], None]] = hooks(registrations, "after_apply")
+        self._waiting: list[Callable[[], bool]] = hooks(registrations, "waiting")
+        self._before_event: list[Callable[[object, Effects], None]] = hooks(registrations, "before_event")
+        self._end_of_batch: list[Callable[[Effects], None]] = hooks(registrations, "end_of_batch")
+        self._abandon: list[Callable[[], Sequence[int]]] = hooks(registrations, "abandon")
+
+    @property
+    def consumer(self) -> consumer.ConsumerGroupType:
+        """The KIP-848 group type (metrics read its member states)."""
+        return cast(consumer.ConsumerGroupType, self.types["consumer"])
+
+    @property
+    def classic(self) -> classic.ClassicGroupManager:
+        return cast(classic.ClassicGroupManager, self.types["classic"])
 
     # ---- operations --------------------------------------------------------------------------
 
-    def handle(self, event: Event | TimerFired, now_ms: int, *, batched: bool = False) -> Result:
-        """Handle one event. ``batched=True`` (the runtime, inside a batch) lets a consumer-group
-        heartbeat that needs a new target assignment defer the assignor, its reconciliation and its
-        reply to :meth:`flush`, which the caller must call at the end of the batch."""
-        pre = self._carried
-        self._carried = None
-        if self.consumer.has_deferred():
-            groups = self.consumer.groups_to_complete_before(event)
-            if groups:
-                pre = _merged(pre, self._complete(groups, now_ms))
+    def handle_batch(self, events: Sequence[Event | TimerFired], now_ms: int) -> list[Result]:
+        """Handle the runtime's batch: one Result (= one log entry) per event, in order."""
+        results = [self._handle_one(event, now_ms) for event in events]
+        if results and self._has_waiting():
+            results[-1] = results[-1].then(self._step(now_ms, self._end_of_batch_hooks))
+        return results
+
+    def _has_waiting(self) -> bool:
+        for waiting in self._waiting:  # noqa: SIM110 - once per event: no generator
+            if waiting():
+                return True
+        return False
+
+    def handle(self, event: Event | TimerFired, now_ms: int) -> Result:
+        """A batch of one. A core bug is raised here (its Result would be lost: tests only)."""
+        (result,) = self.handle_batch((event,), now_ms)
+        if result.failure is not None:
+            raise result.failure
+        return result
+
+    def _handle_one(self, event: Event | TimerFired, now_ms: int) -> Result:
+        ref = getattr(event, "ref", None)
+        if not self._has_waiting():  # the usual case: nothing of an earlier event waits
+            return self._step(now_ms, lambda fx: self._dispatch(event, fx), ref)
+        # Complete what the event could observe first: one entry, in this order.
+        pre = self._step(now_ms, lambda fx: self._before_event_hooks(event, fx))
+        return pre.then(self._step(now_ms, lambda fx: self._dispatch(event, fx), ref))
+
+    def _step(self, now_ms: int, work: Callable[[Effects], None], ref: int | None = None) -> Result:
+        """Run ``work`` on fresh effects, apply its records, report; a core bug becomes a failed Result."""
         fx = Effects(now_ms, self.timers)
-        self.consumer.deferring = batched
         try:
-            self._dispatch(event, fx)
-        except BaseException:
-            self._carried = pre  # already applied: the next result must still carry it to the log
-            raise
-        finally:
-            self.consumer.deferring = False
+            work(fx)
+        except Exception as exc:  # a core bug: drop this step's effects, keep serving the batch
+            failed = [] if ref is None else [ref]
+            for abandon in self._abandon:
+                failed += abandon()
+            return Result(failure=exc, failed=tuple(failed))
         self._apply(fx.records)
-        self.consumer.report_state_changes(fx)
-        # Completing earlier heartbeats and this event: one entry, in this order.
-        return _merged(pre, fx.to_result())
-
-    def flush(self, now_ms: int) -> Result:
-        """Complete every deferred consumer-group heartbeat (end of a runtime batch): one entry."""
-        pre = self._carried
-        self._carried = None
-        return _merged(pre, self._complete(self.consumer.deferred_groups(), now_ms))
-
-    def deferred_refs(self) -> list[int]:
-        return self.consumer.deferred_refs()
-
-    def _complete(self, group_ids: list[str], now_ms: int) -> Result:
-        fx = Effects(now_ms, self.timers)
-        for group_id in group_ids:
-            self.consumer.complete_deferred(group_id, fx)
-        self._apply(fx.records)
-        self.consumer.report_state_changes(fx)
+        for hook in self._after_apply:
+            hook(fx)
         return fx.to_result()
+
+    def _before_event_hooks(self, event: object, fx: Effects) -> None:
+        for hook in self._before_event:
+            hook(event, fx)
+
+    def _end_of_batch_hooks(self, fx: Effects) -> None:
+        for hook in self._end_of_batch:
+            hook(fx)
 
     def _dispatch(self, event: Event | TimerFired, fx: Effects) -> None:
         if isinstance(event, TimerFired):
@@ -214,65 +187,58 @@ class CoordinatorShard:
                 del self.timers.deadlines[event.key]
                 self._timer_handlers[event.key[0]](event.key, fx)
         elif isinstance(event, TopicsChanged):
-            self.consumer.on_topics_changed(event, fx)
+            names = self.topics.apply(event)
+            for hook in self._on_topics_changed:
+                hook(event, names, fx)
         else:
             try:
                 self._handlers[type(event)](event, fx)
             except CoordinatorError as exc:
                 # Handlers validate before they mutate, so a raised error means nothing happened.
                 assert not fx.records, "a handler raised after producing records"
-                fx.reply(event.ref, _ERROR_RESPONSES[type(event)](event, exc.code))
+                fx.reply(event.ref, self._error_responses[type(event)](event, exc.code))
 
     def on_loaded(self, now_ms: int, *, writer_id: str | None = None) -> Result:
-        fx = Effects(now_ms, self.timers)
-        if writer_id is not None:
-            epoch = 0 if self.coordinator_epoch is None else self.coordinator_epoch.epoch + 1
-            fx.record(Record(CoordinatorEpochKey(), CoordinatorEpochValue(epoch, writer_id)))
-        self.classic.on_loaded(fx)
-        self.consumer.on_loaded(fx)
-        fx.schedule(OFFSETS_EXPIRATION_KEY, self.config.offsets_retention_check_interval_ms)
-        self._apply(fx.records)
-        return fx.to_result()
+        def load(fx: Effects) -> None:
+            if writer_id is not None:
+                epoch = 0 if self.coordinator_epoch is None else self.coordinator_epoch.epoch + 1
+                fx.record(Record(CoordinatorEpochKey(), CoordinatorEpochValue(epoch, writer_id)))
+            for hook in self._on_loaded:
+                hook(fx)
+
+        return self._checked(self._step(now_ms, load))
 
     def on_unloaded(self, now_ms: int) -> Result:
-        pre = self.flush(now_ms)
-        fx = Effects(now_ms, self.timers)
-        self.classic.on_unloaded(fx)
-        for key in list(self.timers.deadlines):
-            fx.cancel(key)
-        return _merged(pre, fx.to_result())
+        def unload(fx: Effects) -> None:
+            for hook in self._on_unloaded:
+                hook(fx)
+            for key in list(self.timers.deadlines):
+                fx.cancel(key)
 
-    def _on_offsets_expiration(self, key: TimerKey, fx: Effects) -> None:
-        self.offsets.cleanup_group_metadata(fx)
-        fx.schedule(OFFSETS_EXPIRATION_KEY, self.config.offsets_retention_check_interval_ms)
+        result = self._step(now_ms, unload)
+        if self._has_waiting():  # never after a runtime batch; harmless otherwise
+            result = self._step(now_ms, self._end_of_batch_hooks).then(result)
+        return self._checked(result)
+
+    @staticmethod
+    def _checked(result: Result) -> Result:
+        if result.failure is not None:
+            raise result.failure
+        return result
 
     # ---- replay --------------------------------------------------------------------------------
 
     def replay(self, record: Record) -> None:
         """Apply one record from the log (loading or standby tailing)."""
-        self._replay(record, live=False)
+        self._replayers[type(record.key)](record.key, record.value, False)
 
     def _apply(self, records: list[Record]) -> None:
+        replayers = self._replayers
         for record in records:
-            self._replay(record, live=True)
+            replayers[type(record.key)](record.key, record.value, True)
 
-    def _replay(self, record: Record, live: bool) -> None:
-        key, value = record.key, record.value
-        if isinstance(key, OffsetCommitKey):
-            assert value is None or isinstance(value, OffsetCommitValue)
-            self.offsets.replay(key, value)
-        elif isinstance(key, GroupMetadataKey):
-            assert value is None or isinstance(value, GroupMetadataValue)
-            self.classic.replay(key, value, live)
-        elif isinstance(key, CONSUMER_GROUP_RECORD_KEYS):
-            # Live or not, the same replay: consumer-group handlers never mutate state themselves.
-            assert value is None or isinstance(value, CONSUMER_GROUP_RECORD_VALUES)
-            self.consumer.replay(key, value)
-        elif isinstance(key, CoordinatorEpochKey):
-            assert value is None or isinstance(value, CoordinatorEpochValue)
-            self.coordinator_epoch = value
-        else:  # pragma: no cover - the codec only produces the keys above
-            raise AssertionError(f"unknown record key {key!r}")
+    def _replay_epoch(self, key: CoordinatorEpochKey, value: CoordinatorEpochValue | None, live: bool) -> None:
+        self.coordinator_epoch = value
 
     # ---- read-only views -------------------------------------------------------------------------
 

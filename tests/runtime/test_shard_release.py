@@ -1,5 +1,7 @@
 """When the shard releases a reply: never before the log entries it could reveal are durable, and a
-reply about one group does not wait for other groups' entries.
+reply about one group does not wait for other groups' entries. One contract: `submit` always returns
+a future, resolved before it returns when the reply may leave at once; the same rule holds whether
+the idle shard handled the request in place or its task handled it in a batch.
 
 The shard runs on a real core; its log is a sink whose entries become durable when the test says so.
 """
@@ -63,14 +65,14 @@ async def shard() -> AsyncIterator[tuple[ShardRuntime, ManualSink]]:
         await runtime.stop()
 
 
-def commit(runtime: ShardRuntime, group: str) -> Any:
+def commit(runtime: ShardRuntime, group: str) -> asyncio.Future[Any]:
     return runtime.submit(core.OffsetCommit(
         ref=runtime.new_ref(), group_id=group, generation_id_or_member_epoch=-1, member_id="",
         group_instance_id=None, retention_time_ms=-1,
         topics=(core.OffsetCommitTopic("t", (core.OffsetCommitPartition(0, 42),)),)))
 
 
-def heartbeat(runtime: ShardRuntime, group: str) -> Any:
+def heartbeat(runtime: ShardRuntime, group: str) -> asyncio.Future[Any]:
     return runtime.submit(core.Heartbeat(ref=runtime.new_ref(), group_id=group, generation_id=1, member_id="m",
                                          group_instance_id=None))
 
@@ -84,17 +86,17 @@ async def test_a_reply_about_another_group_does_not_wait_for_an_unflushed_commit
         shard: tuple[ShardRuntime, ManualSink]) -> None:
     runtime, sink = shard
     committed = commit(runtime, "a")
-    assert isinstance(committed, asyncio.Future) and not committed.done()  # its own entry is not durable
+    assert not committed.done()  # its own entry is not durable
 
     other = heartbeat(runtime, "b")
-    assert not isinstance(other, asyncio.Future)  # answered in place
-    assert other.error_code == UNKNOWN_MEMBER_ID
+    assert other.done()  # answered in place
+    assert other.result().error_code == UNKNOWN_MEMBER_ID
 
     same = heartbeat(runtime, "a")
     listing = runtime.submit(core.ListGroups(ref=runtime.new_ref()))
     await asyncio.sleep(0)  # a loop turn: whatever is ready to be released would be
-    assert isinstance(same, asyncio.Future) and not same.done()  # could reveal group a's state
-    assert isinstance(listing, asyncio.Future) and not listing.done()  # concerns every group
+    assert not same.done()  # could reveal group a's state
+    assert not listing.done()  # concerns every group
 
     sink.make_durable()
     await settle(committed, same, listing)
@@ -106,14 +108,14 @@ async def test_a_reply_about_another_group_does_not_wait_for_an_unflushed_commit
 @pytest.mark.asyncio
 async def test_a_coordinator_wide_entry_holds_every_reply(shard: tuple[ShardRuntime, ManualSink]) -> None:
     runtime, sink = shard
-    runtime._apply(Result([Record(CoordinatorEpochKey(), CoordinatorEpochValue(1, "writer"))]), [])
+    runtime._settle(Result([Record(CoordinatorEpochKey(), CoordinatorEpochValue(1, "writer"))]))
     held = heartbeat(runtime, "b")
     await asyncio.sleep(0)
-    assert isinstance(held, asyncio.Future) and not held.done()
+    assert not held.done()
     sink.make_durable()
     await settle(held)
     assert held.result().error_code == UNKNOWN_MEMBER_ID
-    assert not isinstance(heartbeat(runtime, "b"), asyncio.Future)  # nothing pending any more
+    assert heartbeat(runtime, "b").done()  # nothing pending any more
 
 
 @pytest.mark.asyncio
@@ -124,6 +126,24 @@ async def test_a_group_waits_only_until_its_own_latest_entry_is_durable(shard: t
     await settle(first)
     second = commit(runtime, "b")  # pending, but about another group
     answer = heartbeat(runtime, "a")
-    assert not isinstance(answer, asyncio.Future)
+    assert answer.done()
     sink.make_durable()
     await settle(second)
+
+
+@pytest.mark.asyncio
+async def test_a_batch_follows_the_same_rule_as_the_idle_path(shard: tuple[ShardRuntime, ManualSink]) -> None:
+    runtime, sink = shard
+    runtime.post(core.TopicsChanged())  # the task is busy: what follows queues into one batch
+    assert not runtime.idle
+    committed = commit(runtime, "a")
+    same = heartbeat(runtime, "a")
+    other = heartbeat(runtime, "b")
+    assert not (committed.done() or same.done() or other.done())  # queued, not handled yet
+    await until(other.done)  # handled in the batch; about group b: nothing of b is pending
+    assert other.result().error_code == UNKNOWN_MEMBER_ID
+    await asyncio.sleep(0)
+    assert not committed.done() and not same.done()  # group a's entry is not durable yet
+    sink.make_durable()
+    await settle(committed, same)
+    assert same.result().error_code == UNKNOWN_MEMBER_ID

@@ -154,7 +154,7 @@ class Simulation:
     def __init__(self, seed: int, steps: int, groups: int = 2, max_clients: int = 8, batched: bool = False) -> None:
         self.seed = seed
         # batched: requests go to the shard as the runtime sends them, several per batch
-        # (``handle(..., batched=True)`` then ``flush``), so heartbeats may be deferred.
+        # (``handle_batch``), so heartbeats may wait for their group's one target assignment.
         self.batched = batched
         self.rng = random.Random(seed)
         self.steps = steps
@@ -258,7 +258,7 @@ class Simulation:
         client.on_response(request, reply.response)
 
     def _send_batch(self, clients: list[Client], fate: str, duplicate: bool = False) -> None:
-        """One runtime batch: every client's request, then the flush; replies are released after."""
+        """One runtime batch (``handle_batch``); replies are released after."""
         sent: list[tuple[Client, ConsumerGroupHeartbeat]] = []
         for client in clients:
             self.ref += 1
@@ -268,14 +268,11 @@ class Simulation:
             sent.append((sent[0][0], _with_ref(sent[0][1], self.ref)))  # the same member twice in a batch
         self._note(f"batch of {[c.member_id for c, _ in sent]} ({fate})")
         replies: dict[int, Any] = {}
-        for _, request in sent:
-            result = self.shard.handle(request, self.now, batched=True)
-            self._absorb(result)
+        for result in self.shard.handle_batch([request for _, request in sent], self.now):
+            self._absorb(result)  # the shadow replays entry by entry: a crash may cut the log anywhere
+            check_consumer_invariants(self.shadow)
             replies.update((r.ref, r.response) for r in result.replies)
-            self.check()
-        result = self.shard.flush(self.now)
-        self._absorb(result)
-        replies.update((r.ref, r.response) for r in result.replies)
+        self.check()
         if {request.ref for _, request in sent} != set(replies):
             raise SimulationFailure(f"batch replies {sorted(replies)} for {[r.ref for _, r in sent]}")
         if fate == "crash":

@@ -19,7 +19,7 @@ This module holds data and small local operations; it emits nothing, with one ex
 implements the :class:`~coordinator.core.groups.Group` contract, whose ``validate_offset_commit``
 re-arms the committing member's session timer (a classic member's commits keep its session alive,
 Kafka's ``rescheduleClassicGroupMemberHeartbeat``). Every other reply, timer, record and event is
-the manager's business.
+the handlers' business (``rebalance.py`` and the modules built on it).
 """
 
 from __future__ import annotations

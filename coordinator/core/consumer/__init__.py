@@ -1,10 +1,18 @@
 """KIP-848 consumer groups (``group.protocol=consumer``), as Apache Kafka 4.x implements them.
 
-- :mod:`.group` - the group and member data, and the replay of the consumer-group records: the ONLY
-  code that changes consumer-group state (theory of operation there);
+- :mod:`.group` - the group and member data, the ``Group`` contract, and the replay rules: the ONLY
+  code that changes consumer-group state is the replay of its records (theory of operation there);
+- :mod:`.records` - the record factories (types 3, 5, 6, 7, 8 and their tombstones);
+- :mod:`.replay` - record dispatch to the group, and state transitions reported as events;
 - :mod:`.reconciliation` - how a member moves from its current assignment towards its target
   (Kafka's ``CurrentAssignmentBuilder``): revoke before assign;
-- :mod:`.manager` - ConsumerGroupHeartbeat, ConsumerGroupDescribe, timers and topic metadata changes:
-  validation, then records (Kafka's ``GroupMetadataManager`` consumer half);
+- :mod:`.heartbeat` - ConsumerGroupHeartbeat: membership, then reconciliation and the answer; the
+  heartbeats of one runtime batch share one target assignment per group (theory of operation there);
+- :mod:`.validation` - the request, member and epoch checks a heartbeat passes first;
+- :mod:`.targets` - the target assignment (which assignor, its input, its records);
+- :mod:`.membership` - leaving, fencing, session and rebalance timers, load and topic changes;
+- :mod:`.describe` - ConsumerGroupDescribe;
+- :mod:`.context` - what the parts share (groups, topic image, configuration, timer keys);
+- :mod:`.registration` - the parts wired into the shard (``shard.GROUP_TYPES``);
 - :mod:`.topics` - the pure topic metadata snapshot, RE2 regex resolution and the metadata hash.
 """

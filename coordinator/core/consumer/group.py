@@ -40,7 +40,7 @@ record  key                                      replayed into
 
 Rules:
 
-1. **Replay is the only mutator.** Handlers (``manager.py``) read the state, compute, and write
+1. **Replay is the only mutator.** Handlers (``heartbeat.py``, ``membership.py``) read the state, compute, and write
    records; the shard applies them through :meth:`ConsumerGroup.replay` right after the handler
    returns (``CoordinatorShard._apply``) and the same code runs when the log is loaded. So a
    restarted or standby coordinator holds exactly the state clients were told about: members keep
@@ -82,15 +82,10 @@ from coordinator.core.effects import Effects
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.groups import ExpirationBase, OwnedPartitions, Partitions, commit_timestamp
 from coordinator.core.records import (
-    ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
-    ConsumerGroupMemberMetadataKey,
     ConsumerGroupMemberMetadataValue,
-    ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
-    ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
     Record,
     TopicPartitions,
@@ -358,14 +353,10 @@ class ConsumerGroup:
 
     def tombstones(self) -> list[Record]:
         """The records that delete the group, in Kafka's order (``createGroupTombstoneRecords``)."""
-        gid = self.group_id
-        members = sorted(self.members)
-        records = [Record(ConsumerGroupCurrentMemberAssignmentKey(gid, m), None) for m in members]
-        records += [Record(ConsumerGroupTargetAssignmentMemberKey(gid, m), None) for m in sorted(self.target_assignment)]
-        records.append(Record(ConsumerGroupTargetAssignmentMetadataKey(gid), None))
-        records += [Record(ConsumerGroupMemberMetadataKey(gid, m), None) for m in members]
-        records.append(Record(ConsumerGroupMetadataKey(gid), None))
-        return records
+        # Imported here: records.py builds on this module.
+        from coordinator.core.consumer.records import group_tombstones
+
+        return group_tombstones(self.group_id, sorted(self.members), sorted(self.target_assignment))
 
     @property
     def revokes_all_on_rebalance(self) -> bool:

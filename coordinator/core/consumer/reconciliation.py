@@ -45,7 +45,7 @@ Then, in priority order:
 
 If the member's ``owned`` list already excludes everything to revoke, step 1 is skipped and the
 member moves straight to ``T``. Moving to a new epoch sets ``previous_member_epoch`` to the old one,
-which is what lets the coordinator accept a heartbeat whose response was lost (see ``manager.py``).
+which is what lets the coordinator accept a heartbeat whose response was lost (see ``validation.check_epoch``).
 
 Invariant (what the simulation checks): the union of a member's assigned and pending-revocation
 partitions never gains a partition that another member has in its own union.

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from uuid import UUID
 
 import re2
+
+if TYPE_CHECKING:  # requests.py imports TopicInfo from here
+    from coordinator.core.requests import TopicsChanged
 
 
 class TopicInfo(NamedTuple):
@@ -113,6 +116,22 @@ class TopicsImage:
         return int.from_bytes(digest.digest(), "big", signed=True)
 
     # ---- writes (only the shard's TopicsChanged handler calls these) ---------------------------
+
+    def apply(self, event: TopicsChanged) -> frozenset[str]:
+        """Take a catalog change; returns the names of the topics it concerned (for a snapshot:
+        every name before and after)."""
+        names = {t.name for t in event.topics}
+        for topic_id in event.deleted:
+            info = self.by_id(topic_id)
+            if info is not None:
+                names.add(info.name)
+        if event.snapshot:
+            names |= {t.name for t in self}
+            self.replace(event.topics)
+        else:
+            self.upsert(event.topics)
+            self.delete(event.deleted)
+        return frozenset(names)
 
     def replace(self, topics: Iterable[TopicInfo]) -> None:
         self._by_name.clear()

@@ -1,5 +1,8 @@
 """The shape every group API adapter shares: wire request -> core request -> shard -> wire response.
 
+The shard's one submit contract (`ShardRuntime.submit`) answers with a future, already resolved when
+the reply may leave at once; then the wire response is built in place, otherwise when it resolves.
+
 An adapter is two pure functions: `to_core(ctx, request, ref)` builds the version-free core request
 (filling version defaults) and `to_wire(ctx, request, response)` describes the wire response for
 `protocol.build`. While the shard is still replaying its log the adapter answers without the core,
@@ -28,7 +31,9 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
               precheck: Callable[[RequestContext, Any], int | None] | None = None) -> ApiHandler:
     """`precheck` returns an error code for requests the wire layer itself must refuse."""
 
-    def finish(ctx: RequestContext, request: Any, pending: asyncio.Future[Any]) -> asyncio.Future[Any]:
+    def finish(ctx: RequestContext, request: Any, pending: asyncio.Future[Any]) -> Any:
+        if pending.done() and pending.exception() is None:  # answered at once: no loop turn
+            return respond(ctx, to_wire(ctx, request, pending.result()))
         # A chained future rather than a coroutine: no Task per request on the hot path.
         out: asyncio.Future[Any] = pending.get_loop().create_future()
 
@@ -59,10 +64,7 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
         runtime = shard()
         if runtime is None or not runtime.loaded:
             return respond(ctx, on_error(ctx, request, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
-        outcome = runtime.submit(to_core(ctx, request, runtime.new_ref()))
-        if isinstance(outcome, asyncio.Future):
-            return finish(ctx, request, outcome)
-        return respond(ctx, to_wire(ctx, request, outcome))  # answered at once by an idle shard
+        return finish(ctx, request, runtime.submit(to_core(ctx, request, runtime.new_ref())))
 
     return ApiHandler(api_key, min_version, max_version, handle)
 

@@ -150,13 +150,18 @@ class ConsumerHarness(Harness):
         )
 
     def batch(self, *events: Any) -> dict[int, Any]:
-        """Handle ``events`` as one runtime batch (``batched=True``, then ``flush``), checking after
-        every step; returns the replies by ref (each request must get exactly one)."""
+        """Handle ``events`` as one runtime batch (``handle_batch``, one Result = one log entry per
+        event). Checks the replay of the log after every entry (a crash may cut the log there) and,
+        after the batch, replay == live; returns the replies by ref (each request gets exactly one)."""
         replies: dict[int, Any] = {}
-        for event in [*events, None]:
-            result = self.shard.flush(self.now) if event is None else self.shard.handle(event, self.now, batched=True)
+        results = self.shard.handle_batch(events, self.now)
+        assert len(results) == len(events)
+        for result in results:
+            assert result.failure is None
             self._absorb(result)
-            self.check()
+            check_consumer_invariants(self._replayed_shard())
+        self.check()
+        for result in results:
             for reply in result.replies:
                 assert reply.ref not in replies, f"two replies to {reply.ref}"
                 replies[reply.ref] = reply.response

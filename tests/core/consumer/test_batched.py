@@ -1,5 +1,5 @@
-"""Batched handling (the runtime's batches): heartbeats that need a new target assignment are
-deferred to the end of the batch, so a join storm runs the assignor once per group and batch.
+"""Batched handling (the runtime's batches): heartbeats that need a new target assignment wait
+for the end of the batch, so a join storm runs the assignor once per group and batch.
 
 Every step is checked by the harness (replay of the log == live state, ownership invariants)."""
 
@@ -36,27 +36,39 @@ def test_a_join_storm_runs_the_assignor_once_per_group_and_batch() -> None:
     assert sum(isinstance(r.key, ConsumerGroupTargetAssignmentMemberKey) for r in written) == 9
 
 
-def test_deferred_replies_wait_for_the_flush_and_other_events_complete_them_first() -> None:
+def test_waiting_replies_come_by_the_batch_end_and_observers_complete_them_first() -> None:
     h = ConsumerHarness({"foo": 4})
     h.cjoin("a")
     a_epoch = h.cgroup().members["a"].member_epoch
     join_b = h.join_request("b")
-    result = h.shard.handle(join_b, h.now, batched=True)
-    h._absorb(result)
-    h.check()
-    assert result.replies == [] and h.cgroup().state_name == "Assigning"
-    # A describe reads the group: the deferred join is completed first, in the same entry.
+    # A describe reads the group: the waiting join is completed first, in the describe's entry.
     describe = ConsumerGroupDescribe(h.next_ref(), ("g",))
-    result = h.shard.handle(describe, h.now, batched=True)
-    h._absorb(result)
+    results = h.shard.handle_batch([join_b, describe], h.now)
+    for result in results:
+        h._absorb(result)
     h.check()
-    assert [r.ref for r in result.replies] == [join_b.ref, describe.ref]
-    assert result.replies[1].response.groups[0].group_state == "Reconciling"
-    assert not h.shard.flush(h.now).replies
+    # b's entry holds its membership, no reply: the group was Assigning after it.
+    assert results[0].replies == [] and results[0].records
+    assert [r.ref for r in results[1].replies] == [join_b.ref, describe.ref]
+    assert results[1].replies[1].response.groups[0].group_state == "Reconciling"
     # a still owns everything: b waits for a's revocation (revoke before assign).
-    assert result.replies[0].response.assignment == ()
+    assert results[1].replies[0].response.assignment == ()
     response = h.cgh("a", a_epoch)
     assert h.named(response.assignment) == {"foo": {0, 1}}
+
+
+def test_a_batch_ends_with_nothing_waiting() -> None:
+    h = ConsumerHarness({"foo": 4})
+    h.cjoin("a")
+    joins = [h.join_request("b"), h.join_request("c")]
+    results = h.shard.handle_batch(joins, h.now)
+    for result in results:
+        h._absorb(result)
+    h.check()
+    # Both wait until the batch's last event, whose entry completes them: one assignor run.
+    assert results[0].replies == [] and [r.ref for r in results[1].replies] == [j.ref for j in joins]
+    assert not h.shard.consumer.heartbeats.has_waiting()
+    assert len(h.events_of(TargetAssignmentComputed)) == 2  # a's own join, then b and c together
 
 
 def test_same_member_twice_and_leaves_in_one_batch() -> None:
@@ -77,7 +89,7 @@ def test_same_member_twice_and_leaves_in_one_batch() -> None:
     assert replies[first.ref].assignment == replies[again.ref].assignment
 
 
-def test_unbatched_handling_is_unchanged() -> None:
+def test_heartbeats_one_per_batch_each_run_the_assignor() -> None:
     h = ConsumerHarness({"foo": 4})
     for member in ("a", "b", "c"):
         assert h.cjoin(member).member_epoch == h.cgroup().group_epoch

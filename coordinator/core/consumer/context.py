@@ -1,0 +1,107 @@
+"""What every part of the consumer-group type shares: the shard's groups and topic image, the
+configuration, lookups, and the timer keys.
+
+The consumer-group type is split by job (see the package docstring); each part takes one
+:class:`ConsumerContext`. Only this package tests for ``ConsumerGroup``: the rest of the core sees
+groups through the ``Group`` contract (``coordinator.core.groups``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from uuid import UUID
+
+from coordinator.core.config import GroupConfig
+from coordinator.core.effects import TimerKey
+from coordinator.core.errors import CoordinatorError, ErrorCode
+from coordinator.core.groups import Group
+
+from .group import ConsumerGroup, ConsumerGroupMember
+from .topics import TopicsImage
+
+SESSION_TIMER = "consumer-session"
+REBALANCE_TIMER = "consumer-rebalance"
+
+
+def session_timer_key(group_id: str, member_id: str) -> TimerKey:
+    """``consumer-session/<group>/<member>``: re-armed by every successful heartbeat; expiry fences."""
+    return (SESSION_TIMER, group_id, member_id)
+
+
+def rebalance_timer_key(group_id: str, member_id: str) -> TimerKey:
+    """``consumer-rebalance/<group>/<member>``: armed when the member starts revoking; expiry
+    fences it if it is still revoking."""
+    return (REBALANCE_TIMER, group_id, member_id)
+
+
+class ConsumerContext:
+    def __init__(
+        self, config: GroupConfig, groups: dict[str, Group], topics: TopicsImage, stopwatch: Callable[[], int]
+    ) -> None:
+        self.config = config
+        self.groups = groups  # shared with the shard: one namespace for every group type
+        self.topics = topics
+        self.stopwatch = stopwatch
+
+    def group(self, group_id: str) -> ConsumerGroup | None:
+        group = self.groups.get(group_id)
+        return group if isinstance(group, ConsumerGroup) else None
+
+    def consumer_groups(self) -> Iterator[ConsumerGroup]:
+        for group in self.groups.values():
+            if isinstance(group, ConsumerGroup):
+                yield group
+
+    def existing_group(self, group_id: str) -> ConsumerGroup:
+        group = self.groups.get(group_id)
+        if group is None:
+            raise CoordinatorError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+        if not isinstance(group, ConsumerGroup):
+            raise CoordinatorError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        return group
+
+    def new_group(self, group_id: str) -> ConsumerGroup:
+        return ConsumerGroup(group_id, self.topics)
+
+    def subscribed_topic_names(
+        self,
+        group: ConsumerGroup,
+        removed: ConsumerGroupMember | None = None,
+        added: ConsumerGroupMember | None = None,
+    ) -> set[str]:
+        """Names ∪ regex-resolved topics the group subscribes to, with one member swapped."""
+        names = Counter(group.subscribed_names)
+        regexes = Counter(group.subscribed_regexes)
+        if removed is not None:
+            names.subtract(removed.subscribed_topic_names)
+            if removed.subscribed_topic_regex:
+                regexes[removed.subscribed_topic_regex] -= 1
+        if added is not None:
+            names.update(added.subscribed_topic_names)
+            if added.subscribed_topic_regex:
+                regexes[added.subscribed_topic_regex] += 1
+        result = {name for name, count in names.items() if count > 0}
+        for regex, count in regexes.items():
+            if count > 0:
+                result |= self.topics.resolve(regex)
+        return result
+
+    def member_topic_ids(self, member: ConsumerGroupMember) -> frozenset[UUID]:
+        ids = set()
+        for name in member.subscribed_topic_names:
+            topic = self.topics.by_name(name)
+            if topic is not None:
+                ids.add(topic.topic_id)
+        if member.subscribed_topic_regex:
+            for name in self.topics.resolve(member.subscribed_topic_regex):
+                topic = self.topics.by_name(name)
+                if topic is not None:
+                    ids.add(topic.topic_id)
+        return frozenset(ids)
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return self.config.consumer_group_heartbeat_interval_ms
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return self.config.consumer_group_session_timeout_ms

@@ -1,0 +1,123 @@
+"""Leaving and being removed: LeaveGroup-by-heartbeat (epoch -1 / -2), fencing, the session and
+rebalance timers of KIP-848 members, and what loading the shard and topic changes mean for them.
+
+Leaving (epoch -1) fences the member: current-assignment, target and metadata tombstones, then a
+group epoch bump; the assignor runs on the next heartbeat. A static member's temporary leave (-2)
+writes one current-assignment record at epoch -2 and keeps everything else (no rebalance); its
+session timer keeps running and fences it unless a replacement arrives in time.
+
+Timers: ``consumer-session/<group>/<member>`` (re-armed by every successful heartbeat; expiry
+fences) and ``consumer-rebalance/<group>/<member>`` (armed when the member starts revoking; expiry
+fences it if it is still revoking). Keys in ``context.py``.
+"""
+
+from __future__ import annotations
+
+from msgspec.structs import replace
+
+from coordinator.core.effects import Effects, TimerKey
+from coordinator.core.errors import CoordinatorError, ErrorCode
+from coordinator.core.events import MemberFenced, MemberLeft, RebalanceStarted, SessionExpired
+from coordinator.core.requests import ConsumerGroupHeartbeat, TopicsChanged
+from coordinator.core.responses import ConsumerGroupHeartbeatResponse
+
+from .context import ConsumerContext, rebalance_timer_key, session_timer_key
+from .group import (
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    NO_PARTITIONS,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    partition_count,
+)
+from .records import current_assignment_record, group_epoch_record, member_tombstones
+
+NONE = ErrorCode.NONE
+
+
+class Membership:
+    def __init__(self, ctx: ConsumerContext) -> None:
+        self.ctx = ctx
+
+    def leave(self, req: ConsumerGroupHeartbeat, fx: Effects) -> None:
+        group = self.ctx.existing_group(req.group_id)
+        if req.instance_id is None:
+            member = group.members.get(req.member_id)
+            if member is None:
+                raise CoordinatorError(
+                    ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {group.group_id}."
+                )
+        else:
+            holder = group.static_member(req.instance_id)
+            if holder is None:
+                raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+            if holder.member_id != req.member_id:
+                raise CoordinatorError(
+                    ErrorCode.FENCED_INSTANCE_ID,
+                    f"Static member {req.member_id} with instance id {req.instance_id} was fenced by member "
+                    f"{holder.member_id}.",
+                )
+            member = holder
+            if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                left = replace(
+                    member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation=NO_PARTITIONS
+                )
+                fx.record(current_assignment_record(group.group_id, left))
+                fx.cancel(rebalance_timer_key(group.group_id, member.member_id))
+                fx.reply(
+                    req.ref,
+                    ConsumerGroupHeartbeatResponse(
+                        NONE, member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH
+                    ),
+                )
+                return
+        self.fence(group, member, "leave-group", fx)
+        fx.reply(req.ref, ConsumerGroupHeartbeatResponse(NONE, member_id=req.member_id, member_epoch=req.member_epoch))
+
+    def fence(self, group: ConsumerGroup, member: ConsumerGroupMember, reason: str, fx: Effects) -> None:
+        """Remove ``member`` and bump the group epoch (Kafka's ``consumerGroupFenceMember``)."""
+        gid = group.group_id
+        for record in member_tombstones(gid, member.member_id):
+            fx.record(record)
+        metadata_hash = self.ctx.topics.metadata_hash(self.ctx.subscribed_topic_names(group, member, None))
+        fx.record(group_epoch_record(gid, group.group_epoch + 1, metadata_hash))
+        fx.cancel(session_timer_key(gid, member.member_id))
+        fx.cancel(rebalance_timer_key(gid, member.member_id))
+        fx.event(MemberLeft(gid, member.member_id, reason, group_type="consumer"))
+        if reason != "leave-group":
+            fx.event(MemberFenced(gid, member.member_id, reason, partition_count(member.assigned_partitions)))
+        fx.event(RebalanceStarted(gid, "consumer", group.group_epoch, f"member {member.member_id} {reason}"))
+
+    # ---- timers ----------------------------------------------------------------------------------
+
+    def on_session_timer(self, key: TimerKey, fx: Effects) -> None:
+        group = self.ctx.group(key[1])
+        member = None if group is None else group.members.get(key[2])
+        if group is None or member is None:
+            return
+        fx.event(SessionExpired(group.group_id, member.member_id, group_type="consumer"))
+        self.fence(group, member, "session-timeout", fx)
+
+    def on_rebalance_timer(self, key: TimerKey, fx: Effects) -> None:
+        group = self.ctx.group(key[1])
+        member = None if group is None else group.members.get(key[2])
+        if group is None or member is None or member.state is not MemberState.UNREVOKED_PARTITIONS:
+            return
+        if member.member_epoch < 0:
+            return
+        self.fence(group, member, "rebalance-timeout", fx)
+
+    def on_loaded(self, fx: Effects) -> None:
+        for group in self.ctx.consumer_groups():
+            group.metadata_refresh_needed = True
+            for member in group.members.values():
+                # Fresh session for everyone, as Kafka's onLoaded.
+                fx.schedule(session_timer_key(group.group_id, member.member_id), self.ctx.session_timeout_ms(group.group_id))
+                if member.state is MemberState.UNREVOKED_PARTITIONS and member.member_epoch >= 0:
+                    fx.schedule(rebalance_timer_key(group.group_id, member.member_id), member.rebalance_timeout_ms)
+
+    def on_topics_changed(self, event: TopicsChanged, names: frozenset[str], fx: Effects) -> None:
+        """Flag the groups the change concerns: their next heartbeat checks the metadata hash."""
+        for group in self.ctx.consumer_groups():
+            if event.snapshot or group.subscribed_regexes or any(n in group.subscribed_names for n in names):
+                group.metadata_refresh_needed = True

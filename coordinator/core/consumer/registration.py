@@ -1,0 +1,88 @@
+"""The consumer-group (KIP-848) type's registration with the shard: its parts, wired once.
+
+``register(ctx)`` is the one line ``shard.GROUP_TYPES`` lists. The parts, by job:
+``heartbeat.Heartbeats`` (ConsumerGroupHeartbeat, the waiting heartbeats of a batch),
+``membership.Membership`` (leaving, fencing, timers, load, topic changes), ``targets.TargetAssigner``,
+``describe.Describer`` (ConsumerGroupDescribe) and ``replay.Replayer`` (records 3, 5, 6, 7, 8).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from uuid import UUID
+
+from coordinator.core.registry import Registration, ShardContext
+from coordinator.core.requests import ConsumerGroupDescribe, ConsumerGroupHeartbeat
+from coordinator.core.responses import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
+    DescribedConsumerGroup,
+)
+
+from .context import REBALANCE_TIMER, SESSION_TIMER, ConsumerContext
+from .describe import Describer
+from .group import ConsumerGroupMember
+from .heartbeat import Heartbeats
+from .membership import Membership
+from .replay import RECORD_KEYS, Replayer
+from .targets import TargetAssigner
+
+
+class ConsumerGroupType:
+    """The consumer-group type of one shard: its parts and its registration."""
+
+    def __init__(self, ctx: ShardContext) -> None:
+        self.ctx = ConsumerContext(ctx.config, ctx.groups, ctx.topics, ctx.stopwatch)
+        self.targets = TargetAssigner(self.ctx)
+        self.membership = Membership(self.ctx)
+        self.heartbeats = Heartbeats(self.ctx, self.targets, self.membership)
+        self.describer = Describer(self.ctx, self.targets)
+        self.replayer = Replayer(self.ctx)
+        replay = self.replayer.replay
+        self.registration = Registration(
+            name="consumer",
+            requests={
+                ConsumerGroupHeartbeat: self.heartbeats.heartbeat,
+                ConsumerGroupDescribe: self.describer.describe,
+            },
+            error_responses={
+                ConsumerGroupHeartbeat: lambda req, code: ConsumerGroupHeartbeatResponse(code),
+                ConsumerGroupDescribe: lambda req, code: ConsumerGroupDescribeResponse(
+                    tuple(DescribedConsumerGroup(g, code) for g in req.group_ids)
+                ),
+            },
+            timers={
+                SESSION_TIMER: self.membership.on_session_timer,
+                REBALANCE_TIMER: self.membership.on_rebalance_timer,
+            },
+            replayers=dict.fromkeys(RECORD_KEYS, replay),
+            on_loaded=self.membership.on_loaded,
+            on_topics_changed=self.membership.on_topics_changed,
+            after_apply=self.replayer.report_state_changes,
+            waiting=self.heartbeats.has_waiting,
+            before_event=self.heartbeats.before_event,
+            end_of_batch=self.heartbeats.end_of_batch,
+            abandon=self.heartbeats.abandon,
+        )
+
+    # ---- read-only views (metrics, tests) ---------------------------------------------------------
+
+    def members_by_state(self) -> dict[str, int]:
+        """Member reconciliation state name -> members, over every consumer group (for gauges).
+
+        Members that left temporarily (static, epoch -2) count as "LEFT_TEMPORARILY"."""
+        counts: Counter[str] = Counter()
+        for group in self.ctx.consumer_groups():
+            for member in group.members.values():
+                counts["LEFT_TEMPORARILY" if member.member_epoch == -2 else member.state.name] += 1
+        return dict(counts)
+
+    def member_topic_ids(self, member: ConsumerGroupMember) -> frozenset[UUID]:
+        return self.ctx.member_topic_ids(member)
+
+
+def register(ctx: ShardContext) -> ConsumerGroupType:
+    return ConsumerGroupType(ctx)
+
+
+__all__ = ["ConsumerGroupType", "register"]

@@ -1,0 +1,115 @@
+"""Registrations: how a group type (or a shard-wide service) plugs into ``CoordinatorShard``.
+
+Every part of the core that serves requests, owns timers or replays records hands the shard one
+:class:`Registration`; the shard builds its dispatch tables from them and from nothing else
+(``CoordinatorShard.__init__``). A group type is a package under ``coordinator/core/`` with a
+``register(ctx) -> Registration`` function, listed once in ``shard.GROUP_TYPES``; the shard-wide
+services (offsets, group administration, the coordinator epoch) register the same way.
+
+What a registration declares
+============================
+
+``requests``
+    core request type -> handler ``(request, fx)``. Handlers validate before they mutate: a
+    :class:`~coordinator.core.errors.CoordinatorError` raised by a handler means "nothing happened"
+    and the shard answers with ``error_responses[type(request)](request, code)``.
+``error_responses``
+    core request type -> ``(request, code) -> response``: the whole request refused with one code.
+``timers``
+    timer kind (the first element of a :data:`~coordinator.core.effects.TimerKey`) -> handler
+    ``(key, fx)``. Only a timer whose deadline is still the current one for its key is delivered.
+``replayers``
+    record KEY type -> ``(key, value, live)``. The record types a type owns are exactly these keys;
+    ``live`` is True when the record was just produced by a handler of this shard (a type whose
+    handlers mutate in memory, like classic groups, then only remembers it as persisted).
+``on_loaded`` / ``on_unloaded``
+    ``(fx)`` once the log is replayed (arm timers for what the log holds) / when the shard is given
+    up (answer parked requests NOT_COORDINATOR).
+``on_topics_changed``
+    ``(event, names, fx)`` after the shard's topic image took a ``TopicsChanged``; ``names`` are the
+    topic names it concerned (every name for a snapshot).
+``after_apply``
+    ``(fx)`` after each step's records were replayed (report state transitions as events).
+
+Work that waits for the end of the runtime's batch (KIP-848: one target assignment per group and
+batch, see ``consumer/heartbeat.py``) uses four more hooks, all optional:
+
+``waiting``
+    ``() -> bool``: the type holds such work now. The shard calls the three below only then, so an
+    idle type costs one call per event.
+``before_event``
+    ``(event, fx)`` before each event: finish the waiting work the event could observe.
+``end_of_batch``
+    ``(fx)`` after the last event of a batch: finish everything still waiting.
+``abandon``
+    ``() -> refs``: drop the waiting work after a core bug interrupted it; the refs get no reply
+    from the core (the runtime fails them).
+
+And ``simple_group``: the one type whose groups an offset commit creates for an unknown group id
+(Kafka: an Empty classic group without protocol type).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator.core.config import GroupConfig
+from coordinator.core.consumer.topics import TopicsImage
+from coordinator.core.effects import Effects, TimerKey
+from coordinator.core.errors import ErrorCode
+from coordinator.core.groups import Group
+from coordinator.core.requests import TopicsChanged
+
+Handler = Callable[[Any, Effects], None]
+ErrorResponse = Callable[[Any, ErrorCode], object]
+TimerHandler = Callable[[TimerKey, Effects], None]
+Replayer = Callable[[Any, Any, bool], None]
+Hook = Callable[[Effects], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ShardContext:
+    """What the shard shares with every registration: one namespace of groups, one topic image."""
+
+    config: GroupConfig
+    groups: dict[str, Group]
+    topics: TopicsImage
+    stopwatch: Callable[[], int]
+    """Nanoseconds, for metrics only (assignor durations); never affects state."""
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    name: str
+    requests: Mapping[type, Handler] = field(default_factory=dict)
+    error_responses: Mapping[type, ErrorResponse] = field(default_factory=dict)
+    timers: Mapping[str, TimerHandler] = field(default_factory=dict)
+    replayers: Mapping[type, Replayer] = field(default_factory=dict)
+    on_loaded: Hook | None = None
+    on_unloaded: Hook | None = None
+    on_topics_changed: Callable[[TopicsChanged, frozenset[str], Effects], None] | None = None
+    after_apply: Hook | None = None
+    waiting: Callable[[], bool] | None = None
+    before_event: Callable[[object, Effects], None] | None = None
+    end_of_batch: Hook | None = None
+    abandon: Callable[[], Sequence[int]] | None = None
+    simple_group: Callable[[str], Group] | None = None
+    """The group an offset commit creates when none exists (one registration: classic, as Kafka)."""
+
+
+def merged(registrations: Sequence[Registration], attribute: str) -> dict[Any, Any]:
+    """One dispatch table from every registration's ``attribute``; a key registered twice is a bug."""
+    table: dict[Any, Any] = {}
+    for registration in registrations:
+        for key, value in getattr(registration, attribute).items():
+            if key in table:
+                raise ValueError(f"{attribute}: {key!r} registered twice (by {registration.name})")
+            table[key] = value
+    return table
+
+
+def hooks(registrations: Sequence[Registration], attribute: str) -> list[Any]:
+    """Every registration's ``attribute`` hook that is set, in registration order."""
+    return [hook for r in registrations if (hook := getattr(r, attribute)) is not None]
