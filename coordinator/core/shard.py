@@ -137,41 +137,57 @@ class CoordinatorShard:
             results[-1] = results[-1].then(self._step(now_ms, self._end_of_batch_hooks))
         return results
 
+    def handle(self, event: Event | TimerFired, now_ms: int) -> Result:
+        """A batch of one. A core bug is raised here (its Result would be lost: tests only)."""
+        result = self._handle_one(event, now_ms)
+        if self._has_waiting():
+            result = result.then(self._step(now_ms, self._end_of_batch_hooks))
+        if result.failure is not None:
+            raise result.failure
+        return result
+
     def _has_waiting(self) -> bool:
         for waiting in self._waiting:  # noqa: SIM110 - once per event: no generator
             if waiting():
                 return True
         return False
 
-    def handle(self, event: Event | TimerFired, now_ms: int) -> Result:
-        """A batch of one. A core bug is raised here (its Result would be lost: tests only)."""
-        (result,) = self.handle_batch((event,), now_ms)
-        if result.failure is not None:
-            raise result.failure
-        return result
-
     def _handle_one(self, event: Event | TimerFired, now_ms: int) -> Result:
-        ref = getattr(event, "ref", None)
-        if not self._has_waiting():  # the usual case: nothing of an earlier event waits
-            return self._step(now_ms, lambda fx: self._dispatch(event, fx), ref)
-        # Complete what the event could observe first: one entry, in this order.
-        pre = self._step(now_ms, lambda fx: self._before_event_hooks(event, fx))
-        return pre.then(self._step(now_ms, lambda fx: self._dispatch(event, fx), ref))
+        if self._has_waiting():
+            # Complete what the event could observe first: one entry, in this order.
+            pre = self._step(now_ms, lambda fx: self._before_event_hooks(event, fx))
+            return pre.then(self._step(now_ms, lambda fx: self._dispatch(event, fx), getattr(event, "ref", None)))
+        # The usual case, ``_step`` inlined (the hot path of every steady heartbeat).
+        fx = Effects(now_ms, self.timers)
+        try:
+            self._dispatch(event, fx)
+        except Exception as exc:
+            return self._failed(exc, getattr(event, "ref", None))
+        records = fx.records
+        if records:
+            self._apply(records)
+        for hook in self._after_apply:
+            hook(fx)
+        return Result(records, fx.replies, fx.timer_ops, fx.events)
 
     def _step(self, now_ms: int, work: Callable[[Effects], None], ref: int | None = None) -> Result:
         """Run ``work`` on fresh effects, apply its records, report; a core bug becomes a failed Result."""
         fx = Effects(now_ms, self.timers)
         try:
             work(fx)
-        except Exception as exc:  # a core bug: drop this step's effects, keep serving the batch
-            failed = [] if ref is None else [ref]
-            for abandon in self._abandon:
-                failed += abandon()
-            return Result(failure=exc, failed=tuple(failed))
+        except Exception as exc:
+            return self._failed(exc, ref)
         self._apply(fx.records)
         for hook in self._after_apply:
             hook(fx)
         return fx.to_result()
+
+    def _failed(self, exc: Exception, ref: int | None) -> Result:
+        """A core bug: drop the step's effects, let the types drop their waiting work, keep serving."""
+        failed = [] if ref is None else [ref]
+        for abandon in self._abandon:
+            failed += abandon()
+        return Result(failure=exc, failed=tuple(failed))
 
     def _before_event_hooks(self, event: object, fx: Effects) -> None:
         for hook in self._before_event:
