@@ -12,8 +12,9 @@ Checked after EVERY step (``check``):
 * epochs never go back on the server: a consumer group's group and assignment epochs, each member's
   epoch while it stays a member, a classic group's generation. Each client checks what it is told.
 
-At restarts and at the end (``check_full_replay``): a full replay of the log and a replay of the
-compacted log both rebuild the live durable state.
+After the faults and at the end (``check_full_replay``): a full replay of the log and a replay of the
+compacted log both rebuild the live durable state. (A restart is itself a full replay, checked against
+the shadow from then on.)
 
 Liveness (``converged``): every group is Stable with exactly the live clients as members, every client
 reports itself converged, and the union of what the clients want is owned exactly once.

@@ -23,7 +23,9 @@ The client is in one of three phases, each naming what it sends next:
     topics rejoins.
 
 ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID reset the generation (and, for the latter, the member id):
-everything owned is lost (``onPartitionsLost``) and the client rejoins. FENCED_INSTANCE_ID is fatal in
+everything owned is lost (``onPartitionsLost``) and the client rejoins. So does a client that was stalled
+(paused, or just not scheduled) for longer than its rebalance timeout, as the Java client's poll timer
+(``max.poll.interval.ms``) resets its generation: only then can the group have moved on without it. FENCED_INSTANCE_ID is fatal in
 Kafka; here it is accepted only after a coordinator restart (the restart forgot the static member's
 new id: the process is restarted by its supervisor with the same instance id) and fails the run
 otherwise. A request that fails on the network is retried as a JoinGroup, as the Java client retries
@@ -71,11 +73,11 @@ if TYPE_CHECKING:
     from .world import World
 
 JOIN, SYNC, STABLE = "JOIN", "SYNC", "STABLE"
-SESSION_TIMEOUT_MS = 10_000
+SESSION_TIMEOUT_MS = 25_000
 # Static members run with long sessions (that is what they are for): a restart or a stall within it
 # keeps their slot, and the group moves on without them meanwhile.
-STATIC_SESSION_TIMEOUT_MS = 30_000
-REBALANCE_TIMEOUT_MS = 6_000
+STATIC_SESSION_TIMEOUT_MS = 45_000
+REBALANCE_TIMEOUT_MS = 15_000
 RESET_ERRORS = {ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID}
 NONE = ErrorCode.NONE
 
@@ -104,6 +106,7 @@ class ClassicClient(ModelClient):
         self.last_seen = -1
         self.restarts_seen = 0
         self.last_ok = -1  # world tick of the last answer without error
+        self.active_at = 0  # when it last sent or heard anything (its poll loop ran)
         self.leaving = False
 
     # ---- subscription -------------------------------------------------------------------------------
@@ -136,6 +139,11 @@ class ClassicClient(ModelClient):
     def next_request(self, world: World) -> Event | None:
         if self.waiting is not None:
             return None
+        if self.generation >= 0 and world.now - self.active_at >= REBALANCE_TIMEOUT_MS:
+            # max.poll.interval.ms (the rebalance timeout) expired while it was stalled: the Java client
+            # resets its generation and member id, so the next join loses everything it owned.
+            world.note(f"{self.name} stalled past its poll timeout: resets")
+            self._reset(world, forget_id=True)
         ref = world.next_ref()
         if self.leaving:
             self.owned_names = {}  # onPartitionsRevoked, then LeaveGroup
@@ -168,10 +176,15 @@ class ClassicClient(ModelClient):
             client_id=self.name, client_host="/10.0.0.2", new_member_id=world.new_id(self.instance_id or self.name),
         )
 
+    def sent(self, world: World, request: Event) -> None:
+        super().sent(world, request)
+        self.active_at = world.now
+
     def on_reply(self, world: World, request: Event, response: Any) -> None:
         if request.ref != self.waiting:
             return  # an answer to a request it already gave up on
         self.waiting = None
+        self.active_at = world.now
         code = response.error_code
         if isinstance(request, LeaveGroup):
             self.alive = False
@@ -191,6 +204,7 @@ class ClassicClient(ModelClient):
             self._on_sync(world, response)
         elif code == ErrorCode.REBALANCE_IN_PROGRESS:
             self.phase = JOIN
+            self.follow_up = True
         elif code != NONE:
             raise SimulationFailure(f"{self.name}: unexpected heartbeat answer {code!r}")
         else:
@@ -204,6 +218,7 @@ class ClassicClient(ModelClient):
         if response.error_code == ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = response.member_id
             self.phase = JOIN
+            self.follow_up = True
             return
         if response.error_code != NONE:
             raise SimulationFailure(f"{self.name}: unexpected JoinGroup answer {response.error_code!r}")
@@ -223,10 +238,12 @@ class ClassicClient(ModelClient):
             self.assignments = tuple((m, encode_assignment(parts)) for m, parts in sorted(plan.items()))
             self.snapshot = (subscribed, counts)
         self.phase = SYNC
+        self.follow_up = True
 
     def _on_sync(self, world: World, response: Any) -> None:
         if response.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
             self.phase = JOIN
+            self.follow_up = True
             return
         if response.error_code != NONE:
             raise SimulationFailure(f"{self.name}: unexpected SyncGroup answer {response.error_code!r}")
@@ -257,6 +274,7 @@ class ClassicClient(ModelClient):
         if request.ref != self.waiting:
             return
         self.waiting = None
+        self.active_at = world.now
         if isinstance(request, LeaveGroup):
             self.alive = False  # closed anyway: the session timeout removes it
         elif not isinstance(request, Heartbeat):

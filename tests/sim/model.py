@@ -35,6 +35,10 @@ class ModelClient(ABC):
     paused: bool  # stalled (GC pause, network partition): sends nothing, keeps what it owns
     waiting: int | None  # ref of the request it waits on; None: free to send
     sent_at: int
+    # An answer made it want to send the next request at once, in the same poll (the Java client's
+    # join loop: MEMBER_ID_REQUIRED -> JoinGroup, JoinGroup answer -> SyncGroup, REBALANCE_IN_PROGRESS
+    # -> JoinGroup). The scenario lets it, unless it is paused.
+    follow_up: bool
 
     def __init__(self, name: str, group_id: str) -> None:
         self.name = name
@@ -44,6 +48,7 @@ class ModelClient(ABC):
         self.paused = False
         self.waiting = None
         self.sent_at = 0
+        self.follow_up = False
 
     # ---- driving ------------------------------------------------------------------------------------
 

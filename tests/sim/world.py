@@ -163,6 +163,7 @@ class World:
             flight = self.inflight.pop(reply.ref, None)
             if flight is None or flight.fate == "ignored":
                 continue
+            self.note(f"  #{reply.ref} -> {flight.client.name}: {_answer(reply.response)} ({flight.fate})")
             if flight.fate == "lost" or not flight.client.alive:
                 flight.client.on_lost(self, flight.request)
             else:
@@ -215,12 +216,15 @@ class World:
     def restart(self, drop_last: bool = False) -> None:
         """A new shard replays the log (without its last entry if that write never reached the disk);
         soft state and timers are gone and every connection breaks."""
+        dropped = False
         if drop_last and self.entries:
             start, _ = self.entries.pop()
+            dropped = start < len(self.log)
             del self.log[start:]
         self.restarts += 1
         self.shard = replayed(self.log, self.config)
-        self.shadow = replayed(self.log, self.config)
+        if dropped:  # else the shadow already is the replay of exactly this log
+            self.shadow = replayed(self.log, self.config)
         self.timers = {}
         self.entries.append((len(self.log), len(self.log)))
         broken, self.inflight = self.inflight, {}
@@ -270,3 +274,9 @@ def _with_ref(request: Event, ref: int) -> Event:
 def _describe(request: Event) -> str:
     fields = {k: getattr(request, k) for k in ("member_epoch", "generation_id", "member_id") if hasattr(request, k)}
     return f"{type(request).__name__}#{request.ref} {fields}"
+
+
+def _answer(response: object) -> str:
+    code = getattr(response, "error_code", None)
+    extra = {k: getattr(response, k) for k in ("generation_id", "member_epoch", "leader") if hasattr(response, k)}
+    return f"{type(response).__name__}({code!r}{', ' if extra else ''}{extra if extra else ''})"
