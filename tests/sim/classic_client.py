@@ -229,14 +229,20 @@ class ClassicClient(ModelClient):
         self.protocol = response.protocol_name
         self.assignments = ()
         self.snapshot = None
-        if response.leader == self.member_id and not response.skip_assignment:
+        if response.leader == self.member_id:
             members = {m.member_id: decode_subscription(m.metadata) for m in response.members}
             subscribed = frozenset(t for s in members.values() for t in s.topics)
-            counts = self._metadata(world, subscribed)
-            assert self.protocol is not None
-            plan = assign(self.protocol, members, counts)
-            self.assignments = tuple((m, encode_assignment(parts)) for m, parts in sorted(plan.items()))
-            self.snapshot = (subscribed, counts)
+            if response.skip_assignment:
+                # KIP-814: a restarted static leader keeps the group's assignment, which it never saw.
+                # The Java client then watches metadata only from now on and can miss changes made
+                # while it was down; this model compares against nothing, so it rebalances once.
+                self.snapshot = (subscribed, {})
+            else:
+                counts = self._metadata(world, subscribed)
+                assert self.protocol is not None
+                plan = assign(self.protocol, members, counts)
+                self.assignments = tuple((m, encode_assignment(parts)) for m, parts in sorted(plan.items()))
+                self.snapshot = (subscribed, counts)
         self.phase = SYNC
         self.follow_up = True
 
@@ -249,6 +255,15 @@ class ClassicClient(ModelClient):
             raise SimulationFailure(f"{self.name}: unexpected SyncGroup answer {response.error_code!r}")
         self._heard(world)
         assigned = decode(response.assignment)
+        subscribed = self.topics(world)
+        if any(t not in subscribed for t in assigned):
+            # Not what it subscribes to (e.g. a static member restarted with another subscription got
+            # its predecessor's assignment without a rebalance): the Java client takes none of it and
+            # rejoins with its current subscription.
+            self.rejoin = True
+            self.declared = False
+            self.phase = STABLE
+            return
         if self.cooperative:
             revoked = any(ps - assigned.get(t, frozenset()) for t, ps in self.owned_names.items())
             self.rejoin = revoked  # KIP-429: revoke, then rejoin so the partitions can move
