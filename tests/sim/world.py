@@ -13,7 +13,8 @@ The network: a client's request goes in with a *fate* chosen by the scenario:
     the request reached the coordinator but the reply is lost: when it comes, the client is told the
     request failed (as a client times out and retries);
 ``ignored``
-    superseded: the client gave up on it and sent another one (duplicates, request timeouts).
+    the client does not wait for it: the second copy of a duplicated request, or one it gave up on
+    (request timeout).
 
 A coordinator restart (with or without losing the last write) breaks every connection: all in-flight
 requests fail. ``handle_batch`` is the only place that knows how the runtime batches requests.
@@ -173,13 +174,14 @@ class World:
         """One request over the network; ``fate`` as in the module docstring, or ``crash`` (the
         coordinator dies before the request's write is durable) or ``duplicate`` (sent twice)."""
         self.note(f"{client.name} sends {_describe(request)} ({fate})")
-        if fate == "duplicate":
-            self.inflight[request.ref] = InFlight(client, request, "ignored")
-            self.post(request)
-            request = _with_ref(request, self.next_ref())
-            fate = "ok"
         self.inflight[request.ref] = InFlight(client, request, "lost" if fate == "lost" else "ok")
         client.sent(self, request)
+        if fate == "duplicate":
+            # The request is applied twice; the client hears the first answer (if any: a second parked
+            # JoinGroup replaces the first, which is then never answered) and never the copy's.
+            self.post(request)
+            request = _with_ref(request, self.next_ref())
+            self.inflight[request.ref] = InFlight(client, request, "ignored")
         if fate == "crash":
             self.post(request, route=False)
             self.note("coordinator crashes before the write is durable")
@@ -190,8 +192,10 @@ class World:
     def send_batch(self, sent: list[tuple[ModelClient, Event]], fate: str, check: Any) -> None:
         """Requests the runtime handles as one batch; replies are released after the flush."""
         for client, request in sent:
-            if client.waiting is not None:  # the same client twice in a batch: it sees the last answer
-                self.inflight[client.waiting].fate = "ignored"
+            if client.waiting is not None:
+                # the same request twice in a batch: the client hears the first answer only
+                self.inflight[request.ref] = InFlight(client, request, "ignored")
+                continue
             self.inflight[request.ref] = InFlight(client, request, "lost" if fate == "lost" else "ok")
             client.sent(self, request)
         self.note(f"batch of {[c.name for c, _ in sent]} ({fate})")
