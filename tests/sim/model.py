@@ -31,6 +31,7 @@ class ModelClient(ABC):
     name: str  # stable label for the trace (the member id may change)
     member_id: str
     group_id: str
+    instance_id: str | None  # group.instance.id of a static member
     alive: bool  # False: crashed or left, for good
     paused: bool  # stalled (GC pause, network partition): sends nothing, keeps what it owns
     waiting: int | None  # ref of the request it waits on; None: free to send
@@ -44,6 +45,7 @@ class ModelClient(ABC):
         self.name = name
         self.member_id = ""
         self.group_id = group_id
+        self.instance_id = None
         self.alive = True
         self.paused = False
         self.waiting = None
@@ -76,6 +78,10 @@ class ModelClient(ABC):
     @abstractmethod
     def on_lost(self, world: World, request: Event) -> None:
         """The request failed on the network: no answer will come."""
+
+    @abstractmethod
+    def subscribe(self, names: tuple[str, ...], regex: str) -> None:
+        """Change the subscription: topic names and a regex ("" for none)."""
 
     @abstractmethod
     def leave(self) -> bool:

@@ -18,6 +18,7 @@ live client talks each heartbeat interval until every group converges.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from msgspec.structs import replace
@@ -130,6 +131,11 @@ class Simulation:
         self.world.send_batch(sent, fate, self.check)
         if self.world.restarts != restarts:
             self._restarted()
+        self._follow_ups()
+
+    def _advance(self, ms: int) -> None:
+        self.world.advance(ms, self.check)
+        self._follow_ups()  # a timer may have completed a barrier: the answered go on at once
 
     def _restarted(self) -> None:
         for client in self.clients:
@@ -161,7 +167,7 @@ class Simulation:
                 fate = self.rng.choices(["ok", "lost", "duplicate", "crash"], [80, 10, 6, 4])[0]
                 self._talk(self.rng.choice(live), fate)
         elif roll < 0.75:
-            world.advance(self.rng.choice([200, 500, 1_000, 3_000, 7_000]), self.check)
+            self._advance(self.rng.choice([200, 500, 1_000, 3_000, 7_000]))
         elif roll < 0.79:
             client = self.rng.choice(live)
             if client.waiting is None and client.leave():
@@ -184,7 +190,6 @@ class Simulation:
         elif roll < 0.92:
             client = self.rng.choice(live)
             names, regex = self.rng.choice(SUBSCRIPTIONS)
-            assert isinstance(client, ConsumerClient | ClassicClient)
             client.subscribe(names, regex)
             world.note(f"{client.name} subscribes to {names} {regex!r}")
         elif roll < 0.95:
@@ -193,13 +198,14 @@ class Simulation:
             world.note("coordinator restarts")
             world.restart()
             self._restarted()
+            self._follow_ups()
         else:
-            world.advance(self.rng.choice([10_000, 12_000]), self.check)
+            self._advance(self.rng.choice([10_000, 12_000]))
 
     def _crash(self, client: ModelClient) -> None:
         client.alive = False
         self.world.note(f"{client.name} crashes")
-        instance_id = getattr(client, "instance_id", None)
+        instance_id = client.instance_id
         if instance_id is not None and self.rng.random() < 0.7:
             again = self._new_client(client.group_id, instance_id)
             self.world.note(f"{again.name} restarts {client.name} as {instance_id}")
@@ -243,13 +249,14 @@ class Simulation:
                         self.check()
                 if self.converged():
                     break
-                self.world.advance(HEARTBEAT_MS, self.check)
+                self._advance(HEARTBEAT_MS)
             else:
                 raise SimulationFailure("liveness: the groups did not converge")
             self.checker.check_full_replay()
         except AssertionError as exc:
             tail = "\n".join(self.world.trace[-40:])
+            test = os.environ.get("PYTEST_CURRENT_TEST", "tests/sim").split("[")[0].split(" ")[0]
             raise SimulationFailure(
-                f"seed {self.seed} failed: {exc}\nrerun alone: SIM_SEED={self.seed} pytest tests/sim -k <test>\n"
+                f"seed {self.seed} failed: {exc}\nrerun alone: SIM_SEED={self.seed} pytest '{test}'\n"
                 f"last steps:\n{tail}"
             ) from exc
