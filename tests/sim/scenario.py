@@ -94,7 +94,8 @@ class Simulation:
     def check(self) -> None:
         self.checker.check(self.clients)
 
-    def _talk(self, client: ModelClient, fate: str) -> None:
+    def talk(self, client: ModelClient, fate: str = "ok") -> None:
+        """``client`` sends its next request (if it has one), then everyone told to go on does."""
         request = client.next_request(self.world)
         if request is None:
             if client.waiting is not None and self.world.now - client.sent_at >= REQUEST_TIMEOUT_MS:
@@ -133,7 +134,7 @@ class Simulation:
             self._restarted()
         self._follow_ups()
 
-    def _advance(self, ms: int) -> None:
+    def advance(self, ms: int) -> None:
         self.world.advance(ms, self.check)
         self._follow_ups()  # a timer may have completed a barrier: the answered go on at once
 
@@ -155,7 +156,7 @@ class Simulation:
             world.note(f"round of {group_id}")
             for client in [c for c in live if c.group_id == group_id]:
                 if client.alive and not client.paused:
-                    self._talk(client, self.rng.choices(["ok", "lost"], [95, 5])[0])
+                    self.talk(client, self.rng.choices(["ok", "lost"], [95, 5])[0])
                     self.check()
         elif roll < 0.62:
             consumers = [c for c in live if isinstance(c, ConsumerClient) and c.waiting is None]
@@ -165,14 +166,14 @@ class Simulation:
                 self._talk_batch(clients, fate, duplicate=self.rng.random() < 0.06)
             else:
                 fate = self.rng.choices(["ok", "lost", "duplicate", "crash"], [80, 10, 6, 4])[0]
-                self._talk(self.rng.choice(live), fate)
+                self.talk(self.rng.choice(live), fate)
         elif roll < 0.75:
-            self._advance(self.rng.choice([200, 500, 1_000, 3_000, 7_000]))
+            self.advance(self.rng.choice([200, 500, 1_000, 3_000, 7_000]))
         elif roll < 0.79:
             client = self.rng.choice(live)
             if client.waiting is None and client.leave():
                 world.note(f"{client.name} leaves")
-                self._talk(client, "ok")
+                self.talk(client, "ok")
             elif client.waiting is None:
                 self._crash(client)
         elif roll < 0.82:
@@ -200,7 +201,7 @@ class Simulation:
             self._restarted()
             self._follow_ups()
         else:
-            self._advance(self.rng.choice([10_000, 12_000]))
+            self.advance(self.rng.choice([10_000, 12_000]))
 
     def _crash(self, client: ModelClient) -> None:
         client.alive = False
@@ -245,11 +246,11 @@ class Simulation:
                     self._talk_batch(consumers, "ok", duplicate=False)
                 for client in live:
                     if not (self.batched and isinstance(client, ConsumerClient)):
-                        self._talk(client, "ok")
+                        self.talk(client, "ok")
                         self.check()
                 if self.converged():
                     break
-                self._advance(HEARTBEAT_MS)
+                self.advance(HEARTBEAT_MS)
             else:
                 raise SimulationFailure("liveness: the groups did not converge")
             self.checker.check_full_replay()
