@@ -14,22 +14,28 @@ The client is in one of three phases, each naming what it sends next:
     joins with an empty id and gets one at once.
 ``SYNC``
     A SyncGroup for the generation the JoinGroup answer named; the leader sends the assignment it
-    computed from the members' subscriptions (``assignors.py``), unless told to skip it (KIP-814).
-    On the answer an eager client takes its assignment; a cooperative one drops what is not in it
-    and, if it dropped anything, rejoins at once (the second rebalance hands the partitions over).
+    computed from the members' subscriptions (``assignors.py``). On the answer an eager client takes
+    its assignment; a cooperative one drops what is not in it and, if it dropped anything, rejoins
+    (the second rebalance hands the partitions over). An assignment naming topics it does not
+    subscribe to is refused: it rejoins with its current subscription (Java's
+    ``checkAssignmentMatchedSubscription``).
 ``STABLE``
     Heartbeats. REBALANCE_IN_PROGRESS means rejoin; the leader also rejoins when topic metadata of
     the group's subscription changed since it assigned, and anyone whose regex now resolves to other
-    topics rejoins.
+    topics rejoins. A restarted static leader told to skip the assignment (KIP-814) rebalances once:
+    it cannot know what changed while it was down.
+
+The Java client's join loop runs inside one ``poll``: MEMBER_ID_REQUIRED is followed by the JoinGroup,
+a JoinGroup answer by the SyncGroup, REBALANCE_IN_PROGRESS by the JoinGroup, at once (``follow_up``).
 
 ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID reset the generation (and, for the latter, the member id):
-everything owned is lost (``onPartitionsLost``) and the client rejoins. So does a client that was stalled
-(paused, or just not scheduled) for longer than its rebalance timeout, as the Java client's poll timer
-(``max.poll.interval.ms``) resets its generation: only then can the group have moved on without it. FENCED_INSTANCE_ID is fatal in
-Kafka; here it is accepted only after a coordinator restart (the restart forgot the static member's
-new id: the process is restarted by its supervisor with the same instance id) and fails the run
-otherwise. A request that fails on the network is retried as a JoinGroup, as the Java client retries
-its join future.
+everything owned is lost (``onPartitionsLost``) and the client rejoins. So does a client that was
+stalled (paused, or not scheduled) for longer than its rebalance timeout, as the Java client's poll
+timer (``max.poll.interval.ms``) resets its generation: only then can the group have moved on without
+it. FENCED_INSTANCE_ID is fatal in Kafka; here it is accepted only after a coordinator restart (the
+restart forgot the static member's new id; its supervisor restarts it with the same instance id) and
+fails the run otherwise. A SyncGroup that fails on the network is retried as a JoinGroup, as the Java
+client retries its join future.
 
 Client-side promise checked: the generation it is told never goes back while it stays the same member,
 except across a coordinator restart (a rebalance in flight is soft state and is lost with the shard).

@@ -13,8 +13,10 @@ The network: a client's request goes in with a *fate* chosen by the scenario:
     the request reached the coordinator but the reply is lost: when it comes, the client is told the
     request failed (as a client times out and retries);
 ``ignored``
-    the client does not wait for it: the second copy of a duplicated request, or one it gave up on
+    the client does not wait for it: a copy the network duplicated, or a request it gave up on
     (request timeout).
+``duplicate``
+    applied, but the answer never comes: the client gives up and retries at once.
 
 A coordinator restart (with or without losing the last write) breaks every connection: all in-flight
 requests fail. ``handle_batch`` is the only place that knows how the runtime batches requests.
@@ -26,8 +28,6 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
-
-from msgspec.structs import replace
 
 from coordinator.core.config import GroupConfig
 from coordinator.core.consumer.topics import TopicInfo
@@ -174,14 +174,20 @@ class World:
         """One request over the network; ``fate`` as in the module docstring, or ``crash`` (the
         coordinator dies before the request's write is durable) or ``duplicate`` (sent twice)."""
         self.note(f"{client.name} sends {_describe(request)} ({fate})")
+        if fate == "duplicate":
+            # Applied, but the client never hears back: it times out and sends again what it would
+            # send now (a full heartbeat, the same JoinGroup, ...), and acts on that answer.
+            self.inflight[request.ref] = InFlight(client, request, "lost")
+            client.sent(self, request)
+            self.post(request)
+            client.give_up(self)
+            retry = client.next_request(self)
+            if retry is None:
+                return
+            self.note(f"{client.name} retries {_describe(retry)}")
+            request, fate = retry, "ok"
         self.inflight[request.ref] = InFlight(client, request, "lost" if fate == "lost" else "ok")
         client.sent(self, request)
-        if fate == "duplicate":
-            # The request is applied twice; the client hears the first answer (if any: a second parked
-            # JoinGroup replaces the first, which is then never answered) and never the copy's.
-            self.post(request)
-            request = _with_ref(request, self.next_ref())
-            self.inflight[request.ref] = InFlight(client, request, "ignored")
         if fate == "crash":
             self.post(request, route=False)
             self.note("coordinator crashes before the write is durable")
@@ -193,7 +199,8 @@ class World:
         """Requests the runtime handles as one batch; replies are released after the flush."""
         for client, request in sent:
             if client.waiting is not None:
-                # the same request twice in a batch: the client hears the first answer only
+                # the same request twice in one batch (the network duplicated it): the client hears
+                # the first answer, never the copy's
                 self.inflight[request.ref] = InFlight(client, request, "ignored")
                 continue
             self.inflight[request.ref] = InFlight(client, request, "lost" if fate == "lost" else "ok")
@@ -269,10 +276,6 @@ def compacted(log: list[Record]) -> list[Record]:
         last[(rtype, key)] = index
     keep = sorted(last.values())
     return [log[i] for i in keep if log[i].value is not None]
-
-
-def _with_ref(request: Event, ref: int) -> Event:
-    return replace(request, ref=ref)
 
 
 def _describe(request: Event) -> str:
