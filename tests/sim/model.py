@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from coordinator.core.requests import Event
-from coordinator.core.shard import CoordinatorShard
 
 if TYPE_CHECKING:
     from tests.sim.world import World
@@ -114,7 +113,3 @@ class ModelClient(ABC):
     def wanted(self, world: World) -> frozenset[TopicPartition]:
         """Every partition this client's subscription covers (the group must own their union once)."""
 
-
-def member_of(shard: CoordinatorShard, client: ModelClient) -> bool:
-    group = shard.group(client.group_id)
-    return group is not None and client.member_id in group.members

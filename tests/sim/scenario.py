@@ -5,8 +5,11 @@ dynamic, or static in the seeds that allow it). A scenario holds clients of ever
 drives them through the ``ModelClient`` interface only; the coordinator refuses to mix protocols in one
 group today, so each group holds one kind (the rolling-upgrade scenario will put two kinds in one).
 
-Faults, chosen by the seed: lost responses (the request was applied, the client retries), duplicated
-requests, coordinator crashes that lose the last unacknowledged write, coordinator restarts, request
+Steps, chosen by the seed: one client talks (sends its next request), or a poll round of one group
+(each of its clients talks once), or time passes; clients an answer tells to go on (the classic join
+loop) do so at once. Faults: lost responses (the request was applied, the client retries), requests
+applied twice (the answer never came, the client retried at once; or duplicated inside a runtime
+batch), coordinator crashes that lose the last unacknowledged write, coordinator restarts, request
 timeouts on parked requests, clients that crash (no leave: the session timeout must remove them) and
 static members that come back under the same instance id, pause and resume, leave, subscription
 changes (names and regexes), topic creation, partition growth and topic deletion, time passing (session,
