@@ -24,6 +24,7 @@ from kio.schema.consumer_protocol_assignment.v0.data import ConsumerProtocolAssi
 from kio.schema.consumer_protocol_assignment.v0.data import TopicPartition as AssignedTopic
 from kio.schema.consumer_protocol_subscription.v2.data import ConsumerProtocolSubscription
 from kio.schema.consumer_protocol_subscription.v2.data import TopicPartition as OwnedTopic
+from kio.schema.types import TopicName
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
@@ -46,7 +47,7 @@ def encode_subscription(topics: tuple[str, ...], owned: Partitions, generation: 
         topics=tuple(sorted(topics)),
         user_data=None,
         owned_partitions=tuple(
-            OwnedTopic(topic=t, partitions=tuple(i32(p) for p in sorted(ps))) for t, ps in sorted(owned.items()) if ps
+            OwnedTopic(topic=TopicName(t), partitions=tuple(i32(p) for p in sorted(ps))) for t, ps in sorted(owned.items()) if ps
         ),
         generation_id=i32(generation),
     )
@@ -57,14 +58,14 @@ def encode_subscription(topics: tuple[str, ...], owned: Partitions, generation: 
 
 def decode_subscription(data: bytes) -> Subscription:
     value, _ = entity_reader(ConsumerProtocolSubscription)(data, 2)
-    owned = {tp.topic: frozenset(int(p) for p in tp.partitions) for tp in value.owned_partitions}
+    owned = {str(tp.topic): frozenset(int(p) for p in tp.partitions) for tp in value.owned_partitions}
     return Subscription(tuple(value.topics), owned, int(value.generation_id))
 
 
 def encode_assignment(partitions: Partitions) -> bytes:
     value = ConsumerProtocolAssignment(
         assigned_partitions=tuple(
-            AssignedTopic(topic=t, partitions=tuple(i32(p) for p in sorted(ps))) for t, ps in sorted(partitions.items()) if ps
+            AssignedTopic(topic=TopicName(t), partitions=tuple(i32(p) for p in sorted(ps))) for t, ps in sorted(partitions.items()) if ps
         ),
         user_data=None,
     )

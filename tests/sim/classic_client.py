@@ -55,11 +55,11 @@ from typing import TYPE_CHECKING, Any
 from coordinator.core.classic.group import ClassicGroup
 from coordinator.core.errors import ErrorCode
 from coordinator.core.requests import (
-    Event,
     Heartbeat,
     JoinGroup,
     LeaveGroup,
     LeavingMember,
+    Request,
     SyncGroup,
 )
 
@@ -142,7 +142,7 @@ class ClassicClient(ModelClient):
         self.leaving = True
         return True
 
-    def next_request(self, world: World) -> Event | None:
+    def next_request(self, world: World) -> Request | None:
         if self.waiting is not None:
             return None
         if self.generation >= 0 and world.now - self.active_at >= REBALANCE_TIMEOUT_MS:
@@ -182,11 +182,11 @@ class ClassicClient(ModelClient):
             client_id=self.name, client_host="/10.0.0.2", new_member_id=world.new_id(self.instance_id or self.name),
         )
 
-    def sent(self, world: World, request: Event) -> None:
+    def sent(self, world: World, request: Request) -> None:
         super().sent(world, request)
         self.active_at = world.now
 
-    def on_reply(self, world: World, request: Event, response: Any) -> None:
+    def on_reply(self, world: World, request: Request, response: Any) -> None:
         if request.ref != self.waiting:
             return  # an answer to a request it already gave up on
         self.waiting = None
@@ -291,7 +291,7 @@ class ClassicClient(ModelClient):
             raise SimulationFailure(f"{self.name} saw its generation go back: {self.last_seen} -> {generation}")
         self.last_seen = generation
 
-    def on_lost(self, world: World, request: Event) -> None:
+    def on_lost(self, world: World, request: Request) -> None:
         if request.ref != self.waiting:
             return
         self.waiting = None

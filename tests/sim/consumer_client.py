@@ -14,7 +14,7 @@ from uuid import UUID
 
 from coordinator.core.consumer.group import ConsumerGroup
 from coordinator.core.errors import ErrorCode
-from coordinator.core.requests import ConsumerGroupHeartbeat, Event, HeartbeatTopicPartitions
+from coordinator.core.requests import ConsumerGroupHeartbeat, HeartbeatTopicPartitions, Request
 
 from .model import ModelClient, TopicPartition
 from .world import SimulationFailure
@@ -54,7 +54,7 @@ class ConsumerClient(ModelClient):
         self.paused = False
         self.full = True
 
-    def next_request(self, world: World) -> Event | None:
+    def next_request(self, world: World) -> Request | None:
         if self.waiting is not None:
             return None
         ref = world.next_ref()
@@ -79,7 +79,7 @@ class ConsumerClient(ModelClient):
             client_id=self.member_id, client_host="/10.0.0.1",
         )
 
-    def on_reply(self, world: World, request: Event, response: Any) -> None:
+    def on_reply(self, world: World, request: Request, response: Any) -> None:
         assert isinstance(request, ConsumerGroupHeartbeat)
         if request.ref != self.waiting:
             return  # an answer to a request it already gave up on
@@ -115,7 +115,7 @@ class ConsumerClient(ModelClient):
                 self.assignment = new  # revoke and assign at once, then acknowledge
                 self.ack = True
 
-    def on_lost(self, world: World, request: Event) -> None:
+    def on_lost(self, world: World, request: Request) -> None:
         if request.ref != self.waiting:
             return
         self.waiting = None

@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from coordinator.core.requests import Event
+from coordinator.core.requests import Request
 
 if TYPE_CHECKING:
     from tests.sim.world import World
@@ -54,10 +54,10 @@ class ModelClient(ABC):
     # ---- driving ------------------------------------------------------------------------------------
 
     @abstractmethod
-    def next_request(self, world: World) -> Event | None:
+    def next_request(self, world: World) -> Request | None:
         """The request the client sends now, or None (it waits on one, or has nothing to say)."""
 
-    def sent(self, world: World, request: Event) -> None:
+    def sent(self, world: World, request: Request) -> None:
         """The world put ``request`` on the wire; the client waits for its answer."""
         self.waiting = request.ref
         self.sent_at = world.now
@@ -72,10 +72,10 @@ class ModelClient(ABC):
             self.waiting = None
 
     @abstractmethod
-    def on_reply(self, world: World, request: Event, response: object) -> None: ...
+    def on_reply(self, world: World, request: Request, response: object) -> None: ...
 
     @abstractmethod
-    def on_lost(self, world: World, request: Event) -> None:
+    def on_lost(self, world: World, request: Request) -> None:
         """The request failed on the network: no answer will come."""
 
     @abstractmethod

@@ -125,7 +125,7 @@ class Simulation:
                     self.check()
         raise SimulationFailure("clients keep following up without end")
 
-    def _talk_batch(self, clients: list[ModelClient], fate: str, duplicate: bool) -> None:
+    def _talk_batch(self, clients: Sequence[ModelClient], fate: str, duplicate: bool) -> None:
         sent = [(c, r) for c in clients if (r := c.next_request(self.world)) is not None]
         if duplicate and sent:
             sent.append((sent[0][0], replace(sent[0][1], ref=self.world.next_ref())))  # the same member twice

@@ -32,7 +32,7 @@ from uuid import UUID
 from coordinator.core.config import GroupConfig
 from coordinator.core.consumer.topics import TopicInfo
 from coordinator.core.records import Record, decode_record, encode_record
-from coordinator.core.requests import Event, TimerFired, TopicsChanged
+from coordinator.core.requests import Event, Request, TimerFired, TopicsChanged
 from coordinator.core.result import Result
 from coordinator.core.shard import CoordinatorShard
 
@@ -54,7 +54,7 @@ class SimulationFailure(AssertionError):
     pass
 
 
-def handle_batch(shard: CoordinatorShard, events: list[Event], now_ms: int, after_each: Any) -> list[Result]:
+def handle_batch(shard: CoordinatorShard, events: list[Request], now_ms: int, after_each: Any) -> list[Result]:
     """One runtime batch (the only code that knows the core's batching API): every event, then the flush.
 
     ``after_each(result)`` runs after each handled event (the caller absorbs and checks there)."""
@@ -72,7 +72,7 @@ def handle_batch(shard: CoordinatorShard, events: list[Event], now_ms: int, afte
 @dataclass
 class InFlight:
     client: ModelClient
-    request: Event
+    request: Request
     fate: str  # "ok" | "lost" | "ignored"
 
 
@@ -170,7 +170,7 @@ class World:
             else:
                 flight.client.on_reply(self, flight.request, reply.response)
 
-    def send(self, client: ModelClient, request: Event, fate: str) -> None:
+    def send(self, client: ModelClient, request: Request, fate: str) -> None:
         """One request over the network; ``fate`` as in the module docstring, or ``crash`` (the
         coordinator dies before the request's write is durable) or ``duplicate`` (sent twice)."""
         self.note(f"{client.name} sends {_describe(request)} ({fate})")
@@ -195,7 +195,7 @@ class World:
         else:
             self.post(request)
 
-    def send_batch(self, sent: list[tuple[ModelClient, Event]], fate: str, check: Any) -> None:
+    def send_batch(self, sent: list[tuple[ModelClient, Request]], fate: str, check: Any) -> None:
         """Requests the runtime handles as one batch; replies are released after the flush."""
         for client, request in sent:
             if client.waiting is not None:
@@ -278,7 +278,7 @@ def compacted(log: list[Record]) -> list[Record]:
     return [log[i] for i in keep if log[i].value is not None]
 
 
-def _describe(request: Event) -> str:
+def _describe(request: Request) -> str:
     fields = {k: getattr(request, k) for k in ("member_epoch", "generation_id", "member_id") if hasattr(request, k)}
     return f"{type(request).__name__}#{request.ref} {fields}"
 
