@@ -8,8 +8,8 @@ group today, so each group holds one kind (the rolling-upgrade scenario will put
 Steps, chosen by the seed: one client talks (sends its next request), or a poll round of one group
 (each of its clients talks once), or time passes; clients an answer tells to go on (the classic join
 loop) do so at once. Faults: lost responses (the request was applied, the client retries), requests
-applied twice (the answer never came, the client retried at once; or duplicated inside a runtime
-batch), coordinator crashes that lose the last unacknowledged write, coordinator restarts, request
+applied twice (the answer never came, the client retried at once, in a runtime batch maybe the same
+one), coordinator crashes that lose the last unacknowledged write, coordinator restarts, request
 timeouts on parked requests, clients that crash (no leave: the session timeout must remove them) and
 static members that come back under the same instance id, pause and resume, leave, subscription
 changes (names and regexes), topic creation, partition growth and topic deletion, time passing (session,
@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-
-from msgspec.structs import replace
 
 from .checks import Checker
 from .classic_client import ClassicClient
@@ -127,12 +125,10 @@ class Simulation:
 
     def _talk_batch(self, clients: Sequence[ModelClient], fate: str, duplicate: bool) -> None:
         sent = [(c, r) for c in clients if (r := c.next_request(self.world)) is not None]
-        if duplicate and sent:
-            sent.append((sent[0][0], replace(sent[0][1], ref=self.world.next_ref())))  # the same member twice
         if not sent:
             return
         restarts = self.world.restarts
-        self.world.send_batch(sent, fate, self.check)
+        self.world.send_batch(sent, fate, self.check, retry=duplicate)  # retry: the same member twice
         if self.world.restarts != restarts:
             self._restarted()
         self._follow_ups()

@@ -13,8 +13,7 @@ The network: a client's request goes in with a *fate* chosen by the scenario:
     the request reached the coordinator but the reply is lost: when it comes, the client is told the
     request failed (as a client times out and retries);
 ``ignored``
-    the client does not wait for it: a copy the network duplicated, or a request it gave up on
-    (request timeout).
+    the client does not wait for it any more: it gave up on it (request timeout).
 ``duplicate``
     applied, but the answer never comes: the client gives up and retries at once.
 
@@ -195,16 +194,20 @@ class World:
         else:
             self.post(request)
 
-    def send_batch(self, sent: list[tuple[ModelClient, Request]], fate: str, check: Any) -> None:
-        """Requests the runtime handles as one batch; replies are released after the flush."""
+    def send_batch(self, sent: list[tuple[ModelClient, Request]], fate: str, check: Any, retry: bool = False) -> None:
+        """Requests the runtime handles as one batch; replies are released after the flush. ``retry``:
+        the first client gives up on its request at once and its retry joins the same batch."""
         for client, request in sent:
-            if client.waiting is not None:
-                # the same request twice in one batch (the network duplicated it): the client hears
-                # the first answer, never the copy's
-                self.inflight[request.ref] = InFlight(client, request, "ignored")
-                continue
             self.inflight[request.ref] = InFlight(client, request, "lost" if fate == "lost" else "ok")
             client.sent(self, request)
+        if retry and sent:
+            client = sent[0][0]
+            client.give_up(self)
+            again = client.next_request(self)
+            if again is not None:
+                self.inflight[again.ref] = InFlight(client, again, "lost" if fate == "lost" else "ok")
+                client.sent(self, again)
+                sent = [*sent, (client, again)]
         self.note(f"batch of {[c.name for c, _ in sent]} ({fate})")
         refs = {request.ref for _, request in sent}
 
