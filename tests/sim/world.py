@@ -18,7 +18,7 @@ The network: a client's request goes in with a *fate* chosen by the scenario:
     applied, but the answer never comes: the client gives up and retries at once.
 
 A coordinator restart (with or without losing the last write) breaks every connection: all in-flight
-requests fail. ``handle_batch`` is the only place that knows how the runtime batches requests.
+requests fail. ``handle_batch`` is the only place that knows how the core takes a runtime batch.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ from coordinator.core.records import Record, decode_record, encode_record
 from coordinator.core.requests import Event, Request, TimerFired, TopicsChanged
 from coordinator.core.result import Result
 from coordinator.core.shard import CoordinatorShard
+from tests.core.consumer.harness import check_consumer_invariants
+from tests.core.harness import check_invariants
 
 if TYPE_CHECKING:
     from tests.sim.model import ModelClient
@@ -53,18 +55,13 @@ class SimulationFailure(AssertionError):
     pass
 
 
-def handle_batch(shard: CoordinatorShard, events: list[Request], now_ms: int, after_each: Any) -> list[Result]:
-    """One runtime batch (the only code that knows the core's batching API): every event, then the flush.
-
-    ``after_each(result)`` runs after each handled event (the caller absorbs and checks there)."""
-    results = []
-    for event in events:
-        result = shard.handle(event, now_ms, batched=True)
-        after_each(result)
-        results.append(result)
-    result = shard.flush(now_ms)
-    after_each(result)
-    results.append(result)
+def handle_batch(shard: CoordinatorShard, events: list[Request], now_ms: int) -> list[Result]:
+    """One runtime batch (the only code that knows how the core takes batches): one Result, that is
+    one log entry, per event; the shard's state already includes all of them when it returns."""
+    results = shard.handle_batch(events, now_ms)
+    for result in results:
+        if result.failure is not None:
+            raise SimulationFailure(f"the core failed on an event of the batch: {result.failure!r}")
     return results
 
 
@@ -195,7 +192,7 @@ class World:
             self.post(request)
 
     def send_batch(self, sent: list[tuple[ModelClient, Request]], fate: str, check: Any, retry: bool = False) -> None:
-        """Requests the runtime handles as one batch; replies are released after the flush. ``retry``:
+        """Requests the runtime handles as one batch; replies are released after the batch. ``retry``:
         the first client gives up on its request at once and its retry joins the same batch."""
         for client, request in sent:
             self.inflight[request.ref] = InFlight(client, request, "lost" if fate == "lost" else "ok")
@@ -211,12 +208,15 @@ class World:
         self.note(f"batch of {[c.name for c, _ in sent]} ({fate})")
         refs = {request.ref for _, request in sent}
 
-        def after_each(result: Result) -> None:
+        results = handle_batch(self.shard, [r for _, r in sent], self.now)
+        for result in results:
             self.ticks += 1
             self.absorb(result)
-            check()
-
-        results = handle_batch(self.shard, [r for _, r in sent], self.now, after_each)
+            # The live shard is at the batch's end; the shadow replays entry by entry (a crash may
+            # cut the log after any of them), so its own invariants are checked at each.
+            check_consumer_invariants(self.shadow)
+            check_invariants(self.shadow)
+        check()
         replied = {reply.ref for result in results for reply in result.replies}
         if not refs <= replied:
             raise SimulationFailure(f"batch replies {sorted(replied)} for {sorted(refs)}")
