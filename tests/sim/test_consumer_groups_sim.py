@@ -28,7 +28,8 @@ def test_consumer_groups_stay_safe_and_converge(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_consumer_groups_in_runtime_batches(seed: int) -> None:
-    """The same, with requests handled in runtime batches (deferred target assignment)."""
+    """The same, with requests handled in runtime batches (a heartbeat may wait for its group's one
+    target assignment at the end of the batch)."""
     Simulation(seed, steps=STEPS, kinds=("consumer", "consumer"), batched=True).run()
 
 
