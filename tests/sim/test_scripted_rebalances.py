@@ -1,0 +1,89 @@
+"""Scripted (not random) rebalances of model classic clients, checked after every request like the
+seeded runs: the protocol properties the random runs rely on, shown once step by step.
+
+* cooperative (KIP-429): a newcomer gets partitions from an owner in TWO rebalances (the owner first
+  revokes what moves, then rejoins so the partitions can be handed over), never owned twice between;
+* eager: every member revokes everything before it rejoins, so the next generation starts from nothing.
+"""
+
+from __future__ import annotations
+
+from tests.sim.classic_client import STABLE, ClassicClient
+from tests.sim.scenario import Simulation
+
+Snapshot = tuple[frozenset[int], frozenset[int], int, int]  # a's and b's partitions and generations
+
+
+class Scripted:
+    """Two classic clients ``a`` and ``b`` of one kind on topic t0 (4 partitions); every check (after
+    each request and timer) also records who owns what, so a test can look at the whole history."""
+
+    def __init__(self, kind: str) -> None:
+        self.sim = Simulation(0, steps=0, kinds=(kind,))
+        self.a, self.b = (
+            ClassicClient(name, "g0", ("t0",), "", cooperative=kind == "cooperative", protocols=("range",))
+            for name in ("a", "b")
+        )
+        self.sim.clients += [self.a, self.b]
+        self.history: list[Snapshot] = []
+        check = self.sim.check
+
+        def check_and_record() -> None:
+            check()
+            self.history.append((self.owned(self.a), self.owned(self.b), self.a.generation, self.b.generation))
+
+        self.sim.check = check_and_record  # type: ignore[method-assign]
+
+    def owned(self, client: ClassicClient) -> frozenset[int]:
+        return frozenset(p for _, p in client.owned(self.sim.world))
+
+    def talk(self, *clients: ClassicClient) -> None:
+        for client in clients:
+            self.sim.talk(client)
+            self.sim.check()
+
+    def settle(self) -> None:
+        for _ in range(10):
+            self.talk(self.a, self.b)
+            if self.sim.converged():
+                return
+            self.sim.advance(500)
+        raise AssertionError("the group did not settle")
+
+    def start_with_a_alone(self) -> int:
+        self.talk(self.a)  # MEMBER_ID_REQUIRED, then the join waits for the initial delay
+        self.sim.advance(500)  # the delay ends: a leads, assigns itself everything, syncs
+        assert self.a.phase == STABLE and self.owned(self.a) == {0, 1, 2, 3}
+        self.history.clear()
+        return self.a.generation
+
+
+def test_cooperative_newcomer_gets_partitions_in_two_rebalances_never_owned_twice() -> None:
+    group = Scripted("cooperative")
+    generation = group.start_with_a_alone()
+    group.talk(group.b)  # b's join starts a rebalance
+    group.settle()
+
+    a_final, b_final = group.owned(group.a), group.owned(group.b)
+    assert len(a_final) == len(b_final) == 2 and a_final | b_final == {0, 1, 2, 3}
+    assert group.a.generation == group.b.generation == generation + 2, "two rebalances"
+    # a kept its partitions while it rejoined, and gave up only those that moved, once
+    assert all(len(a) >= 2 for a, _, _, _ in group.history)
+    # b got nothing in the first rebalance: the partitions moving to it were still a's
+    first_round = [b for _, b, _, gen_b in group.history if gen_b == generation + 1]
+    assert first_round and not any(first_round)
+    # never owned twice (the checker raises on it; here explicitly)
+    assert all(not (a & b) for a, b, _, _ in group.history)
+
+
+def test_eager_members_revoke_everything_before_rejoining() -> None:
+    group = Scripted("eager")
+    generation = group.start_with_a_alone()
+    group.talk(group.b)  # b's join starts a rebalance
+    group.settle()
+
+    assert group.owned(group.a) == {0, 1} and group.owned(group.b) == {2, 3}  # range: a before b
+    assert group.a.generation == generation + 1, "one rebalance"
+    # between its rejoin and the new assignment a owned nothing
+    assert any(not a and gen_a == generation + 1 for a, _, gen_a, _ in group.history)
+    assert all(not (a & b) for a, b, _, _ in group.history)
