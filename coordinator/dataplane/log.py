@@ -27,6 +27,8 @@ when the catalog deletes the topic, and applies, oldest batches first:
 
 from __future__ import annotations
 
+import functools
+import os
 import time
 import uuid
 from collections import deque
@@ -164,6 +166,8 @@ class PartitionStore:
         rebuilt, retention applied); delete directories of topics that no longer exist. Call
         once, holding the data directory, before serving."""
         self.fs.make_dirs(self.directory)
+        if not self.flusher.immediate:
+            self.fs.fsync_dir(os.path.dirname(self.directory))  # the partitions directory's own entry
         self._opened = True
         self.producer_ids = ProducerIdAllocator(self.fs, self.directory)
         for name in sorted(self.fs.list_dir(self.directory)):
@@ -193,7 +197,7 @@ class PartitionStore:
         log.on_durable = self._after_durable
         for recovered in recovery.batches:
             header = recovered.header
-            log._add(header, header.size, recovered.segment, recovered.position, None)
+            log._add(header.base_offset, header, header.size, recovered.segment, recovered.position, None)
             log.producers.update(header, header.base_offset, header.max_timestamp)
         first = files.segments[0].base
         log.log_start_offset = recovery.batches[0].header.base_offset if recovery.batches else first
@@ -257,7 +261,8 @@ class PartitionStore:
         now = self.clock_ms()
         append_time = now if settings.log_append_time else None
         data = stamp(batch, log.log_end_offset, LEADER_EPOCH, append_time)
-        header = parse_header(data)  # as stored: base offset, epoch (and LogAppendTime) stamped
+        if append_time is not None:
+            header = parse_header(data)  # LogAppendTime rewrote the max timestamp
         base_offset = log.log_end_offset
         end_offset = base_offset + header.last_offset_delta + 1
         files = log.files
@@ -267,7 +272,7 @@ class PartitionStore:
             )
         segment, file_position = files.append(data, base_offset, end_offset, settings.segment_bytes)
         size = len(data)
-        log._add(header, size, segment, file_position, data)
+        log._add(base_offset, header, size, segment, file_position, data)
         log.producers.update(header, base_offset, header.max_timestamp)
         self.total_bytes += size
         self.cached_bytes += size
@@ -383,8 +388,9 @@ class PartitionStore:
             log.deleted = True
             freed += log.size_bytes
             self.cached_bytes -= log._clear_cache()
-            if log.files is not None:
-                log.files.remove_all(self._remove_dir)
+            files = log.files
+            if files is not None:
+                self.flusher.when_idle(functools.partial(files.remove_all, self._remove_dir))
             log.wake()
         self.total_bytes -= freed
         metrics.CACHE_BYTES.set(self.cached_bytes)
