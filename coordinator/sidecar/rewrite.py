@@ -1,0 +1,102 @@
+"""Rewriting the responses that carry broker endpoints, so no upstream address reaches a client.
+
+- Metadata: every broker becomes our listener for it (advertised host, `sidecar.listener.base.port`
+  + node id), and the coordinator's own node is added when absent (clients see it as a broker, as
+  a Kafka group coordinator is one).
+- DescribeCluster: the same, for the `brokers` list.
+- Produce v10+ and Fetch v16+: the `NodeEndpoints` leader hints (KIP-951).
+- FindCoordinator for transaction keys is answered by `find_coordinator` in this package.
+
+Everything else passes through untouched. A response that cannot be decoded is an upstream fault
+(`UpstreamProtocolError`): the client connection is closed rather than handed bytes we cannot vouch for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from protocol.codec import encode_response
+
+from .wire import decode_response, set_correlation_id, top_level_tags
+
+PRODUCE, FETCH, METADATA, DESCRIBE_CLUSTER = 0, 1, 3, 60
+NODE_ENDPOINTS_TAG = 0
+
+
+class Endpoints(Protocol):
+    """Where clients reach each node, and the coordinator's own node."""
+
+    def address(self, node_id: int) -> tuple[str, int]: ...
+
+    @property
+    def coordinator(self) -> tuple[int, str, int]: ...
+
+
+def needs_rewrite(api_key: int, version: int) -> bool:
+    return (api_key in (METADATA, DESCRIBE_CLUSTER) or (api_key == PRODUCE and version >= 10)
+            or (api_key == FETCH and version >= 16))
+
+
+def rewrite(api_key: int, version: int, body: bytearray, correlation_id: int, endpoints: Endpoints
+            ) -> bytes | bytearray:
+    """The framed response for the client: rewritten when it carries endpoints. Produce and Fetch
+    are decoded only when their top-level tagged fields hold the leader hints (tag 0)."""
+    if api_key in (PRODUCE, FETCH):
+        tags = top_level_tags(api_key, version, body)
+        if tags is not None and NODE_ENDPOINTS_TAG not in tags:
+            return set_correlation_id(body, correlation_id)
+    response = decode_response(api_key, version, body)
+    rewritten = _REWRITERS[api_key](response, endpoints)
+    if rewritten is None:
+        return set_correlation_id(body, correlation_id)
+    return encode_response(correlation_id, rewritten)
+
+
+def _metadata(response: Any, endpoints: Endpoints) -> Any:
+    brokers = [dataclasses.replace(b, host=h, port=p)
+               for b in response.brokers for h, p in [endpoints.address(int(b.node_id))]]
+    node_id, host, port = endpoints.coordinator
+    if brokers and all(int(b.node_id) != node_id for b in brokers):
+        brokers.append(_like(response.brokers[0], node_id=node_id, host=host, port=port))
+    return dataclasses.replace(response, brokers=tuple(brokers))
+
+
+def _like(entry: Any, **values: Any) -> Any:
+    """Another entry of the same (version's) class: the given fields, rack (where the version
+    has one) none."""
+    fields = {f.name for f in dataclasses.fields(entry)}
+    if "rack" in fields:
+        values["rack"] = None
+    for name in ("node_id", "broker_id"):
+        if name in values:
+            values[name] = type(getattr(entry, name))(values[name])
+    return dataclasses.replace(entry, **values)
+
+
+def _describe_cluster(response: Any, endpoints: Endpoints) -> Any:
+    if not response.brokers:
+        return None
+    brokers = [dataclasses.replace(b, host=h, port=p)
+               for b in response.brokers for h, p in [endpoints.address(int(b.broker_id))]]
+    node_id, host, port = endpoints.coordinator
+    if all(int(b.broker_id) != node_id for b in brokers):
+        brokers.append(_like(response.brokers[0], broker_id=node_id, host=host, port=port))
+    return dataclasses.replace(response, brokers=tuple(brokers))
+
+
+def _leader_hints(response: Any, endpoints: Endpoints) -> Any:
+    hints = getattr(response, "node_endpoints", ())
+    if not hints:
+        return None
+    return dataclasses.replace(response, node_endpoints=tuple(
+        dataclasses.replace(e, host=h, port=p) for e in hints for h, p in [endpoints.address(int(e.node_id))]))
+
+
+_REWRITERS: dict[int, Callable[[Any, Endpoints], Any]] = {
+    METADATA: _metadata,
+    DESCRIBE_CLUSTER: _describe_cluster,
+    PRODUCE: _leader_hints,
+    FETCH: _leader_hints,
+}
