@@ -23,6 +23,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from protocol.build import build
+from protocol.errors import ErrorCode
 from protocol.schemas import request_schema, response_schema
 
 from ..logging import get_logger
@@ -36,8 +37,6 @@ log = get_logger("coordinator.sidecar.apis")
 
 TXN_OFFSET_COMMIT = 28
 FIND_COORDINATOR = 10
-UNSUPPORTED_VERSION = 35
-COORDINATOR_NOT_AVAILABLE = 15
 NOT_ADVERTISED = frozenset({TXN_OFFSET_COMMIT, 76, 77, 78, 79, 80, 81, 88, 89, 90, 91})
 DECODED = (0, 1, 3, 60)  # responses we may rewrite: versions limited to the ones we can decode
 
@@ -92,7 +91,7 @@ def txn_offset_commit_refusal() -> ApiHandler:
         return build(response_schema(TXN_OFFSET_COMMIT, ctx.api_version), {
             "throttle_time": 0,
             "topics": [{"name": t.name, "partitions": [
-                {"partition_index": p.partition_index, "error_code": UNSUPPORTED_VERSION} for p in t.partitions]}
+                {"partition_index": p.partition_index, "error_code": ErrorCode.UNSUPPORTED_VERSION} for p in t.partitions]}
                 for t in request.topics],
         })
 
@@ -107,7 +106,7 @@ async def locate_transaction_coordinators(sidecar: Sidecar, keys: list[tuple[str
     out: list[dict[str, Any]] = []
     for key, key_type in keys:
         entry: dict[str, Any] = {"key": key, "node_id": -1, "host": "", "port": -1,
-                                 "error_code": COORDINATOR_NOT_AVAILABLE, "error_message": None}
+                                 "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "error_message": None}
         version = cluster.version_for(FIND_COORDINATOR, 3, 1)
         if version is None:
             entry["error_message"] = "The upstream cluster does not serve FindCoordinator for this key type."

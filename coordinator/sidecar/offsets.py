@@ -30,6 +30,7 @@ from typing import Any
 from prometheus_client import Counter, Gauge
 
 from protocol.build import build
+from protocol.errors import ErrorCode
 
 from ..core import requests as core
 from ..core.events import OffsetsCommitted
@@ -43,8 +44,8 @@ log = get_logger("coordinator.sidecar.offsets")
 
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT = 8, 9, 10, 11, 68
 GATED = frozenset({OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT})
-RETRIABLE = frozenset({14, 15, 16})  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-GROUP_ID_NOT_FOUND = 69
+RETRIABLE = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                       ErrorCode.NOT_COORDINATOR})
 BACKOFF_S, BACKOFF_MAX_S = 0.1, 5.0
 
 MIRROR_LAG = Gauge("coordinator_sidecar_offset_mirror_lag_seconds",
@@ -165,7 +166,7 @@ class OffsetBridge:
         if code in RETRIABLE:
             self._coordinators.pop(group_id, None)
             raise _Retriable(f"upstream OffsetFetch error {code}")
-        if code == GROUP_ID_NOT_FOUND:
+        if code == ErrorCode.GROUP_ID_NOT_FOUND:
             return {}
         offsets: Offsets = {}
         for topic in response.topics or ():
