@@ -9,7 +9,8 @@ the page cache) and marks the partition dirty here. One task loops:
 - under `log.flush.policy=interval`, wait until `log.flush.interval.ms` has passed since the last
   round began (appends meanwhile join this round);
 - take every dirty partition's `SyncJob` (the handles and directories to fsync, and the offset
-  they cover), run them all in the flusher's one worker thread, then, back on the loop, advance
+  they cover), run them all in the flusher's one worker thread (files of a topic deleted meanwhile
+  are closed and removed only after the round: `when_idle`), then, back on the loop, advance
   each partition's durable end to the offset its job covered. That wakes long-polling fetches and
   resolves the Produce waiters whose batches are now covered, in offset order.
 
@@ -41,6 +42,9 @@ class Flushable(Protocol):
     @property
     def files(self) -> PartitionFiles | None: ...
 
+    @property
+    def deleted(self) -> bool: ...
+
     def mark_durable(self, end_offset: int) -> None: ...
 
 
@@ -59,6 +63,8 @@ class Flusher:
         self._task: asyncio.Task[None] | None = None
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._closing = False
+        self._in_flight = False
+        self._after_round: list[Callable[[], None]] = []
         self.failed: BaseException | None = None
         self.rounds = 0
 
@@ -78,6 +84,14 @@ class Flusher:
             raise LogFailed("partition data flush failed earlier") from self.failed
         self._dirty[id(log)] = log
         self._wakeup.set()
+
+    def when_idle(self, action: Callable[[], None]) -> None:
+        """Run `action` (closing or deleting files) once no fsync round is using them: now, or
+        right after the round in flight."""
+        if self._in_flight:
+            self._after_round.append(action)
+        else:
+            action()
 
     async def close(self) -> None:
         """Make everything written so far durable and stop."""
@@ -108,12 +122,19 @@ class Flusher:
                 jobs = []
                 for log in dirty:
                     files = log.files
-                    job = files.take_sync() if files is not None else None
+                    job = files.take_sync() if files is not None and not log.deleted else None
                     if job is not None:
                         jobs.append((log, job))
                 if not jobs:
                     continue
-                await loop.run_in_executor(self._executor, _run_jobs, [job for _, job in jobs])
+                self._in_flight = True
+                try:
+                    await loop.run_in_executor(self._executor, _run_jobs, [job for _, job in jobs])
+                finally:
+                    self._in_flight = False
+                    actions, self._after_round = self._after_round, []
+                    for action in actions:
+                        action()
                 self.rounds += 1
                 for log, job in jobs:
                     log.mark_durable(job.end_offset)

@@ -27,6 +27,7 @@ when the catalog deletes the topic, and applies, oldest batches first:
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections import deque
@@ -383,8 +384,9 @@ class PartitionStore:
             log.deleted = True
             freed += log.size_bytes
             self.cached_bytes -= log._clear_cache()
-            if log.files is not None:
-                log.files.remove_all(self._remove_dir)
+            files = log.files
+            if files is not None:
+                self.flusher.when_idle(functools.partial(files.remove_all, self._remove_dir))
             log.wake()
         self.total_bytes -= freed
         metrics.CACHE_BYTES.set(self.cached_bytes)

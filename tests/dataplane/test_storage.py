@@ -7,11 +7,14 @@ a prefix of the unsynced bytes: a write torn by power loss)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 
 import pytest
 from kio.records.readers import read_batch
 
-from coordinator.recordlog import FlushPolicy, MemoryFileSystem
+from coordinator.recordlog import FlushPolicy, MemoryFileSystem, RealFileSystem
+from coordinator.recordlog.fs import AppendHandle
 
 from .harness import Harness
 from .records import NOW_MS, make_batch
@@ -244,3 +247,62 @@ async def test_a_failed_fsync_stops_acknowledgements_and_is_fatal() -> None:
     log = h.store.log(h.catalog.get("t"), 0)  # type: ignore[arg-type]
     assert log.high_watermark == 1
     produce.cancel()
+
+
+class StallingFileSystem(RealFileSystem):
+    """The real filesystem, whose fsyncs wait for `release` once `stall` is set."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.stall = threading.Event()
+        self.entered = asyncio.Event()
+        self.release = threading.Event()
+
+    def open_append(self, path: str) -> AppendHandle:
+        inner = super().open_append(path)
+        fs = self
+
+        class Handle:
+            def write(self, data: bytes) -> None:
+                inner.write(data)
+
+            def fsync(self) -> None:
+                if fs.stall.is_set():
+                    fs.loop.call_soon_threadsafe(fs.entered.set)
+                    fs.release.wait(10)
+                inner.fsync()
+
+            def size(self) -> int:
+                return inner.size()
+
+            def truncate(self, size: int) -> None:
+                inner.truncate(size)
+
+            def close(self) -> None:
+                inner.close()
+
+        return Handle()
+
+
+async def test_deleting_a_topic_while_its_fsync_is_in_flight_waits_for_the_round(tmp_path) -> None:
+    fs = StallingFileSystem(asyncio.get_running_loop())
+    fatal: list[BaseException] = []
+    h = Harness(fs=fs, directory=str(tmp_path), flush_policy=FlushPolicy.ALWAYS, on_fatal=fatal.append,
+                remove_dir=os.rmdir)
+    h.store.start()
+    topic = h.create("t")
+    assert (await h.produce("t", 0, make_batch([b"a"]))).error_code == 0
+    fs.stall.set()
+    produce = asyncio.ensure_future(h.produce("t", 0, make_batch([b"b"])))
+    await asyncio.wait_for(fs.entered.wait(), 5)  # the round is fsyncing in the flusher's thread
+    h.catalog.delete("t")
+    directory = tmp_path / f"{topic.topic_id}-0"
+    assert directory.exists()  # its descriptors are in use: removal waits for the round
+    fs.release.set()
+    await asyncio.wait_for(produce, 5)  # answered at the deletion (the topic is gone)
+    deadline = asyncio.get_running_loop().time() + 5
+    while directory.exists():  # removed right after the round
+        assert asyncio.get_running_loop().time() < deadline, "the deleted topic's files stayed"
+        await asyncio.sleep(0.01)
+    assert not fatal, fatal  # closing the descriptor under the fsync would have been EBADF
+    await h.store.close()
