@@ -28,6 +28,7 @@ when the catalog deletes the topic, and applies, oldest batches first:
 from __future__ import annotations
 
 import functools
+import os
 import time
 import uuid
 from collections import deque
@@ -165,6 +166,8 @@ class PartitionStore:
         rebuilt, retention applied); delete directories of topics that no longer exist. Call
         once, holding the data directory, before serving."""
         self.fs.make_dirs(self.directory)
+        if not self.flusher.immediate:
+            self.fs.fsync_dir(os.path.dirname(self.directory))  # the partitions directory's own entry
         self._opened = True
         self.producer_ids = ProducerIdAllocator(self.fs, self.directory)
         for name in sorted(self.fs.list_dir(self.directory)):
