@@ -18,7 +18,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.support.server import ServerProcess
+from tests.support.server import ServerProcess, wait_until
 
 pytestmark = pytest.mark.interop
 
@@ -105,3 +105,43 @@ def test_acknowledged_messages_survive_sigkill_with_their_offsets(tmp_path) -> N
         if producer is not None and producer.stdout is not None:
             producer.stdout.close()
         server.stop()
+
+
+def test_a_standby_takes_over_the_partition_data(tmp_path) -> None:
+    data = tmp_path / "data"
+    overrides = {"topics": f"{TOPIC}:{PARTITIONS}"}
+    active = ServerProcess(data, overrides=overrides).start()
+    standby = ServerProcess(data, overrides=overrides, port=active.port)
+    standby.log_path = tmp_path / "standby.log"
+    producer = None
+    try:
+        standby.start(wait=False)
+        wait_until(lambda: "standby_waiting" in standby.log(), message="the standby to be tailing")
+        producer = subprocess.Popen(
+            [sys.executable, "-m", "tests.durability.data_producer", active.bootstrap, TOPIC, "600"],
+            stdout=subprocess.PIPE, text=True)
+        assert producer.stdout is not None
+        acked: dict[tuple[int, int], bytes] = {}
+        outcome = ""
+        for line in producer.stdout:
+            words = line.split()
+            if words[0] != "acked":
+                outcome = line.strip()
+                break
+            acked[(int(words[1]), int(words[2]))] = words[3].encode()
+            if len(acked) == 300:
+                active.kill()  # the standby takes the directory, the port, and the producer's retries
+        assert outcome == "done", outcome
+        assert standby.ready()
+        stored = read_all(standby.bootstrap, high_watermarks(standby.bootstrap))
+        assert all(stored.get(key) == value for key, value in acked.items())
+        assert sorted(int(v[1:]) for v in stored.values()) == list(range(600))
+    finally:
+        if producer is not None:
+            if producer.poll() is None:
+                producer.kill()
+                producer.wait(10)
+            if producer.stdout is not None:
+                producer.stdout.close()
+        standby.stop()
+        active.stop()
