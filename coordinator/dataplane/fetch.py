@@ -38,7 +38,7 @@ from . import metrics
 from ._schemas import response_class
 from .config import DataPlaneConfig
 from .log import LEADER_EPOCH, PartitionStore
-from .partition import PartitionLog, joined_bytes
+from .partition import PartitionLog
 from .session import (
     FINAL_EPOCH,
     FetchContext,
@@ -186,14 +186,12 @@ class FetchHandler:
             if code != ErrorCode.NONE or log is None or topic is None:
                 results.append(PartitionResult(req, code, topic_name=topic.name if topic else None))
                 continue
-            batches = log.read(req.fetch_offset, min(req.partition_max_bytes, budget), min_one)
-            records = b""
-            if batches:
+            records, count = log.read_records(req.fetch_offset, min(req.partition_max_bytes, budget), min_one)
+            if records:
                 min_one = False
-                records = joined_bytes(batches)
                 budget = max(0, budget - len(records))
                 metrics.BYTES_OUT.labels(topic.name).inc(len(records))
-                metrics.MESSAGES_OUT.labels(topic.name).inc(sum(b.records_count for b in batches))
+                metrics.MESSAGES_OUT.labels(topic.name).inc(count)
             results.append(
                 PartitionResult(
                     req,

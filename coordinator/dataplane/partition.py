@@ -166,6 +166,40 @@ class PartitionLog:
             total += size
         return out
 
+    def read_records(self, fetch_offset: int, max_bytes: int, min_one: bool) -> tuple[bytes, int]:
+        """What `read` selects, as (the batches' bytes back to back, their record count), with no
+        object per batch: cached bytes from memory, the rest with one read per segment."""
+        i = self._index_of(fetch_offset)
+        end = self._visible_end()
+        if i >= end:
+            return b"", 0
+        start = self._position[i]
+        limit = start + max(max_bytes, 0)
+        j = bisect_right(self._position, limit, lo=i + 1, hi=end)  # batches i..j-2 fit, j-1 maybe
+        last_end = self._position[j] if j < len(self._position) else self._end_position
+        if last_end > limit:
+            j -= 1
+        if j == i:
+            if not min_one:
+                return b"", 0
+            j = i + 1
+        parts: list[bytes] = []
+        disk_end = min(j, self._cache_start)
+        if i < disk_end:
+            position = start
+            stop = self._position[disk_end] if disk_end < len(self._position) else self._end_position
+            while position < stop:
+                s = bisect_right(self._segment_starts, position) - 1
+                segment_end = self._segment_starts[s + 1] if s + 1 < len(self._segment_starts) else stop
+                chunk_end = min(stop, segment_end)
+                base = self._segment_starts[s]
+                parts.append(self._segments[s].read(position - base, chunk_end - position))
+                position = chunk_end
+        if j > self._cache_start:
+            first = max(i, self._cache_start) - self._cache_start
+            parts.extend(itertools.islice(self._cache, first, j - self._cache_start))
+        return b"".join(parts), sum(self._count[i:j])
+
     def bytes_from(self, fetch_offset: int) -> int:
         i = self._index_of(fetch_offset)
         end = self._visible_end()
@@ -331,32 +365,6 @@ class PartitionLog:
         self._cache_start = len(self._base)
         self.cached_bytes = 0
         return freed
-
-
-def joined_bytes(batches: list[StoredBatch]) -> bytes:
-    """The batches' bytes back to back: cached ones from memory, each run of evicted ones that lie
-    next to each other in one segment with a single read."""
-    if len(batches) == 1:
-        return batches[0].bytes()
-    parts: list[bytes] = []
-    i = 0
-    while i < len(batches):
-        batch = batches[i]
-        if batch.data is not None or batch.segment is None:
-            parts.append(batch.bytes())
-            i += 1
-            continue
-        j = i + 1
-        end = batch.file_position + batch.size
-        while j < len(batches):
-            nxt = batches[j]
-            if nxt.data is not None or nxt.segment is not batch.segment or nxt.file_position != end:
-                break
-            end += nxt.size
-            j += 1
-        parts.append(batch.segment.read(batch.file_position, end - batch.file_position))
-        i = j
-    return b"".join(parts)
 
 
 def _offset_of_max_timestamp(batch: StoredBatch) -> int:

@@ -189,3 +189,18 @@ def test_the_index_costs_a_few_dozen_bytes_a_batch_whatever_the_batches_hold() -
     )
     assert grown / 5_000 < 64, f"{grown / 5_000:.0f} bytes of memory per batch"
     assert h.store.cached_bytes <= 1024
+
+
+def test_read_records_is_the_bytes_of_read_across_segments_and_the_cache_edge() -> None:
+    h = Harness(DataPlaneConfig(partition_max_bytes=1500))
+    h.create("t", segment_bytes="700")
+    for i in range(30):
+        append(h, "t", 0, [b"v" * (10 + 37 * (i % 5))] * (1 + i % 3))
+    log = h.store.log(h.catalog.get("t"), 0)  # type: ignore[arg-type]
+    assert len(log.files.segments) > 3 and 0 < log.cached_bytes < log.size_bytes  # type: ignore[union-attr]
+    for offset in range(log.log_end_offset + 1):
+        for max_bytes in (0, 1, 150, 400, 1000, 10**6):
+            for min_one in (True, False):
+                batches = log.read(offset, max_bytes, min_one)
+                expected = b"".join(b.bytes() for b in batches), sum(b.records_count for b in batches)
+                assert log.read_records(offset, max_bytes, min_one) == expected, (offset, max_bytes, min_one)
