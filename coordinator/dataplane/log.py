@@ -197,7 +197,7 @@ class PartitionStore:
         log.on_durable = self._after_durable
         for recovered in recovery.batches:
             header = recovered.header
-            log._add(header, header.size, recovered.segment, recovered.position, None)
+            log._add(header.base_offset, header, header.size, recovered.segment, recovered.position, None)
             log.producers.update(header, header.base_offset, header.max_timestamp)
         first = files.segments[0].base
         log.log_start_offset = recovery.batches[0].header.base_offset if recovery.batches else first
@@ -261,7 +261,8 @@ class PartitionStore:
         now = self.clock_ms()
         append_time = now if settings.log_append_time else None
         data = stamp(batch, log.log_end_offset, LEADER_EPOCH, append_time)
-        header = parse_header(data)  # as stored: base offset, epoch (and LogAppendTime) stamped
+        if append_time is not None:
+            header = parse_header(data)  # LogAppendTime rewrote the max timestamp
         base_offset = log.log_end_offset
         end_offset = base_offset + header.last_offset_delta + 1
         files = log.files
@@ -271,7 +272,7 @@ class PartitionStore:
             )
         segment, file_position = files.append(data, base_offset, end_offset, settings.segment_bytes)
         size = len(data)
-        log._add(header, size, segment, file_position, data)
+        log._add(base_offset, header, size, segment, file_position, data)
         log.producers.update(header, base_offset, header.max_timestamp)
         self.total_bytes += size
         self.cached_bytes += size

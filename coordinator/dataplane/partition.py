@@ -283,10 +283,12 @@ class PartitionLog:
 
     # -- mutations (PartitionStore only) -----------------------------------------------------
     def _add(
-        self, header: BatchHeader, size: int, segment: Segment, file_position: int, data: bytes | None
+        self, base_offset: int, header: BatchHeader, size: int, segment: Segment, file_position: int,
+        data: bytes | None,
     ) -> None:
-        """Index one batch written at `file_position` of `segment`; cache `data` if given (the
-        cache is a suffix: only the newest batches may be added cached)."""
+        """Index one batch written at `file_position` of `segment` with `base_offset` (the
+        header's own field may still be the client's 0); cache `data` if given (the cache is a
+        suffix: only the newest batches may be added cached)."""
         position = self._end_position
         if not self._segments or self._segments[-1] is not segment:
             self._segments.append(segment)
@@ -300,13 +302,13 @@ class PartitionLog:
             raise ValueError("an uncached batch cannot follow cached ones")
         else:
             self._cache_start = len(self._base) + 1
-        self._base.append(header.base_offset)
+        self._base.append(base_offset)
         self._position.append(position)
         self._max_ts.append(header.max_timestamp)
         self._count.append(header.records_count)
         self._end_position += size
         self.size_bytes += size
-        self.log_end_offset = header.base_offset + header.last_offset_delta + 1
+        self.log_end_offset = base_offset + header.last_offset_delta + 1
         if self._max_timestamp is not None and header.max_timestamp > self._max_timestamp[0]:
             self._max_timestamp = None
 
