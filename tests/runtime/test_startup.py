@@ -59,16 +59,15 @@ def test_a_misspelt_environment_variable_stops_start_up_naming_the_closest_key(t
 
 
 def test_variables_of_the_admin_tools_do_not_stop_the_server(tmp_path) -> None:
-    server = ServerProcess(tmp_path / "data")
-    os.environ["COORDINATOR_ADMIN_BOOTSTRAP"] = "127.0.0.1:1"  # read by `coordinator groups`, not a key
+    """COORDINATOR_ADMIN_BOOTSTRAP is read by `coordinator groups`, not a key: `serve` leaves it alone."""
+    metrics_port = free_port()
+    proc = spawn(tmp_path, ["--listen", f"127.0.0.1:{free_port()}", "--metrics-listen", f"127.0.0.1:{metrics_port}"],
+                 env={"COORDINATOR_ADMIN_BOOTSTRAP": "127.0.0.1:1", "COORDINATOR_ADVERTISED_HOST": "elsewhere"})
     try:
-        server.start(wait=False)
+        wait_until(lambda: _ready(metrics_port, proc), timeout=30, message="server readiness")
     finally:
-        del os.environ["COORDINATOR_ADMIN_BOOTSTRAP"]
-    try:
-        server.wait_ready()
-    finally:
-        server.stop()
+        proc.terminate()
+        assert proc.wait(30) == 0
 
 
 def test_the_kafka_port_in_use_is_one_line_and_exit_2(tmp_path, busy_port: int) -> None:
@@ -135,13 +134,8 @@ def test_a_listener_without_a_host_binds_everywhere_and_advertises_the_host_name
     except OSError:
         pytest.skip(f"this machine's host name {host} does not resolve")
     port, metrics_port = free_port(), free_port()
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")}
+    proc = spawn(tmp_path, ["--listen", f"PLAINTEXT://:{port}", "--metrics-listen", f"127.0.0.1:{metrics_port}"])
     log_path = tmp_path / "server.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "coordinator", "serve", "--listen", f"PLAINTEXT://:{port}",
-             "--metrics-listen", f"127.0.0.1:{metrics_port}", "--data-dir", str(tmp_path / "data"),
-             "--log-format", "json"], stdout=log, stderr=subprocess.STDOUT, env=environ)
     try:
         wait_until(lambda: _ready(metrics_port, proc), timeout=30, message="server readiness")
         metadata = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"}).list_topics(timeout=10)
@@ -154,6 +148,15 @@ def test_a_listener_without_a_host_binds_everywhere_and_advertises_the_host_name
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def spawn(tmp_path: Path, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """`coordinator serve` left running, its output in tmp_path/server.log; `env` added to a clean one."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")}
+    environ.update(env or {})
+    with open(tmp_path / "server.log", "wb") as log:
+        return subprocess.Popen([sys.executable, "-m", "coordinator", "serve", *args, "--data-dir", str(tmp_path / "data"),
+                                 "--log-format", "json"], stdout=log, stderr=subprocess.STDOUT, env=environ)
 
 
 def _ready(metrics_port: int, proc: subprocess.Popen[bytes]) -> bool:
