@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
 from protocol.build import build
 from protocol.codec import encode_request
+from protocol.errors import ErrorCode
 from protocol.schemas import request_schema, response_schema
 
 API_VERSIONS = 18
@@ -63,7 +63,6 @@ API_NAMES = {
     CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
 }
 
-UNSUPPORTED_VERSION = 35
 _SIZE = struct.Struct(">i")
 _MAX_FRAME = 256 * 1024 * 1024
 
@@ -74,7 +73,7 @@ class AdminError(Exception):
 
 def error_name(code: int) -> str:
     try:
-        return ErrorCode(code).name.upper()
+        return ErrorCode(code).name
     except ValueError:
         return f"ERROR_{code}"
 
@@ -146,8 +145,8 @@ class Connection:
             }, version=3)
             code = int(response.error_code)
         except AdminError:
-            code = UNSUPPORTED_VERSION
-        if code == UNSUPPORTED_VERSION:
+            code = ErrorCode.UNSUPPORTED_VERSION
+        if code == ErrorCode.UNSUPPORTED_VERSION:
             response = await self.request(API_VERSIONS, {}, version=0)
             code = int(response.error_code)
         if code:

@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from protocol.errors import ErrorCode
+
 from .assignment import Partitions, decode_assignment, decode_subscription
 from .client import (
     CONSUMER_GROUP_DESCRIBE,
@@ -36,8 +38,6 @@ from .client import (
     error_name,
 )
 from .log_offsets import LATEST, list_log_offsets
-
-GROUP_ID_NOT_FOUND = 69
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +119,7 @@ async def _describe_consumer_group(connection: Connection, group_id: str) -> Gro
     response = await connection.request(CONSUMER_GROUP_DESCRIBE, {"group_ids": [group_id]})
     group = response.groups[0]
     code = int(group.error_code)
-    if code == GROUP_ID_NOT_FOUND:
+    if code == ErrorCode.GROUP_ID_NOT_FOUND:
         return None
     if code:
         raise AdminError(f"ConsumerGroupDescribe of {group_id!r} failed: {error_name(code)}"
@@ -148,7 +148,7 @@ async def _describe_classic_group(connection: Connection, group_id: str) -> Grou
     response = await connection.request(DESCRIBE_GROUPS, {"groups": [group_id]})
     group = response.groups[0]
     code = int(group.error_code)
-    if code == GROUP_ID_NOT_FOUND:  # v6 (KIP-1043); v0–5 say Dead with no error
+    if code == ErrorCode.GROUP_ID_NOT_FOUND:  # v6 (KIP-1043); v0–5 say Dead with no error
         return GroupDescription(group_id, "", "Dead", "", "", connection.label, [], [])
     if code:
         message = getattr(group, "error_message", None)
@@ -186,7 +186,7 @@ async def committed_offsets(connection: Connection, group_id: str) -> dict[tuple
     else:
         response = await connection.request(OFFSET_FETCH, {"group_id": group_id, "topics": None}, version)
         code, topics = int(response.error_code), response.topics
-    if code and code != GROUP_ID_NOT_FOUND:
+    if code and code != ErrorCode.GROUP_ID_NOT_FOUND:
         raise AdminError(f"OffsetFetch of {group_id!r} failed: {error_name(code)}")
     offsets: dict[tuple[str, int], tuple[int, str | None]] = {}
     for topic in topics:

@@ -41,7 +41,6 @@ API_KEY = 0
 MIN_VERSION = 3
 MAX_VERSION = 11
 
-INVALID_TOPIC_EXCEPTION = 17
 KAFKA_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
@@ -73,7 +72,7 @@ class ProduceHandler:
                     )
                 elif topic.name in KAFKA_INTERNAL_TOPICS:
                     partitions.append(
-                        _refused(index, INVALID_TOPIC_EXCEPTION, "Cannot append to internal topic")
+                        _refused(index, ErrorCode.INVALID_TOPIC_EXCEPTION, "Cannot append to internal topic")
                     )
                 else:
                     try:
