@@ -131,7 +131,7 @@ class CoordinatorServer:
         standby first if another process owns it), open the Kafka listener, load the log, then
         serve group APIs. Raises `StartupError` when the configuration cannot be served."""
         prepare_data_dir(self.config.data_dir)
-        await self._open_metrics(standby=not self._data_dir_free())
+        await self._open_metrics(may_defer=True)
         core = CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
         self._lock, record_log, _ = await ownership.acquire(
             self._fs, self.config.data_dir, self.log_dir, self.config.build(LogConfig), core, self._become_owner)
@@ -162,7 +162,7 @@ class CoordinatorServer:
         self._declare_topics()
         if self._metrics_deferred:
             self._metrics_deferred = False
-            await self._open_metrics(standby=False)
+            await self._open_metrics(may_defer=False)
         host, port = self.config.listen
         loop = asyncio.get_running_loop()
         try:
@@ -183,7 +183,7 @@ class CoordinatorServer:
         lock.release()
         return True
 
-    async def _open_metrics(self, *, standby: bool) -> None:
+    async def _open_metrics(self, *, may_defer: bool) -> None:
         if self.config.metrics_listen is None:
             return
         host, port = self.config.metrics_listen
@@ -191,9 +191,10 @@ class CoordinatorServer:
         try:
             await server.start()
         except OSError as exc:
-            if standby and exc.errno == errno.EADDRINUSE:
-                # The active process on this host has it (default settings): take it over with
-                # the Kafka listener, when this standby becomes the owner.
+            if may_defer and exc.errno == errno.EADDRINUSE and not self._data_dir_free():
+                # We are a standby and the active process on this host has the address (default
+                # settings): take it over with the Kafka listener, when this standby becomes the
+                # owner. (Asked after the bind failed, so an owner that just started is seen.)
                 log.warning("metrics_listener_deferred", listen=self.config["metrics.listen"],
                             reason="address in use while standby; opened at takeover")
                 self._metrics_deferred = True
