@@ -131,8 +131,8 @@ def _optional_listener_or_empty(raw: str) -> str:
 # Settings the server reads itself, by section. Settings consumed by a component's config struct
 # are declared on its fields (`coordinator.settings.setting`) and collected from `_STRUCTS`.
 _SERVER: tuple[Setting, ...] = (
-    Setting("listeners", "PLAINTEXT://127.0.0.1:9092", "Address the Kafka protocol listener binds.", _parse_listener),
-    Setting("advertised.listeners", "", "Address given to clients in Metadata and FindCoordinator (default: listeners).", _parse_optional_listener),
+    Setting("listeners", "PLAINTEXT://127.0.0.1:9092", "Address the Kafka protocol listener binds (an empty host, PLAINTEXT://:9092, binds every interface).", _parse_listener),
+    Setting("advertised.listeners", "", "Address given to clients in Metadata and FindCoordinator (default: listeners; an empty host is this host's canonical name; 0.0.0.0 is refused).", _parse_optional_listener),
     Setting("node.id", "1", "This node's id in Metadata and FindCoordinator answers.", _parse_int, at_least(0)),
     Setting("cluster.id", "coordinator-embedded", "Cluster id reported in Metadata and DescribeCluster (ours).", _parse_str),
     Setting("log.dirs", "./data", "Data directory: the record log, the topic catalog and the lock.", _parse_str),
