@@ -42,6 +42,7 @@ from .core.config import GroupConfig
 from .dataplane.config import DataPlaneConfig
 from .recordlog.writer import LogConfig
 from .settings import Setting, at_least, declared
+from .sidecar.settings import SidecarConfig
 
 ENV_PREFIX = "COORDINATOR_"
 OTHER_VARIABLES = {
@@ -161,7 +162,7 @@ _OBSERVABILITY: tuple[Setting, ...] = (
     Setting("history.flush.interval.ms", "1000", "Rebalance history: longest time rows wait in memory before being written, unsynced (ours).", _parse_int, at_least(1)),
 )
 _SECTIONS: tuple[tuple[Setting, ...] | type[Any], ...] = (
-    _SERVER, GroupConfig, LogConfig, _COMPACTION, DataPlaneConfig, _OBSERVABILITY,
+    _SERVER, GroupConfig, LogConfig, _COMPACTION, DataPlaneConfig, SidecarConfig, _OBSERVABILITY,
 )
 """The registry in README order: rows declared here, and config structs whose fields declare
 settings (`Config.build(cls)` makes one from resolved values)."""

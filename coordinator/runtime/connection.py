@@ -9,6 +9,11 @@ Rules (as a Kafka broker's SocketServer):
 - a handler that fails unexpectedly closes the connection too (logged with its traceback): a bug
   must not answer with made-up data, and the client reconnects and retries.
 
+Sidecar mode adds one routing rule (`route`): on a connection with a route, a frame whose api key
+is not served here is handed to the route as bytes, before any decoding, and its response (from
+the upstream broker) takes its place in the same order; a forwarding failure closes the
+connection with one log line, as a broker going away would.
+
 Handlers return a kio response entity or an already framed `EncodedResponse`, an awaitable of one,
 or None for "no response" (Produce with acks=0).
 """
@@ -18,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
+import struct
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
@@ -32,6 +38,7 @@ from .errors_seen import error_names
 from .registry import RequestContext, api_name
 
 if TYPE_CHECKING:
+    from ..sidecar.forwarder import Route
     from .server import CoordinatorServer
 
 log = get_logger("coordinator.connection")
@@ -44,11 +51,13 @@ _api_name = functools.cache(api_name)
 
 
 _STATS = metrics.REQUEST_STATS
+_API_KEY = struct.Struct(">h")
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, server: CoordinatorServer, connection_id: int) -> None:
+    def __init__(self, server: CoordinatorServer, connection_id: int, route: Route | None = None) -> None:
         self._server = server
+        self._route = route
         self.connection_id = connection_id
         self._decoder = FrameDecoder(server.config["socket.request.max.bytes"])
         self._queue: collections.deque[bytes] = collections.deque()
@@ -89,6 +98,8 @@ class KafkaConnection(asyncio.Protocol):
         self._queue.clear()
         if self._in_flight is not None and not self._in_flight.done():
             self._in_flight.cancel()  # e.g. a parked JoinGroup whose client went away
+        if self._route is not None:
+            self._route.close()
         self.idle.set()
 
     def data_received(self, data: bytes) -> None:
@@ -151,6 +162,12 @@ class KafkaConnection(asyncio.Protocol):
             self.idle.clear()
             frame = self._queue.popleft()
             started = time.perf_counter()
+            route = self._route
+            if route is not None and _API_KEY.unpack_from(frame)[0] not in route.local_keys:
+                self._busy = True
+                future = self._in_flight = route.forward(frame)
+                future.add_done_callback(self._forwarded(frame, started))
+                return
             try:
                 request = self._server.codec.decode(frame)
             except ProtocolError as exc:
@@ -193,6 +210,30 @@ class KafkaConnection(asyncio.Protocol):
                 self._crash(request, exc)
                 return
             self._respond(request, api, future.result(), started)
+            self._process()
+
+        return done
+
+    def _forwarded(self, frame: bytes, started: float) -> Callable[[asyncio.Future[Any]], None]:
+        def done(future: asyncio.Future[Any]) -> None:
+            self._busy = False
+            self._in_flight = None
+            if future.cancelled():
+                self.close()
+                self.idle.set()
+                return
+            exc = future.exception()
+            if exc is not None:
+                if not isinstance(exc, ProtocolError):
+                    log.error("forward_failed", connection=self.connection_id, peer=self.peer, exc_info=exc)
+                    exc = ProtocolError(f"forwarding failed: {type(exc).__name__}")
+                self._fail(exc, frame)
+                return
+            data = future.result()
+            if data is not None and not self._closing:
+                self._out.append(data)
+                _STATS.bytes_out += len(data)
+            _STATS.observe(_STATS.api(_api_name(_API_KEY.unpack_from(frame)[0])), time.perf_counter() - started)
             self._process()
 
         return done

@@ -32,7 +32,7 @@ from pathlib import Path
 from protocol.codec import RequestCodec
 
 from .. import metrics
-from ..catalog import TopicCatalog
+from ..catalog import TopicCatalog, TopicSource
 from ..config import Config
 from ..core.config import GroupConfig
 from ..core.shard import CoordinatorShard
@@ -52,6 +52,9 @@ from ..recordlog import (
     try_lock_data_dir,
 )
 from ..recordlog.segments import list_segments
+from ..sidecar.forwarder import Route
+from ..sidecar.settings import SidecarConfig
+from ..sidecar.sidecar import Sidecar
 from . import durable, gc_policy, group_metrics, ownership
 from .apis import Node, NodeView, TopicDefaults, bootstrap_handlers, consumer_groups, group_handlers
 from .connection import KafkaConnection
@@ -70,8 +73,17 @@ class CoordinatorServer:
     def __init__(self, config: Config) -> None:
         self.config = config
         host, port = config.advertised
-        self.catalog = TopicCatalog(config.data_dir / "topics.json")
-        self.view = NodeView(Node(config["node.id"], host, port), config["cluster.id"], self.catalog,
+        # Sidecar mode (upstream.bootstrap.servers set): no embedded catalog or data plane; topics
+        # come from the upstream, and what is not a group API is forwarded (coordinator/sidecar).
+        self.sidecar: Sidecar | None = None
+        node_id = config["node.id"]
+        if config.build(SidecarConfig).upstream_bootstrap_servers:
+            node_id = config.build(SidecarConfig).sidecar_node_id
+            self.sidecar = Sidecar(config, lambda: (self.node.node_id, self.node.host, self.node.port),
+                                   self._connection_factory, lambda: self.shard)
+        self.catalog = TopicCatalog(None if self.sidecar else config.data_dir / "topics.json")
+        self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
+        self.view = NodeView(Node(node_id, host, port), config["cluster.id"], self.catalog,
                              TopicDefaults(config["num.partitions"], config["auto.create.topics.enable"]))
         dataplane = config.build(DataPlaneConfig)
         record_log = config.build(LogConfig)
@@ -83,11 +95,14 @@ class CoordinatorServer:
             on_fatal=_fail_stop, remove_dir=_remove_empty_dir)
         self.shard: ShardRuntime | None = None
         self.history: HistoryWriter | None = None
-        self.registry = ApiRegistry([
-            *bootstrap_handlers(self.view, lambda: self.registry.version_ranges()),
-            *group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"])),
-            *dataplane_handlers(self.catalog, self.store, self.store.config),
-        ])
+        groups = group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]))
+        if self.sidecar is not None:
+            handlers = self.sidecar.serve_locally(
+                [*self.sidecar.handlers(self.view, lambda: self.registry.version_ranges()), *groups])
+        else:
+            handlers = [*bootstrap_handlers(self.view, lambda: self.registry.version_ranges()), *groups,
+                        *dataplane_handlers(self.catalog, self.store, self.store.config)]
+        self.registry = ApiRegistry(handlers)
         self.codec = RequestCodec(self.registry.version_ranges())
         self._connections: set[KafkaConnection] = set()
         self._ids = itertools.count(1)
@@ -132,13 +147,16 @@ class CoordinatorServer:
         serve group APIs. Raises `StartupError` when the configuration cannot be served."""
         prepare_data_dir(self.config.data_dir)
         await self._open_metrics(standby=not self._data_dir_free())
+        if self.sidecar is not None:
+            self.sidecar.start()
         core = CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
         self._lock, record_log, _ = await ownership.acquire(
             self._fs, self.config.data_dir, self.log_dir, self.config.build(LogConfig), core, self._become_owner)
         self._committer = GroupCommitter(record_log, on_fatal=_fail_stop)
         self._committer.start()
         await self._load_shard(core)
-        self._background.append(asyncio.create_task(self._enforce_retention(), name="retention"))
+        if self.sidecar is None:
+            self._background.append(asyncio.create_task(self._enforce_retention(), name="retention"))
         self._background.append(asyncio.create_task(self._compact_periodically(), name="compaction"))
         metrics.READY.set(1)
         host, _ = self.config.listen
@@ -156,10 +174,11 @@ class CoordinatorServer:
         """The data directory is ours: take the catalog as the previous owner left it, declare
         configured topics, and open the Kafka listener (group APIs answer
         COORDINATOR_LOAD_IN_PROGRESS until the log is loaded)."""
-        self.catalog.reload()
-        self.store.open()
-        self.store.start()
-        self._declare_topics()
+        if self.sidecar is None:
+            self.catalog.reload()
+            self.store.open()
+            self.store.start()
+            self._declare_topics()
         if self._metrics_deferred:
             self._metrics_deferred = False
             await self._open_metrics(standby=False)
@@ -167,13 +186,20 @@ class CoordinatorServer:
         loop = asyncio.get_running_loop()
         try:
             self._server = await loop.create_server(
-                lambda: KafkaConnection(self, next(self._ids)), host or None, port, reuse_address=True
+                lambda: self._connection_factory(None), host or None, port, reuse_address=True
             )
         except OSError as exc:
             raise StartupError(f"listeners {self.config['listeners']}: {_reason(exc)}") from exc
         if not self.config["advertised.listeners"]:
             # Listening on port 0 (tests) advertises the port actually bound.
             self.node = Node(self.node.node_id, self.node.host, self.port)
+        if self.sidecar is not None:
+            await self.sidecar.activate()
+
+    def _connection_factory(self, route: Route | None) -> KafkaConnection:
+        if route is None and self.sidecar is not None:
+            route = self.sidecar.route(None)  # the coordinator's own listener forwards to any broker
+        return KafkaConnection(self, next(self._ids), route)
 
     def _data_dir_free(self) -> bool:
         """Whether no other process owns the data directory now (we would not be a standby)."""
@@ -215,10 +241,14 @@ class CoordinatorServer:
             self.history.start()
         # KIP-848 groups assign from topic metadata: the core gets it as data, a snapshot first,
         # then every catalog change, through the shard's queue.
-        shard.post(consumer_groups.topics_snapshot(self.catalog))
-        self.catalog.add_listener(lambda change: shard.post(consumer_groups.topic_change(change)))
+        if self.sidecar is not None:
+            await self.sidecar.wait_ready()  # the upstream's topics are the snapshot
+        shard.post(consumer_groups.topics_snapshot(self.topics))
+        self.topics.add_listener(lambda change: shard.post(consumer_groups.topic_change(change)))
         await shard.start(writer_id=f"node-{self.node.node_id}-{uuid.uuid4()}")
         self.shard = shard
+        if self.sidecar is not None:
+            self.sidecar.attach(shard)
         self._loaded = True
 
     async def _compact_periodically(self) -> None:
@@ -277,6 +307,8 @@ class CoordinatorServer:
             task.cancel()
         if self._server is not None:
             self._server.close()
+        if self.sidecar is not None:
+            self.sidecar.listeners.close()
         for connection in list(self._connections):
             connection.drain()
         timeout = self.config["shutdown.timeout.ms"] / 1000
@@ -293,13 +325,16 @@ class CoordinatorServer:
                 log.warning("shutdown_timeout", connections_still_busy=len(still_busy))
         for connection in list(self._connections):
             connection.close()
+        if self.sidecar is not None:
+            await self.sidecar.stop()
         if self.shard is not None:
             await self.shard.stop()
         if self.history is not None:
             await self.history.close()
         if self._committer is not None:
             await self._committer.close()
-        await self.store.close()
+        if self.sidecar is None:
+            await self.store.close()
         if self._lock is not None:
             self._lock.release()
         if self._server is not None:

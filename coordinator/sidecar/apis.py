@@ -1,0 +1,121 @@
+"""The API surface of sidecar mode: which keys are served here, the ApiVersions table, transaction
+coordinator lookups and the TxnOffsetCommit refusal.
+
+ApiVersions (KIP-511) in sidecar mode:
+- the group APIs (and ApiVersions, FindCoordinator) are ours: our ranges, whatever the upstream has,
+  so a client gets KIP-848 groups in front of a cluster that has none;
+- every other key the upstream advertises is forwarded: the upstream's range, intersected with the
+  versions we can decode for the responses we rewrite (Metadata, DescribeCluster, Produce, Fetch);
+- TxnOffsetCommit is refused (below) and not advertised; the share-group and streams-group APIs
+  (KIP-932, KIP-1071) are not advertised either: their coordinators are not served here.
+
+TxnOffsetCommit: refused. Forwarding it would put the offsets in the upstream's group coordinator
+only (the group lives here, so the upstream would also reject the member's generation), and
+accepting it here without the transaction marker would drop the atomicity Kafka gives it. So it is
+not advertised, and a client that sends it anyway gets UNSUPPORTED_VERSION on every partition (and
+one log line); transactional producers fail fast with a clear error instead of committing wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from protocol.build import build
+from protocol.schemas import request_schema, response_schema
+
+from ..logging import get_logger
+from ..runtime.registry import ApiHandler, RequestContext
+from .wire import ForwardError
+
+if TYPE_CHECKING:
+    from .sidecar import Sidecar
+
+log = get_logger("coordinator.sidecar.apis")
+
+TXN_OFFSET_COMMIT = 28
+FIND_COORDINATOR = 10
+UNSUPPORTED_VERSION = 35
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_ADVERTISED = frozenset({TXN_OFFSET_COMMIT, 76, 77, 78, 79, 80, 81, 88, 89, 90, 91})
+DECODED = (0, 1, 3, 60)  # responses we may rewrite: versions limited to the ones we can decode
+
+
+@cache
+def decodable(api_key: int) -> tuple[int, int] | None:
+    versions = []
+    for version in range(0, 32):
+        try:
+            request_schema(api_key, version)
+            response_schema(api_key, version)
+        except Exception:
+            continue
+        versions.append(version)
+    return (min(versions), max(versions)) if versions else None
+
+
+def api_table(ours: Mapping[int, tuple[int, int]], upstream: Mapping[int, tuple[int, int]]
+              ) -> dict[int, tuple[int, int]]:
+    table: dict[int, tuple[int, int]] = {}
+    for key, (low, high) in upstream.items():
+        if key in ours or key in NOT_ADVERTISED:
+            continue
+        if key in DECODED:
+            known = decodable(key)
+            if known is None:
+                continue
+            low, high = max(low, known[0]), min(high, known[1])
+            if low > high:
+                continue
+        table[key] = (low, high)
+    for key, span in ours.items():
+        if key not in NOT_ADVERTISED:
+            table[key] = span
+    return dict(sorted(table.items()))
+
+
+def txn_offset_commit_refusal() -> ApiHandler:
+    def handle(ctx: RequestContext, request: Any) -> Any:
+        log.warning("txn_offset_commit_refused", group_id=request.group_id,
+                    transactional_id=request.transactional_id, client_id=ctx.client_id,
+                    reason="transactional offset commits are not supported in sidecar mode")
+        return build(response_schema(TXN_OFFSET_COMMIT, ctx.api_version), {
+            "throttle_time": 0,
+            "topics": [{"name": t.name, "partitions": [
+                {"partition_index": p.partition_index, "error_code": UNSUPPORTED_VERSION} for p in t.partitions]}
+                for t in request.topics],
+        })
+
+    low, high = decodable(TXN_OFFSET_COMMIT) or (0, 0)
+    return ApiHandler(TXN_OFFSET_COMMIT, low, high, handle)
+
+
+async def locate_transaction_coordinators(sidecar: Sidecar, keys: list[tuple[str, int]]) -> list[dict[str, Any]]:
+    """Ask the upstream where each (key, key type) is coordinated; answer with our listener for
+    that broker. Failures are COORDINATOR_NOT_AVAILABLE (clients retry FindCoordinator)."""
+    cluster = sidecar.cluster
+    out: list[dict[str, Any]] = []
+    for key, key_type in keys:
+        entry: dict[str, Any] = {"key": key, "node_id": -1, "host": "", "port": -1,
+                                 "error_code": COORDINATOR_NOT_AVAILABLE, "error_message": None}
+        version = cluster.version_for(FIND_COORDINATOR, 3, 1)
+        if version is None:
+            entry["error_message"] = "The upstream cluster does not serve FindCoordinator for this key type."
+            out.append(entry)
+            continue
+        try:
+            response, _ = await cluster.client.call_any(
+                FIND_COORDINATOR, build(request_schema(FIND_COORDINATOR, version), {"key": key, "key_type": key_type}))
+        except ForwardError as exc:
+            entry["error_message"] = f"upstream unavailable: {exc}"
+            out.append(entry)
+            continue
+        if response.error_code:
+            entry.update(error_code=int(response.error_code), error_message=response.error_message)
+        else:
+            host, port = sidecar.listeners.address(int(response.node_id))
+            sidecar.listeners.update({int(response.node_id)})
+            entry.update(node_id=int(response.node_id), host=host, port=port, error_code=0)
+        out.append(entry)
+    return out

@@ -1,0 +1,193 @@
+"""The upstream cluster as the sidecar knows it: brokers, API version ranges and topics, refreshed
+from upstream Metadata.
+
+Theory of operation (one task, `run`):
+- start: ApiVersions v0 then Metadata (all topics, no auto-creation) to a bootstrap server; until
+  both have answered once, `ready` is unset (the server keeps group APIs in
+  COORDINATOR_LOAD_IN_PROGRESS and /readyz false). A failure is logged naming the upstream servers
+  and retried with exponential backoff (`reconnect.backoff.ms` .. `reconnect.backoff.max.ms`, Kafka's
+  client defaults 50 ms .. 1 s), never raised.
+- steady: Metadata again every `upstream.metadata.max.age.ms`, or at once when `request_refresh()` is
+  called (a subscription named a topic not known yet); requests are coalesced and spaced by at least
+  `retry.backoff.ms` (100 ms).
+- every answer replaces the broker table and feeds the catalog, which tells its listeners of each
+  topic created, grown, shrunk or deleted (consumer groups turn that into new target assignments).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from ..catalog import Topic, TopicChange
+from ..logging import get_logger
+from .upstream import Address, UpstreamClient
+from .wire import ForwardError, UpstreamProtocolError, request_class
+
+log = get_logger("coordinator.sidecar.cluster")
+
+API_VERSIONS_KEY = 18
+METADATA_KEY = 3
+RECONNECT_BACKOFF_S = 0.05
+RECONNECT_BACKOFF_MAX_S = 1.0
+RETRY_BACKOFF_S = 0.1
+_ZERO_UUID = uuid.UUID(int=0)
+
+
+class UpstreamCatalog:
+    """The topic source of sidecar mode: the upstream's topics as last read (a `TopicSource`)."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
+        self._listeners: list[Callable[[TopicChange], None]] = []
+
+    def get(self, name: str) -> Topic | None:
+        return self._by_name.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    def __iter__(self) -> Iterator[Topic]:
+        return iter(sorted(self._by_name.values(), key=lambda t: t.name))
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def add_listener(self, listener: Callable[[TopicChange], None]) -> None:
+        self._listeners.append(listener)
+
+    def replace(self, topics: Sequence[Topic]) -> list[TopicChange]:
+        """Make the catalog equal to `topics`; tell listeners of every difference."""
+        now = {t.name: t for t in topics}
+        changes = [TopicChange(self._by_name.get(name), topic) for name, topic in now.items()
+                   if self._by_name.get(name) != topic]
+        changes += [TopicChange(topic, None) for name, topic in self._by_name.items() if name not in now]
+        self._by_name = now
+        self._by_id = {t.topic_id: t for t in topics}
+        for change in changes:
+            for listener in self._listeners:
+                listener(change)
+        return changes
+
+
+class UpstreamCluster:
+    def __init__(self, bootstrap: Sequence[Address], max_age_ms: int,
+                 on_brokers: Callable[[dict[int, Address]], None]) -> None:
+        self.bootstrap = list(bootstrap)
+        self.catalog = UpstreamCatalog()
+        self.brokers: dict[int, Address] = {}
+        self.api_ranges: dict[int, tuple[int, int]] = {}
+        self.cluster_id: str | None = None
+        self.ready = asyncio.Event()
+        self.client = UpstreamClient(self.bootstrap, self.brokers.get)
+        self._max_age_s = max_age_ms / 1000
+        self._on_brokers = on_brokers
+        self._wake = asyncio.Event()
+        self._refreshed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.last_refresh_monotonic = 0.0
+
+    @property
+    def names(self) -> str:
+        return ",".join(f"{h}:{p}" for h, p in self.bootstrap)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="upstream-metadata")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self.client.close()
+
+    def request_refresh(self) -> None:
+        self._wake.set()
+
+    async def refreshed(self) -> None:
+        """Wait for the next completed refresh (tests, and callers that asked for one)."""
+        self._refreshed.clear()
+        self.request_refresh()
+        await self._refreshed.wait()
+
+    def version_for(self, api_key: int, highest: int, lowest: int = 0) -> int | None:
+        """The highest version of `api_key` both the upstream and we (`highest`) speak."""
+        upstream = self.api_ranges.get(api_key)
+        if upstream is None:
+            return None
+        version = min(upstream[1], highest)
+        return version if version >= max(upstream[0], lowest) else None
+
+    async def _run(self) -> None:
+        backoff = RECONNECT_BACKOFF_S
+        failing_since: float | None = None
+        while True:
+            try:
+                await self._refresh()
+            except (TimeoutError, ForwardError, UpstreamProtocolError) as exc:
+                if failing_since is None:
+                    failing_since = time.monotonic()
+                log.warning("upstream_unreachable", upstream=self.names, error=str(exc) or type(exc).__name__,
+                            retry_in_ms=int(backoff * 1000), failing_for_s=round(time.monotonic() - failing_since, 1))
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, RECONNECT_BACKOFF_MAX_S)
+                continue
+            if failing_since is not None:
+                log.info("upstream_reachable", upstream=self.names)
+                failing_since = None
+            backoff = RECONNECT_BACKOFF_S
+            try:
+                await asyncio.wait_for(self._wake.wait(), self._max_age_s)
+                await asyncio.sleep(RETRY_BACKOFF_S)  # coalesce a burst of refresh requests
+            except TimeoutError:
+                pass
+
+    async def _refresh(self) -> None:
+        self._wake.clear()
+        if not self.api_ranges:
+            cls = request_class(API_VERSIONS_KEY, 0)
+            response, address = await self.client.call_any(API_VERSIONS_KEY, cls())
+            if response.error_code:
+                raise ForwardError(f"upstream {address} answered ApiVersions with error {int(response.error_code)}")
+            self.api_ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
+        version = self.version_for(METADATA_KEY, 12, 1)
+        if version is None:
+            raise ForwardError(f"upstream {self.names} serves no Metadata version we speak")
+        from protocol.build import build
+
+        request = build(request_class(METADATA_KEY, version), {"topics": None, "allow_auto_topic_creation": False})
+        response, _ = await self.client.call_any(METADATA_KEY, request)
+        self._apply(response)
+
+    def _apply(self, response: Any) -> None:
+        brokers = {int(b.node_id): (str(b.host), int(b.port)) for b in response.brokers}
+        if brokers != self.brokers:
+            log.info("upstream_brokers", brokers={k: f"{h}:{p}" for k, (h, p) in sorted(brokers.items())})
+        self.brokers.clear()
+        self.brokers.update(brokers)
+        self.cluster_id = getattr(response, "cluster_id", None)
+        topics = []
+        for t in response.topics:
+            if t.error_code or t.name is None:
+                continue
+            topic_id = getattr(t, "topic_id", None) or _ZERO_UUID
+            if topic_id == _ZERO_UUID:
+                # An upstream without topic ids (Kafka < 2.8): a stable id derived from the name, so
+                # KIP-848 assignments have one (clients still need the upstream to resolve it).
+                topic_id = uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-topic:{t.name}")
+            topics.append(Topic(str(t.name), topic_id, len(t.partitions)))
+        self._on_brokers(dict(self.brokers))
+        changes = self.catalog.replace(topics)
+        for change in changes:
+            before, after = change.before, change.after
+            log.info("upstream_topic_changed", topic=(after.name if after else before.name if before else None),
+                     partitions_before=before.num_partitions if before else None,
+                     partitions_after=after.num_partitions if after else None)
+        self.last_refresh_monotonic = time.monotonic()
+        self.ready.set()
+        self._refreshed.set()

@@ -1,0 +1,284 @@
+"""Offsets come in with the user and leave with the user: import from and mirror to the upstream.
+
+Import (once per group): the first JoinGroup, ConsumerGroupHeartbeat, OffsetCommit or OffsetFetch
+naming a group this process has not checked yet waits while the bridge asks the core whether the
+group has committed offsets here. If it has none, the upstream's committed offsets for the group
+(FindCoordinator then OffsetFetch to the upstream's group coordinator) are committed here as a
+simple commit (generation -1, empty member id) through the core, so they are records in the log
+before the waiting request (and any OffsetFetch) is answered. Upstream trouble is retried with
+backoff and a log line; the group's requests wait meanwhile (clients time out and retry as with a
+coordinator still loading). Other groups are never held up.
+
+Mirror (after the fact): every `OffsetsCommitted` event marks its group dirty. Every
+`upstream.offsets.mirror.interval.ms` the bridge reads each dirty group's offsets from the core (an
+OffsetFetch, answered only with durable state) and sends what changed since the last mirror to the
+upstream as a simple OffsetCommit of the same group id (the group is empty upstream, so Kafka accepts
+it). A failure keeps the group dirty for the next round and is counted; a client's commit never
+waits for the mirror. `coordinator_sidecar_offset_mirror_lag_seconds` is the age of the oldest
+commit not yet mirrored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import Counter, Gauge
+
+from protocol.build import build
+
+from ..core import requests as core
+from ..core.events import OffsetsCommitted
+from ..logging import get_logger
+from ..runtime.registry import ApiHandler, RequestContext
+from ..runtime.shard import ShardRuntime
+from .cluster import UpstreamCluster
+from .wire import ForwardError, request_class
+
+log = get_logger("coordinator.sidecar.offsets")
+
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT = 8, 9, 10, 11, 68
+GATED = frozenset({OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT})
+RETRIABLE = frozenset({14, 15, 16})  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+GROUP_ID_NOT_FOUND = 69
+BACKOFF_S, BACKOFF_MAX_S = 0.1, 5.0
+
+MIRROR_LAG = Gauge("coordinator_sidecar_offset_mirror_lag_seconds",
+                   "Age of the oldest committed offset not yet mirrored to the upstream cluster.")
+MIRROR_PENDING = Gauge("coordinator_sidecar_offset_mirror_pending_groups",
+                       "Groups with commits not yet mirrored to the upstream cluster.")
+MIRROR_COMMITS = Counter("coordinator_sidecar_offset_mirror_commits",
+                         "Offset commits sent to the upstream cluster, by result.", ["result"])
+IMPORTS = Counter("coordinator_sidecar_offset_imports", "Groups checked for upstream offsets, by outcome.",
+                  ["outcome"])
+
+Offsets = dict[tuple[str, int], tuple[int, int, str]]  # (topic, partition) -> (offset, leader epoch, metadata)
+
+
+def group_ids(api_key: int, request: Any) -> list[str]:
+    if api_key == OFFSET_FETCH and getattr(request, "groups", None):
+        return [g.group_id for g in request.groups]
+    group_id = getattr(request, "group_id", None)
+    return [group_id] if group_id else []
+
+
+class OffsetBridge:
+    def __init__(self, cluster: UpstreamCluster, shard: Callable[[], ShardRuntime | None], interval_ms: int) -> None:
+        self._cluster = cluster
+        self._shard = shard
+        self._interval_s = interval_ms / 1000
+        self._checked: set[str] = set()
+        self._imports: dict[str, asyncio.Task[None]] = {}
+        self._dirty: dict[str, float] = {}
+        self._mirrored: dict[str, Offsets] = {}
+        self._coordinators: dict[str, int] = {}
+        self._task: asyncio.Task[None] | None = None
+        MIRROR_LAG.set_function(self._lag)
+        MIRROR_PENDING.set_function(lambda: len(self._dirty))
+
+    # -- import ---------------------------------------------------------------------------------
+    def gate(self, handler: ApiHandler) -> ApiHandler:
+        if handler.api_key not in GATED:
+            return handler
+        inner = handler.handle
+
+        def handle(ctx: RequestContext, request: Any) -> Any:
+            shard = self._shard()
+            if shard is None or not shard.loaded:
+                return inner(ctx, request)  # answers COORDINATOR_LOAD_IN_PROGRESS
+            pending = [g for g in group_ids(ctx.api_key, request) if g not in self._checked]
+            if not pending:
+                return inner(ctx, request)
+            return self._after_import(shard, pending, lambda: inner(ctx, request))
+
+        return ApiHandler(handler.api_key, handler.min_version, handler.max_version, handle)
+
+    async def _after_import(self, shard: ShardRuntime, groups: list[str], then: Callable[[], Any]) -> Any:
+        for group_id in groups:
+            task = self._imports.get(group_id)
+            if task is None:
+                task = self._imports[group_id] = asyncio.create_task(self._import(shard, group_id))
+            await asyncio.shield(task)
+        result = then()
+        return await result if asyncio.isfuture(result) else result
+
+    async def _import(self, shard: ShardRuntime, group_id: str) -> None:
+        try:
+            if await self._local_offsets(shard, group_id):
+                IMPORTS.labels("known_here").inc()
+            else:
+                upstream = await self._read_upstream(group_id)
+                if upstream:
+                    await self._commit_here(shard, group_id, upstream)
+                else:
+                    IMPORTS.labels("none_upstream").inc()
+            self._checked.add(group_id)
+        finally:
+            self._imports.pop(group_id, None)
+
+    async def _read_upstream(self, group_id: str) -> Offsets:
+        backoff = BACKOFF_S
+        while True:
+            try:
+                return await self._upstream_offsets(group_id)
+            except Exception as exc:  # whatever the upstream did (or sent), retry: never crash on it
+                self._coordinators.pop(group_id, None)
+                log.warning("offset_import_retrying", group_id=group_id, upstream=self._cluster.names,
+                            error=str(exc) or type(exc).__name__, retry_in_ms=int(backoff * 1000))
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, BACKOFF_MAX_S)
+
+    async def _local_offsets(self, shard: ShardRuntime, group_id: str) -> Offsets:
+        outcome = shard.submit(core.OffsetFetch(ref=shard.new_ref(), groups=(core.OffsetFetchGroup(group_id),)))
+        response = await outcome if isinstance(outcome, asyncio.Future) else outcome
+        offsets: Offsets = {}
+        for group in response.groups:
+            for topic in group.topics:
+                for p in topic.partitions:
+                    if not p.error_code and p.committed_offset >= 0:
+                        offsets[(topic.name, p.partition_index)] = (p.committed_offset, p.committed_leader_epoch,
+                                                                     p.metadata)
+        return offsets
+
+    async def _upstream_offsets(self, group_id: str) -> Offsets:
+        version = self._cluster.version_for(OFFSET_FETCH, 7, 2)
+        if version is None:
+            return {}
+        node_id = await self._coordinator(group_id)
+        request = build(request_class(OFFSET_FETCH, version), {"group_id": group_id, "topics": None})
+        try:
+            response = await self._cluster.client.call_node(node_id, OFFSET_FETCH, request)
+        except ForwardError:
+            self._coordinators.pop(group_id, None)
+            raise
+        code = int(getattr(response, "error_code", 0) or 0)
+        if code in RETRIABLE:
+            self._coordinators.pop(group_id, None)
+            raise _Retriable(f"upstream OffsetFetch error {code}")
+        if code == GROUP_ID_NOT_FOUND:
+            return {}
+        offsets: Offsets = {}
+        for topic in response.topics or ():
+            for p in topic.partitions or ():
+                if not p.error_code and p.committed_offset >= 0:
+                    epoch = int(getattr(p, "committed_leader_epoch", -1))
+                    offsets[(str(topic.name), int(p.partition_index))] = (int(p.committed_offset), epoch,
+                                                                           p.metadata or "")
+        return offsets
+
+    async def _commit_here(self, shard: ShardRuntime, group_id: str, offsets: Offsets) -> None:
+        topics: dict[str, list[core.OffsetCommitPartition]] = {}
+        for (topic, partition), (offset, epoch, metadata) in sorted(offsets.items()):
+            topics.setdefault(topic, []).append(core.OffsetCommitPartition(partition, offset, epoch, metadata))
+        outcome = shard.submit(core.OffsetCommit(
+            ref=shard.new_ref(), group_id=group_id, generation_id_or_member_epoch=-1, member_id="",
+            group_instance_id=None, retention_time_ms=-1,
+            topics=tuple(core.OffsetCommitTopic(name, tuple(ps)) for name, ps in topics.items())))
+        response = await outcome if isinstance(outcome, asyncio.Future) else outcome
+        failed = [(t.name, p.partition_index, int(p.error_code)) for t in response.topics for p in t.partitions
+                  if p.error_code]
+        if failed:
+            IMPORTS.labels("refused_here").inc()
+            log.warning("offset_import_refused", group_id=group_id, partitions=failed[:10], count=len(failed))
+            return
+        self._mirrored[group_id] = dict(offsets)
+        IMPORTS.labels("imported").inc()
+        log.info("offsets_imported", group_id=group_id, partitions=len(offsets), upstream=self._cluster.names)
+
+    async def _coordinator(self, group_id: str) -> int:
+        node_id = self._coordinators.get(group_id)
+        if node_id is not None:
+            return node_id
+        version = self._cluster.version_for(FIND_COORDINATOR, 3, 0)
+        if version is None:
+            raise ForwardError("upstream serves no FindCoordinator version we speak")
+        response, _ = await self._cluster.client.call_any(
+            FIND_COORDINATOR, build(request_class(FIND_COORDINATOR, version), {"key": group_id, "key_type": 0}))
+        if response.error_code:
+            raise _Retriable(f"upstream FindCoordinator error {int(response.error_code)}")
+        node_id = self._coordinators[group_id] = int(response.node_id)
+        if node_id not in self._cluster.brokers:
+            self._cluster.brokers[node_id] = (str(response.host), int(response.port))
+        return node_id
+
+    # -- mirror ---------------------------------------------------------------------------------
+    def attach(self, shard: ShardRuntime) -> None:
+        shard.add_observer(self._observe)
+        self._task = asyncio.create_task(self._mirror_loop(shard), name="offset-mirror")
+
+    def _observe(self, event: Any) -> None:
+        if event.__class__ is OffsetsCommitted and event.group_id not in self._dirty:
+            self._dirty[event.group_id] = time.monotonic()
+
+    def _lag(self) -> float:
+        return time.monotonic() - min(self._dirty.values()) if self._dirty else 0.0
+
+    async def _mirror_loop(self, shard: ShardRuntime) -> None:
+        while True:
+            await asyncio.sleep(self._interval_s)
+            if not self._dirty or not self._cluster.ready.is_set():
+                continue
+            for group_id, since in list(self._dirty.items()):
+                try:
+                    done = await self._mirror(shard, group_id)
+                except Exception as exc:  # whatever the upstream did (or sent): retry next round
+                    done = False
+                    MIRROR_COMMITS.labels("failed").inc()
+                    self._coordinators.pop(group_id, None)
+                    log.warning("offset_mirror_failed", group_id=group_id, upstream=self._cluster.names,
+                                error=str(exc) or type(exc).__name__)
+                if done and self._dirty.get(group_id) == since:
+                    del self._dirty[group_id]
+
+    async def mirror_now(self) -> None:
+        """One mirror round now (tests and shutdown)."""
+        shard = self._shard()
+        if shard is not None:
+            for group_id in list(self._dirty):
+                if await self._mirror(shard, group_id):
+                    self._dirty.pop(group_id, None)
+
+    async def _mirror(self, shard: ShardRuntime, group_id: str) -> bool:
+        current = await self._local_offsets(shard, group_id)
+        before = self._mirrored.get(group_id, {})
+        changed = {tp: v for tp, v in current.items() if before.get(tp) != v}
+        if not changed:
+            return True
+        version = self._cluster.version_for(OFFSET_COMMIT, 8, 2)
+        if version is None:
+            return True
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), (offset, epoch, metadata) in sorted(changed.items()):
+            topics.setdefault(topic, []).append({"partition_index": partition, "committed_offset": offset,
+                                                 "committed_leader_epoch": epoch, "committed_metadata": metadata})
+        request = build(request_class(OFFSET_COMMIT, version), {
+            "group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "retention_time": -1, "topics": [{"name": n, "partitions": ps} for n, ps in topics.items()]})
+        node_id = await self._coordinator(group_id)
+        response = await self._cluster.client.call_node(node_id, OFFSET_COMMIT, request)
+        errors = {int(p.error_code) for t in response.topics for p in t.partitions if p.error_code}
+        if errors & RETRIABLE:
+            raise _Retriable(f"upstream OffsetCommit errors {sorted(errors)}")
+        mirrored = self._mirrored.setdefault(group_id, {})
+        mirrored.update(changed)
+        if errors:
+            MIRROR_COMMITS.labels("refused").inc()
+            log.warning("offset_mirror_refused", group_id=group_id, errors=sorted(errors))
+        else:
+            MIRROR_COMMITS.labels("ok").inc()
+        return True
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for task in self._imports.values():
+            task.cancel()
+
+
+class _Retriable(Exception):
+    pass

@@ -1,0 +1,86 @@
+"""Rewriting the responses that carry broker endpoints, so no upstream address reaches a client.
+
+- Metadata: every broker becomes our listener for it (advertised host, `sidecar.listener.base.port`
+  + node id), and the coordinator's own node is added when absent (clients see it as a broker, as
+  a Kafka group coordinator is one).
+- DescribeCluster: the same, for the `brokers` list.
+- Produce v10+ and Fetch v16+: the `NodeEndpoints` leader hints (KIP-951).
+- FindCoordinator for transaction keys is answered by `find_coordinator` in this package.
+
+Everything else passes through untouched. A response that cannot be decoded is an upstream fault
+(`UpstreamProtocolError`): the client connection is closed rather than handed bytes we cannot vouch for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from protocol.codec import encode_response
+
+from .wire import decode_response, reframe_response
+
+PRODUCE, FETCH, METADATA, DESCRIBE_CLUSTER = 0, 1, 3, 60
+
+
+class Endpoints(Protocol):
+    """Where clients reach each node, and the coordinator's own node."""
+
+    def address(self, node_id: int) -> tuple[str, int]: ...
+
+    @property
+    def coordinator(self) -> tuple[int, str, int]: ...
+
+
+def needs_rewrite(api_key: int, version: int) -> bool:
+    return (api_key in (METADATA, DESCRIBE_CLUSTER) or (api_key == PRODUCE and version >= 10)
+            or (api_key == FETCH and version >= 16))
+
+
+def rewrite(api_key: int, version: int, body: bytes, correlation_id: int, endpoints: Endpoints) -> bytes:
+    """The framed response for the client: rewritten when it carries endpoints."""
+    response = decode_response(api_key, version, body)
+    rewritten = _REWRITERS[api_key](response, endpoints)
+    if rewritten is None:
+        return reframe_response(body, correlation_id)
+    return encode_response(correlation_id, rewritten)
+
+
+def _metadata(response: Any, endpoints: Endpoints) -> Any:
+    brokers = [dataclasses.replace(b, host=h, port=p)
+               for b in response.brokers for h, p in [endpoints.address(int(b.node_id))]]
+    node_id, host, port = endpoints.coordinator
+    if brokers and all(int(b.node_id) != node_id for b in brokers):
+        brokers.append(dataclasses.replace(response.brokers[0], node_id=type(response.brokers[0].node_id)(node_id),
+                                           host=host, port=port, rack=None))
+    return dataclasses.replace(response, brokers=tuple(brokers))
+
+
+def _describe_cluster(response: Any, endpoints: Endpoints) -> Any:
+    if not response.brokers:
+        return None
+    brokers = [dataclasses.replace(b, host=h, port=p)
+               for b in response.brokers for h, p in [endpoints.address(int(b.broker_id))]]
+    node_id, host, port = endpoints.coordinator
+    if all(int(b.broker_id) != node_id for b in brokers):
+        first = response.brokers[0]
+        brokers.append(dataclasses.replace(first, broker_id=type(first.broker_id)(node_id), host=host, port=port,
+                                           rack=None))
+    return dataclasses.replace(response, brokers=tuple(brokers))
+
+
+def _leader_hints(response: Any, endpoints: Endpoints) -> Any:
+    hints = getattr(response, "node_endpoints", ())
+    if not hints:
+        return None
+    return dataclasses.replace(response, node_endpoints=tuple(
+        dataclasses.replace(e, host=h, port=p) for e in hints for h, p in [endpoints.address(int(e.node_id))]))
+
+
+_REWRITERS: dict[int, Callable[[Any, Endpoints], Any]] = {
+    METADATA: _metadata,
+    DESCRIBE_CLUSTER: _describe_cluster,
+    PRODUCE: _leader_hints,
+    FETCH: _leader_hints,
+}

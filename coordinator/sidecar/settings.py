@@ -1,0 +1,37 @@
+"""Sidecar mode's settings, declared once (`coordinator.settings`): `Config.build(SidecarConfig)`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..settings import at_least, setting
+
+
+def _host_ports(raw: str) -> tuple[str, ...]:
+    from ..config import parse_host_port  # the registry imports this module
+
+    servers = tuple(part.strip() for part in raw.split(",") if part.strip())
+    for server in servers:
+        parse_host_port(server)
+    return servers
+
+
+@dataclass(frozen=True, slots=True)
+class SidecarConfig:
+    upstream_bootstrap_servers: tuple[str, ...] = setting(
+        "upstream.bootstrap.servers", (),
+        "Sidecar mode: the upstream cluster's host:port list; empty = embedded mode (ours).", parse=_host_ports)
+    upstream_metadata_max_age_ms: int = setting(
+        "upstream.metadata.max.age.ms", 300000,
+        "Sidecar mode: how often upstream Metadata (brokers, topics) is re-read (Kafka's metadata.max.age.ms).",
+        check=at_least(100))
+    upstream_offsets_mirror_interval_ms: int = setting(
+        "upstream.offsets.mirror.interval.ms", 1000,
+        "Sidecar mode: how often committed offsets are mirrored to the upstream cluster (ours).", check=at_least(1))
+    sidecar_listener_base_port: int = setting(
+        "sidecar.listener.base.port", 19092,
+        "Sidecar mode: upstream broker N is presented at this port + N (ours).", check=at_least(1))
+    sidecar_node_id: int = setting(
+        "sidecar.node.id", 1000000,
+        "Sidecar mode: the coordinator's own node id; must differ from every upstream broker id (ours).",
+        check=at_least(0))

@@ -1,0 +1,178 @@
+"""Connections to upstream brokers.
+
+`UpstreamConnection` is one TCP connection to one upstream broker. Requests go out with this
+connection's own correlation ids; a broker answers a connection's requests in order, so in-flight
+requests wait in a FIFO and each response must carry the id at its head (anything else is a broken
+stream: the connection is failed). Produce with acks=0 gets no answer and is not queued. When the
+connection drops, every waiting request fails with `ForwardError`; nothing is retried here (the
+caller decides: a client connection is closed, the sidecar's own requests retry).
+
+`UpstreamClient` is the sidecar's own client (metadata refresh, offset import and mirror, transaction
+coordinator lookups): kio-encoded requests to the bootstrap servers or to a broker by node id, one
+pipelined connection per target, re-opened on demand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from ..logging import get_logger
+from .wire import (
+    ForwardError,
+    ResponseSplitter,
+    UpstreamProtocolError,
+    decode_response,
+    encode_request,
+    reframe_request,
+    response_correlation_id,
+)
+
+log = get_logger("coordinator.sidecar.upstream")
+
+MAX_RESPONSE_BYTES = 1 << 30
+CLIENT_ID = "coordinator-sidecar"
+
+
+class UpstreamConnection(asyncio.Protocol):
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self._transport: asyncio.Transport | None = None
+        self._splitter = ResponseSplitter(MAX_RESPONSE_BYTES)
+        self._waiting: collections.deque[tuple[int, asyncio.Future[bytes]]] = collections.deque()
+        self._ids = itertools.count(1)
+        self.closed = False
+
+    @classmethod
+    async def open(cls, host: str, port: int, timeout_s: float = 10.0) -> UpstreamConnection:
+        loop = asyncio.get_running_loop()
+        try:
+            _, protocol = await asyncio.wait_for(
+                loop.create_connection(lambda: cls(f"{host}:{port}"), host, port), timeout_s)
+        except (TimeoutError, OSError) as exc:
+            raise ForwardError(f"cannot connect to upstream {host}:{port}: {exc!r}") from exc
+        return protocol
+
+    # -- asyncio.Protocol ---------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            bodies = self._splitter.feed(data)
+            for body in bodies:
+                if not self._waiting:
+                    raise UpstreamProtocolError("upstream sent a response nobody asked for")
+                expected, future = self._waiting.popleft()
+                got = response_correlation_id(body)
+                if got != expected:
+                    raise UpstreamProtocolError(f"upstream answered correlation id {got}, expected {expected}")
+                if not future.done():
+                    future.set_result(body)
+        except UpstreamProtocolError as exc:
+            log.warning("upstream_stream_broken", upstream=self.address, detail=str(exc))
+            self.close(ForwardError(f"upstream {self.address}: {exc}"))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.close(ForwardError(f"upstream {self.address} closed the connection"))
+
+    # -- requests -----------------------------------------------------------------------------
+    def send_frame(self, frame: bytes, expect_response: bool = True) -> asyncio.Future[bytes] | None:
+        """Send a client's request frame (size prefix removed) under a new correlation id; the
+        future gets the response body (size prefix removed), or None is returned for acks=0."""
+        if self.closed or self._transport is None:
+            raise ForwardError(f"upstream {self.address} connection is closed")
+        correlation_id = next(self._ids) & 0x7FFFFFFF
+        future: asyncio.Future[bytes] | None = None
+        if expect_response:
+            future = asyncio.get_running_loop().create_future()
+            self._waiting.append((correlation_id, future))
+        self._transport.write(reframe_request(frame, correlation_id))
+        return future
+
+    async def call(self, api_key: int, request: Any) -> Any:
+        """Send one kio request entity; return the decoded response entity."""
+        if self.closed or self._transport is None:
+            raise ForwardError(f"upstream {self.address} connection is closed")
+        correlation_id = next(self._ids) & 0x7FFFFFFF
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._waiting.append((correlation_id, future))
+        self._transport.write(encode_request(api_key, correlation_id, CLIENT_ID, request))
+        body = await future
+        return decode_response(api_key, type(request).__version__, body)
+
+    def close(self, reason: Exception | None = None) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        error = reason or ForwardError(f"upstream {self.address} connection closed")
+        while self._waiting:
+            _, future = self._waiting.popleft()
+            if not future.done():
+                future.set_exception(error)
+                future.exception()  # retrieved: a client that went away must not log "never retrieved"
+        if self._transport is not None:
+            self._transport.abort()
+
+
+Address = tuple[str, int]
+
+
+class UpstreamClient:
+    """The sidecar's own requests to the upstream cluster."""
+
+    def __init__(self, bootstrap: Sequence[Address], broker_address: Callable[[int], Address | None],
+                 timeout_s: float = 10.0) -> None:
+        self._bootstrap = list(bootstrap)
+        self._broker_address = broker_address
+        self._timeout_s = timeout_s
+        self._connections: dict[object, UpstreamConnection] = {}
+        self._locks: dict[object, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
+        self._next_bootstrap = 0
+
+    async def call_any(self, api_key: int, request: Any) -> tuple[Any, str]:
+        """Send to a bootstrap server (the next one after a failure); returns (response, address)."""
+        errors = []
+        for _ in range(len(self._bootstrap)):
+            index = self._next_bootstrap % len(self._bootstrap)
+            try:
+                connection = await self._connection(("bootstrap", index), self._bootstrap[index])
+                return await asyncio.wait_for(connection.call(api_key, request), self._timeout_s), connection.address
+            except (TimeoutError, ForwardError) as exc:
+                self._drop(("bootstrap", index))
+                errors.append(f"{self._bootstrap[index][0]}:{self._bootstrap[index][1]}: {exc or 'timed out'}")
+                self._next_bootstrap += 1
+        raise ForwardError("; ".join(errors))
+
+    async def call_node(self, node_id: int, api_key: int, request: Any) -> Any:
+        address = self._broker_address(node_id)
+        if address is None:
+            raise ForwardError(f"upstream broker {node_id} is not known")
+        try:
+            connection = await self._connection(("node", node_id), address)
+            return await asyncio.wait_for(connection.call(api_key, request), self._timeout_s)
+        except (TimeoutError, ForwardError) as exc:
+            self._drop(("node", node_id))
+            raise ForwardError(f"upstream broker {node_id} at {address[0]}:{address[1]}: {exc or 'timed out'}") from exc
+
+    async def _connection(self, key: object, address: Address) -> UpstreamConnection:
+        async with self._locks[key]:
+            connection = self._connections.get(key)
+            if connection is None or connection.closed or connection.address != f"{address[0]}:{address[1]}":
+                if connection is not None:
+                    connection.close()
+                connection = await UpstreamConnection.open(address[0], address[1], self._timeout_s)
+                self._connections[key] = connection
+            return connection
+
+    def _drop(self, key: object) -> None:
+        connection = self._connections.pop(key, None)
+        if connection is not None:
+            connection.close()
+
+    def close(self) -> None:
+        for key in list(self._connections):
+            self._drop(key)
