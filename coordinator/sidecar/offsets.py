@@ -3,7 +3,8 @@
 Import (once per group): the first JoinGroup, ConsumerGroupHeartbeat, OffsetCommit or OffsetFetch
 naming a group this process has not checked yet waits while the bridge asks the core whether the
 group has committed offsets here. If it has none, the upstream's committed offsets for the group
-(FindCoordinator then OffsetFetch to the upstream's group coordinator) are committed here as a
+(FindCoordinator, then OffsetFetch naming every partition of every upstream topic, to the
+upstream's group coordinator) are committed here as a
 simple commit (generation -1, empty member id) through the core, so they are records in the log
 before the waiting request (and any OffsetFetch) is answered. Upstream trouble is retried with
 backoff and a log line; the group's requests wait meanwhile (clients time out and retry as with a
@@ -148,7 +149,13 @@ class OffsetBridge:
         if version is None:
             return {}
         node_id = await self._coordinator(group_id)
-        request = build(request_class(OFFSET_FETCH, version), {"group_id": group_id, "topics": None})
+        # Every partition of every topic by name rather than "all topics" (null): not every
+        # Kafka-compatible broker answers the null form (librdkafka's mock cluster does not).
+        topics = [{"name": t.name, "partition_indexes": list(range(t.num_partitions))}
+                  for t in self._cluster.catalog if not t.is_internal]
+        if not topics:
+            return {}
+        request = build(request_class(OFFSET_FETCH, version), {"group_id": group_id, "topics": topics})
         try:
             response = await self._cluster.client.call_node(node_id, OFFSET_FETCH, request)
         except ForwardError:

@@ -40,6 +40,8 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.kill()
     proc.wait(10)
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 @pytest.fixture
