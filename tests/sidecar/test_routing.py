@@ -60,7 +60,7 @@ def api_ranges(port: int) -> dict[int, tuple[int, int]]:
 
 
 def test_api_versions_are_the_upstreams_with_our_group_apis(sidecar) -> None:
-    server, upstream, _ = sidecar
+    server, _, _ = sidecar
     ours = api_ranges(server.port)
     # The mock cluster serves JoinGroup 0-6 and ConsumerGroupHeartbeat 1-1: the group APIs are ours.
     assert ours[11] == (0, 9) and ours[68] == (0, 1) and ours[69] == (0, 1)
@@ -73,7 +73,7 @@ def test_api_versions_are_the_upstreams_with_our_group_apis(sidecar) -> None:
 
 
 def test_metadata_names_only_our_listeners(sidecar) -> None:
-    server, upstream, base = sidecar
+    server, _, base = sidecar
     response = call(server.port, MetadataRequest(
         topics=(MetadataRequestTopic(topic_id=None, name="routing-topic"),), allow_auto_topic_creation=True,
         include_topic_authorized_operations=False))
@@ -86,7 +86,7 @@ def test_metadata_names_only_our_listeners(sidecar) -> None:
 
 
 def test_every_listener_forwards_and_rewrites(sidecar) -> None:
-    server, upstream, base = sidecar
+    server, _, base = sidecar
     for port in (server.port, base + 1, base + 2, base + 3):
         response = call(port, MetadataRequest(topics=None, allow_auto_topic_creation=False,
                                               include_topic_authorized_operations=False))
