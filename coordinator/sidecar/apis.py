@@ -44,15 +44,24 @@ DECODED = (0, 1, 3, 60)  # responses we may rewrite: versions limited to the one
 
 @cache
 def decodable(api_key: int) -> tuple[int, int] | None:
+    """The contiguous range of versions we have schemas for. Loading them imports a module per
+    version, so `warm()` runs this at start-up rather than on a client's first ApiVersions."""
     versions = []
     for version in range(0, 32):
         try:
             request_schema(api_key, version)
             response_schema(api_key, version)
         except Exception:
+            if versions:
+                break
             continue
         versions.append(version)
     return (min(versions), max(versions)) if versions else None
+
+
+def warm() -> None:
+    for api_key in (*DECODED, TXN_OFFSET_COMMIT):
+        decodable(api_key)
 
 
 def api_table(ours: Mapping[int, tuple[int, int]], upstream: Mapping[int, tuple[int, int]]

@@ -51,6 +51,7 @@ class Sidecar:
         self.offsets = OffsetBridge(self.cluster, shard, settings.upstream_offsets_mirror_interval_ms)
         self._coordinator = coordinator
         self.local_keys: frozenset[int] = frozenset()
+        apis.warm()
         self._table: tuple[Mapping[int, tuple[int, int]], dict[int, tuple[int, int]]] | None = None
 
     # -- wiring -------------------------------------------------------------------------------
