@@ -46,7 +46,7 @@ DECODED = (0, 1, 3, 60)  # responses we may rewrite: versions limited to the one
 def decodable(api_key: int) -> tuple[int, int] | None:
     """The contiguous range of versions we have schemas for. Loading them imports a module per
     version, so `warm()` runs this at start-up rather than on a client's first ApiVersions."""
-    versions = []
+    versions: list[int] = []
     for version in range(0, 32):
         try:
             request_schema(api_key, version)
