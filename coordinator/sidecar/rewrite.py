@@ -52,9 +52,20 @@ def _metadata(response: Any, endpoints: Endpoints) -> Any:
                for b in response.brokers for h, p in [endpoints.address(int(b.node_id))]]
     node_id, host, port = endpoints.coordinator
     if brokers and all(int(b.node_id) != node_id for b in brokers):
-        brokers.append(dataclasses.replace(response.brokers[0], node_id=type(response.brokers[0].node_id)(node_id),
-                                           host=host, port=port, rack=None))
+        brokers.append(_like(response.brokers[0], node_id=node_id, host=host, port=port))
     return dataclasses.replace(response, brokers=tuple(brokers))
+
+
+def _like(entry: Any, **values: Any) -> Any:
+    """Another entry of the same (version's) class: the given fields, rack (where the version
+    has one) none."""
+    fields = {f.name for f in dataclasses.fields(entry)}
+    if "rack" in fields:
+        values["rack"] = None
+    for name in ("node_id", "broker_id"):
+        if name in values:
+            values[name] = type(getattr(entry, name))(values[name])
+    return dataclasses.replace(entry, **values)
 
 
 def _describe_cluster(response: Any, endpoints: Endpoints) -> Any:
@@ -64,9 +75,7 @@ def _describe_cluster(response: Any, endpoints: Endpoints) -> Any:
                for b in response.brokers for h, p in [endpoints.address(int(b.broker_id))]]
     node_id, host, port = endpoints.coordinator
     if all(int(b.broker_id) != node_id for b in brokers):
-        first = response.brokers[0]
-        brokers.append(dataclasses.replace(first, broker_id=type(first.broker_id)(node_id), host=host, port=port,
-                                           rack=None))
+        brokers.append(_like(response.brokers[0], broker_id=node_id, host=host, port=port))
     return dataclasses.replace(response, brokers=tuple(brokers))
 
 

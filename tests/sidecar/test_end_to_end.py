@@ -93,6 +93,7 @@ def test_confluent_group_through_sidecar_on_mock_cluster(tmp_path, mock_upstream
         server.stop()
 
 
+@pytest.mark.slow
 def test_confluent_group_through_sidecar_on_embedded_upstream(tmp_path, embedded_upstream: Upstream) -> None:
     base = free_base_port()
     server = sidecar_process(tmp_path / "sidecar", embedded_upstream.bootstrap, base).start()

@@ -26,6 +26,7 @@ from .conftest import free_base_port, sidecar_process
 pytestmark = pytest.mark.interop
 
 
+@pytest.mark.slow
 def test_members_keep_everything_when_a_standby_takes_over(tmp_path) -> None:
     upstream = ServerProcess(tmp_path / "upstream", overrides={"node.id": "1", "topics": f"{TOPIC}:{PARTITIONS}"})
     upstream.start()
