@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from .rewrite import needs_rewrite, rewrite
 from .upstream import UpstreamConnection
-from .wire import ForwardError, expects_response, peek_header, reframe_response
+from .wire import ForwardError, expects_response, peek_header, set_correlation_id
 
 if TYPE_CHECKING:
     from .sidecar import Sidecar
@@ -36,10 +36,10 @@ class Route:
         self.local_keys = sidecar.local_keys
         self._upstream: UpstreamConnection | None = None
 
-    def forward(self, frame: bytes) -> asyncio.Future[bytes | None]:
+    def forward(self, frame: bytes) -> asyncio.Future[bytes | bytearray | None]:
         return asyncio.ensure_future(self._forward(frame))
 
-    async def _forward(self, frame: bytes) -> bytes | None:
+    async def _forward(self, frame: bytes) -> bytes | bytearray | None:
         api_key, version, correlation_id = peek_header(frame)
         upstream = self._upstream
         if upstream is None or upstream.closed:
@@ -50,7 +50,7 @@ class Route:
         body = await pending
         if needs_rewrite(api_key, version):
             return rewrite(api_key, version, body, correlation_id, self._sidecar.listeners)
-        return reframe_response(body, correlation_id)
+        return set_correlation_id(body, correlation_id)
 
     async def _connect(self) -> UpstreamConnection:
         cluster = self._sidecar.cluster

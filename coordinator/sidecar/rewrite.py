@@ -19,9 +19,10 @@ from typing import Any, Protocol
 
 from protocol.codec import encode_response
 
-from .wire import decode_response, reframe_response
+from .wire import decode_response, set_correlation_id, top_level_tags
 
 PRODUCE, FETCH, METADATA, DESCRIBE_CLUSTER = 0, 1, 3, 60
+NODE_ENDPOINTS_TAG = 0
 
 
 class Endpoints(Protocol):
@@ -38,12 +39,18 @@ def needs_rewrite(api_key: int, version: int) -> bool:
             or (api_key == FETCH and version >= 16))
 
 
-def rewrite(api_key: int, version: int, body: bytes, correlation_id: int, endpoints: Endpoints) -> bytes:
-    """The framed response for the client: rewritten when it carries endpoints."""
+def rewrite(api_key: int, version: int, body: bytearray, correlation_id: int, endpoints: Endpoints
+            ) -> bytes | bytearray:
+    """The framed response for the client: rewritten when it carries endpoints. Produce and Fetch
+    are decoded only when their top-level tagged fields hold the leader hints (tag 0)."""
+    if api_key in (PRODUCE, FETCH):
+        tags = top_level_tags(api_key, version, body)
+        if tags is not None and NODE_ENDPOINTS_TAG not in tags:
+            return set_correlation_id(body, correlation_id)
     response = decode_response(api_key, version, body)
     rewritten = _REWRITERS[api_key](response, endpoints)
     if rewritten is None:
-        return reframe_response(body, correlation_id)
+        return set_correlation_id(body, correlation_id)
     return encode_response(correlation_id, rewritten)
 
 

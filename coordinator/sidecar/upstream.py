@@ -42,7 +42,7 @@ class UpstreamConnection(asyncio.Protocol):
         self.address = address
         self._transport: asyncio.Transport | None = None
         self._splitter = ResponseSplitter(MAX_RESPONSE_BYTES)
-        self._waiting: collections.deque[tuple[int, asyncio.Future[bytes]]] = collections.deque()
+        self._waiting: collections.deque[tuple[int, asyncio.Future[bytearray]]] = collections.deque()
         self._ids = itertools.count(1)
         self.closed = False
 
@@ -62,16 +62,15 @@ class UpstreamConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         try:
-            bodies = self._splitter.feed(data)
-            for body in bodies:
+            for frame in self._splitter.feed(data):
                 if not self._waiting:
                     raise UpstreamProtocolError("upstream sent a response nobody asked for")
                 expected, future = self._waiting.popleft()
-                got = response_correlation_id(body)
+                got = response_correlation_id(frame)
                 if got != expected:
                     raise UpstreamProtocolError(f"upstream answered correlation id {got}, expected {expected}")
                 if not future.done():
-                    future.set_result(body)
+                    future.set_result(frame)
         except UpstreamProtocolError as exc:
             log.warning("upstream_stream_broken", upstream=self.address, detail=str(exc))
             self.close(ForwardError(f"upstream {self.address}: {exc}"))
@@ -80,17 +79,17 @@ class UpstreamConnection(asyncio.Protocol):
         self.close(ForwardError(f"upstream {self.address} closed the connection"))
 
     # -- requests -----------------------------------------------------------------------------
-    def send_frame(self, frame: bytes, expect_response: bool = True) -> asyncio.Future[bytes] | None:
+    def send_frame(self, frame: bytes, expect_response: bool = True) -> asyncio.Future[bytearray] | None:
         """Send a client's request frame (size prefix removed) under a new correlation id; the
-        future gets the response body (size prefix removed), or None is returned for acks=0."""
+        future gets the response frame (size prefix included), or None is returned for acks=0."""
         if self.closed or self._transport is None:
             raise ForwardError(f"upstream {self.address} connection is closed")
         correlation_id = next(self._ids) & 0x7FFFFFFF
-        future: asyncio.Future[bytes] | None = None
+        future: asyncio.Future[bytearray] | None = None
         if expect_response:
             future = asyncio.get_running_loop().create_future()
             self._waiting.append((correlation_id, future))
-        self._transport.write(reframe_request(frame, correlation_id))
+        self._transport.writelines(reframe_request(frame, correlation_id))
         return future
 
     async def call(self, api_key: int, request: Any) -> Any:
@@ -98,7 +97,7 @@ class UpstreamConnection(asyncio.Protocol):
         if self.closed or self._transport is None:
             raise ForwardError(f"upstream {self.address} connection is closed")
         correlation_id = next(self._ids) & 0x7FFFFFFF
-        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[bytearray] = asyncio.get_running_loop().create_future()
         self._waiting.append((correlation_id, future))
         self._transport.write(encode_request(api_key, correlation_id, CLIENT_ID, request))
         body = await future

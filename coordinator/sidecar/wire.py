@@ -2,8 +2,9 @@
 and kio decoding/encoding of the few responses the sidecar must read or rewrite.
 
 A forwarded request is never decoded: only its fixed header prefix (api key, version, correlation
-id) is read, and only the correlation id is replaced. Responses are split from the upstream stream
-by their size prefix; their first four bytes are the correlation id in every header version.
+id) is read, and only the correlation id is replaced. Responses are cut from the upstream stream as
+whole frames (size prefix included) into one buffer each, the only copy Python makes of them; the
+correlation id (the four bytes after the size in every header version) is then replaced in place.
 """
 
 from __future__ import annotations
@@ -41,20 +42,21 @@ def peek_header(frame: bytes) -> tuple[int, int, int]:
     return _HEAD.unpack_from(frame, 0)
 
 
-def reframe_request(frame: bytes, correlation_id: int) -> bytes:
-    """The same request with another correlation id, size-prefixed for the upstream socket."""
-    return b"".join((_SIZE.pack(len(frame)), frame[:4], _I32.pack(correlation_id), frame[8:]))
+def reframe_request(frame: bytes, correlation_id: int) -> list[bytes | memoryview]:
+    """The same request with another correlation id, size-prefixed for the upstream socket, as
+    chunks for `writelines` (the body is not copied)."""
+    head = _SIZE.pack(len(frame)) + frame[:4] + _I32.pack(correlation_id)
+    return [head, memoryview(frame)[8:]]
 
 
-def reframe_response(body: bytes, correlation_id: int) -> bytes:
-    """An upstream response body (size prefix removed) with the client's correlation id, framed."""
-    return b"".join((_SIZE.pack(len(body)), _I32.pack(correlation_id), body[4:]))
+def set_correlation_id(frame: bytearray, correlation_id: int) -> bytearray:
+    """An upstream response frame (size prefix included) given the client's correlation id."""
+    _I32.pack_into(frame, 4, correlation_id)
+    return frame
 
 
-def response_correlation_id(body: bytes) -> int:
-    if len(body) < 4:
-        raise UpstreamProtocolError(f"response of {len(body)} bytes has no correlation id")
-    return int(_I32.unpack_from(body, 0)[0])
+def response_correlation_id(frame: bytearray) -> int:
+    return int(_I32.unpack_from(frame, 4)[0])
 
 
 def expects_response(frame: bytes) -> bool:
@@ -91,7 +93,7 @@ def _body_offset(frame: bytes, flexible: bool) -> int:
     return offset
 
 
-def _uvarint(data: bytes, offset: int) -> tuple[int, int]:
+def _uvarint(data: bytes | bytearray, offset: int) -> tuple[int, int]:
     result = shift = 0
     while True:
         byte = data[offset]
@@ -105,29 +107,43 @@ def _uvarint(data: bytes, offset: int) -> tuple[int, int]:
 
 
 class ResponseSplitter:
-    """Splits an upstream byte stream into response bodies (size prefix removed)."""
+    """Cuts an upstream byte stream into response frames (size prefix included). Each frame's
+    buffer is allocated once its size is known and filled as chunks arrive."""
 
-    __slots__ = ("_buffer", "_max_size")
+    __slots__ = ("_filled", "_frame", "_head", "_max_size")
 
     def __init__(self, max_size: int) -> None:
-        self._buffer = bytearray()
+        self._head = bytearray()
+        self._frame: bytearray | None = None
+        self._filled = 0
         self._max_size = max_size
 
-    def feed(self, data: bytes) -> list[bytes]:
-        buffer = self._buffer
-        buffer += data
-        out: list[bytes] = []
-        start, end = 0, len(buffer)
-        while end - start >= 4:
-            (size,) = _SIZE.unpack_from(buffer, start)
-            if size < 4 or size > self._max_size:
-                raise UpstreamProtocolError(f"upstream response size {size} is out of range")
-            if end - start - 4 < size:
-                break
-            out.append(bytes(buffer[start + 4: start + 4 + size]))
-            start += 4 + size
-        if start:
-            del buffer[:start]
+    def feed(self, data: bytes) -> list[bytearray]:
+        out: list[bytearray] = []
+        view = memoryview(data)
+        position, end = 0, len(data)
+        while position < end:
+            frame = self._frame
+            if frame is None:
+                take = min(4 - len(self._head), end - position)
+                self._head += view[position:position + take]
+                position += take
+                if len(self._head) < 4:
+                    break
+                (size,) = _SIZE.unpack_from(self._head, 0)
+                if size < 4 or size > self._max_size:
+                    raise UpstreamProtocolError(f"upstream response size {size} is out of range")
+                frame = self._frame = bytearray(4 + size)
+                frame[:4] = self._head
+                self._head.clear()
+                self._filled = 4
+            take = min(len(frame) - self._filled, end - position)
+            frame[self._filled:self._filled + take] = view[position:position + take]
+            self._filled += take
+            position += take
+            if self._filled == len(frame):
+                out.append(frame)
+                self._frame = None
         return out
 
 
@@ -140,12 +156,13 @@ def _response_readers(api_key: int, version: int) -> tuple[Callable[..., Any], C
     return entity_reader(cls.__header_schema__), entity_reader(cls)
 
 
-def decode_response(api_key: int, version: int, body: bytes) -> Any:
-    """The kio response entity of an upstream response body (size prefix removed)."""
+def decode_response(api_key: int, version: int, frame: bytes | bytearray) -> Any:
+    """The kio response entity of an upstream response frame (size prefix included)."""
     header_reader, body_reader = _response_readers(api_key, version)
     try:
-        _, offset = header_reader(body, 0)
-        entity, _ = body_reader(body, offset)
+        data = bytes(frame[4:])
+        _, offset = header_reader(data, 0)
+        entity, _ = body_reader(data, offset)
     except Exception as exc:  # kio raises several types for bad bytes; all mean the same
         raise UpstreamProtocolError(
             f"cannot decode upstream response to api {api_key} v{version}: {type(exc).__name__}: {exc}") from exc
@@ -177,3 +194,76 @@ class ForwardError(ProtocolError):
     connection is closed, as a broker that went away would close it."""
 
     reason = "upstream_unavailable"
+
+
+# ---- finding the leader hints without decoding a whole Produce or Fetch response -----------------
+#
+# Produce v10+ and Fetch v16+ carry their NodeEndpoints leader hints as a top-level tagged field
+# (tag 0), after every topic and partition. Decoding a Fetch response with kio just to look for it
+# costs more than forwarding it, so the response is walked instead: fixed-size fields skipped,
+# arrays, strings, records and tagged fields skipped by their lengths (cost by partition count,
+# not by bytes). Anything unexpected returns None and the caller decodes.
+
+
+def _skip_tags(data: bytes | bytearray, offset: int) -> tuple[set[int], int]:
+    count, offset = _uvarint(data, offset)
+    tags = set()
+    for _ in range(count):
+        tag, offset = _uvarint(data, offset)
+        size, offset = _uvarint(data, offset)
+        tags.add(tag)
+        offset += size
+    return tags, offset
+
+
+def _skip_compact(data: bytes | bytearray, offset: int) -> int:
+    """A compact string, bytes or records field (length + 1; 0 = null)."""
+    length, offset = _uvarint(data, offset)
+    return offset + max(length - 1, 0)
+
+
+def top_level_tags(api_key: int, version: int, body: bytes | bytearray) -> set[int] | None:
+    """The tags of a Produce (v10+) or Fetch (v16+) response frame's top-level tagged fields."""
+    try:
+        _, offset = _skip_tags(body, 8)  # size; response header v1: correlation id, tagged fields
+        if api_key == PRODUCE_KEY:
+            offset = _skip_produce(body, offset, version)
+        else:
+            offset = _skip_fetch(body, offset + 10)  # throttle, error code, session id
+        tags, offset = _skip_tags(body, offset)
+    except (IndexError, struct.error):
+        return None
+    return tags if offset == len(body) else None
+
+
+def _skip_produce(data: bytes | bytearray, offset: int, version: int) -> int:
+    topics, offset = _uvarint(data, offset)
+    for _ in range(topics - 1):
+        offset = offset + 16 if version >= 13 else _skip_compact(data, offset)
+        partitions, offset = _uvarint(data, offset)
+        for _ in range(partitions - 1):
+            offset += 4 + 2 + 8 + 8 + 8  # index, error, base offset, append time, log start offset
+            errors, offset = _uvarint(data, offset)
+            for _ in range(errors - 1):
+                offset = _skip_compact(data, offset + 4)
+                _, offset = _skip_tags(data, offset)
+            offset = _skip_compact(data, offset)  # error message
+            _, offset = _skip_tags(data, offset)
+        _, offset = _skip_tags(data, offset)
+    return offset + 4  # throttle time
+
+
+def _skip_fetch(data: bytes | bytearray, offset: int) -> int:
+    topics, offset = _uvarint(data, offset)
+    for _ in range(topics - 1):
+        offset += 16  # topic id
+        partitions, offset = _uvarint(data, offset)
+        for _ in range(partitions - 1):
+            offset += 4 + 2 + 8 + 8 + 8
+            aborted, offset = _uvarint(data, offset)
+            for _ in range(aborted - 1):
+                _, offset = _skip_tags(data, offset + 16)
+            offset = _skip_compact(data, offset + 4)  # preferred read replica, then records
+            _, offset = _skip_tags(data, offset)
+        _, offset = _skip_tags(data, offset)
+    return offset

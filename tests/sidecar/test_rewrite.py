@@ -3,11 +3,15 @@ send it, rewritten, and decoded as a client would read it."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coordinator.sidecar.rewrite import needs_rewrite, rewrite
+from coordinator.sidecar.wire import top_level_tags
 from protocol.build import build
 from protocol.codec import encode_response
 from protocol.schemas import response_schema
@@ -26,10 +30,9 @@ class Endpoints:
 
 
 def through_sidecar(api_key: int, version: int, description: dict[str, Any]) -> Any:
-    upstream_frame = encode_response(77, build(response_schema(api_key, version), description))
-    body = upstream_frame[4:]
-    client_frame = rewrite(api_key, version, body, 5, Endpoints())
-    correlation_id, response = decode_response(api_key, version, client_frame[4:])
+    upstream_frame = bytearray(encode_response(77, build(response_schema(api_key, version), description)))
+    client_frame = rewrite(api_key, version, upstream_frame, 5, Endpoints())
+    correlation_id, response = decode_response(api_key, version, bytes(client_frame[4:]))
     assert correlation_id == 5
     return response
 
@@ -61,5 +64,58 @@ def test_leader_hints_of_produce_and_fetch_are_rewritten(api_key: int, version: 
 
 def test_responses_without_endpoints_pass_through_byte_for_byte() -> None:
     assert not needs_rewrite(0, 9) and not needs_rewrite(1, 15) and not needs_rewrite(9, 8)
-    frame = encode_response(77, build(response_schema(0, 11), {"responses": [], "node_endpoints": []}))
-    assert rewrite(0, 11, frame[4:], 77, Endpoints()) == frame
+    frame = encode_response(3, build(response_schema(0, 11), {"responses": [], "node_endpoints": []}))
+    assert rewrite(0, 11, bytearray(frame), 77, Endpoints()) == frame[:4] + (77).to_bytes(4, "big") + frame[8:]
+
+
+partition_errors = st.lists(st.tuples(st.integers(0, 100), st.one_of(st.none(), st.text(max_size=5))), max_size=2)
+
+
+@st.composite
+def produce_response(draw: st.DrawFn) -> dict[str, Any]:
+    return {"throttle_time": draw(st.integers(0, 100)), "responses": [
+        {"name": draw(st.text("abc", min_size=1, max_size=4)), "topic_id": uuid.UUID(int=draw(st.integers(0, 2**64))),
+         "partition_responses": [
+             {"index": i, "error_code": draw(st.sampled_from([0, 6])), "base_offset": draw(st.integers(-1, 10**6)),
+              "log_start_offset": 0, "error_message": draw(st.one_of(st.none(), st.text(max_size=8))),
+              "record_errors": [{"batch_index": b, "batch_index_error_message": m} for b, m in draw(partition_errors)],
+              "current_leader": draw(st.sampled_from([{"leader_id": -1, "leader_epoch": -1},
+                                                       {"leader_id": 2, "leader_epoch": 7}]))}
+             for i in range(draw(st.integers(0, 3)))]}
+        for _ in range(draw(st.integers(0, 3)))],
+        "node_endpoints": draw(st.sampled_from([[], [{"node_id": 2, "host": "10.0.0.2", "port": 9092}]]))}
+
+
+@st.composite
+def fetch_response(draw: st.DrawFn) -> dict[str, Any]:
+    return {"throttle_time": 0, "error_code": 0, "session_id": draw(st.integers(0, 1000)), "responses": [
+        {"topic_id": uuid.UUID(int=draw(st.integers(0, 2**64))), "partitions": [
+            {"partition_index": i, "error_code": draw(st.sampled_from([0, 6])), "high_watermark": 10,
+             "last_stable_offset": 10, "log_start_offset": 0, "preferred_read_replica": -1,
+             "aborted_transactions": draw(st.sampled_from([None, [], [{"producer_id": 1, "first_offset": 2}]])),
+             "records": draw(st.one_of(st.none(), st.binary(max_size=300))),
+             "current_leader": draw(st.sampled_from([{"leader_id": -1, "leader_epoch": -1},
+                                                      {"leader_id": 1, "leader_epoch": 3}]))}
+            for i in range(draw(st.integers(0, 3)))]}
+        for _ in range(draw(st.integers(0, 3)))],
+        "node_endpoints": draw(st.sampled_from([[], [{"node_id": 1, "host": "10.0.0.1", "port": 9092}]]))}
+
+
+@settings(max_examples=40)
+@given(st.sampled_from([10, 11, 12, 13]), produce_response())
+def test_leader_hints_are_found_in_produce_responses_without_decoding(version: int, description: dict[str, Any]) -> None:
+    body = encode_response(3, build(response_schema(0, version), description))
+    assert top_level_tags(0, version, body) == ({0} if description["node_endpoints"] else set())
+
+
+@settings(max_examples=40)
+@given(st.sampled_from([16, 17, 18]), fetch_response())
+def test_leader_hints_are_found_in_fetch_responses_without_decoding(version: int, description: dict[str, Any]) -> None:
+    body = encode_response(3, build(response_schema(1, version), description))
+    assert top_level_tags(1, version, body) == ({0} if description["node_endpoints"] else set())
+
+
+def test_a_walk_that_does_not_end_at_the_end_gives_up() -> None:
+    body = encode_response(3, build(response_schema(1, 16), {"responses": []}))
+    assert top_level_tags(1, 16, body + b"\x00") is None
+    assert top_level_tags(1, 16, body[:-3]) is None
