@@ -104,45 +104,56 @@ def run_round(name: str, bootstrap: str, messages: int, latency: int, round_no: 
             "produce_p50_ms": statistics.median(samples) * 1000, "produce_p99_ms": percentile(samples, 0.99) * 1000}
 
 
+def measure(messages: int, rounds: int, latency: int, workdir: Path) -> dict[str, dict[str, Any]]:
+    """Best of `rounds` (highest rate, lowest latency) per target: {"direct": {...}, "sidecar": {...}}."""
+    mock, upstream = start_mock()
+    server = ServerProcess(workdir / "sidecar-data", overrides={
+        "upstream.bootstrap.servers": upstream, "sidecar.listener.base.port": str(free_port() - 1)})
+    try:
+        server.start()
+        results: dict[str, list[dict[str, Any]]] = {"direct": [], "sidecar": []}
+        for round_no in range(rounds):
+            for name, bootstrap in (("direct", upstream), ("sidecar", server.bootstrap)):
+                results[name].append(run_round(name, bootstrap, messages, latency, round_no))
+                print(name, round_no, {k: round(v, 2) if v else v for k, v in results[name][-1].items()}, flush=True)
+        return {name: {k: (max if "msgs" in k else min)([r[k] for r in rows if r[k] is not None], default=None)
+                       for k in rows[0]} for name, rows in results.items()}
+    finally:
+        server.stop()
+        mock.kill()
+        mock.wait(10)
+        if mock.stdout is not None:
+            mock.stdout.close()
+
+
+def table(best: dict[str, dict[str, Any]]) -> list[str]:
+    d, s = best["direct"], best["sidecar"]
+    lines = ["| | direct | through the sidecar | ratio / added |", "|---|---|---|---|",
+             f"| Produce, 1 KB messages/s | {d['produce_msgs']:,.0f} | {s['produce_msgs']:,.0f} | "
+             f"{s['produce_msgs'] / d['produce_msgs']:.2f} |",
+             f"| Fetch, 1 KB messages/s | {d['fetch_msgs']:,.0f} | {s['fetch_msgs']:,.0f} | "
+             f"{s['fetch_msgs'] / d['fetch_msgs']:.2f} |",
+             f"| Produce round trip p50 (ms) | {d['produce_p50_ms']:.2f} | {s['produce_p50_ms']:.2f} | "
+             f"+{s['produce_p50_ms'] - d['produce_p50_ms']:.2f} |",
+             f"| Produce round trip p99 (ms) | {d['produce_p99_ms']:.2f} | {s['produce_p99_ms']:.2f} | "
+             f"+{s['produce_p99_ms'] - d['produce_p99_ms']:.2f} |"]
+    if d["fetch_rtt_p99_ms"] and s["fetch_rtt_p99_ms"]:
+        lines.append(f"| Fetch round trip p99 (ms, librdkafka rtt) | {d['fetch_rtt_p99_ms']:.2f} | "
+                     f"{s['fetch_rtt_p99_ms']:.2f} | +{s['fetch_rtt_p99_ms'] - d['fetch_rtt_p99_ms']:.2f} |")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--latency", type=int, default=2000, help="messages sent one at a time")
     args = parser.parse_args()
-    mock, upstream = start_mock()
-    workdir = Path(tempfile.mkdtemp(prefix="sidecar-bench-"))
-    server = ServerProcess(workdir / "data", overrides={
-        "upstream.bootstrap.servers": upstream, "sidecar.listener.base.port": str(free_port() - 1)})
-    try:
-        server.start()
-        results: dict[str, list[dict[str, Any]]] = {"direct": [], "sidecar": []}
-        for round_no in range(args.rounds):
-            for name, bootstrap in (("direct", upstream), ("sidecar", server.bootstrap)):
-                results[name].append(run_round(name, bootstrap, args.messages, args.latency, round_no))
-                print(name, round_no, {k: round(v, 2) if v else v for k, v in results[name][-1].items()}, flush=True)
-        best = {name: {k: (max if "msgs" in k else min)([r[k] for r in rows if r[k] is not None], default=None)
-                       for k in rows[0]} for name, rows in results.items()}
-        d, s = best["direct"], best["sidecar"]
-        print()
-        print("| | direct | through the sidecar | ratio / added |")
-        print("|---|---|---|---|")
-        print(f"| Produce, 1 KB messages/s | {d['produce_msgs']:,.0f} | {s['produce_msgs']:,.0f} | "
-              f"{s['produce_msgs'] / d['produce_msgs']:.2f} |")
-        print(f"| Fetch, 1 KB messages/s | {d['fetch_msgs']:,.0f} | {s['fetch_msgs']:,.0f} | "
-              f"{s['fetch_msgs'] / d['fetch_msgs']:.2f} |")
-        print(f"| Produce round trip p50 (ms) | {d['produce_p50_ms']:.2f} | {s['produce_p50_ms']:.2f} | "
-              f"+{s['produce_p50_ms'] - d['produce_p50_ms']:.2f} |")
-        print(f"| Produce round trip p99 (ms) | {d['produce_p99_ms']:.2f} | {s['produce_p99_ms']:.2f} | "
-              f"+{s['produce_p99_ms'] - d['produce_p99_ms']:.2f} |")
-        if d["fetch_rtt_p99_ms"] and s["fetch_rtt_p99_ms"]:
-            print(f"| Fetch round trip p99 (ms, librdkafka rtt) | {d['fetch_rtt_p99_ms']:.2f} | "
-                  f"{s['fetch_rtt_p99_ms']:.2f} | +{s['fetch_rtt_p99_ms'] - d['fetch_rtt_p99_ms']:.2f} |")
-        return 0
-    finally:
-        server.stop()
-        mock.kill()
-        mock.wait(10)
+    with tempfile.TemporaryDirectory(prefix="sidecar-bench-") as tmp:
+        best = measure(args.messages, args.rounds, args.latency, Path(tmp))
+    print()
+    print("\n".join(table(best)))
+    return 0
 
 
 if __name__ == "__main__":

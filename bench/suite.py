@@ -10,11 +10,14 @@ churn        KIP-848 join storm, then leaves and crashes.
 assignor     The uniform assignor (bench/assignor_bench.py's shapes and helpers).
 replay       Record log replay (bench/recordlog_bench.py's record shape).
 commits      OffsetCommit throughput under each log.flush.policy.
+sidecar      Produce and Fetch of 1 KB messages through the sidecar vs. the same upstream (librdkafka's
+             mock cluster) directly (bench/sidecar_throughput.py): throughput ratio, added p99.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import collections
 import contextlib
 import datetime
@@ -37,7 +40,7 @@ from bench.loadgen import scenarios as sc
 from tests.support.server import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = ["throughput", "scale", "convergence", "churn", "assignor", "replay", "commits"]
+SECTIONS = ["throughput", "scale", "convergence", "churn", "assignor", "replay", "commits", "sidecar"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,8 @@ class Sizes:
     assignor_per_topic: int
     replay_records: int
     commit_seconds: float
+    sidecar_messages: int = 50_000
+    sidecar_latency: int = 2_000
 
 
 FULL = Sizes("full", 8.0, 100, 10, 16, 16, 50_000, 1_000, 100, 5_000, 300.0, 60.0, 100, 10, 1_000, 1_000,
@@ -73,6 +78,10 @@ QUICK = Sizes("quick", 3.0, 20, 10, 16, 16, 5_000, 100, 100, 2_000, 5.0, 10.0, 1
               500, 50, 1_000, 100, 1_000, 200_000, 2.0)
 TINY = Sizes("tiny", 0.6, 2, 5, 4, 4, 100, 5, 20, 500, 0.3, 1.0, 10, 2, 100, 200,
              20, 2, 20, 4, 50, 5_000, 0.5)
+
+
+QUICK = replace(QUICK, sidecar_messages=10_000, sidecar_latency=500)
+TINY = replace(TINY, sidecar_messages=1_000, sidecar_latency=50)
 
 
 @dataclass
@@ -382,6 +391,24 @@ async def section_commits(s: Sizes, workdir: Path, prof: Profiler, procs: int) -
 
 # ---- report -----------------------------------------------------------------------------------
 
+async def section_sidecar(s: Sizes, workdir: Path) -> list[Row]:
+    from bench.sidecar_throughput import measure
+
+    best = await asyncio.to_thread(measure, s.sidecar_messages, 2, s.sidecar_latency, workdir)
+    d, c = best["direct"], best["sidecar"]
+    rows = []
+    for label, key in (("Produce 1 KB through the sidecar", "produce_msgs"), ("Fetch 1 KB through the sidecar", "fetch_msgs")):
+        ratio = c[key] / d[key]
+        rows.append(Row("sidecar", label, "coordinator (sidecar)",
+                        f"{c[key]:,.0f} msg/s vs {d[key]:,.0f} direct (ratio {ratio:.2f})", ">= 0.8 of direct",
+                        verdict(ratio >= 0.8)))
+    added = c["produce_p99_ms"] - d["produce_p99_ms"]
+    rows.append(Row("sidecar", "Produce round trip p99 added by the sidecar", "coordinator (sidecar)",
+                    f"+{added:.2f} ms ({c['produce_p99_ms']:.2f} vs {d['produce_p99_ms']:.2f} ms direct)", "< 1 ms",
+                    verdict(added < 1.0)))
+    return rows
+
+
 def machine() -> dict[str, str]:
     import kio
     import uvloop as uv
@@ -542,6 +569,8 @@ async def run_sections(args: argparse.Namespace, sizes: Sizes, workdir: Path) ->
                 got = section_assignor(sizes)
             elif section == "replay":
                 got = section_replay(sizes, workdir)
+            elif section == "sidecar":
+                got = await section_sidecar(sizes, workdir)
             else:
                 got = await section_commits(sizes, workdir, prof, args.loadgen_processes)
         except Exception as exc:

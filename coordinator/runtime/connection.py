@@ -11,8 +11,10 @@ Rules (as a Kafka broker's SocketServer):
 
 Sidecar mode adds one routing rule (`route`): on a connection with a route, a frame whose api key
 is not served here is handed to the route as bytes, before any decoding, and its response (from
-the upstream broker) takes its place in the same order; a forwarding failure closes the
-connection with one log line, as a broker going away would.
+the upstream broker) takes its place in the same order. Consecutive forwarded frames are pipelined
+(sent on without waiting, up to `_PAUSE_AT` outstanding: the upstream broker answers them in
+order); a frame served here waits until the forwarded ones before it have been answered. A
+forwarding failure closes the connection with one log line, as a broker going away would.
 
 Handlers return a kio response entity or an already framed `EncodedResponse`, an awaitable of one,
 or None for "no response" (Produce with acks=0).
@@ -65,6 +67,7 @@ class KafkaConnection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._busy = False
         self._in_flight: asyncio.Future[Any] | None = None
+        self._forwarding: collections.deque[tuple[asyncio.Future[Any], bytes, float]] = collections.deque()
         self._reading_paused = False
         self._writing_paused = False
         self._closing = False
@@ -98,6 +101,8 @@ class KafkaConnection(asyncio.Protocol):
         self._queue.clear()
         if self._in_flight is not None and not self._in_flight.done():
             self._in_flight.cancel()  # e.g. a parked JoinGroup whose client went away
+        while self._forwarding:
+            self._forwarding.popleft()[0].cancel()
         if self._route is not None:
             self._route.close()
         self.idle.set()
@@ -160,14 +165,21 @@ class KafkaConnection(asyncio.Protocol):
     def _process_queue(self) -> None:
         while self._queue and not self._busy and not self._closing and not self._writing_paused:
             self.idle.clear()
+            route = self._route
+            if route is not None:
+                frame = self._queue[0]
+                if _API_KEY.unpack_from(frame)[0] not in route.local_keys:
+                    if len(self._forwarding) >= _PAUSE_AT:
+                        break
+                    self._queue.popleft()
+                    future = route.forward(frame)
+                    self._forwarding.append((future, frame, time.perf_counter()))
+                    future.add_done_callback(self._forwarded)
+                    continue
+                if self._forwarding:
+                    break  # served here, after the forwarded requests before it are answered
             frame = self._queue.popleft()
             started = time.perf_counter()
-            route = self._route
-            if route is not None and _API_KEY.unpack_from(frame)[0] not in route.local_keys:
-                self._busy = True
-                future = self._in_flight = route.forward(frame)
-                future.add_done_callback(self._forwarded(frame, started))
-                return
             try:
                 request = self._server.codec.decode(frame)
             except ProtocolError as exc:
@@ -192,7 +204,8 @@ class KafkaConnection(asyncio.Protocol):
                 return
             self._respond(request, _api_name(handler.api_key), result, started)
         if not self._busy:
-            self.idle.set()
+            if not self._forwarding:
+                self.idle.set()
             if self._reading_paused and not self._draining and len(self._queue) <= _RESUME_AT and self._transport:
                 self._reading_paused = False
                 self._transport.resume_reading()
@@ -214,10 +227,11 @@ class KafkaConnection(asyncio.Protocol):
 
         return done
 
-    def _forwarded(self, frame: bytes, started: float) -> Callable[[asyncio.Future[Any]], None]:
-        def done(future: asyncio.Future[Any]) -> None:
-            self._busy = False
-            self._in_flight = None
+    def _forwarded(self, _: asyncio.Future[Any]) -> None:
+        """A forwarded request was answered: write every response now due, in request order."""
+        forwarding = self._forwarding
+        while forwarding and forwarding[0][0].done():
+            future, frame, started = forwarding.popleft()
             if future.cancelled():
                 self.close()
                 self.idle.set()
@@ -234,9 +248,7 @@ class KafkaConnection(asyncio.Protocol):
                 self._out.append(data)
                 _STATS.bytes_out += len(data)
             _STATS.observe(_STATS.api(_api_name(_API_KEY.unpack_from(frame)[0])), time.perf_counter() - started)
-            self._process()
-
-        return done
+        self._process()
 
     def _respond(self, request: DecodedRequest, api: str, response: Any, started: float) -> None:
         if response is not None and not self._closing and self._transport is not None:

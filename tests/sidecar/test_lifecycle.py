@@ -64,11 +64,12 @@ def test_unreachable_upstream_is_retried_until_it_answers(tmp_path) -> None:
     try:
         server.start(wait=False)
         wait_until(lambda: any(e["event"] == "upstream_unreachable" and f"127.0.0.1:{upstream_port}" in e["upstream"]
-                               for e in events(server)), message="a log line naming the unreachable upstream")
+                               for e in events(server)), timeout=60,
+                   message="a log line naming the unreachable upstream")
         assert not server.ready()
         # The listener is open; group APIs say the coordinator is still loading.
         wait_until(lambda: offset_fetch(server.port, "g").error_code == COORDINATOR_LOAD_IN_PROGRESS,
-                   message="COORDINATOR_LOAD_IN_PROGRESS")
+                   timeout=30, message="COORDINATOR_LOAD_IN_PROGRESS")
         upstream.start()
         server.wait_ready()
         assert offset_fetch(server.port, "g").error_code == 0
