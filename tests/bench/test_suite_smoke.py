@@ -31,6 +31,7 @@ EXPECTED_ROWS = [
     ("log.flush.policy=always", "coordinator"),
     ("log.flush.policy=interval", "coordinator"),
     ("log.flush.policy=none", "coordinator"),
+    ("Produce 1 KB through the sidecar", "coordinator (sidecar)"),
 ]
 
 
