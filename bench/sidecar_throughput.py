@@ -6,7 +6,8 @@ Upstream: librdkafka's 3-broker mock cluster (its own process). Each round produ
 librdkafka consumer (assign from the beginning), once directly and once through the sidecar,
 alternating so both see the same machine load. Latency: one message at a time (produce + flush:
 the Produce round trip) and librdkafka's own per-broker request round-trip p99 (statistics
-`brokers.*.rtt`) while consuming (the Fetch round trip).
+`brokers.*.rtt`) while consuming (the Fetch round trip). The sidecar's own CPU time per MB it
+forwards is the number that survives a noisy machine: the ratios move with whatever else runs.
 
 Usage: .venv/bin/python bench/sidecar_throughput.py [--messages 50000] [--rounds 2] [--latency 2000]
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -44,17 +46,25 @@ def percentile(values: list[float], q: float) -> float:
 
 def produce(bootstrap: str, topic: str, count: int) -> float:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
+    failed: list[Any] = []
+
+    def report(err: Any, _: Any) -> None:
+        if err is not None:
+            failed.append(err)
+
     started = time.perf_counter()
     for i in range(count):
         while True:
             try:
-                producer.produce(topic, value=VALUE, key=str(i % 1000).encode())
+                producer.produce(topic, value=VALUE, key=str(i % 1000).encode(), on_delivery=report)
                 break
             except BufferError:
                 producer.poll(0.01)
         if i % 1000 == 0:
             producer.poll(0)
-    assert producer.flush(120) == 0
+    assert producer.flush(120) == 0, "messages left unsent"
+    if failed:
+        raise RuntimeError(f"{len(failed)} messages failed, e.g. {failed[0]}")
     return count / (time.perf_counter() - started)
 
 
@@ -90,18 +100,30 @@ def consume(bootstrap: str, topic: str, count: int) -> tuple[float, float | None
     started = time.perf_counter()
     while got < count:
         got += sum(1 for m in consumer.consume(1000, 1.0) if not m.error())
+        if time.perf_counter() - started > 120:
+            raise RuntimeError(f"read {got} of {count} messages in 120 s")
     elapsed = time.perf_counter() - started
     consumer.close()
     return count / elapsed, (max(rtts) if rtts else None)
 
 
-def run_round(name: str, bootstrap: str, messages: int, latency: int, round_no: int) -> dict[str, Any]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_round(name: str, bootstrap: str, messages: int, latency: int, round_no: int, sidecar_pid: int
+              ) -> dict[str, Any]:
     topic = f"bench-{name}-{round_no}"
+    cpu_before = cpu_seconds(sidecar_pid)
     produce_rate = produce(bootstrap, topic, messages)
     fetch_rate, fetch_rtt_p99 = consume(bootstrap, topic, messages)
+    cpu_ms_per_mb = (cpu_seconds(sidecar_pid) - cpu_before) * 1000 / (2 * messages * len(VALUE) / 1e6)
     samples = produce_latency(bootstrap, f"{topic}-latency", latency)
     return {"produce_msgs": produce_rate, "fetch_msgs": fetch_rate, "fetch_rtt_p99_ms": fetch_rtt_p99,
-            "produce_p50_ms": statistics.median(samples) * 1000, "produce_p99_ms": percentile(samples, 0.99) * 1000}
+            "produce_p50_ms": statistics.median(samples) * 1000, "produce_p99_ms": percentile(samples, 0.99) * 1000,
+            "sidecar_cpu_ms_per_mb": cpu_ms_per_mb}
 
 
 def measure(messages: int, rounds: int, latency: int, workdir: Path) -> dict[str, dict[str, Any]]:
@@ -114,7 +136,8 @@ def measure(messages: int, rounds: int, latency: int, workdir: Path) -> dict[str
         results: dict[str, list[dict[str, Any]]] = {"direct": [], "sidecar": []}
         for round_no in range(rounds):
             for name, bootstrap in (("direct", upstream), ("sidecar", server.bootstrap)):
-                results[name].append(run_round(name, bootstrap, messages, latency, round_no))
+                assert server.proc is not None
+                results[name].append(run_round(name, bootstrap, messages, latency, round_no, server.proc.pid))
                 print(name, round_no, {k: round(v, 2) if v else v for k, v in results[name][-1].items()}, flush=True)
         return {name: {k: (max if "msgs" in k else min)([r[k] for r in rows if r[k] is not None], default=None)
                        for k in rows[0]} for name, rows in results.items()}
@@ -137,6 +160,7 @@ def table(best: dict[str, dict[str, Any]]) -> list[str]:
              f"+{s['produce_p50_ms'] - d['produce_p50_ms']:.2f} |",
              f"| Produce round trip p99 (ms) | {d['produce_p99_ms']:.2f} | {s['produce_p99_ms']:.2f} | "
              f"+{s['produce_p99_ms'] - d['produce_p99_ms']:.2f} |"]
+    lines.append(f"| Sidecar CPU per MB forwarded (produced + fetched) | | {s['sidecar_cpu_ms_per_mb']:.1f} ms | |")
     if d["fetch_rtt_p99_ms"] and s["fetch_rtt_p99_ms"]:
         lines.append(f"| Fetch round trip p99 (ms, librdkafka rtt) | {d['fetch_rtt_p99_ms']:.2f} | "
                      f"{s['fetch_rtt_p99_ms']:.2f} | +{s['fetch_rtt_p99_ms'] - d['fetch_rtt_p99_ms']:.2f} |")

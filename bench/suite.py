@@ -402,6 +402,8 @@ async def section_sidecar(s: Sizes, workdir: Path) -> list[Row]:
         rows.append(Row("sidecar", label, "coordinator (sidecar)",
                         f"{c[key]:,.0f} msg/s vs {d[key]:,.0f} direct (ratio {ratio:.2f})", ">= 0.8 of direct",
                         verdict(ratio >= 0.8)))
+    rows.append(Row("sidecar", "Sidecar CPU per MB forwarded", "coordinator (sidecar)",
+                    f"{c['sidecar_cpu_ms_per_mb']:.1f} ms of one core per MB (produced + fetched)"))
     added = c["produce_p99_ms"] - d["produce_p99_ms"]
     rows.append(Row("sidecar", "Produce round trip p99 added by the sidecar", "coordinator (sidecar)",
                     f"+{added:.2f} ms ({c['produce_p99_ms']:.2f} vs {d['produce_p99_ms']:.2f} ms direct)", "< 1 ms",
