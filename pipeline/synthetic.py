@@ -1,10 +1,12 @@
-"""A synthetic rebalance history in the export format (JSON lines), for measuring the pipeline.
+"""A synthetic rebalance history as a partitioned Parquet dataset, for measuring the pipeline.
 
-    python -m pipeline.synthetic --events 10000000 --groups 10000 --output PATH [--days 7] [--seed 1]
+    python -m pipeline.synthetic --events 10000000 --groups 10000 --output DIR [--days 7] [--seed 1]
                                  [--workers N]
 
-PATH becomes a directory of `part-NNNNN.jsonl` files (one per worker; each group lives in one
-part). Each group is classic or consumer, has 2–12 members and 4–64 partitions of one topic, and
+DIR is replaced by the layout `coordinator history export --format parquet-partitioned` writes:
+`day=YYYY-MM-DD/bucket=B/synthetic-BBB-N.parquet`, one file per bucket and day (written by
+`coordinator.history.export.write_partitioned`, so the generator and the export cannot drift apart).
+A worker process generates whole buckets; each group's rows depend only on (seed, group index). Each group is classic or consumer, has 2–12 members and 4–64 partitions of one topic, and
 goes through rebalance episodes spread over `--days` days, each triggered by a join, a leave or a
 session timeout, with the rows the coordinator writes for them: the trigger, the rebalance start
 (classic) or epoch bump (consumer), revocations (eager classic groups revoke everything; consumer
@@ -17,16 +19,21 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import sys
 import time
+from collections.abc import Iterator
 from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
-import msgspec
+from coordinator.history.export import write_partitioned
+from coordinator.history.schema import SCHEMA_VERSION, group_bucket
 
-from coordinator.history.schema import SCHEMA_VERSION
-
+MIGRATING = 0.1
+"""Share of classic groups upgraded to consumer groups half-way through."""
+ROWS_PER_EPISODE = 15
+"""About the rows an episode writes (13 on average), so the episodes spread over all the days."""
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 DAY_MS = 86_400_000
 
@@ -44,10 +51,14 @@ def _range_assign(members: list[str], partitions: int) -> dict[str, list[int]]:
     return out
 
 
+def _group_id(index: int) -> str:
+    return f"group-{index:06d}"
+
+
 class _Group:
     def __init__(self, rng: random.Random, index: int, days: int) -> None:
         self.rng = rng
-        self.group_id = f"group-{index:06d}"
+        self.group_id = _group_id(index)
         self.group_type = "consumer" if rng.random() < 0.5 else "classic"
         self.partitions = rng.choice((4, 6, 8, 12, 16, 32, 64))
         self.topic = f"topic-{index % 500:03d}"
@@ -62,36 +73,54 @@ class _Group:
         return f"{self.group_id}-m{self.next_member:04d}"
 
 
-def _generate_part(args: tuple[int, int, int, int, int, Path]) -> int:
-    part, first_group, groups, events_per_group, days, output = args
-    rng = random.Random(part * 7919 + 17)
+def _group_rows(index: int, events: int, days: int, seed: int) -> list[dict[str, Any]]:
+    """The rows of one group (deterministic in (seed, index), whatever the worker count)."""
+    rng = random.Random(seed * 1_000_003 + index)
+    group = _Group(rng, index, days)
+    rows: list[dict[str, Any]] = []
+    span = days * DAY_MS
+    gap = max(1, span // max(1, events // ROWS_PER_EPISODE))  # mean time between triggers
+    t = START_MS + rng.randrange(0, gap)
+    # Some classic groups are upgraded half-way: every member leaves, then KIP-848 members take the
+    # empty group over (the coordinator's offline upgrade), as `group_type_changed` shows.
+    migrate_at = events // 2 if group.group_type == "classic" and rng.random() < MIGRATING else None
+    while len(rows) < events:
+        t += rng.randrange(1, 2 * gap)
+        if t >= START_MS + span:
+            t = START_MS + span - 1
+        if migrate_at is not None and len(rows) >= migrate_at:
+            migrate_at = None
+            while group.members:
+                _episode(group, rng, t, rows, leave=True)
+                t += 1_000
+            _row(rows, group, t, "group_type_changed", old_group_type="classic", group_type="consumer")
+            group.group_type = "consumer"
+            group.epoch = 0
+            continue
+        _episode(group, rng, t, rows)
+    return rows[:events]
+
+
+def _generate_bucket(args: tuple[int, list[int], int, int, int, int, Path]) -> int:
+    """Every group of one bucket, as that bucket's files of each day."""
+    bucket, indexes, per_group, extra, days, seed, output = args
     common = {"v": SCHEMA_VERSION, "node_id": 1, "cluster_id": "synthetic"}
-    encoder = msgspec.json.Encoder()
-    seq = part * 10**12
-    written = 0
-    path = output / f"part-{part:05d}.jsonl"
-    with open(path, "wb") as handle:
-        for index in range(first_group, first_group + groups):
-            group = _Group(rng, index, days)
-            rows: list[dict[str, Any]] = []
-            span = days * DAY_MS
-            t = START_MS + rng.randrange(0, DAY_MS // 4)
-            while len(rows) < events_per_group:
-                t += rng.randrange(1, max(2, span // max(1, events_per_group // 12)))
-                if t >= START_MS + span:
-                    t = START_MS + span - 1
-                _episode(group, rng, t, rows)
-            for row in rows[:events_per_group]:
+    seq = bucket * 10**12
+
+    def rows() -> Iterator[dict[str, Any]]:
+        nonlocal seq
+        for index in indexes:
+            for row in _group_rows(index, per_group + (1 if index < extra else 0), days, seed):
                 row.update(common)
                 row["seq"] = seq
                 seq += 1
-            handle.write(encoder.encode_lines(rows[:events_per_group]))
-            written += min(len(rows), events_per_group)
-    return written
+                yield row
+
+    return write_partitioned(rows(), output, basename=f"synthetic-{bucket:03d}", replace=False)
 
 
 def _row(rows: list[dict[str, Any]], group: _Group, ts: int, kind: str, **fields: Any) -> None:
-    row = {"kind": kind, "ts_ms": ts, "group_id": group.group_id, "group_type": group.group_type}
+    row = {"kind": kind, "ts_ms": ts, "group_id": group.group_id, "group_type": fields.pop("group_type", group.group_type)}
     row.update({k: v for k, v in fields.items() if v is not None})
     rows.append(row)
 
@@ -100,11 +129,11 @@ def _parts(group: _Group, partitions: list[int]) -> list[dict[str, Any]]:
     return [{"topic": group.topic, "partitions": sorted(partitions)}]
 
 
-def _episode(group: _Group, rng: random.Random, t: int, rows: list[dict[str, Any]]) -> None:
-    """One trigger and the rebalance it causes."""
+def _episode(group: _Group, rng: random.Random, t: int, rows: list[dict[str, Any]], leave: bool = False) -> None:
+    """One trigger (a leave when `leave`) and the rebalance it causes."""
     members = group.members
-    roll = rng.random()
-    if len(members) < 2 or (roll < 0.45 and len(members) < 12):
+    roll = 0.5 if leave else rng.random()
+    if not leave and (len(members) < 2 or (roll < 0.45 and len(members) < 12)):
         trigger, member = "join", group.new_member()
         _row(rows, group, t, "member_joined", member_id=member, client_id="synthetic", client_host="/10.0.0.1")
         after = [*members, member]
@@ -198,25 +227,22 @@ def _consumer_rebalance(group: _Group, rng: random.Random, t: int, after: list[s
     _row(rows, group, now, "group_state_changed", old_state="Reconciling", new_state="Stable")
 
 
-def generate(events: int, groups: int, output: Path, days: int = 7, workers: int | None = None) -> int:
-    output.mkdir(parents=True, exist_ok=True)
-    for old in output.glob("part-*.jsonl"):
-        old.unlink()
+def generate(events: int, groups: int, output: Path, days: int = 7, workers: int | None = None,
+             seed: int = 1) -> int:
+    """Write the dataset (replacing `output`); returns the row count."""
+    if output.exists():
+        shutil.rmtree(output)
+    output.mkdir(parents=True)
+    per_group, extra = divmod(events, groups)
+    by_bucket: dict[int, list[int]] = {}
+    for index in range(groups):
+        by_bucket.setdefault(group_bucket(_group_id(index)), []).append(index)
+    jobs = [(b, indexes, per_group, extra, days, seed, output) for b, indexes in sorted(by_bucket.items())]
     workers = workers or os.cpu_count() or 1
-    per_group = max(1, events // groups)
-    remainder = events - per_group * groups
-    jobs = []
-    first = 0
-    for part in range(workers):
-        count = groups // workers + (1 if part < groups % workers else 0)
-        jobs.append((part, first, count, per_group, days, output))
-        first += count
+    if workers == 1:
+        return sum(map(_generate_bucket, jobs))
     with Pool(workers) as pool:
-        written = sum(pool.map(_generate_part, jobs))
-    if remainder:  # the rest as one more part of whole groups
-        extra_groups = max(1, remainder // per_group)
-        written += _generate_part((workers, groups, extra_groups, remainder // extra_groups, days, output))
-    return written
+        return sum(pool.imap_unordered(_generate_bucket, jobs))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,9 +252,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--days", type=int, default=7)
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     started = time.monotonic()
-    written = generate(args.events, args.groups, args.output, args.days, args.workers)
+    written = generate(args.events, args.groups, args.output, args.days, args.workers, args.seed)
     print(f"wrote {written} rows for {args.groups} groups to {args.output} in {time.monotonic() - started:.1f}s",
           file=sys.stderr)
     return 0

@@ -1,11 +1,12 @@
 """The `coordinator history export` sub-command.
 
-    coordinator history export --data-dir DIR --output PATH [--format jsonl|parquet]
+    coordinator history export --data-dir DIR --output PATH [--format jsonl|parquet|parquet-partitioned]
                                [--since ISO-or-ms] [--until ISO-or-ms]
 
 Reads `DIR/history/` (DIR may also be the history directory itself). Times are ms since the epoch
 or ISO-8601 (no zone means UTC); `--since` is inclusive, `--until` exclusive. Exit codes: 0 done
-(the row count on stderr), 1 the export failed, 2 bad usage.
+(the row count on stderr), 1 the export failed, 2 bad usage. `parquet-partitioned` writes a
+directory (`day=/bucket=` partitions; re-exporting a day replaces that day), for the daily pipeline run.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ def add_commands(commands: Any) -> None:
     actions = parser.add_subparsers(dest="action", required=True)
     export = actions.add_parser("export", help="write history rows of a time range to a file")
     export.add_argument("--data-dir", required=True, type=Path, metavar="DIR", help="the coordinator's data directory (key log.dirs)")
-    export.add_argument("--output", required=True, type=Path, metavar="PATH", help="file to write")
-    export.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl", help="default: %(default)s")
+    export.add_argument("--output", required=True, type=Path, metavar="PATH",
+                        help="file to write (a directory for parquet-partitioned)")
+    export.add_argument("--format", choices=["jsonl", "parquet", "parquet-partitioned"], default="jsonl",
+                        help="default: %(default)s")
     export.add_argument("--since", type=_time, metavar="TIME", help="first time included (ms or ISO-8601)")
     export.add_argument("--until", type=_time, metavar="TIME", help="first time excluded (ms or ISO-8601)")
 

@@ -25,6 +25,16 @@ difference as `partitions_revoked` / `partitions_assigned` rows:
 - both: `MemberLeft` releases everything the member owned; `StaticMemberReplaced` hands the old
   member id's ownership to the new id; `GroupDeleted` forgets the group.
 
+Group type changes
+------------------
+`GroupTypeWatch` remembers the last `group_type` the history saw per group id (across deletions: a
+group id re-created with the other protocol is a type change too). When a row of another type
+arrives it emits a `group_type_changed` row first (`old_group_type` → `group_type`), so the pipeline
+can split the group's lifetimes by type. Today the core changes a group's type only when an empty
+classic group is taken over by a KIP-848 heartbeat (Kafka's offline upgrade) or a group id is
+re-created with the other protocol after deletion; live (online) migrations will arrive through the
+same row. Like the tracker, it is soft state: after a restart the first row of a group sets its type.
+
 Observers run right after the core handled a request, so the source reflects the state *after* the
 events. The tracker is soft state: `seed()` fills it from the core after the log is replayed.
 """
@@ -276,6 +286,31 @@ class PartitionTracker:
                     row["reason"] = reason
                 out.append(row)
         return out
+
+
+class GroupTypeWatch:
+    """Emits `group_type_changed` rows (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, str] = {}
+
+    def seed(self, types: Iterable[tuple[str, str]]) -> None:
+        self.last.update(types)
+
+    def change(self, row: Row) -> Row | None:
+        """The `group_type_changed` row to write before `row`, if its type differs from the last seen."""
+        group_type = row.get("group_type")
+        if not group_type:
+            return None
+        group_id = row["group_id"]
+        before = self.last.get(group_id)
+        if before == group_type:
+            return None
+        self.last[group_id] = group_type
+        if before is None:
+            return None
+        return {"kind": "group_type_changed", "group_id": group_id, "group_type": group_type,
+                "old_group_type": before}
 
 
 def rows_of(event: object, tracker: PartitionTracker) -> Iterable[Row]:

@@ -11,6 +11,9 @@ Format
 A history is a sequence of rows, one per observed event (plus the partition rows the assignment
 tracker derives, see `coordinator.history.rows`). On disk and in a JSON-lines export each row is one
 JSON object; a field whose value is null is omitted. Parquet exports carry every field as a column.
+A partitioned Parquet dataset (`coordinator history export --format parquet-partitioned`, the
+synthetic generator) puts each row under `day=YYYY-MM-DD/bucket=B/` (`day_of`, `group_bucket`): a
+group's rows of one day are in one directory, and a daily job reads only that day's directories.
 
 Versioning rules
 ----------------
@@ -20,7 +23,8 @@ Versioning rules
 - Renaming, retyping or changing the meaning of a field is incompatible: bump `SCHEMA_VERSION` and
   keep readers able to read the previous version.
 
-Version history: 1 — first version.
+Version history: 1 — first version (field `old_group_type` and kind `group_type_changed` added
+compatibly later).
 
 Timestamps are wall-clock milliseconds since the epoch (UTC) taken by the writer when it observed the
 event: the core's domain events carry no time. `seq` orders rows observed in the same millisecond
@@ -75,6 +79,7 @@ FIELDS: Final[tuple[Field, ...]] = (
     Field("client_id", "string", "member_joined: the client's client.id."),
     Field("client_host", "string", "member_joined: the client's address."),
     Field("detail", "string", "Other fields of the event as a JSON object (new event kinds before they get columns)."),
+    Field("old_group_type", "string", "group_type_changed: the type the group had before (group_type is the new one)."),
 )
 
 FIELD_NAMES: Final = tuple(f.name for f in FIELDS)
@@ -96,6 +101,10 @@ KINDS: Final[dict[str, str]] = {
     "partitions_revoked": "Derived: partitions a member stopped owning (revoked, dropped, or released by leaving).",
     "partitions_assigned": "Derived: partitions a member started owning.",
     "group_deleted": "A group was removed.",
+    "group_type_changed": "The group id is now of another type (group_type) than when last seen (old_group_type): "
+                          "an empty classic group taken over by a KIP-848 heartbeat, a group re-created with the "
+                          "other protocol after deletion, or (later) a live migration. Written by the history "
+                          "writer before the first row of the new type.",
 }
 
 # The kinds the pipeline treats as the start and the end of a rebalance.
@@ -104,6 +113,29 @@ REBALANCE_END_STATES: Final = ("Stable", "Empty")
 """A rebalance ends when its group enters one of these states (group_state_changed): for classic
 groups that is the moment the leader's assignment is stored; for consumer groups the moment every
 member has reconciled to the target assignment epoch (Kafka's Stable)."""
+
+
+# ---- the partitioned layout (Parquet datasets: exports and the synthetic generator) ------------------
+
+PARTITION_BUCKETS: Final = 16
+"""Group-hash buckets per day in a partitioned dataset: enough files per day for both cores of a
+small machine (and more executors on a cluster), few enough that a day of a small coordinator is
+not thousands of tiny files."""
+DAY_MS: Final = 86_400_000
+
+
+def group_bucket(group_id: str) -> int:
+    """The bucket of a group: CRC-32 of its UTF-8 id modulo PARTITION_BUCKETS (stable everywhere)."""
+    import zlib
+
+    return zlib.crc32(group_id.encode()) % PARTITION_BUCKETS
+
+
+def day_of(ts_ms: int) -> str:
+    """The UTC day (YYYY-MM-DD) of `ts_ms`: the `day=` partition of a row."""
+    import datetime
+
+    return (datetime.date(1970, 1, 1) + datetime.timedelta(days=ts_ms // DAY_MS)).isoformat()
 
 
 def iso_ms(ts_ms: int) -> str:

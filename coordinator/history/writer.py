@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 `observe(event)` runs on the event loop inside the shard's batch, right after the core handled a
 request (see `coordinator.runtime.shard`). It must stay cheap: it turns the event into rows
-(`coordinator.history.rows`), stamps each with wall-clock ms, the next sequence number and the
+(`coordinator.history.rows`; a `group_type_changed` row goes first when the group's type differs
+from the last one seen), stamps each with wall-clock ms, the next sequence number and the
 coordinator's node.id / cluster.id, and appends them to an in-memory list. Nothing else happens on
 the loop.
 
@@ -23,14 +24,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from ..logging import get_logger
-from .rows import AssignmentSource, PartitionTracker, Row, rows_of
+from .rows import AssignmentSource, GroupTypeWatch, PartitionTracker, Row, rows_of
 from .schema import SCHEMA_VERSION
 from .segments import SegmentLog
 
@@ -53,6 +54,7 @@ class HistoryWriter:
         self.segments = SegmentLog(directory, segment_bytes=segment_bytes, segment_ms=segment_ms,
                                    retention_ms=retention_ms, clock=clock)
         self.tracker = PartitionTracker(source)
+        self.types = GroupTypeWatch()
         self.flush_interval_ms = flush_interval_ms
         self.max_buffered_rows = max_buffered_rows
         self._common: Row = {"v": SCHEMA_VERSION, "node_id": node_id, "cluster_id": cluster_id}
@@ -93,7 +95,8 @@ class HistoryWriter:
             return
         now = self.clock()
         pending = self._pending
-        for row in rows:
+        change = self.types.change
+        for row in _with_type_changes(rows, change):
             if len(pending) >= self.max_buffered_rows:
                 self.dropped += 1
                 continue
@@ -147,6 +150,14 @@ class HistoryWriter:
             self.segments.close()
         except OSError as exc:
             log.error("history_close_failed", error=repr(exc))
+
+
+def _with_type_changes(rows: Iterable[Row], change: Callable[[Row], Row | None]) -> Iterator[Row]:
+    for row in rows:
+        changed = change(row)
+        if changed is not None:
+            yield changed
+        yield row
 
 
 def open_writer(data_dir: Path, config: Any, source: AssignmentSource | None) -> HistoryWriter | None:

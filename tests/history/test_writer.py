@@ -192,7 +192,7 @@ def _history(tmp_path: Path) -> tuple[Path, Clock]:
     for i in range(50):
         writer.observe(joined(i))
         clock.now += 1000
-    writer.observe(events.MemberAssignmentChanged("group-1", "member-1", 4, 2, 1))
+    writer.observe(events.MemberAssignmentChanged("consumer-group", "member-1", 4, 2, 1))
     writer.flush()
     return directory, clock
 
@@ -240,3 +240,33 @@ def test_cli_export_accepts_iso_times_and_reports_the_count(tmp_path: Path, caps
 def test_cli_export_of_a_directory_without_history_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = cli_main(["history", "export", "--data-dir", str(tmp_path / "nothing"), "--output", str(tmp_path / "x")])
     assert code == 1 and "no history" in capsys.readouterr().err
+
+
+def test_a_group_id_taken_over_by_the_other_protocol_gets_a_type_change_row(tmp_path: Path) -> None:
+    # What the core does today: an empty classic group is replaced by a KIP-848 heartbeat (offline
+    # upgrade); later the consumer group is deleted and the id comes back as a classic group.
+    clock = Clock()
+    writer = make_writer(tmp_path, clock)
+    writer.observe(events.GroupStateChanged("g", "classic", "", "Empty"))
+    writer.observe(events.MemberJoined("g", "m1", None, "client", "/127.0.0.1"))
+    writer.observe(events.MemberLeft("g", "m1", "leave-group"))
+    writer.observe(events.GroupStateChanged("other", "consumer", "", "Empty"))
+    writer.observe(events.GroupStateChanged("g", "consumer", "", "Empty"))
+    writer.observe(events.MemberJoined("g", "m2", None, "client", "/127.0.0.1", group_type="consumer"))
+    writer.observe(events.GroupDeleted("g", "consumer", "delete-groups"))
+    writer.observe(events.GroupStateChanged("g", "classic", "", "Empty"))
+    writer.flush()
+    rows = [(r["kind"], r["group_id"], r.get("group_type"), r.get("old_group_type")) for r in read_rows([tmp_path])]
+    assert rows == [
+        ("group_state_changed", "g", "classic", None),
+        ("member_joined", "g", "classic", None),
+        ("member_left", "g", "classic", None),
+        ("group_state_changed", "other", "consumer", None),
+        ("group_type_changed", "g", "consumer", "classic"),
+        ("group_state_changed", "g", "consumer", None),
+        ("member_joined", "g", "consumer", None),
+        ("group_deleted", "g", "consumer", None),
+        ("group_type_changed", "g", "classic", "consumer"),
+        ("group_state_changed", "g", "classic", None),
+    ]
+    assert [r["seq"] for r in read_rows([tmp_path])] == list(range(10))
