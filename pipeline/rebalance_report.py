@@ -1,14 +1,30 @@
 """Rebalance report: per group and per day, from the coordinator's history, on Spark.
 
-    python -m pipeline.rebalance_report --input PATH [PATH ...] --output DIR [--master local[*]]
-                                        [--top 10]
+    python -m pipeline.rebalance_report --input PATH [PATH ...] --output DIR [--day YYYY-MM-DD]
+                                        [--master URL] [--top 10]
+    spark-submit --master spark://HOST:PORT pipeline/rebalance_report.py --input ... --output ...
 
-Inputs are history exports or raw history directories: `.jsonl` / `.json` files and `.parquet`
-files, or directories holding them (a coordinator's `<data-dir>/history` works as is). Rows are
-read with the explicit schema of `coordinator.history.schema` (no inference). Days are UTC.
+Inputs are history exports or raw history directories: `.jsonl` / `.json` files, `.parquet` files,
+partitioned Parquet datasets (`day=YYYY-MM-DD/bucket=B/`, as `coordinator history export --format
+parquet-partitioned` and `pipeline.synthetic` write them), or directories holding files. Rows are
+read with the explicit schema of `coordinator.history.schema` (no inference), only the columns the
+report uses. Days are UTC. The master defaults to `local[*]`, or to whatever `spark-submit` was given.
+
+Full rebuild and daily runs
+---------------------------
+Without `--day`, every input row is read and every table in DIR is rewritten. With `--day D`, only
+day D's rows are reported on: the job reads the dataset partitions of D and, for context, the last
+`CONTEXT_MS` of D-1 and the first `CONTEXT_MS` of D+1 (if already exported), so rebalances,
+revocations and moves that straddle midnight are counted as the full rebuild counts them; it then
+replaces day D in each table (dynamic partition overwrite) and leaves the other days alone. The
+summary and the HTML report are recomputed from the tables of all days. A run for D equals the
+full rebuild's day D as long as nothing stays open across midnight longer than `CONTEXT_MS`.
 
 Definitions (the numbers in every table mean exactly this)
 -----------------------------------------------------------
+- Group lifetime: a group id and a group type. A group that changed type (`group_type_changed`,
+  e.g. an empty classic group taken over by KIP-848 members) has one lifetime per type, and every
+  table below is keyed by (group_id, group_type, ...): their figures are never added together.
 - Rebalance: an *episode* of a group, from its first start row (`rebalance_started` for classic
   groups, `group_epoch_bumped` for consumer groups) to the next `group_state_changed` into Stable
   or Empty. Starts that arrive while an episode is open (a member joining mid-rebalance) join that
@@ -17,42 +33,51 @@ Definitions (the numbers in every table mean exactly this)
   leader's SyncGroup (Stable); for consumer groups it is the moment every member has reconciled to
   the target assignment epoch (Kafka's Stable). Percentiles are nearest-rank
   (`percentile_approx`, exact below 10,000 values per cell).
-- Partitions moved: assignments of a partition to an owner other than its previous owner (owner =
-  group.instance.id when static, else member id); the first assignment of a partition is no move.
-- Partition unavailability: for each revocation of a partition, the time until the partition is
-  next assigned (to anyone) in that group; revocations never followed by an assignment count in
+- Partitions moved: assignments of a partition to an owner other than the owner of the partition's
+  previous event (its revocation, or its previous assignment; owner = group.instance.id when
+  static, else member id); the first assignment of a partition is no move.
+- Partition unavailability: for each revocation of a partition, the time until the partition's
+  next event, when that is an assignment (to anyone) in that group; other revocations count in
   `revocations_open` and not in the times. Belongs to the day of the revocation.
 - Members fenced by session timeout: `session_expired` rows.
 
-Outputs in DIR: `tables/<name>/` Parquet (`group_day`, `daily`, `top_groups`, `episodes`,
-`partition_unavailability`), `report.html` with its PNG plots (in `plots/`, also embedded), and
-`summary.json`. Only the small tables (daily, top-N, a duration histogram) reach the driver.
+Outputs in DIR: `tables/<name>/` Parquet partitioned by `day=` (`group_day`, `episodes`,
+`partition_unavailability`, `daily`, `daily_by_type`), `report.html` with its PNG plots (in `plots/`,
+also embedded), and `summary.json`. Only small results (one row per day and type, the top N, per-type
+figures, a duration histogram) reach the driver; no pandas, no collect of a big frame. How the job
+is planned (which stages are wide and why) is in the docstring of `pipeline.tables`.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coordinator.history.schema import REBALANCE_END_STATES, REBALANCE_START_KINDS
+from . import tables as T
 
-PERCENTILE_ACCURACY = 10_000
-DURATION_BUCKETS_MS = (0, 10, 30, 100, 300, 1_000, 3_000, 10_000, 30_000, 60_000, 300_000)
+CONTEXT_MS = 3_600_000
+"""How much of the neighbouring days a daily run reads (see the module docstring)."""
+DAY_MS = 86_400_000
+TABLES = ("group_day", "episodes", "partition_unavailability", "daily", "daily_by_type")
 
 
-def find_inputs(paths: Iterable[str | Path]) -> tuple[list[str], list[str]]:
-    """(JSON-lines files, Parquet files) named by the paths or found in the directories."""
+def find_inputs(paths: Iterable[str | Path]) -> tuple[list[str], list[str], list[str]]:
+    """(JSON-lines files, Parquet files, partitioned datasets) named by the paths or found in them."""
     jsonl: list[str] = []
     parquet: list[str] = []
+    datasets: list[str] = []
     for raw in paths:
         path = Path(raw)
+        if path.is_dir() and any(p.name.startswith("day=") for p in path.iterdir()):
+            datasets.append(str(path))
+            continue
         candidates = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
         for file in candidates:
             if file.suffix in (".jsonl", ".json"):
@@ -61,231 +86,140 @@ def find_inputs(paths: Iterable[str | Path]) -> tuple[list[str], list[str]]:
                 parquet.append(str(file))
             elif not path.is_dir():
                 raise ValueError(f"{file}: not a .jsonl, .json or .parquet file")
-    if not jsonl and not parquet:
+    if not jsonl and not parquet and not datasets:
         raise ValueError(f"no history files in {', '.join(map(str, paths))}")
-    return jsonl, parquet
+    return jsonl, parquet, datasets
 
 
-def spark_session(master: str = "local[*]", app: str = "rebalance-report") -> Any:
+def input_bytes(paths: Iterable[str | Path]) -> int:
+    total = 0
+    for raw in paths:
+        path = Path(raw)
+        files = path.rglob("*") if path.is_dir() else [path]
+        total += sum(f.stat().st_size for f in files if f.is_file())
+    return total
+
+
+def spark_session(master: str | None = None, app: str = "rebalance-report") -> Any:
+    """A session with this job's settings. `master` None means `spark-submit`'s master if the job
+    was submitted, else `local[*]`. Memory is Spark's default unless REPORT_DRIVER_MEMORY is set."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app)
+    if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit
+        master = "local[*]"
+    if master is not None:
+        builder = builder.master(master)
+    if "REPORT_DRIVER_MEMORY" in os.environ:
+        builder = builder.config("spark.driver.memory", os.environ["REPORT_DRIVER_MEMORY"])
     return (
-        SparkSession.builder.master(master).appName(app)
+        builder
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", os.environ.get("REPORT_SHUFFLE_PARTITIONS", "8"))
-        .config("spark.driver.memory", os.environ.get("REPORT_DRIVER_MEMORY", "2g"))
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.sql.adaptive.coalescePartitions.enabled", "true")
+        .config("spark.sql.shuffle.partitions", os.environ.get("REPORT_SHUFFLE_PARTITIONS", "16"))
+        .config("spark.sql.parquet.compression.codec", "zstd")
         .getOrCreate()
     )
 
 
-def load(spark: Any, inputs: Sequence[str | Path]) -> Any:
-    """History rows of every input, as one DataFrame with the schema's columns plus `day`."""
+def load(spark: Any, inputs: Sequence[str | Path], day: datetime.date | None = None) -> Any:
+    """History rows of every input with the columns the report uses plus `day` (UTC); with `day`,
+    only that day and `CONTEXT_MS` either side (dataset partitions outside are not read)."""
     from pyspark.sql import functions as F
 
     from .spark_schema import history_schema
 
     schema = history_schema()
-    jsonl, parquet = find_inputs(inputs)
+    jsonl, parquet, datasets = find_inputs(inputs)
     frames = []
     if jsonl:
         frames.append(spark.read.schema(schema).option("mode", "PERMISSIVE").json(jsonl))
     if parquet:
         frames.append(spark.read.schema(schema).parquet(*parquet))
-    rows = frames[0]
+    frames = [f.withColumn("day", F.to_date(F.timestamp_millis("ts_ms"))) for f in frames]
+    for path in datasets:
+        frame = spark.read.option("basePath", path).parquet(path)
+        if day is not None:  # partition pruning: three days' directories at most
+            frame = frame.filter(F.col("day").between(F.lit(day - datetime.timedelta(days=1)),
+                                                      F.lit(day + datetime.timedelta(days=1))))
+        frames.append(frame.select(*[F.col(c).cast(schema[c].dataType) for c in T.COLUMNS],
+                                   F.col("day").cast("date")))
+    rows = frames[0].select(*T.COLUMNS, "day")
     for frame in frames[1:]:
-        rows = rows.unionByName(frame)
-    return rows.filter(F.col("kind").isNotNull()).withColumn("day", F.to_date(F.timestamp_millis("ts_ms")))
+        rows = rows.unionByName(frame.select(*T.COLUMNS, "day"))
+    rows = rows.filter(F.col("kind").isNotNull())
+    if day is not None:
+        start = int(datetime.datetime.combine(day, datetime.time(), datetime.UTC).timestamp() * 1000)
+        rows = rows.filter(F.col("ts_ms").between(start - CONTEXT_MS, start + DAY_MS + CONTEXT_MS - 1))
+    return rows
 
 
-@dataclass
-class Report:
-    group_day: Any
-    daily: Any
-    top_groups: Any
-    episodes: Any
-    partition_unavailability: Any
-    duration_histogram: Any
+def build(rows: Any, partitions: int | None = None) -> T.Tables:
+    """The report's tables over `rows` (see `pipeline.tables`)."""
+    spark = rows.sparkSession
+    return T.build(rows, partitions or 2 * int(spark.sparkContext.defaultParallelism))
 
 
-def _percentiles(column: str, prefix: str) -> list[Any]:
+def write(tables: T.Tables, output: Path, top: int = 10, day: datetime.date | None = None,
+          title: str = "Rebalance report") -> dict[str, Any]:
+    """Write the tables (all days, or replace `day`), then the summary and the HTML report from
+    the tables of every day in DIR; returns the summary."""
     from pyspark.sql import functions as F
 
-    p = F.percentile_approx(column, [0.5, 0.95], PERCENTILE_ACCURACY)
-    return [p[0].alias(f"{prefix}_p50_ms"), p[1].alias(f"{prefix}_p95_ms"), F.max(column).alias(f"{prefix}_max_ms")]
-
-
-def episodes_of(rows: Any) -> Any:
-    """One row per rebalance episode: group_id, group_type, ep, start_ts, end_ts, triggers,
-    duration_ms (null when not completed), day."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    is_start = F.col("kind").isin(*REBALANCE_START_KINDS)
-    is_end = (F.col("kind") == "group_state_changed") & F.col("new_state").isin(*REBALANCE_END_STATES)
-    boundaries = rows.filter(is_start | is_end).select(
-        "group_id", "group_type", "ts_ms", "seq", F.when(is_end, 1).otherwise(0).alias("is_end"))
-    ordered = Window.partitionBy("group_id").orderBy("ts_ms", "seq")
-    before = ordered.rowsBetween(Window.unboundedPreceding, -1)
-    numbered = boundaries.withColumn("ep", F.coalesce(F.sum("is_end").over(before), F.lit(0)))
-    episodes = numbered.groupBy("group_id", "ep").agg(
-        F.first("group_type", ignorenulls=True).alias("group_type"),
-        F.min(F.when(F.col("is_end") == 0, F.col("ts_ms"))).alias("start_ts"),
-        F.min(F.when(F.col("is_end") == 1, F.col("ts_ms"))).alias("end_ts"),
-        F.sum(1 - F.col("is_end")).alias("triggers"),
-    )
-    return (
-        episodes.filter(F.col("start_ts").isNotNull())
-        .withColumn("duration_ms", F.col("end_ts") - F.col("start_ts"))
-        .withColumn("day", F.to_date(F.timestamp_millis("start_ts")))
-    )
-
-
-def partition_events_of(rows: Any) -> Any:
-    """One row per (revocation or assignment, partition) with the owner before and the next
-    assignment time: group_id, topic, partition, kind, ts_ms, owner, moved, next_assigned_ts."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    exploded = (
-        rows.filter(F.col("kind").isin("partitions_revoked", "partitions_assigned"))
-        .select("group_id", "group_type", "kind", "ts_ms", "seq", "day",
-                F.coalesce("group_instance_id", "member_id").alias("owner"),
-                F.explode("partitions").alias("tp"))
-        .select("group_id", "group_type", "kind", "ts_ms", "seq", "day", "owner",
-                F.col("tp.topic").alias("topic"), F.explode("tp.partitions").alias("partition"))
-    )
-    key = ("group_id", "topic", "partition")
-    assigned = F.col("kind") == "partitions_assigned"
-    forward = Window.partitionBy(*key).orderBy("ts_ms", "seq").rowsBetween(Window.unboundedPreceding, -1)
-    backward = Window.partitionBy(*key).orderBy(F.desc("ts_ms"), F.desc("seq")).rowsBetween(
-        Window.unboundedPreceding, Window.currentRow)
-    previous_owner = F.last(F.when(assigned, F.col("owner")), ignorenulls=True).over(forward)
-    return (
-        exploded
-        .withColumn("previous_owner", previous_owner)
-        .withColumn("moved", assigned & F.col("previous_owner").isNotNull() & (F.col("previous_owner") != F.col("owner")))
-        .withColumn("next_assigned_ts", F.last(F.when(assigned, F.col("ts_ms")), ignorenulls=True).over(backward))
-    )
-
-
-def build(rows: Any, top: int = 10) -> Report:
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
-    keys = ["group_id", "day"]
-    # The input is scanned once: the columns the report uses are kept (memory, spilling to disk).
-    rows = rows.select("ts_ms", "seq", "kind", "group_id", "group_type", "member_id", "group_instance_id",
-                       "new_state", "partitions", "day").persist(StorageLevel.MEMORY_AND_DISK)
-    episodes = episodes_of(rows).persist(StorageLevel.MEMORY_AND_DISK)
-    per_episode = episodes.groupBy(*keys).agg(
-        F.first("group_type", ignorenulls=True).alias("group_type"),
-        F.count(F.lit(1)).alias("rebalances"),
-        F.count("end_ts").alias("rebalances_completed"),
-        F.sum("triggers").alias("rebalance_triggers"),
-        *_percentiles("duration_ms", "rebalance"),
-    )
-
-    partition_events = partition_events_of(rows)
-    revocations = (
-        partition_events.filter(F.col("kind") == "partitions_revoked")
-        .select("group_id", "day", "topic", "partition", (F.col("next_assigned_ts") - F.col("ts_ms")).alias("unavailable_ms"))
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    per_revocation = revocations.groupBy(*keys).agg(
-        F.count(F.lit(1)).alias("partitions_revoked"),
-        F.count("unavailable_ms").alias("revocations_closed"),
-        F.sum(F.when(F.col("unavailable_ms").isNull(), 1).otherwise(0)).alias("revocations_open"),
-        F.sum("unavailable_ms").alias("unavailable_ms_total"),
-        *_percentiles("unavailable_ms", "unavailable"),
-    )
-    per_assignment = partition_events.filter(F.col("kind") == "partitions_assigned").groupBy(*keys).agg(
-        F.count(F.lit(1)).alias("partitions_assigned"),
-        F.sum(F.col("moved").cast("long")).alias("partitions_moved"),
-    )
-    per_member = rows.groupBy(*keys).agg(
-        F.first("group_type", ignorenulls=True).alias("group_type_any"),
-        F.sum(F.when(F.col("kind") == "member_joined", 1).otherwise(0)).alias("members_joined"),
-        F.sum(F.when(F.col("kind") == "member_left", 1).otherwise(0)).alias("members_left"),
-        F.sum(F.when(F.col("kind") == "session_expired", 1).otherwise(0)).alias("members_fenced_session_timeout"),
-    )
-    group_day = (
-        per_member.join(per_episode, keys, "left").join(per_assignment, keys, "left").join(per_revocation, keys, "left")
-        .withColumn("group_type", F.coalesce("group_type", "group_type_any")).drop("group_type_any")
-    )
-    counts = ["rebalances", "rebalances_completed", "rebalance_triggers", "partitions_assigned", "partitions_moved",
-              "partitions_revoked", "revocations_closed", "revocations_open", "unavailable_ms_total"]
-    group_day = group_day.fillna(0, subset=counts).select(
-        "group_id", "group_type", "day", "rebalances", "rebalances_completed", "rebalance_triggers",
-        "rebalance_p50_ms", "rebalance_p95_ms", "rebalance_max_ms", "partitions_assigned", "partitions_moved",
-        "partitions_revoked", "revocations_closed", "revocations_open", "unavailable_ms_total",
-        "unavailable_p50_ms", "unavailable_p95_ms", "unavailable_max_ms", "members_joined", "members_left",
-        "members_fenced_session_timeout",
-    ).persist(StorageLevel.MEMORY_AND_DISK)  # one row per group and day: small, used three times
-
-    daily_episodes = episodes.groupBy("day").agg(*_percentiles("duration_ms", "rebalance"))
-    daily_unavailable = revocations.groupBy("day").agg(*_percentiles("unavailable_ms", "unavailable"))
-    daily = (
-        group_day.groupBy("day").agg(
-            F.countDistinct("group_id").alias("groups"),
-            *[F.sum(c).alias(c) for c in ("rebalances", "rebalances_completed", "partitions_moved", "partitions_revoked",
-                                          "unavailable_ms_total", "members_joined", "members_left",
-                                          "members_fenced_session_timeout")],
-        )
-        .join(daily_episodes, "day", "left").join(daily_unavailable, "day", "left").orderBy("day")
-    )
-    top_groups = (
-        group_day.groupBy("group_id").agg(
-            F.first("group_type", ignorenulls=True).alias("group_type"),
-            *[F.sum(c).alias(c) for c in ("rebalances", "partitions_moved", "unavailable_ms_total",
-                                          "members_fenced_session_timeout")],
-            F.max("rebalance_max_ms").alias("rebalance_max_ms"),
-        )
-        .orderBy(F.desc("rebalances"), F.desc("partitions_moved"), F.desc("unavailable_ms_total"), "group_id")
-        .limit(top)
-    )
-    bucket = F.lit(0)
-    for i, edge in enumerate(DURATION_BUCKETS_MS):
-        bucket = F.when(F.col("duration_ms") >= edge, i).otherwise(bucket)
-    histogram = (
-        episodes.filter(F.col("duration_ms").isNotNull()).groupBy(bucket.alias("bucket")).count().orderBy("bucket")
-    )
-    per_partition = revocations.groupBy("group_id", "topic", "partition").agg(
-        F.count(F.lit(1)).alias("revocations"),
-        F.count("unavailable_ms").alias("revocations_closed"),
-        F.sum("unavailable_ms").alias("unavailable_ms_total"),
-        F.max("unavailable_ms").alias("unavailable_max_ms"),
-    )
-    return Report(group_day, daily, top_groups, episodes.drop("ep"), per_partition, histogram)
-
-
-def write(report: Report, output: Path, title: str = "Rebalance report") -> dict[str, Any]:
-    """Write the Parquet tables, collect the small ones, render the HTML report; returns the summary."""
     from . import html
 
+    spark = tables.group_day.sparkSession
     output.mkdir(parents=True, exist_ok=True)
-    tables = output / "tables"
-    for name in ("group_day", "episodes", "partition_unavailability", "daily", "top_groups"):
-        getattr(report, name).write.mode("overwrite").parquet(str(tables / name))
-    # Only these small results reach the driver: one row per day, the top N, the histogram buckets.
-    spark = report.daily.sparkSession
-    daily = [r.asDict() for r in spark.read.parquet(str(tables / "daily")).orderBy("day").collect()]
-    top = [r.asDict() for r in spark.read.parquet(str(tables / "top_groups")).collect()]
-    top.sort(key=lambda r: (-r["rebalances"], -r["partitions_moved"], -r["unavailable_ms_total"], r["group_id"]))
-    histogram = {r["bucket"]: r["count"] for r in report.duration_histogram.collect()}
-    totals = {k: sum(d[k] or 0 for d in daily) for k in (
-        "rebalances", "rebalances_completed", "partitions_moved", "partitions_revoked", "unavailable_ms_total",
-        "members_joined", "members_left", "members_fenced_session_timeout")}
-    groups = spark.read.parquet(str(tables / "group_day")).select("group_id").distinct().count()
-    summary = {"days": len(daily), "groups": groups, "totals": totals, "top_groups": top,
-               "daily": [{**d, "day": d["day"].isoformat()} for d in daily],
-               "duration_histogram": [{"from_ms": DURATION_BUCKETS_MS[b], "count": c} for b, c in sorted(histogram.items())]}
+    directory = output / "tables"
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic" if day is not None else "static")
+    try:
+        for name in TABLES:
+            frame = getattr(tables, name)
+            if day is not None:
+                frame = frame.filter(F.col("day") == F.lit(day))
+            frame.write.mode("overwrite").partitionBy("day").parquet(str(directory / name))
+    finally:
+        T.unpersist(tables)
+    written = {name: spark.read.parquet(str(directory / name)) for name in TABLES}
+    daily = sorted((r.asDict() for r in written["daily"].collect()), key=lambda r: r["day"])
+    daily_by_type = sorted((r.asDict() for r in written["daily_by_type"].collect()),
+                           key=lambda r: (r["day"], r["group_type"]))
+    totals = {k: sum(d[k] or 0 for d in daily) for k in T.DAILY_SUMS}
+    summary = {
+        "days": len(daily),
+        "groups": written["group_day"].select("group_id").distinct().count(),
+        "totals": totals,
+        "by_type": T.by_type(written["group_day"], written["episodes"]),
+        "top_groups": T.top_groups(written["group_day"], top),
+        "daily": [{**d, "day": d["day"].isoformat()} for d in daily],
+        "daily_by_type": [{**d, "day": d["day"].isoformat()} for d in daily_by_type],
+        "duration_histogram": T.histogram(written["episodes"]),
+    }
     html.render(output, title, summary)
     (output / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     return summary
+
+
+def run(inputs: Sequence[str], output: Path, master: str | None = None, day: datetime.date | None = None,
+        top: int = 10) -> dict[str, Any]:
+    spark = spark_session(master)
+    try:
+        partitions = T.shuffle_partitions(spark, input_bytes(inputs))
+        return write(build(load(spark, inputs, day), partitions), output, top, day)
+    finally:
+        spark.stop()
+
+
+def _day(text: str) -> datetime.date:
+    try:
+        return datetime.date.fromisoformat(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected YYYY-MM-DD, got {text!r}") from exc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -293,15 +227,16 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Per-group, per-day rebalance report from the coordinator's history.")
     parser.add_argument("--input", nargs="+", required=True, metavar="PATH", help="exports or history directories")
     parser.add_argument("--output", required=True, type=Path, metavar="DIR")
-    parser.add_argument("--master", default="local[*]", help="Spark master (default: %(default)s)")
+    parser.add_argument("--day", type=_day, metavar="YYYY-MM-DD", help="replace only this day in DIR (daily run)")
+    parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's, else local[*])")
     parser.add_argument("--top", type=int, default=10, help="how many noisiest groups to list (default: %(default)s)")
     args = parser.parse_args(argv)
     started = time.monotonic()
-    spark = spark_session(args.master)
     try:
-        summary = write(build(load(spark, args.input), args.top), args.output)
-    finally:
-        spark.stop()
+        summary = run(args.input, args.output, args.master, args.day, args.top)
+    except ValueError as exc:
+        print(f"rebalance_report: error: {exc}", file=sys.stderr)
+        return 2
     totals = summary["totals"]
     print(f"{summary['groups']} groups over {summary['days']} days: {totals['rebalances']} rebalances, "
           f"{totals['partitions_moved']} partitions moved, {totals['members_fenced_session_timeout']} members fenced; "
@@ -310,4 +245,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if __package__ in (None, ""):  # run as a file by spark-submit: import the package instead
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from pipeline.rebalance_report import main as package_main
+
+        sys.exit(package_main())
     sys.exit(main())

@@ -11,7 +11,7 @@ import pytest
 
 from coordinator.history.export import write_parquet
 from coordinator.history.schema import SCHEMA_VERSION
-from pipeline.rebalance_report import build, find_inputs, load, write
+from pipeline.rebalance_report import TABLES, build, find_inputs, load, write
 
 DAY1 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 DAY2 = DAY1 + 86_400_000
@@ -117,7 +117,7 @@ def history_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def group_day(spark: Any, path: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    report = build(load(spark, [path]), top=2)
+    report = build(load(spark, [path]))
     return {(r["group_id"], r["day"].isoformat()): r.asDict() for r in report.group_day.collect()}
 
 
@@ -155,7 +155,7 @@ def test_group_day_numbers_match_the_hand_computed_ones(spark: Any, history_file
 
 
 def test_report_tables_html_and_summary(spark: Any, history_files: dict[str, Path], tmp_path: Path) -> None:
-    summary = write(build(load(spark, [history_files["jsonl"]]), top=2), tmp_path / "out")
+    summary = write(build(load(spark, [history_files["jsonl"]])), tmp_path / "out", top=2)
     assert summary["groups"] == 3 and summary["days"] == 2
     assert summary["totals"]["rebalances"] == 8
     assert summary["totals"]["partitions_moved"] == 4
@@ -168,18 +168,19 @@ def test_report_tables_html_and_summary(spark: Any, history_files: dict[str, Pat
     assert (day2["day"], day2["groups"], day2["rebalances"]) == ("2026-01-02", 1, 3)
     assert sum(b["count"] for b in summary["duration_histogram"]) == 8
     out = tmp_path / "out"
-    for table in ("group_day", "daily", "top_groups", "episodes", "partition_unavailability"):
-        assert list((out / "tables" / table).glob("*.parquet")), table
+    for table in TABLES:
+        assert sorted(p.name for p in (out / "tables" / table).glob("day=*")) == ["day=2026-01-01", "day=2026-01-02"], table
     page = (out / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 5 and "g1" in page
     assert len(list((out / "plots").glob("*.png"))) == 5
     per_partition = spark.read.parquet(str(out / "tables" / "partition_unavailability"))
-    u2 = per_partition.filter("group_id = 'c2' and topic = 'u' and partition = 2").collect()[0]
+    (u2,) = per_partition.filter("group_id = 'c2' and topic = 'u' and partition = 2").collect()
     assert (u2["revocations"], u2["unavailable_ms_total"], u2["unavailable_max_ms"]) == (2, 550, 400)
 
 
 def test_inputs_are_found_in_directories_and_unknown_files_are_refused(tmp_path: Path, history_files: dict[str, Path]) -> None:
-    jsonl, parquet = find_inputs([history_files["jsonl"].parent])
+    jsonl, parquet, datasets = find_inputs([history_files["jsonl"].parent])
+    assert datasets == []
     assert [Path(p).name for p in jsonl] == ["history.jsonl"] and [Path(p).name for p in parquet] == ["history.parquet"]
     stray = tmp_path / "notes.txt"
     stray.write_text("x")
