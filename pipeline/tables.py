@@ -5,27 +5,26 @@ Plan and shuffles
 The job is built so that the 10M-row input crosses the network (or, locally, the disk) once:
 
 1. Scan (narrow): only the columns used (`COLUMNS`; Parquet reads nothing else) and only the kinds
-   used (`KINDS_USED`, state changes only into Stable/Empty), filtered before anything is moved.
-2. **Shuffle 1 — the only wide stage over events**: `repartition(n, group_id)`. Everything this job
-   computes per event needs a group's rows in order (episode numbering, the type of each lifetime,
-   each partition's previous and next event), so a group's rows must meet in one task. Keyed by the
-   group hash, not by (day, group hash): rebalances and revocations that cross midnight must see
-   both days' rows; the day is a grouping key further up. `n` is sized to the input
-   (`shuffle_partitions`). The result (`enriched`) is persisted (memory, spilling to disk), because
-   three branches read it; without that each branch would scan and shuffle the input again.
-3. Narrow per task (no further exchange: everything below is keyed by group_id or a superset, which
-   the hash partitioning on group_id already satisfies): a sort by (group_id, ts_ms, seq) and one
-   window of running aggregates per group (episode number, type of the current lifetime); then the
-   partition rows are exploded and sorted by (group_id, topic, partition, ts_ms, seq) for a
-   lag/lead window (previous owner, next event). Windows are always partitioned by group: there is
-   no global sort and no window over all events.
-4. Aggregations per (group_id, group_type, day), per episode and per partition: hash aggregation
-   inside the tasks of step 3 (the partitioning on group_id satisfies their distribution, so no
-   exchange).
-5. Small wide stages over *aggregated* rows only (one row per group and day, per episode, or a
-   partial aggregate per task): the joins of the per-group-day aggregates, the per-day and per-type
-   roll-ups and their percentiles, the top-N (`takeOrdered`, not a sort). These move kilobytes to a
-   few megabytes.
+   used (`KINDS_USED`; state changes only into Stable/Empty), filtered before anything moves.
+2. **Shuffle 1 — the only wide stage over events**: `repartition(n, group_id)`. Everything computed
+   per event needs a group's rows in order (episode numbering, the type of each lifetime, each
+   partition's previous and next event), so a group's rows must meet in one task. Keyed by the group
+   hash, not by (day, group hash): rebalances and revocations that cross midnight need both days'
+   rows; the day is only a grouping key further up. `n` is sized to the input (`shuffle_partitions`).
+3. Narrow, inside the tasks of the shuffle's reduce side (the hash partitioning on group_id satisfies
+   every window below, as they are all partitioned by group_id plus more): a sort by (group_id,
+   ts_ms, seq) and one pass of running aggregates per group (episode number, lifetime type); the
+   partition lists are exploded; a sort by (group_id, topic, partition, ts_ms, seq) and one lag/lead
+   pass (previous owner, next event). Every window is partitioned by group: there is no global sort
+   and no window over all events. The result (`enriched`, narrow columns) is persisted (memory,
+   spilling to disk) because three branches read it; without that each branch would scan and
+   shuffle the input again.
+4. Aggregations per episode (group_id, group_type, ep), per (group_id, group_type, day) and per
+   partition and day: hash aggregations whose partial step runs on the persisted rows, so what they
+   shuffle is one partial row per key and task, not events.
+5. Small wide stages over aggregated rows only: the join of the per-group-day aggregates, the per-day
+   and per-type roll-ups with their percentiles (partial sketches per task), the top-N (`limit` over
+   an ordering: a take-ordered, not a sort of the data). These move kilobytes to a few megabytes.
 
 Group types: each row is labelled with the type the group had at that moment (its own
 `group_type`, else the last one seen in the group), so a group that changed type (a

@@ -3,14 +3,16 @@ comments next to each scenario), read both as JSON lines and as a Parquet export
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from coordinator.history.export import write_parquet
+from coordinator.history.export import write_parquet, write_partitioned
 from coordinator.history.schema import SCHEMA_VERSION
+from pipeline.html import PLOTS
 from pipeline.rebalance_report import TABLES, build, find_inputs, load, write
 
 DAY1 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -26,8 +28,8 @@ class History:
         self.rows.append({"v": SCHEMA_VERSION, "ts_ms": ts, "seq": len(self.rows), "node_id": 1, "cluster_id": "t",
                           "kind": kind, "group_id": group, "group_type": group_type, **fields})
 
-    def state(self, ts: int, group: str, old: str, new: str) -> None:
-        self.add(ts, "group_state_changed", group, old_state=old, new_state=new)
+    def state(self, ts: int, group: str, old: str, new: str, **fields: Any) -> None:
+        self.add(ts, "group_state_changed", group, old_state=old, new_state=new, **fields)
 
     def parts(self, ts: int, kind: str, group: str, member: str, topic: str, partitions: list[int], **fields: Any) -> None:
         self.add(ts, f"partitions_{kind}", group, member_id=member, partitions=[{"topic": topic, "partitions": partitions}],
@@ -171,8 +173,8 @@ def test_report_tables_html_and_summary(spark: Any, history_files: dict[str, Pat
     for table in TABLES:
         assert sorted(p.name for p in (out / "tables" / table).glob("day=*")) == ["day=2026-01-01", "day=2026-01-02"], table
     page = (out / "report.html").read_text()
-    assert page.count("data:image/png;base64,") == 5 and "g1" in page
-    assert len(list((out / "plots").glob("*.png"))) == 5
+    assert page.count("data:image/png;base64,") == PLOTS and "g1" in page
+    assert len(list((out / "plots").glob("*.png"))) == PLOTS
     per_partition = spark.read.parquet(str(out / "tables" / "partition_unavailability"))
     (u2,) = per_partition.filter("group_id = 'c2' and topic = 'u' and partition = 2").collect()
     assert (u2["revocations"], u2["unavailable_ms_total"], u2["unavailable_max_ms"]) == (2, 550, 400)
@@ -186,3 +188,71 @@ def test_inputs_are_found_in_directories_and_unknown_files_are_refused(tmp_path:
     stray.write_text("x")
     with pytest.raises(ValueError, match=r"not a \.jsonl"):
         find_inputs([stray])
+
+
+def migrating() -> History:
+    """Group "m": a classic lifetime (two rebalances: 100 ms and 200 ms, one move), emptied, taken
+    over by KIP-848 members (group_type_changed), then a consumer lifetime (one rebalance: 50 ms)."""
+    h = History()
+    t = DAY1
+    h.add(t, "rebalance_started", "m", generation_id=0)
+    h.state(t + 100, "m", "PreparingRebalance", "Stable")
+    h.parts(t + 100, "assigned", "m", "A", "t", [0])
+    h.add(t + 1_000, "rebalance_started", "m", generation_id=1)
+    h.parts(t + 1_000, "revoked", "m", "A", "t", [0])
+    h.state(t + 1_200, "m", "PreparingRebalance", "Stable")
+    h.parts(t + 1_200, "assigned", "m", "B", "t", [0])
+    h.add(t + 2_000, "member_left", "m", member_id="B", reason="leave-group")
+    h.parts(t + 2_000, "revoked", "m", "B", "t", [0], reason="leave-group")
+    h.add(t + 2_000, "rebalance_started", "m", generation_id=2)
+    h.state(t + 2_000, "m", "PreparingRebalance", "Empty")
+    h.add(t + 3_000, "group_type_changed", "m", group_type="consumer", old_group_type="classic")
+    h.state(t + 3_000, "m", "", "Empty", group_type="consumer")
+    h.add(t + 3_000, "member_joined", "m", member_id="C", group_type="consumer")
+    h.add(t + 3_000, "group_epoch_bumped", "m", group_epoch=1, group_type="consumer")
+    h.parts(t + 3_040, "assigned", "m", "C", "t", [0], group_type="consumer")
+    h.state(t + 3_050, "m", "Reconciling", "Stable", group_type="consumer")
+    return h
+
+
+def test_a_group_that_changed_type_has_one_lifetime_per_type(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "migrating.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in migrating().rows))
+    rows = {(r["group_id"], r["group_type"]): r.asDict() for r in build(load(spark, [path])).group_day.collect()}
+    assert set(rows) == {("m", "classic"), ("m", "consumer")}
+    classic, consumer = rows["m", "classic"], rows["m", "consumer"]
+    assert (classic["rebalances"], classic["rebalance_max_ms"], classic["partitions_moved"]) == (3, 200, 1)
+    assert (classic["members_left"], classic["group_type_changes"]) == (1, 0)
+    # t0 was unassigned from the leave (2000) until C got it (3040): the revocation is the classic one's.
+    assert classic["unavailable_max_ms"] == 1_040
+    assert (consumer["rebalances"], consumer["rebalance_max_ms"], consumer["partitions_moved"]) == (1, 50, 1)
+    assert (consumer["members_joined"], consumer["group_type_changes"]) == (1, 1)
+
+
+def test_daily_runs_replace_one_day_and_add_up_to_the_full_rebuild(spark: Any, tmp_path: Path) -> None:
+    h = hand_made()
+    # A rebalance across midnight: started 300 ms before day 2, Stable 200 ms into it (500 ms, day 1),
+    # and a partition revoked before midnight and assigned after it (moved; 400 ms unavailable).
+    h.add(DAY2 - 300, "rebalance_started", "g5", generation_id=0)
+    h.parts(DAY2 - 300, "assigned", "g5", "a", "w", [0])
+    h.add(DAY2 - 250, "rebalance_started", "g5", generation_id=1)
+    h.parts(DAY2 - 200, "revoked", "g5", "a", "w", [0])
+    h.state(DAY2 + 200, "g5", "PreparingRebalance", "Stable")
+    h.parts(DAY2 + 200, "assigned", "g5", "b", "w", [0])
+    dataset = tmp_path / "dataset"
+    write_partitioned(h.rows, dataset)
+    assert sorted(p.name for p in dataset.iterdir()) == ["day=2026-01-01", "day=2026-01-02"]
+
+    full = tmp_path / "full"
+    write(build(load(spark, [dataset])), full)
+    daily = tmp_path / "daily"
+    for day in (datetime.date(2026, 1, 2), datetime.date(2026, 1, 1)):  # any order: a run replaces its day only
+        write(build(load(spark, [dataset], day)), daily, day=day)
+
+    for table in TABLES:
+        expected = sorted(map(repr, (r.asDict() for r in spark.read.parquet(str(full / "tables" / table)).collect())))
+        got = sorted(map(repr, (r.asDict() for r in spark.read.parquet(str(daily / "tables" / table)).collect())))
+        assert got == expected, table
+    g5 = spark.read.parquet(str(daily / "tables" / "group_day")).filter("group_id = 'g5'").collect()
+    assert [(r["day"].isoformat(), r["rebalances"], r["rebalance_max_ms"], r["partitions_moved"], r["unavailable_max_ms"])
+            for r in sorted(g5, key=lambda r: r["day"])] == [("2026-01-01", 1, 500, 0, 400), ("2026-01-02", 0, None, 1, None)]

@@ -1,0 +1,96 @@
+"""The rebalance pipeline at scale: synthetic history → `pipeline.rebalance_report` with `local[*]`.
+
+    python -m bench.pipeline_bench --events 10000000 [--groups 10000] [--days 7] [--data DIR]
+
+Generates the synthetic dataset once (`pipeline.synthetic`; kept in DIR and reused while its
+parameters match), then runs the report as a child process exactly as a user would (default
+settings: Spark's default driver memory, `local[*]`), sampling the resident memory of the whole
+process tree (Python driver + JVM) every 0.5 s. Prints the wall time, the peak memory, whether the
+log has an OutOfMemoryError, and the load average before and after (the machine may be shared), and
+a row for BENCHMARKS.md. Asserts nothing on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def generate(events: int, groups: int, days: int, data: Path) -> float | None:
+    """Seconds spent generating, None when the dataset was already there."""
+    marker = data / "_PARAMS.json"
+    params = {"events": events, "groups": groups, "days": days}
+    if marker.exists() and json.loads(marker.read_text()) == params:
+        return None
+    from pipeline.synthetic import generate as synthesize
+
+    started = time.monotonic()
+    synthesize(events, groups, data, days)
+    marker.write_text(json.dumps(params))
+    return time.monotonic() - started
+
+
+def run_report(data: Path, output: Path, log: Path) -> tuple[float, int, int]:
+    """(wall seconds, peak tree RSS bytes, exit code) of one report run."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
+    started = time.monotonic()
+    with open(log, "wb") as handle:
+        child = subprocess.Popen([sys.executable, "-m", "pipeline.rebalance_report", "--input", str(data),
+                                  "--output", str(output)], stdout=handle, stderr=subprocess.STDOUT, env=env)
+        root = psutil.Process(child.pid)
+        peak = 0
+        while child.poll() is None:
+            total = 0
+            try:
+                for proc in [root, *root.children(recursive=True)]:
+                    try:
+                        total += proc.memory_info().rss
+                    except psutil.NoSuchProcess:
+                        continue
+            except psutil.NoSuchProcess:
+                break
+            peak = max(peak, total)
+            time.sleep(0.5)
+    return time.monotonic() - started, peak, child.returncode
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.pipeline_bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--groups", type=int, default=10_000)
+    parser.add_argument("--days", type=int, default=7)
+    parser.add_argument("--data", type=Path, default=None, help="dataset directory (default: under /tmp, reused)")
+    args = parser.parse_args()
+    data = args.data or Path(tempfile.gettempdir()) / f"pipeline-bench-{args.events}-{args.groups}-{args.days}"
+    generated = generate(args.events, args.groups, args.days, data)
+    size = sum(f.stat().st_size for f in data.rglob("*.parquet"))
+    print(f"dataset {data}: {size / 2**20:.0f} MiB Parquet"
+          + (f", generated in {generated:.0f}s" if generated is not None else " (reused)"), flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        load_before = os.getloadavg()
+        wall, peak, code = run_report(data, Path(tmp) / "report", Path(tmp) / "report.log")
+        load_after = os.getloadavg()
+        log = (Path(tmp) / "report.log").read_text(errors="replace")
+    oom = "OutOfMemoryError" in log
+    print(log.strip().splitlines()[-1] if log.strip() else "(no output)")
+    print(f"report: {wall:.1f}s wall, peak tree RSS {peak / 2**20:.0f} MiB, exit {code}, "
+          f"OutOfMemoryError in log: {'yes' if oom else 'no'}; load average before "
+          f"{load_before[0]:.1f}, after {load_after[0]:.1f} ({os.cpu_count()} cores)")
+    print(f"| `pipeline.rebalance_report` `local[*]`, default memory | {args.events:,} events, {args.groups:,} groups, "
+          f"{args.days} days ({size / 2**20:.0f} MiB Parquet) | {wall:.0f} s | {peak / 2**20:.0f} MiB | "
+          f"load {load_before[0]:.1f}→{load_after[0]:.1f} |")
+    return 0 if code == 0 and not oom else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
