@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime
 import json
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -156,8 +158,15 @@ def test_group_day_numbers_match_the_hand_computed_ones(spark: Any, history_file
         assert actual == expected, key
 
 
-def test_report_tables_html_and_summary(spark: Any, history_files: dict[str, Path], tmp_path: Path) -> None:
-    summary = write(build(load(spark, [history_files["jsonl"]])), tmp_path / "out", top=2)
+@pytest.fixture(scope="module")
+def report(spark: Any, history_files: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    """The summary and the output directory of one full run over the hand-made history."""
+    out = tmp_path_factory.mktemp("report")
+    return write(build(load(spark, [history_files["jsonl"]])), out, top=2), out
+
+
+def test_report_tables_html_and_summary(spark: Any, report: tuple[dict[str, Any], Path]) -> None:
+    summary, out = report
     assert summary["groups"] == 3 and summary["days"] == 2
     assert summary["totals"]["rebalances"] == 8
     assert summary["totals"]["partitions_moved"] == 4
@@ -169,7 +178,6 @@ def test_report_tables_html_and_summary(spark: Any, history_files: dict[str, Pat
     assert (day1["rebalance_p50_ms"], day1["rebalance_p95_ms"], day1["rebalance_max_ms"]) == (30, 400, 400)
     assert (day2["day"], day2["groups"], day2["rebalances"]) == ("2026-01-02", 1, 3)
     assert sum(b["count"] for b in summary["duration_histogram"]) == 8
-    out = tmp_path / "out"
     for table in TABLES:
         assert sorted(p.name for p in (out / "tables" / table).glob("day=*")) == ["day=2026-01-01", "day=2026-01-02"], table
     page = (out / "report.html").read_text()
@@ -178,6 +186,34 @@ def test_report_tables_html_and_summary(spark: Any, history_files: dict[str, Pat
     per_partition = spark.read.parquet(str(out / "tables" / "partition_unavailability"))
     (u2,) = per_partition.filter("group_id = 'c2' and topic = 'u' and partition = 2").collect()
     assert (u2["revocations"], u2["unavailable_ms_total"], u2["unavailable_max_ms"]) == (2, 550, 400)
+
+
+def chromium() -> str | None:
+    return next((path for name in ("chromium", "chromium-browser", "google-chrome") if (path := shutil.which(name))), None)
+
+
+def test_the_report_opens_in_headless_chromium_without_console_messages(report: tuple[dict[str, Any], Path],
+                                                                         tmp_path: Path) -> None:
+    browser = chromium()
+    if browser is None:
+        pytest.skip("no chromium binary on PATH (Debian: apt-get install chromium)")
+    _, out = report
+    screenshot = tmp_path / "report.png"
+    # --enable-logging=stderr prints every console message (errors, failed loads) as ":CONSOLE" lines.
+    shown = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr",
+         "--v=0", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1300,1500",
+         f"--screenshot={screenshot}", (out / "report.html").as_uri()],
+        capture_output=True, text=True, timeout=180)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert [line for line in shown.stderr.splitlines() if ":CONSOLE" in line] == []
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(screenshot)
+    assert pixels.shape[:2] == (1500, 1300)
+    drawn = (pixels[:, :, :3].min(axis=2) < 0.9).mean()  # share of pixels that are not (nearly) white
+    assert drawn > 0.05, f"the screenshot is almost blank ({drawn:.1%} drawn)"
+    shutil.copy(screenshot, out / "report.png")  # beside the report, for a person to look at
 
 
 def test_inputs_are_found_in_directories_and_unknown_files_are_refused(tmp_path: Path, history_files: dict[str, Path]) -> None:
