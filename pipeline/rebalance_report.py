@@ -123,6 +123,9 @@ def spark_session(master: str | None = None, app: str = "rebalance-report") -> A
         .config("spark.sql.adaptive.coalescePartitions.enabled", "true")
         .config("spark.sql.shuffle.partitions", os.environ.get("REPORT_SHUFFLE_PARTITIONS", "16"))
         .config("spark.sql.parquet.compression.codec", "zstd")
+        # Percentiles per group and day are object aggregates with one key per group-day in a task
+        # (thousands): stay in the hash map instead of falling back to sorting the rows at 128 keys.
+        .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "1000000")
         .getOrCreate()
     )
 
