@@ -40,8 +40,11 @@ def generate(events: int, groups: int, days: int, data: Path) -> float | None:
     return time.monotonic() - started
 
 
-def run_report(data: Path, output: Path, log: Path) -> tuple[float, int, int]:
-    """(wall seconds, peak tree RSS bytes, exit code) of one report run."""
+def run_report(data: Path, output: Path, log: Path) -> tuple[float, int, int, float]:
+    """(wall seconds, peak tree RSS bytes, exit code, CPU seconds of the tree) of one report run.
+
+    CPU seconds (user + system of the driver and the JVM) say what the run costs on a shared
+    machine, where the wall time depends on the other load."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
     started = time.monotonic()
     with open(log, "wb") as handle:
@@ -49,19 +52,22 @@ def run_report(data: Path, output: Path, log: Path) -> tuple[float, int, int]:
                                   "--output", str(output)], stdout=handle, stderr=subprocess.STDOUT, env=env)
         root = psutil.Process(child.pid)
         peak = 0
+        cpu: dict[int, float] = {}
         while child.poll() is None:
             total = 0
             try:
                 for proc in [root, *root.children(recursive=True)]:
                     try:
                         total += proc.memory_info().rss
+                        times = proc.cpu_times()
+                        cpu[proc.pid] = times.user + times.system
                     except psutil.NoSuchProcess:
                         continue
             except psutil.NoSuchProcess:
                 break
             peak = max(peak, total)
             time.sleep(0.5)
-    return time.monotonic() - started, peak, child.returncode
+    return time.monotonic() - started, peak, child.returncode, sum(cpu.values())
 
 
 def main() -> int:
@@ -78,16 +84,16 @@ def main() -> int:
           + (f", generated in {generated:.0f}s" if generated is not None else " (reused)"), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         load_before = os.getloadavg()
-        wall, peak, code = run_report(data, Path(tmp) / "report", Path(tmp) / "report.log")
+        wall, peak, code, cpu = run_report(data, Path(tmp) / "report", Path(tmp) / "report.log")
         load_after = os.getloadavg()
         log = (Path(tmp) / "report.log").read_text(errors="replace")
     oom = "OutOfMemoryError" in log
     print(log.strip().splitlines()[-1] if log.strip() else "(no output)")
-    print(f"report: {wall:.1f}s wall, peak tree RSS {peak / 2**20:.0f} MiB, exit {code}, "
+    print(f"report: {wall:.1f}s wall, {cpu:.0f} CPU-s, peak tree RSS {peak / 2**20:.0f} MiB, exit {code}, "
           f"OutOfMemoryError in log: {'yes' if oom else 'no'}; load average before "
           f"{load_before[0]:.1f}, after {load_after[0]:.1f} ({os.cpu_count()} cores)")
     print(f"| `pipeline.rebalance_report` `local[*]`, default memory | {args.events:,} events, {args.groups:,} groups, "
-          f"{args.days} days ({size / 2**20:.0f} MiB Parquet) | {wall:.0f} s | {peak / 2**20:.0f} MiB | "
+          f"{args.days} days ({size / 2**20:.0f} MiB Parquet) | {wall:.0f} s ({cpu:.0f} CPU-s) | {peak / 2**20:.0f} MiB | "
           f"load {load_before[0]:.1f}→{load_after[0]:.1f} |")
     return 0 if code == 0 and not oom else 1
 
