@@ -23,7 +23,8 @@ The job is built so that the 10M-row input crosses the network (or, locally, the
    partition and day: hash aggregations whose partial step runs on the persisted rows, so what they
    shuffle is one partial row per key and task, not events.
 5. Small wide stages over aggregated rows only: the join of the per-group-day aggregates, the per-day
-   and per-type roll-ups with their percentiles (partial sketches per task), the top-N (`limit` over
+   and per-type roll-ups with their percentiles (rebalance times: partial sketches per task;
+   unavailability: exact nearest-rank from one (day, type, value) count of the revocations), the top-N (`limit` over
    an ordering: a take-ordered, not a sort of the data). These move kilobytes to a few megabytes.
 
 Group types: each row is labelled with the type the group had at that moment (its own
@@ -187,13 +188,16 @@ def build(rows: Any, partitions: int = 8) -> Tables:
         F.sum("unavailable_ms").alias("unavailable_ms_total"),
         F.max("unavailable_ms").alias("unavailable_max_ms"),
     )
+    # The unavailability times counted per (day, type, value): small, read by both roll-ups.
+    unavailable = (revocations.filter(F.col("unavailable_ms").isNotNull())
+                   .groupBy("day", "group_type", "unavailable_ms").count().persist(StorageLevel.MEMORY_AND_DISK))
     return Tables(
-        cached=[events, episodes, group_day],
+        cached=[events, episodes, group_day, unavailable],
         group_day=group_day,
         episodes=episodes,
         partition_unavailability=per_partition,
-        daily=_rollup(group_day, episodes, revocations, ["day"]),
-        daily_by_type=_rollup(group_day, episodes, revocations, ["day", "group_type"]),
+        daily=_rollup(group_day, episodes, unavailable, ["day"]),
+        daily_by_type=_rollup(group_day, episodes, unavailable, ["day", "group_type"]),
     )
 
 
@@ -202,16 +206,37 @@ def unpersist(tables: Tables) -> None:
         frame.unpersist()
 
 
-def _rollup(group_day: Any, episodes: Any, revocations: Any, keys: list[str]) -> Any:
+def _rollup(group_day: Any, episodes: Any, unavailable: Any, keys: list[str]) -> Any:
     """Sums of the group-day rows per `keys`, with percentiles over the episodes and revocations
-    themselves (a percentile of per-group percentiles would mean nothing)."""
+    themselves (a percentile of per-group percentiles would mean nothing). `unavailable` is the
+    (day, group_type, unavailable_ms, count) pre-aggregate: one pass over the revocations serves
+    every roll-up."""
     from pyspark.sql import functions as F
 
     sums = group_day.groupBy(*keys).agg(
         F.countDistinct("group_id").alias("groups"), *[F.sum(c).alias(c) for c in DAILY_SUMS])
     times = episodes.groupBy(*keys).agg(*_percentiles("duration_ms", "rebalance"))
-    unavailable = revocations.groupBy(*keys).agg(*_percentiles("unavailable_ms", "unavailable"))
-    return sums.join(times, keys, "left").join(unavailable, keys, "left")
+    counted = unavailable.groupBy(*keys, "unavailable_ms").agg(F.sum("count").alias("count"))
+    return sums.join(times, keys, "left").join(_nearest_rank(counted, keys, "unavailable_ms", "unavailable"), keys, "left")
+
+
+def _nearest_rank(counted: Any, keys: list[str], column: str, prefix: str) -> Any:
+    """Exact nearest-rank p50, p95 and the max of `column` per `keys`, from (keys, value, count)
+    rows: the smallest value whose cumulative count reaches ceil(p × n)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ordered = Window.partitionBy(*keys).orderBy(column)
+    ranked = counted.select(
+        *keys, column,
+        F.sum("count").over(ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias("cumulative"),
+        F.sum("count").over(Window.partitionBy(*keys)).alias("n"))
+
+    def rank(p: float) -> Any:
+        return F.min(F.when(F.col("cumulative") >= F.ceil(F.col("n") * p), F.col(column)))
+
+    return ranked.groupBy(*keys).agg(rank(0.5).alias(f"{prefix}_p50_ms"), rank(0.95).alias(f"{prefix}_p95_ms"),
+                                     F.max(column).alias(f"{prefix}_max_ms"))
 
 
 def top_groups(group_day: Any, top: int) -> list[dict[str, Any]]:
