@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -10,6 +11,9 @@ from typing import Any
 import pytest
 
 pytest.importorskip("pyspark", reason="the pipeline tests need pyspark (pip install -e '.[test]')")
+
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.skip("the pipeline tests need Java 17+ for Spark (java on PATH or JAVA_HOME)", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
