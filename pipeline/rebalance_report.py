@@ -60,6 +60,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+if __package__ in (None, ""):  # run as a file (spark-submit pipeline/rebalance_report.py): use the package,
+    # and not this directory as a top-level path (its html.py would shadow the standard library's).
+    _here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
+    sys.path.insert(0, str(_here.parent))
+    import pipeline  # noqa: F401
+
+    __package__ = "pipeline"
+
 from . import tables as T
 
 CONTEXT_MS = 3_600_000
@@ -248,9 +257,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if __package__ in (None, ""):  # run as a file by spark-submit: import the package instead
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-        from pipeline.rebalance_report import main as package_main
-
-        sys.exit(package_main())
     sys.exit(main())

@@ -23,8 +23,11 @@ from tests.support.server import free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"),
-                                reason="a Spark cluster needs Java 17 (java on PATH or JAVA_HOME)")
+# Four JVMs (master, worker, executor, driver) plus the local session: ~110 CPU-s, over a minute on
+# two cores, so it runs with `pytest -m slow`.
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"),
+                                 reason="a Spark cluster needs Java 17 (java on PATH or JAVA_HOME)")]
 
 
 def spark_home() -> Path:
@@ -109,7 +112,7 @@ def test_spark_submit_to_a_standalone_cluster_writes_the_local_tables(spark: Any
         [str(spark_home() / "bin" / "spark-submit"), "--master", cluster.url, "--conf", "spark.executor.memory=512m",
          str(ROOT / "pipeline" / "rebalance_report.py"), "--input", str(dataset), "--output", str(out)],
         env=spark_env(), capture_output=True, text=True, timeout=280)
-    assert submitted.returncode == 0, submitted.stderr[-3000:]
+    assert submitted.returncode == 0, submitted.stdout[-2000:] + "\n".join(line for line in submitted.stderr.splitlines() if " INFO " not in line)[-2000:]
     assert [(a["name"], a["state"]) for a in cluster.status()["completedapps"]] == [("rebalance-report", "FINISHED")]
     local = tmp_path / "local"
     write(build(load(spark, [dataset])), local)
