@@ -30,21 +30,23 @@ def api_table() -> str:
 
 
 def metrics_table() -> str:
-    """Every `coordinator_*` metric the server defines: exposed name, type, labels, help.
+    """Every `coordinator_*` and Kafka-mirrored `kafka_server_*` metric: exposed name, type, labels, help.
 
     Importing the server module imports every module that defines metrics at module level; our own
     collectors (request statistics, scrape-time group gauges) are asked for their families. The group
-    gauges' collector is only registered when a shard starts, so an unregistered instance of it is
-    asked as well."""
+    gauges' and the Kafka-mirrored collectors are only registered when a server starts, so
+    unregistered instances of them are asked as well."""
     from prometheus_client import REGISTRY
     from prometheus_client.metrics import MetricWrapperBase
 
     from .runtime import server  # noqa: F401 - imported for the metrics its modules define
     from .runtime.group_metrics import ShardCollector
+    from .runtime.kafka_metrics import KafkaCoordinatorCollector
 
     rows: dict[str, tuple[str, tuple[str, ...], str]] = {}
     suffix = {"counter": "_total"}
-    collectors = [*REGISTRY._collector_to_names, ShardCollector(lambda: None)]
+    collectors = [*REGISTRY._collector_to_names, ShardCollector(lambda: None),
+                  KafkaCoordinatorCollector(lambda: None, lambda: False)]
     for collector in collectors:
         if isinstance(collector, MetricWrapperBase):
             name, kind = collector._name, str(collector._type)
@@ -55,7 +57,7 @@ def metrics_table() -> str:
                 rows[family.name + suffix.get(family.type, "")] = (family.type, labels, family.documentation)
     lines = ["| metric | type | labels | meaning |", "|---|---|---|---|"]
     for name, (kind, labels, doc) in sorted(rows.items()):
-        if name.startswith("coordinator_"):
+        if name.startswith(("coordinator_", "kafka_server_")):
             lines.append(f"| `{name}` | {kind} | {', '.join(labels) or '—'} | {doc} |")
     return "\n".join(lines)
 

@@ -34,7 +34,7 @@ from ..recordlog import (
     RecordLog,
     try_lock_data_dir,
 )
-from . import durable
+from . import durable, kafka_metrics
 
 log = get_logger("coordinator.ownership")
 
@@ -108,6 +108,7 @@ async def acquire(fs: FileSystem, data_dir: Path, log_dir: Path, log_config: Log
         log.warning("log_tail_truncated", bytes_dropped=recovery.truncated_bytes, log_dir=str(log_dir))
     elapsed = time.monotonic() - started
     durable.LOAD_DURATION.set(elapsed)
+    kafka_metrics.record_partition_load(elapsed)
     durable.LOAD_RECORDS.set(replayer.records)
     log.info("log_loaded", entries=replayer.entries, records=replayer.records, seconds=round(elapsed, 3),
              writer_epoch=record_log.writer_epoch, next_offset=record_log.next_offset,

@@ -55,7 +55,7 @@ from ..recordlog.segments import list_segments
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
-from . import durable, gc_policy, group_metrics, ownership
+from . import durable, gc_policy, group_metrics, kafka_metrics, ownership
 from .apis import Node, NodeView, TopicDefaults, bootstrap_handlers, consumer_groups, group_handlers
 from .connection import KafkaConnection
 from .durable import DurableSink
@@ -147,6 +147,9 @@ class CoordinatorServer:
         serve group APIs. Raises `StartupError` when the configuration cannot be served."""
         prepare_data_dir(self.config.data_dir)
         await self._open_metrics(may_defer=True)
+        # Owner (listener open) but not loaded yet = Kafka's "loading" partition state.
+        kafka_metrics.register(lambda: self.shard if self._loaded else None,
+                               lambda: self._server is not None and not self._loaded)
         if self.sidecar is not None:
             self.sidecar.start()
         core = CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
@@ -234,6 +237,7 @@ class CoordinatorServer:
         shard = ShardRuntime(core, DurableSink(self._committer))
         shard.add_observer(group_metrics.observer(self.config["metrics.group.labels.enable"]))
         group_metrics.register_shard(lambda: self.shard if self._loaded else None)
+        shard.add_observer(kafka_metrics.observe)
         # The rebalance history observes every event (buffered, written off the loop); opened only
         # now, under the data directory lock, so one process appends to it.
         self.history = open_writer(self.config.data_dir, self.config, CoreAssignments(core))

@@ -41,6 +41,7 @@ import collections
 import contextlib
 import itertools
 from collections.abc import Callable, Hashable, Sequence
+from time import perf_counter
 from typing import Any, Protocol, cast
 
 from ..core.records import Record, encode_record, group_of
@@ -49,6 +50,7 @@ from ..core.result import Reply, Result
 from ..core.shard import CoordinatorShard
 from ..logging import get_logger
 from .clock import Timers, now_ms
+from .kafka_metrics import STATS
 
 log = get_logger("coordinator.shard")
 
@@ -89,6 +91,8 @@ class ShardRuntime:
         self._clock = clock
         self._on_fatal = on_fatal
         self._queue: collections.deque[Any] = collections.deque()
+        self._queued_at: collections.deque[float] = collections.deque()
+        """perf_counter() of each queued item's arrival, in queue order (event-queue-time-ms)."""
         self._waiters: dict[int, tuple[asyncio.Future[Any], str | None]] = {}
         """ref -> (the submitter's future, the group its request is about: None for several or none)."""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -140,6 +144,7 @@ class ShardRuntime:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._idle = False
         self._queue.append(_Unload(done))
+        self._queued_at.append(perf_counter())
         self._wake.set()
         await done
 
@@ -165,9 +170,11 @@ class ShardRuntime:
         future: asyncio.Future[Any] = loop.create_future()
         self._waiters[ref] = (future, getattr(request, "group_id", None))
         if self._idle:
+            STATS.queue_ms.append(0.0)
             self._handle((request,))  # in place: a batch of one
         else:
             self._queue.append(request)
+            self._queued_at.append(perf_counter())
             self._wake.set()
         if not future.done():
             # A request whose connection went away is cancelled; forget it so parked refs never leak.
@@ -178,7 +185,12 @@ class ShardRuntime:
         """Queue an event that has no reply (timer firings, catalog changes)."""
         self._idle = False  # later requests queue behind it
         self._queue.append(event)
+        self._queued_at.append(perf_counter())
         self._wake.set()
+
+    @property
+    def queue_size(self) -> int:
+        return len(self._queue)
 
     def _timer_fired(self, key: Hashable, deadline_ms: int) -> None:
         self.post(TimerFired(key, deadline_ms))  # type: ignore[arg-type]
@@ -193,6 +205,9 @@ class ShardRuntime:
             while self._queue:
                 batch = list(self._queue)
                 self._queue.clear()
+                taken = perf_counter()
+                STATS.queue_ms.extend([(taken - t) * 1000 for t in self._queued_at])
+                self._queued_at.clear()
                 start = 0
                 for index, event in enumerate(batch):
                     if isinstance(event, _Unload):
@@ -207,7 +222,13 @@ class ShardRuntime:
         """One batch through the core; every Result through the same append-and-release path."""
         if not events:
             return
+        started = perf_counter()
         results = self.core.handle_batch(events, self._clock())
+        count = len(events)
+        if count == 1:  # the common case (an idle shard handles in place): no repeat object
+            STATS.processing_ms.append((perf_counter() - started) * 1000)
+        else:
+            STATS.processing_ms.extend(itertools.repeat((perf_counter() - started) * 1000 / count, count))
         for event, result in zip(events, results, strict=True):
             if result.failure is not None:
                 self._core_failed(event, result)

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.interop
 
 DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "coordinator.json"
 SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created")
-METRIC = re.compile(r"\b((?:coordinator|process|python)_[a-z0-9_]+)\b")
+METRIC = re.compile(r"\b((?:coordinator|kafka_server|process|python)_[a-z0-9_]+)\b")
 BY = re.compile(r"\bby\s*\(([^)]*)\)")
 EVENT_ONLY = {
     "coordinator_session_expirations": "needs a member to miss its session timeout",
@@ -143,7 +143,7 @@ def test_the_readme_metrics_reference_lists_exactly_what_the_server_exports(scra
     from coordinator.docs import metrics_table
 
     families, _ = parse(scrape)
-    exported = {f for f in families if f.startswith("coordinator_")}
+    exported = {f for f in families if f.startswith(("coordinator_", "kafka_server_"))}
     documented = {base(name) for name in re.findall(r"^\| `([a-z0-9_]+)` \|", metrics_table(), re.M)}
     assert documented == exported
     assert metrics_table() in (ROOT / "README.md").read_text()
