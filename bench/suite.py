@@ -12,6 +12,10 @@ replay       Record log replay (bench/recordlog_bench.py's record shape).
 commits      OffsetCommit throughput under each log.flush.policy.
 sidecar      Produce and Fetch of 1 KB messages through the sidecar vs. the same upstream (librdkafka's
              mock cluster) directly (bench/sidecar_throughput.py): throughput ratio, added p99.
+
+Over 600 lines on purpose for now: one table of sections and one report writer keep every row of a
+run in one place; the seam to split along is one module per section (the sidecar and assignor
+sections already delegate their measurement to their own modules).
 """
 
 from __future__ import annotations
