@@ -112,13 +112,14 @@ def _response_writers(cls: Any) -> tuple[Callable[..., Any], Callable[..., Any],
 
 class EncodedResponse:
     """A response already framed by a `fastencode` encoder, with the description it was encoded
-    from (for the per-error-code metric)."""
+    from and its (api key, version) (for the per-error-code metric)."""
 
-    __slots__ = ("data", "description")
+    __slots__ = ("data", "description", "key")
 
-    def __init__(self, data: bytes, description: Description) -> None:
+    def __init__(self, data: bytes, description: Description, key: tuple[int, int]) -> None:
         self.data = data
         self.description = description
+        self.key = key
 
 
 def encode_described(api_key: int, api_version: int, correlation_id: int, description: Description
@@ -126,10 +127,11 @@ def encode_described(api_key: int, api_version: int, correlation_id: int, descri
     """Encode a response description with the precompiled `struct` encoder of its API version
     (Heartbeat, ConsumerGroupHeartbeat, OffsetCommit; proven byte-for-byte equal to kio's encoding of
     `build(schema, description)`), or None when that version has none."""
-    fast = FAST_ENCODERS.get((api_key, api_version))
+    key = (api_key, api_version)
+    fast = FAST_ENCODERS.get(key)
     if fast is None:
         return None
-    return EncodedResponse(fast(correlation_id, description), description)
+    return EncodedResponse(fast(correlation_id, description), description, key)
 
 
 def encode_response(correlation_id: int, response: Any) -> bytes:
