@@ -62,7 +62,7 @@ class Effects:
 
     def schedule(self, key: TimerKey, delay_ms: int) -> None:
         """Arm (or re-arm) ``key`` to fire ``delay_ms`` from now."""
-        deadline = self.now_ms + max(delay_ms, 0)
+        deadline = self.now_ms + (delay_ms if delay_ms > 0 else 0)  # not max(): a call per heartbeat
         self.timers.deadlines[key] = deadline
         self.timer_ops.append(TimerOp(key, deadline))
 

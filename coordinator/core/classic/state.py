@@ -69,6 +69,10 @@ class ClassicGroupState(Enum):
     STABLE = "Stable"
     DEAD = "Dead"
 
+    # Members are singletons compared by identity: hash them by identity too (C speed) rather than
+    # by Enum's Python-level hash of the name; `STATE_ERRORS` is looked up on every heartbeat.
+    __hash__ = object.__hash__
+
     def __str__(self) -> str:
         return self.value
 
@@ -109,6 +113,8 @@ class Api(Enum):
     OFFSET_COMMIT = "OffsetCommit (group member)"
     OFFSET_DELETE = "OffsetDelete"
     DELETE_GROUP = "DeleteGroups"
+
+    __hash__ = object.__hash__  # as `ClassicGroupState`'s: a key of `STATE_ERRORS`
 
 
 class Check(Enum):
