@@ -79,6 +79,22 @@ GROUP_TYPES: tuple[Callable[[ShardContext], GroupType], ...] = (
 """Every group type the shard hosts: one line each."""
 
 
+def _any_of(hooks: Sequence[Callable[[], bool]]) -> Callable[[], bool]:
+    """One callable asking every hook; the hook itself when there is one (the usual case)."""
+    if len(hooks) == 1:
+        return hooks[0]
+    if not hooks:
+        return lambda: False
+
+    def any_true() -> bool:
+        for hook in hooks:  # noqa: SIM110 - once per event: no generator
+            if hook():
+                return True
+        return False
+
+    return any_true
+
+
 class CoordinatorShard:
     def __init__(self, config: GroupConfig | None = None, *, stopwatch: Callable[[], int] | None = None) -> None:
         """``stopwatch`` (nanoseconds) only times the assignor for metrics; it never affects state."""
@@ -114,7 +130,8 @@ class CoordinatorShard:
         self._on_topics_changed: list[Callable[[TopicsChanged, frozenset[str], Effects], None]] = hooks(
             registrations, "on_topics_changed")
         self._after_apply: list[Callable[[Effects], None]] = hooks(registrations, "after_apply")
-        self._waiting: list[Callable[[], bool]] = hooks(registrations, "waiting")
+        self._has_waiting: Callable[[], bool] = _any_of(hooks(registrations, "waiting"))
+        """Does some type hold work waiting for the batch's end? (Asked twice per event: one call.)"""
         self._before_event: list[Callable[[object, Effects], None]] = hooks(registrations, "before_event")
         self._end_of_batch: list[Callable[[Effects], None]] = hooks(registrations, "end_of_batch")
         self._abandon: list[Callable[[], Sequence[int]]] = hooks(registrations, "abandon")
@@ -132,7 +149,10 @@ class CoordinatorShard:
 
     def handle_batch(self, events: Sequence[Event | TimerFired], now_ms: int) -> list[Result]:
         """Handle the runtime's batch: one Result (= one log entry) per event, in order."""
-        results = [self._handle_one(event, now_ms) for event in events]
+        if len(events) == 1:  # the common case (an idle runtime's in-place request)
+            results = [self._handle_one(events[0], now_ms)]
+        else:
+            results = [self._handle_one(event, now_ms) for event in events]
         if results and self._has_waiting():
             results[-1] = results[-1].then(self._step(now_ms, self._end_of_batch_hooks))
         return results
@@ -145,12 +165,6 @@ class CoordinatorShard:
         if result.failure is not None:
             raise result.failure
         return result
-
-    def _has_waiting(self) -> bool:
-        for waiting in self._waiting:  # noqa: SIM110 - once per event: no generator
-            if waiting():
-                return True
-        return False
 
     def _handle_one(self, event: Event | TimerFired, now_ms: int) -> Result:
         if self._has_waiting():
@@ -198,7 +212,16 @@ class CoordinatorShard:
             hook(fx)
 
     def _dispatch(self, event: Event | TimerFired, fx: Effects) -> None:
-        if isinstance(event, TimerFired):
+        handler = self._handlers.get(type(event))  # a request: the common case, tested first
+        if handler is not None:
+            try:
+                handler(event, fx)
+            except CoordinatorError as exc:
+                # Handlers validate before they mutate, so a raised error means nothing happened.
+                assert not fx.records, "a handler raised after producing records"
+                request: Any = event
+                fx.reply(request.ref, self._error_responses[type(event)](event, exc.code))
+        elif isinstance(event, TimerFired):
             if self.timers.is_current(event.key, event.deadline_ms):
                 del self.timers.deadlines[event.key]
                 self._timer_handlers[event.key[0]](event.key, fx)
@@ -207,12 +230,7 @@ class CoordinatorShard:
             for hook in self._on_topics_changed:
                 hook(event, names, fx)
         else:
-            try:
-                self._handlers[type(event)](event, fx)
-            except CoordinatorError as exc:
-                # Handlers validate before they mutate, so a raised error means nothing happened.
-                assert not fx.records, "a handler raised after producing records"
-                fx.reply(event.ref, self._error_responses[type(event)](event, exc.code))
+            raise KeyError(f"no handler registered for {type(event).__name__}")
 
     def on_loaded(self, now_ms: int, *, writer_id: str | None = None) -> Result:
         def load(fx: Effects) -> None:
