@@ -135,7 +135,7 @@ class OffsetBridge:
 
     async def _local_offsets(self, shard: ShardRuntime, group_id: str) -> Offsets:
         outcome = shard.submit(core.OffsetFetch(ref=shard.new_ref(), groups=(core.OffsetFetchGroup(group_id),)))
-        response = await outcome if isinstance(outcome, asyncio.Future) else outcome
+        response = await outcome
         offsets: Offsets = {}
         for group in response.groups:
             for topic in group.topics:
@@ -185,7 +185,7 @@ class OffsetBridge:
             ref=shard.new_ref(), group_id=group_id, generation_id_or_member_epoch=-1, member_id="",
             group_instance_id=None, retention_time_ms=-1,
             topics=tuple(core.OffsetCommitTopic(name, tuple(ps)) for name, ps in topics.items())))
-        response = await outcome if isinstance(outcome, asyncio.Future) else outcome
+        response = await outcome
         failed = [(t.name, p.partition_index, int(p.error_code)) for t in response.topics for p in t.partitions
                   if p.error_code]
         if failed:

@@ -1,7 +1,8 @@
 """When the shard releases a reply: never before the log entries it could reveal are durable, and a
-reply about one group does not wait for other groups' entries. One contract: `submit` always returns
-a future, resolved before it returns when the reply may leave at once; the same rule holds whether
-the idle shard handled the request in place or its task handled it in a batch.
+reply about one group does not wait for other groups' entries. One contract: `submit` returns a
+completion, already done when it returns if the reply may leave at once (an `Answered`: no future,
+no waiter); the same rule holds whether the idle shard handled the request in place or its task
+handled it in a batch.
 
 The shard runs on a real core; its log is a sink whose entries become durable when the test says so.
 """
@@ -20,7 +21,7 @@ from coordinator.core import requests as core
 from coordinator.core.records import CoordinatorEpochKey, CoordinatorEpochValue, Record
 from coordinator.core.result import Result
 from coordinator.core.shard import CoordinatorShard
-from coordinator.runtime.shard import ShardRuntime
+from coordinator.runtime.shard import Answered, Completion, ShardRuntime
 
 UNKNOWN_MEMBER_ID = 25
 
@@ -65,19 +66,19 @@ async def shard() -> AsyncIterator[tuple[ShardRuntime, ManualSink]]:
         await runtime.stop()
 
 
-def commit(runtime: ShardRuntime, group: str) -> asyncio.Future[Any]:
+def commit(runtime: ShardRuntime, group: str) -> Completion:
     return runtime.submit(core.OffsetCommit(
         ref=runtime.new_ref(), group_id=group, generation_id_or_member_epoch=-1, member_id="",
         group_instance_id=None, retention_time_ms=-1,
         topics=(core.OffsetCommitTopic("t", (core.OffsetCommitPartition(0, 42),)),)))
 
 
-def heartbeat(runtime: ShardRuntime, group: str) -> asyncio.Future[Any]:
+def heartbeat(runtime: ShardRuntime, group: str) -> Completion:
     return runtime.submit(core.Heartbeat(ref=runtime.new_ref(), group_id=group, generation_id=1, member_id="m",
                                          group_instance_id=None))
 
 
-async def settle(*futures: asyncio.Future[Any]) -> None:
+async def settle(*futures: Completion) -> None:
     await asyncio.wait_for(asyncio.gather(*futures), timeout=5)
 
 
@@ -147,3 +148,51 @@ async def test_a_batch_follows_the_same_rule_as_the_idle_path(shard: tuple[Shard
     sink.make_durable()
     await settle(committed, same)
     assert same.result().error_code == UNKNOWN_MEMBER_ID
+
+
+@pytest.mark.asyncio
+async def test_an_answer_released_in_place_is_a_done_completion_that_leaves_nothing_behind(
+        shard: tuple[ShardRuntime, ManualSink]) -> None:
+    runtime, _ = shard
+    answer = heartbeat(runtime, "b")
+    assert isinstance(answer, Answered)
+    assert answer.done() and not answer.cancelled() and answer.exception() is None
+    assert answer.result().error_code == UNKNOWN_MEMBER_ID
+    assert (await answer).error_code == UNKNOWN_MEMBER_ID  # awaitable like a done future
+    called: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
+    answer.add_done_callback(called.set_result)
+    assert await asyncio.wait_for(called, timeout=5) is answer
+    assert not answer.cancel()  # too late, as for a done future
+    assert runtime.idle and not runtime._waiters  # no future, no waiter entry
+
+
+@pytest.mark.asyncio
+async def test_a_reply_held_by_the_rule_gets_a_future_even_when_handled_in_place(
+        shard: tuple[ShardRuntime, ManualSink]) -> None:
+    runtime, sink = shard
+    committed = commit(runtime, "a")  # its own records: waits for its entry
+    held = heartbeat(runtime, "a")  # record-less, but group a has an unflushed entry
+    assert isinstance(committed, asyncio.Future) and isinstance(held, asyncio.Future)
+    assert runtime.idle  # both were handled in place
+    sink.make_durable()
+    await settle(committed, held)
+    assert held.result().error_code == UNKNOWN_MEMBER_ID
+    assert not runtime._waiters
+
+
+@pytest.mark.asyncio
+async def test_a_core_bug_in_place_fails_that_request_only(shard: tuple[ShardRuntime, ManualSink]) -> None:
+    runtime, _ = shard
+    handlers = runtime.core._handlers
+    real = handlers[core.Heartbeat]
+
+    def buggy(request: Any, fx: Any) -> None:
+        if request.group_id == "boom":
+            raise RuntimeError("a core bug")
+        real(request, fx)
+
+    handlers[core.Heartbeat] = buggy
+    failed = heartbeat(runtime, "boom")
+    assert failed.done() and isinstance(failed.exception(), RuntimeError)
+    after = heartbeat(runtime, "b")  # the shard keeps serving, in place
+    assert isinstance(after, Answered) and after.result().error_code == UNKNOWN_MEMBER_ID

@@ -1,6 +1,6 @@
 """The shape every group API adapter shares: wire request -> core request -> shard -> wire response.
 
-The shard's one submit contract (`ShardRuntime.submit`) answers with a future, already resolved when
+The shard's one submit contract (`ShardRuntime.submit`) answers with a completion, already done when
 the reply may leave at once; then the wire response is built in place, otherwise when it resolves.
 
 An adapter is two pure functions: `to_core(ctx, request, ref)` builds the version-free core request
@@ -18,7 +18,7 @@ from typing import Any
 from protocol.errors import ErrorCode
 
 from ..registry import ApiHandler, RequestContext
-from ..shard import ShardRuntime
+from ..shard import Answered, ShardRuntime
 from .common import respond
 
 ToCore = Callable[[RequestContext, Any, int], Any]
@@ -32,8 +32,6 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
     """`precheck` returns an error code for requests the wire layer itself must refuse."""
 
     def finish(ctx: RequestContext, request: Any, pending: asyncio.Future[Any]) -> Any:
-        if pending.done() and pending.exception() is None:  # answered at once: no loop turn
-            return respond(ctx, to_wire(ctx, request, pending.result()))
         # A chained future rather than a coroutine: no Task per request on the hot path.
         out: asyncio.Future[Any] = pending.get_loop().create_future()
 
@@ -64,7 +62,10 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
         runtime = shard()
         if runtime is None or not runtime.loaded:
             return respond(ctx, on_error(ctx, request, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
-        return finish(ctx, request, runtime.submit(to_core(ctx, request, runtime.new_ref())))
+        pending = runtime.submit(to_core(ctx, request, runtime.new_ref()))
+        if isinstance(pending, Answered):  # answered at once: no loop turn
+            return respond(ctx, to_wire(ctx, request, pending.response))
+        return finish(ctx, request, pending)
 
     return ApiHandler(api_key, min_version, max_version, handle)
 
