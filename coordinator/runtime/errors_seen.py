@@ -81,7 +81,9 @@ def error_names(response: Any) -> tuple[str, ...] | list[str]:
     """Names of the non-zero error codes in a response (lower-case, as kio names them)."""
     if response.__class__ is EncodedResponse:
         entity: Any = response.description
-        plan = _DESCRIPTION_PLANS.get(response.key) or _description_plan(response.key)
+        plan = _DESCRIPTION_PLANS.get(response.key)
+        if plan is None:  # first response of this API version
+            plan = _description_plan(response.key)
         if plan is _TOP_LEVEL:  # the hot responses: one `get`
             code = entity.get("error_code")
             return (_name(int(code)),) if code else _NONE
