@@ -1,0 +1,23 @@
+"""`bench/hotpath.py` end to end on a tiny set-up, so the in-process measure cannot rot.
+
+Only the shape of the output is checked (both APIs measured, responses written); never a time.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_hotpath_measures_both_heartbeats() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "hotpath.py"), "--groups", "1", "--per-group", "4", "--rounds", "2"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    for api in ("heartbeat", "consumer-group-heartbeat"):
+        assert re.search(rf"^{api}: \d+\.\d+ us/request", done.stdout, re.MULTILINE), done.stdout
