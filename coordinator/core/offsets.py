@@ -28,7 +28,7 @@ shard is durable, so a fetch always sees every acknowledged commit.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from coordinator.core.config import GroupConfig
@@ -36,7 +36,16 @@ from coordinator.core.effects import OFFSETS_EXPIRATION_KEY, Effects, TimerKey
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.events import OffsetsCommitted, OffsetsDeleted
 from coordinator.core.groups import DEAD, Group, delete_group
-from coordinator.core.records import OffsetCommitKey, OffsetCommitValue, Record
+from coordinator.core.records import (
+    IDENTITY_HEAD_SIZE,
+    OFFSET_COMMIT_VALUE_VERSION,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    Record,
+    RecordType,
+    decode_offset_commit_key,
+    decode_offset_commit_value,
+)
 from coordinator.core.registry import Registration
 from coordinator.core.requests import OffsetCommit, OffsetDelete, OffsetFetch, OffsetFetchGroup
 from coordinator.core.responses import (
@@ -158,6 +167,53 @@ class OffsetManager:
         if partitions is None:
             partitions = topics[key.topic] = {}
         partitions[key.partition] = value
+
+    def replay_loaded(
+        self,
+        records: Iterable[tuple[bytes | tuple[bytes, int], bytes | None]],
+        replay_other: Callable[[bytes | tuple[bytes, int], bytes | None], int],
+    ) -> int:
+        """Replay records as the record log loads them (``records.replay_encoded_record`` says how
+        they are keyed), in order; returns how many were skipped as unknown.
+
+        Loading runs this once per record of the log, and nearly all of them are offset commits:
+        those of the version written today are decoded and applied here, inline (exactly what
+        ``replay`` does); every other record goes to ``replay_other``. An offset commit value
+        comes keyed by its bare identity (loading skips superseded ones, see
+        ``records.SUPERSEDED_VALUES_SKIPPABLE``): type 1 in its first two bytes.
+        """
+        offsets = self.offsets
+        groups = self.groups
+        simple_group = self.simple_group
+        decode_key = decode_offset_commit_key
+        decode_value = decode_offset_commit_value
+        offset_commit = int(RecordType.OFFSET_COMMIT)  # a plain int: enum members are slow to reach
+        version_high, version_low = divmod(OFFSET_COMMIT_VALUE_VERSION, 256)
+        unknown = 0
+        for identity, value in records:
+            if (
+                identity.__class__ is not bytes
+                or identity[1] != offset_commit
+                or identity[0]
+                or value is None
+                or len(value) < 2
+                or value[1] != version_low
+                or value[0] != version_high
+            ):
+                unknown += replay_other(identity, value)
+                continue
+            key = decode_key(identity[IDENTITY_HEAD_SIZE:])
+            group_id = key.group
+            if group_id not in groups:
+                groups[group_id] = simple_group(group_id)
+            topics = offsets.get(group_id)
+            if topics is None:
+                topics = offsets[group_id] = {}
+            partitions = topics.get(key.topic)
+            if partitions is None:
+                partitions = topics[key.topic] = {}
+            partitions[key.partition] = decode_value(value[2:])
+        return unknown
 
     def get(self, group_id: str, topic: str, partition: int) -> OffsetAndMetadata | None:
         value = self._get(group_id, topic, partition)
