@@ -1,16 +1,17 @@
 """Measure start-up replay of a record log into the coordinator core and print the numbers.
 
-Two logs of N records each, written through the real record codec, one record per entry:
+Two logs of N records each, written through the real record codec:
 
-- ``distinct``: N OffsetCommit records, every one a distinct key (1,000 groups x 10 topics x
-  100 partitions, ...): what a fully compacted log looks like, and the worst case for loading,
-  since every record must be decoded and applied.
+- ``distinct``: N OffsetCommit records, one per entry, every one a distinct key (1,000 groups x
+  10 topics x 100 partitions, ..., groups interleaved record by record): the worst case for
+  loading (what a fully compacted log holds, at its least local), since every record must be
+  CRC-checked on its own, decoded and applied. The shape of the earlier replay benchmark.
 - ``mixed``: a coordinator's day: 100 classic and 100 KIP-848 groups of 10 members on 100
-  partitions each commit every partition once per commit interval (auto-commit), and some
-  groups rebalance in every interval (KIP-848: group epoch, targets, every member's current
-  assignment; classic: a new GroupMetadata generation with every member's subscription and
-  assignment). That is what the active segment holds before compaction reaches it: most
-  records are superseded by later ones.
+  partitions each; every member commits its 10 partitions once per commit interval (one entry
+  of 10 records, as the coordinator writes an OffsetCommit), and some groups rebalance in every
+  interval (KIP-848: group epoch, targets, every member's current assignment; classic: a new
+  GroupMetadata generation with every member's subscription and assignment). That is what the
+  active segment holds before compaction reaches it: most records are superseded by later ones.
 
 For each log, each run times, over the same files:
 
@@ -78,16 +79,21 @@ LOGS = ("distinct", "mixed")
 _T0 = 1_700_000_000_000
 
 
-def distinct_records(n: int) -> Iterator[Record]:
+def distinct_entries(n: int) -> Iterator[list[Record]]:
+    """One OffsetCommit record per entry, every one a distinct key, groups interleaved."""
     for i in range(n):
-        yield Record(
+        yield [Record(
             OffsetCommitKey(f"group-{i % 1000}", f"topic-{(i // 1000) % 10}", i // 10000),
             OffsetCommitValue(i, -1, "", _T0 + i, -1),
-        )
+        )]
 
 
-def mixed_records(n: int) -> Iterator[Record]:
-    """Commit intervals of 200 groups x 100 partitions, with rebalances, until n records."""
+def mixed_entries(n: int) -> Iterator[list[Record]]:
+    """Commit intervals of 200 groups x 10 members x 10 partitions, with rebalances, until n records.
+
+    Each member commits its 10 partitions in one OffsetCommit (one entry of 10 records, as the
+    coordinator writes it); a rebalance is one entry per record (close enough to the several
+    requests a rebalance takes)."""
     members = [f"consumer-{m}-{uuid.UUID(int=m).hex[:8]}" for m in range(10)]
     topic_ids = {name: uuid.UUID(int=k + 1) for k, name in enumerate(("orders", "payments"))}
     made = 0
@@ -101,17 +107,18 @@ def mixed_records(n: int) -> Iterator[Record]:
                 epoch = epochs[group] = epochs.get(group, 0) + 1
                 rebalance = _classic_rebalance if g < 100 else _consumer_rebalance
                 for record in rebalance(group, epoch, members, topic_ids, now):
-                    yield record
+                    yield [record]
                     made += 1
                     if made == n:
                         return
-            for topic in topic_ids:
-                for p in range(50):
-                    yield Record(OffsetCommitKey(group, topic, p),
+            for m in range(len(members)):
+                commit = [Record(OffsetCommitKey(group, topic, p),
                                  OffsetCommitValue(interval * 1000 + p, epochs[group], "", now, -1))
-                    made += 1
-                    if made == n:
-                        return
+                          for topic in topic_ids for p in range(m * 5, m * 5 + 5)][: n - made]
+                yield commit
+                made += len(commit)
+                if made == n:
+                    return
         interval += 1
 
 
@@ -142,12 +149,13 @@ def _consumer_rebalance(group: str, epoch: int, members: list[str], topic_ids: d
                      ConsumerGroupCurrentMemberAssignmentValue(epoch, epoch - 1, 0, owned[member], ()))
 
 
-def write_log(directory: str, records: Iterator[Record]) -> int:
+def write_log(directory: str, entries: Iterator[list[Record]]) -> int:
     log = RecordLog.open(FS, directory, config=LogConfig(flush_policy=FlushPolicy.NONE))
     n = 0
-    for n, record in enumerate(records, 1):
-        log.append([LogRecord(*encode_record(record))], _T0 + n)
-        if not n % 1000:
+    for i, records in enumerate(entries, 1):
+        log.append([LogRecord(*encode_record(record)) for record in records], _T0 + i)
+        n += len(records)
+        if not i % 1000:
             log.flush()
     log.close()
     return n
@@ -213,7 +221,7 @@ class Result:
 def measure(log: str, n: int, parent: str | None, repeat: int, check: bool, out: bool = True) -> Result:
     directory = tempfile.mkdtemp(prefix=f"replay-{log}-", dir=parent)
     try:
-        records = write_log(directory, distinct_records(n) if log == "distinct" else mixed_records(n))
+        records = write_log(directory, distinct_entries(n) if log == "distinct" else mixed_entries(n))
         size = sum(os.path.getsize(os.path.join(directory, name)) for name in os.listdir(directory))
         result = Result(log, records, 0, [], [])
         if out:

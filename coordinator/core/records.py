@@ -395,8 +395,8 @@ def replay_encoded_record(table: EncodedReplayers, key: bytes | tuple[bytes, int
 
 
 # The fast path of loading (``OffsetManager.replay_loaded``): OffsetCommit values of the version
-# written today, decoded without a lookup.
-decode_offset_commit_key = msgspec.msgpack.Decoder(OffsetCommitKey).decode
+# written today, decoded without a lookup, the key as a plain tuple (keys never change shape).
+decode_offset_commit_key = msgspec.msgpack.Decoder(tuple[str, str, int]).decode
 decode_offset_commit_value = msgspec.msgpack.Decoder(OffsetCommitValue).decode
 OFFSET_COMMIT_VALUE_VERSION = _WRITE_VERSION[OffsetCommitValue]
 assert _VALUE_TYPES[RecordType.OFFSET_COMMIT, OFFSET_COMMIT_VALUE_VERSION] is OffsetCommitValue

@@ -175,6 +175,37 @@ _VALUE_LENGTH_SIZE = _VALUE_LENGTH.size
 _IDENTITY_HEAD_SIZE = IDENTITY_HEAD_SIZE
 assert _V1_ONE_RECORD.format.endswith("HI") and IDENTITY_HEAD_SIZE == 6  # the record head is the identity head
 _PREFIX = struct.Struct(">II")
+_V1_RECORDS_AT = FRAME_PREFIX_SIZE + _V1_HEADER.size  # where a v1 frame's records start
+_MIN_RECORD_SIZE = _IDENTITY_HEAD_SIZE + _VALUE_LENGTH_SIZE
+_unpack_record_head = struct.Struct(">HI").unpack_from
+_unpack_value_length = _VALUE_LENGTH.unpack_from
+
+
+def _split_v1_records(buf: bytes, pos: int, end: int, count: int) -> list[tuple[int, bytes, bytes | None]] | None:
+    """`(record_type, identity, value)` of the `count` records of a v1 frame, from `pos` (after its
+    header) to `end`; None where `format._decode_body` would find them malformed (the same checks)."""
+    if count == 0 or count * _MIN_RECORD_SIZE > end - pos:
+        return None
+    records: list[tuple[int, bytes, bytes | None]] = []
+    append = records.append
+    for _ in range(count):
+        if pos + _IDENTITY_HEAD_SIZE > end:
+            return None
+        record_type, key_length = _unpack_record_head(buf, pos)
+        key_end = pos + _IDENTITY_HEAD_SIZE + key_length
+        if key_end + _VALUE_LENGTH_SIZE > end:
+            return None
+        (value_length,) = _unpack_value_length(buf, key_end)
+        value_start = key_end + _VALUE_LENGTH_SIZE
+        if value_length == -1:
+            append((record_type, buf[pos:key_end], None))
+            pos = value_start
+        elif value_length < -1 or value_start + value_length > end:
+            return None
+        else:
+            append((record_type, buf[pos:key_end], buf[value_start : value_start + value_length]))
+            pos = value_start + value_length
+    return records if pos == end else None
 
 
 def scan(buf: bytes, base_position: int, state: LoadState) -> tuple[int, FrameStatus]:
@@ -252,12 +283,19 @@ def scan(buf: bytes, base_position: int, state: LoadState) -> tuple[int, FrameSt
                                 else:
                                     records[identity, batch_records + records_read] = buf[value_start:end]
                         continue
-            try:
-                entry = _decode_body(buf, pos + FRAME_PREFIX_SIZE, end, base_position + pos)
-            except CorruptEntry:
-                return pos, FrameStatus.CORRUPT
+            # Several records (or a v1 frame the inline path above found malformed, or another
+            # version): split inline when `_decode_body` would accept it, else let it decide.
+            entry_records = None
+            if version == FORMAT_V1 and offset >= 0:
+                entry_records = _split_v1_records(buf, pos + _V1_RECORDS_AT, end, count)
+            if entry_records is None:
+                try:
+                    offset, _, writer_epoch, decoded = _decode_body(
+                        buf, pos + FRAME_PREFIX_SIZE, end, base_position + pos)
+                except CorruptEntry:
+                    return pos, FrameStatus.CORRUPT
+                entry_records = [(r.record_type, record_identity(r.record_type, r.key), r.value) for r in decoded]
             pos = end
-            offset, _, writer_epoch, entry_records = entry
             if offset <= max_offset:
                 duplicates += 1
                 continue
@@ -270,15 +308,16 @@ def scan(buf: bytes, base_position: int, state: LoadState) -> tuple[int, FrameSt
             if offset >= from_offset:
                 loaded += 1
                 last_offset = offset
-                for record_type, record_key, value in entry_records:
+                if not gather:
+                    records_read += len(entry_records)
+                    continue
+                for record_type, identity, value in entry_records:
                     records_read += 1
-                    if gather:
-                        identity = record_identity(record_type, record_key)
-                        if value is not None and record_type in skip_superseded:
-                            discard(identity, None)
-                            records[identity] = value
-                        else:
-                            records[identity, batch_records + records_read] = value
+                    if value is not None and record_type in skip_superseded:
+                        discard(identity, None)
+                        records[identity] = value
+                    else:
+                        records[identity, batch_records + records_read] = value
         return pos, FrameStatus.END
     finally:
         state.max_offset = max_offset

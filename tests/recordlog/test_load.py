@@ -117,6 +117,32 @@ def test_scan_of_arbitrary_bytes_agrees_with_iter_frames(buf: bytes) -> None:
     check_same_as_iter_frames(buf)
 
 
+def with_valid_crc(body: bytes) -> bytes:
+    return struct.pack(">II", len(body) + 4, crc32c.crc32c(body)) + body
+
+
+@settings(max_examples=300)
+@given(logs_st(), st.data())
+def test_scan_agrees_with_iter_frames_on_malformed_bodies_with_valid_crcs(entries: list[LogEntry],
+                                                                          data: st.DataObject) -> None:
+    """Damage behind a valid CRC drives the structure checks (of one and of several records)."""
+    good = [frames([e]) for e in entries] or [b""]
+    index = data.draw(st.integers(0, len(good) - 1))
+    body = bytearray(good[index][8:])
+    if body:
+        for _ in range(data.draw(st.integers(1, 3))):
+            at = data.draw(st.integers(min(len(body) - 1, 21), len(body) - 1))  # after offset & co
+            body[at] = data.draw(st.sampled_from([0, 1, 0x7F, 0x80, 0xFF, data.draw(st.integers(0, 255))]))
+        cut = data.draw(st.integers(0, 2))
+        good[index] = with_valid_crc(bytes(body[: len(body) - cut] if cut < len(body) else body))
+    check_same_as_iter_frames(b"".join(good))
+
+
+@given(st.binary(max_size=120))
+def test_scan_agrees_with_iter_frames_on_random_v1_bodies(body: bytes) -> None:
+    check_same_as_iter_frames(with_valid_crc(struct.pack(">BIqq", 1, 0, 0, 0) + body))
+
+
 def check_same_as_iter_frames(buf: bytes) -> None:
     reference: tuple[object, ...]
     try:
