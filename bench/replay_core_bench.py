@@ -1,11 +1,13 @@
 """Measure start-up replay of a record log into the coordinator core and print the numbers.
 
-Two logs of N records each, written through the real record codec:
+Three logs of N records each, written through the real record codec:
 
 - ``distinct``: N OffsetCommit records, one per entry, every one a distinct key (1,000 groups x
   10 topics x 100 partitions, ..., groups interleaved record by record): the worst case for
   loading (what a fully compacted log holds, at its least local), since every record must be
   CRC-checked on its own, decoded and applied. The shape of the earlier replay benchmark.
+- ``compacted``: N OffsetCommit records, every one a distinct key, as compaction leaves a log of
+  commits: each member's 10 partitions in one entry, group after group.
 - ``mixed``: a coordinator's day: 100 classic and 100 KIP-848 groups of 10 members on 100
   partitions each; every member commits its 10 partitions once per commit interval (one entry
   of 10 records, as the coordinator writes an OffsetCommit), and some groups rebalance in every
@@ -75,7 +77,6 @@ from coordinator.recordlog import (
 from coordinator.runtime.ownership import Replayer
 
 FS = RealFileSystem()
-LOGS = ("distinct", "mixed")
 _T0 = 1_700_000_000_000
 
 
@@ -86,6 +87,21 @@ def distinct_entries(n: int) -> Iterator[list[Record]]:
             OffsetCommitKey(f"group-{i % 1000}", f"topic-{(i // 1000) % 10}", i // 10000),
             OffsetCommitValue(i, -1, "", _T0 + i, -1),
         )]
+
+
+def compacted_entries(n: int) -> Iterator[list[Record]]:
+    """Every key once, as compaction leaves a log of member commits: each member's 10 partitions in
+    one entry (one OffsetCommit), group after group (groups of 10 members on 2 x 50 partitions)."""
+    made = 0
+    for g in range(n):
+        group = f"group-{g}"
+        for m in range(10):
+            commit = [Record(OffsetCommitKey(group, topic, p), OffsetCommitValue(made + p, 3, "", _T0 + made, -1))
+                      for topic in ("orders", "payments") for p in range(m * 5, m * 5 + 5)][: n - made]
+            yield commit
+            made += len(commit)
+            if made == n:
+                return
 
 
 def mixed_entries(n: int) -> Iterator[list[Record]]:
@@ -147,6 +163,11 @@ def _consumer_rebalance(group: str, epoch: int, members: list[str], topic_ids: d
     for member in members:
         yield Record(ConsumerGroupCurrentMemberAssignmentKey(group, member),
                      ConsumerGroupCurrentMemberAssignmentValue(epoch, epoch - 1, 0, owned[member], ()))
+
+
+MAKERS: dict[str, Callable[[int], Iterator[list[Record]]]] = {
+    "distinct": distinct_entries, "compacted": compacted_entries, "mixed": mixed_entries}
+LOGS = tuple(MAKERS)
 
 
 def write_log(directory: str, entries: Iterator[list[Record]]) -> int:
@@ -221,7 +242,7 @@ class Result:
 def measure(log: str, n: int, parent: str | None, repeat: int, check: bool, out: bool = True) -> Result:
     directory = tempfile.mkdtemp(prefix=f"replay-{log}-", dir=parent)
     try:
-        records = write_log(directory, distinct_entries(n) if log == "distinct" else mixed_entries(n))
+        records = write_log(directory, MAKERS[log](n))
         size = sum(os.path.getsize(os.path.join(directory, name)) for name in os.listdir(directory))
         result = Result(log, records, 0, [], [])
         if out:

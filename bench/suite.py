@@ -356,7 +356,8 @@ def section_replay(s: Sizes, workdir: Path) -> list[Row]:
 
     rows = []
     shapes = {
-        "distinct": "every record a distinct OffsetCommit key (a compacted log: all applied)",
+        "distinct": "one per entry, every one a distinct OffsetCommit key, groups interleaved (worst case)",
+        "compacted": "every one a distinct OffsetCommit key, 10 per entry, group by group (a compacted log)",
         "mixed": "commits of 200 groups × 100 partitions every interval, with rebalances (most superseded)",
     }
     for log, shape in shapes.items():

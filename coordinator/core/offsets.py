@@ -198,6 +198,8 @@ class OffsetManager:
         last_group = last_topic = None
         partitions: dict[int, OffsetCommitValue] = {}
         for identity, value in records:
+            # A bare identity keys a value (of a skippable type: `recordlog.load`); only an offset
+            # commit of today's value version takes this path.
             if (
                 identity.__class__ is not bytes
                 or identity[1] != offset_commit
