@@ -43,8 +43,9 @@ from coordinator.recordlog.format import (
 from coordinator.recordlog.fs import ReadHandle
 from coordinator.recordlog.record import IDENTITY_HEAD_SIZE, record_identity
 
-# Keys gathered before a batch is handed over: bounds memory (about 200 bytes a key) while
-# leaving room for superseded values to be dropped.
+# Records kept before a batch is handed over: bounds memory (about 200 bytes a record) while
+# leaving room for superseded values to be found (a partition's next commit is usually tens of
+# thousands of records later).
 DEFAULT_WINDOW = 65_536
 READ_CHUNK = 4 * 1024 * 1024
 
@@ -129,7 +130,7 @@ class LoadState:
         self.batch = LoadBatch()
 
     def hand_over(self, *, full_only: bool) -> None:
-        """Give the gathered batch to the sink (only if it holds a window's worth if `full_only`)."""
+        """Give the gathered batch to the sink (if `full_only`, only once it keeps `window` records)."""
         batch = self.batch
         if not batch or (full_only and len(batch.records) < self.window):
             return
@@ -166,14 +167,14 @@ def load_segment(handle: ReadHandle, start_position: int, state: LoadState) -> t
             chunk_size = state.read_chunk
 
 
-# The fast path's view of a one-record v1 frame: prefix, v1 header without the timestamp
-# (replay does not need it), and the record head.
-_V1_ONE_RECORD = struct.Struct(">II" + _V1_HEADER.format[1:].replace("qq", "q8x") + "HI")
+# The fast path's view of a one-record v1 frame: length, crc, the v1 header without the
+# timestamp (replay does not need it), and the record head (type, key length).
+_V1_ONE_RECORD = struct.Struct(">II" + "BIq8xI" + "HI")
+assert _V1_HEADER.format == ">BIqqI"
 _V1_ONE_RECORD_SIZE = _V1_ONE_RECORD.size
-assert FRAME_PREFIX_SIZE + _V1_HEADER.size + 6 == _V1_ONE_RECORD_SIZE
+assert FRAME_PREFIX_SIZE + _V1_HEADER.size + IDENTITY_HEAD_SIZE == _V1_ONE_RECORD_SIZE
 _VALUE_LENGTH_SIZE = _VALUE_LENGTH.size
-_IDENTITY_HEAD_SIZE = IDENTITY_HEAD_SIZE
-assert _V1_ONE_RECORD.format.endswith("HI") and IDENTITY_HEAD_SIZE == 6  # the record head is the identity head
+_IDENTITY_HEAD_SIZE = IDENTITY_HEAD_SIZE  # a record's head in a frame is its identity's head
 _PREFIX = struct.Struct(">II")
 _V1_RECORDS_AT = FRAME_PREFIX_SIZE + _V1_HEADER.size  # where a v1 frame's records start
 _MIN_RECORD_SIZE = _IDENTITY_HEAD_SIZE + _VALUE_LENGTH_SIZE
