@@ -4,8 +4,9 @@ The server runtime needs only what is exported here:
 
 - `LogRecord`, `LogEntry`: what is appended and what replay yields.
 - `RecordLog.open(...)`: recover a log directory (torn tail truncated, reported in
-  `.recovery`), load it through a callback (`LoadBatch`es: the latest value per key; or entry
-  by entry), and open it for appending; `LogConfig`, `FlushPolicy`.
+  `.recovery`), hand what it holds to a callback (`load`: `LoadBatch`es, the records without
+  superseded values of the types the caller names; or `replay`: entry by entry), and open it
+  for appending; `LogConfig`, `FlushPolicy`.
 - `GroupCommitter`: the asyncio group-commit task over a `RecordLog`.
 - `compact` (live, closed segments, run in a thread) and `compact_offline` (CLI).
 - `try_lock_data_dir` / `lock_data_dir` and `LogTailer`: standby failover.
@@ -13,8 +14,8 @@ The server runtime needs only what is exported here:
 - Errors: `RecordLogError` and its subclasses.
 
 Module map: `format` (bytes of an entry), `fs` / `memfs` (filesystems), `segments` (files,
-reading rules, recovery), `load` (reading for replay: the latest value per key, in one pass), `writer` (append, batches, fsync policy, rolling, fencing),
-`committer` (asyncio), `compaction`, `lock`, `tail`.
+reading rules, recovery), `load` (reading for replay, in one pass), `writer` (append, batches,
+fsync policy, rolling, fencing), `committer` (asyncio), `compaction`, `lock`, `tail`.
 """
 
 from coordinator.recordlog.committer import GroupCommitter

@@ -7,7 +7,8 @@ The segment with the highest base is the *active* one; only it is appended to. O
 *closed*: the writer fsyncs a segment before creating the next one, so a crash can tear only
 the tail of the active segment.
 
-Reading a log (replay at start-up, compaction, tailing) applies three rules:
+Reading a log (replay at start-up, compaction, tailing; entry by entry here, or in one pass for
+loading, see `load`) applies three rules:
 
 1. Segments are read in base order; within a segment, reading stops at the first frame that is
    torn or corrupt. In the last segment that is a torn tail (the writer truncates it on open);
@@ -187,9 +188,9 @@ def recover(
     `replay` is called with each accepted entry (tools and tests that need entries); `load`
     receives `LoadBatch`es, the records of runs of entries without the values of types in
     `skip_superseded` that a later value of their key supersedes (see `load`; that is what a
-    coordinator replays; `window` and `read_chunk` bound a batch). With
-    neither, the log is only read and checked. The caller must hold the data directory lock:
-    this modifies the directory.
+    coordinator replays; `window` and `read_chunk` bound a batch). With neither, the log is
+    only read and checked. The caller must hold the data directory lock: this modifies the
+    directory.
     """
     if replay is not None and load is not None:
         raise ValueError("recover takes replay or load, not both")
