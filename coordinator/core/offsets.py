@@ -28,15 +28,26 @@ shard is durable, so a fetch always sees every acknowledged commit.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+import msgspec
 
 from coordinator.core.config import GroupConfig
 from coordinator.core.effects import OFFSETS_EXPIRATION_KEY, Effects, TimerKey
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.events import OffsetsCommitted, OffsetsDeleted
 from coordinator.core.groups import DEAD, Group, delete_group
-from coordinator.core.records import OffsetCommitKey, OffsetCommitValue, Record
+from coordinator.core.records import (
+    IDENTITY_HEAD_SIZE,
+    OFFSET_COMMIT_VALUE_VERSION,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    Record,
+    RecordType,
+    decode_offset_commit_key,
+    decode_offset_commit_value,
+)
 from coordinator.core.registry import Registration
 from coordinator.core.requests import OffsetCommit, OffsetDelete, OffsetFetch, OffsetFetchGroup
 from coordinator.core.responses import (
@@ -136,10 +147,8 @@ class OffsetManager:
     # ---- replay (the only writer of self.offsets) --------------------------------------------
 
     def replay(self, key: OffsetCommitKey, value: OffsetCommitValue | None, live: bool = False) -> None:
-        # Start-up runs this once per offset commit in the log: plain lookups, no throw-away dicts.
-        group_id = key.group
-        topics = self.offsets.get(group_id)
         if value is None:
+            topics = self.offsets.get(key.group)
             if topics is None:
                 return
             partitions = topics.get(key.topic)
@@ -148,16 +157,72 @@ class OffsetManager:
                 if not partitions:
                     del topics[key.topic]
             if not topics:
-                del self.offsets[group_id]
+                del self.offsets[key.group]
             return
+        self._partitions(key.group, key.topic)[key.partition] = value
+
+    def _partitions(self, group_id: str, topic: str) -> dict[int, OffsetCommitValue]:
+        """Where a value of ``group_id``'s ``topic`` goes: created if needed, and the group too (a
+        simple group) if it does not exist."""
         if group_id not in self.groups:
             self.groups[group_id] = self.simple_group(group_id)
+        topics = self.offsets.get(group_id)
         if topics is None:
             topics = self.offsets[group_id] = {}
-        partitions = topics.get(key.topic)
+        partitions = topics.get(topic)
         if partitions is None:
-            partitions = topics[key.topic] = {}
-        partitions[key.partition] = value
+            partitions = topics[topic] = {}
+        return partitions
+
+    def replay_loaded(
+        self,
+        records: Iterable[tuple[bytes | tuple[bytes, int], bytes | None]],
+        replay_other: Callable[[bytes | tuple[bytes, int], bytes | None], int],
+    ) -> int:
+        """Replay records as the record log loads them (``records.replay_encoded_record`` says how
+        they are keyed), in order; returns how many were skipped as unknown.
+
+        Loading runs this once per record of the log, and nearly all of them are offset commit
+        values: those of the version written today are decoded here and stored as ``replay``
+        stores them (``_partitions``, asked again only when the group or topic changes: an
+        OffsetCommit's records are one group's partitions, and values never remove a group or a
+        topic); every other record goes to ``replay_other`` (the registered replayers, this
+        class's ``replay`` for tombstones). An offset commit value comes keyed by its bare
+        identity (loading skips superseded ones, ``records.SUPERSEDED_VALUES_SKIPPABLE``).
+        """
+        decode_key = decode_offset_commit_key
+        decode_value = decode_offset_commit_value
+        offset_commit = int(RecordType.OFFSET_COMMIT)  # a plain int: enum members are slow to reach
+        version_high, version_low = divmod(OFFSET_COMMIT_VALUE_VERSION, 256)
+        unknown = 0
+        last_group = last_topic = None
+        partitions: dict[int, OffsetCommitValue] = {}
+        for identity, value in records:
+            # A bare identity keys a value (of a skippable type: `recordlog.load`); only an offset
+            # commit of today's value version takes this path.
+            if (
+                identity.__class__ is not bytes
+                or identity[1] != offset_commit
+                or identity[0]
+                or value is None
+                or len(value) < 2
+                or value[1] != version_low
+                or value[0] != version_high
+            ):
+                unknown += replay_other(identity, value)
+                last_group = None
+                continue
+            try:
+                group_id, topic, partition = decode_key(identity[IDENTITY_HEAD_SIZE:])
+            except msgspec.ValidationError:  # not three fields: the general decoder decides
+                unknown += replay_other(identity, value)
+                last_group = None
+                continue
+            if group_id != last_group or topic != last_topic:
+                partitions = self._partitions(group_id, topic)
+                last_group, last_topic = group_id, topic
+            partitions[partition] = decode_value(value[2:])
+        return unknown
 
     def get(self, group_id: str, topic: str, partition: int) -> OffsetAndMetadata | None:
         value = self._get(group_id, topic, partition)

@@ -20,9 +20,10 @@ Contract with the runtime
 * A core bug (an exception other than ``CoordinatorError``) in one event does not stop the batch:
   that event's Result carries ``failure`` and the refs (``failed``) that will get no reply; its own
   effects are dropped, effects it carried from earlier events are kept.
-* ``replay(record)`` while loading (start-up) or tailing (standby). Then ``on_loaded(now_ms)`` once,
-  even for an empty log: it arms session timers (fresh session timeout for every member, as Kafka),
-  the offsets-expiration timer, and writes a new ``CoordinatorEpoch`` when given a ``writer_id``.
+* ``replay_encoded(records)`` (the record bytes, as the record log loads them) or ``replay(record)``
+  while loading (start-up) or tailing (standby). Then ``on_loaded(now_ms)`` once, even for an empty
+  log: it arms session timers (fresh session timeout for every member, as Kafka), the
+  offsets-expiration timer, and writes a new ``CoordinatorEpoch`` when given a ``writer_id``.
 * ``on_unloaded(now_ms)`` when giving the shard up: groups go Dead, parked requests are answered
   NOT_COORDINATOR, timers are cancelled.
 
@@ -46,8 +47,9 @@ catalog change); the shard keeps a pure image of it (``consumer/topics.py``) and
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, cast
 
 from coordinator.core.classic import manager as classic
@@ -59,7 +61,13 @@ from coordinator.core.errors import CoordinatorError
 from coordinator.core.group_admin import GroupAdmin
 from coordinator.core.groups import Group
 from coordinator.core.offsets import OffsetAndMetadata, OffsetManager
-from coordinator.core.records import CoordinatorEpochKey, CoordinatorEpochValue, Record
+from coordinator.core.records import (
+    CoordinatorEpochKey,
+    CoordinatorEpochValue,
+    Record,
+    encoded_replayers,
+    replay_encoded_record,
+)
 from coordinator.core.registry import Registration, ShardContext, hooks, merged
 from coordinator.core.requests import Event, TimerFired, TopicsChanged
 from coordinator.core.result import Result
@@ -125,6 +133,7 @@ class CoordinatorShard:
         assert set(self._error_responses) == set(self._handlers), "every request type needs its error response"
         self._timer_handlers: dict[str, Callable[[TimerKey, Effects], None]] = merged(registrations, "timers")
         self._replayers: dict[type, Callable[[Any, Any, bool], None]] = merged(registrations, "replayers")
+        self._replay_other = functools.partial(replay_encoded_record, encoded_replayers(self._replayers))
         self._on_loaded: list[Callable[[Effects], None]] = hooks(registrations, "on_loaded")
         self._on_unloaded: list[Callable[[Effects], None]] = hooks(registrations, "on_unloaded")
         self._on_topics_changed: list[Callable[[TopicsChanged, frozenset[str], Effects], None]] = hooks(
@@ -265,6 +274,13 @@ class CoordinatorShard:
     def replay(self, record: Record) -> None:
         """Apply one record from the log (loading or standby tailing)."""
         self._replayers[type(record.key)](record.key, record.value, False)
+
+    def replay_encoded(self, encoded: Iterable[tuple[bytes | tuple[bytes, int], bytes | None]]) -> int:
+        """``replay`` of encoded records as the record log loads them, in order (keys as
+        ``records.replay_encoded_record`` reads them): how a loaded log is applied. Offset commits
+        take ``OffsetManager.replay_loaded``'s inline path, everything else the registered
+        replayers. Returns how many records were skipped as of an unknown type or version."""
+        return self.offsets.replay_loaded(encoded, self._replay_other)
 
     def _apply(self, records: list[Record]) -> None:
         replayers = self._replayers

@@ -4,8 +4,9 @@ The server runtime needs only what is exported here:
 
 - `LogRecord`, `LogEntry`: what is appended and what replay yields.
 - `RecordLog.open(...)`: recover a log directory (torn tail truncated, reported in
-  `.recovery`), replay it through a callback, and open it for appending; `LogConfig`,
-  `FlushPolicy`.
+  `.recovery`), hand what it holds to a callback (`load`: `LoadBatch`es, the records without
+  superseded values of the types the caller names; or `replay`: entry by entry), and open it
+  for appending; `LogConfig`, `FlushPolicy`.
 - `GroupCommitter`: the asyncio group-commit task over a `RecordLog`.
 - `compact` (live, closed segments, run in a thread) and `compact_offline` (CLI).
 - `try_lock_data_dir` / `lock_data_dir` and `LogTailer`: standby failover.
@@ -13,8 +14,8 @@ The server runtime needs only what is exported here:
 - Errors: `RecordLogError` and its subclasses.
 
 Module map: `format` (bytes of an entry), `fs` / `memfs` (filesystems), `segments` (files,
-reading rules, recovery), `writer` (append, batches, fsync policy, rolling, fencing),
-`committer` (asyncio), `compaction`, `lock`, `tail`.
+reading rules, recovery), `load` (reading for replay, in one pass), `writer` (append, batches,
+fsync policy, rolling, fencing), `committer` (asyncio), `compaction`, `lock`, `tail`.
 """
 
 from coordinator.recordlog.committer import GroupCommitter
@@ -34,6 +35,7 @@ from coordinator.recordlog.errors import (
 )
 from coordinator.recordlog.format import decode_entry, encode_entry
 from coordinator.recordlog.fs import FileSystem, RealFileSystem
+from coordinator.recordlog.load import LoadBatch
 from coordinator.recordlog.lock import DataDirLock, lock_data_dir, try_lock_data_dir
 from coordinator.recordlog.memfs import MemoryFileSystem
 from coordinator.recordlog.record import LogEntry, LogRecord
@@ -59,6 +61,7 @@ __all__ = [
     "FileSystem",
     "FlushPolicy",
     "GroupCommitter",
+    "LoadBatch",
     "LogConfig",
     "LogEntry",
     "LogFailed",

@@ -7,7 +7,8 @@ The segment with the highest base is the *active* one; only it is appended to. O
 *closed*: the writer fsyncs a segment before creating the next one, so a crash can tear only
 the tail of the active segment.
 
-Reading a log (replay at start-up, compaction, tailing) applies three rules:
+Reading a log (replay at start-up, compaction, tailing; entry by entry here, or in one pass for
+loading, see `load`) applies three rules:
 
 1. Segments are read in base order; within a segment, reading stops at the first frame that is
    torn or corrupt. In the last segment that is a torn tail (the writer truncates it on open);
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from coordinator.recordlog.errors import CorruptLog
 from coordinator.recordlog.format import FrameStatus, iter_frames
 from coordinator.recordlog.fs import FileSystem, ReadHandle
+from coordinator.recordlog.load import DEFAULT_WINDOW, READ_CHUNK, LoadSink, LoadState, load_segment
 from coordinator.recordlog.record import LogEntry
 
 SEGMENT_SUFFIX = ".log"
@@ -173,14 +175,25 @@ def recover(
     directory: str,
     *,
     replay: Callable[[LogEntry], None] | None = None,
+    load: LoadSink | None = None,
+    skip_superseded: frozenset[int] = frozenset(),
     from_offset: int = 0,
+    window: int = DEFAULT_WINDOW,
+    read_chunk: int = READ_CHUNK,
 ) -> Recovery:
     """Read the whole log in order, truncate a torn tail of the last segment, clean temporaries.
 
-    `replay` is called for each accepted entry with offset >= `from_offset` (a standby that has
-    already applied earlier entries by tailing passes its tailer's `next_offset`). The caller
-    must hold the data directory lock: this modifies the directory.
+    What was read goes to at most one of two consumers, from offset `from_offset` on (a standby
+    that has already applied earlier entries by tailing passes its tailer's `next_offset`):
+    `replay` is called with each accepted entry (tools and tests that need entries); `load`
+    receives `LoadBatch`es, the records of runs of entries without the values of types in
+    `skip_superseded` that a later value of their key supersedes (see `load`; that is what a
+    coordinator replays; `window` and `read_chunk` bound a batch). With neither, the log is
+    only read and checked. The caller must hold the data directory lock: this modifies the
+    directory.
     """
+    if replay is not None and load is not None:
+        raise ValueError("recover takes replay or load, not both")
     try:
         names = fs.list_dir(directory)
     except FileNotFoundError:
@@ -196,44 +209,18 @@ def recover(
         fs.fsync_dir(directory)
 
     bases = list_segments(fs, directory)
-    replay_filter = ReplayFilter()
-    replayed = 0
-    read = 0
+    state = LoadState(load, skip_superseded=skip_superseded, from_offset=from_offset, window=window,
+                      read_chunk=read_chunk)
     active_size = 0
     truncated = 0
     for index, base in enumerate(bases):
         is_last = index == len(bases) - 1
         handle = fs.open_read(segment_path(directory, base))
         try:
-            reader = SegmentReader(handle)
-            # This loop runs once per entry of the log at start-up, so `ReplayFilter.accept` is
-            # inlined on locals (same rules, same counters; written back after the segment).
-            max_offset = replay_filter.max_offset
-            max_epoch = replay_filter.max_epoch
-            duplicates = fenced = 0
-            try:
-                for _, entry in reader:
-                    offset, _, writer_epoch, _ = entry
-                    if offset <= max_offset:
-                        duplicates += 1
-                        continue
-                    max_offset = offset
-                    if writer_epoch < max_epoch:
-                        fenced += 1
-                        continue
-                    max_epoch = writer_epoch
-                    read += 1
-                    if offset >= from_offset:
-                        replayed += 1
-                        if replay is not None:
-                            replay(entry)
-            finally:
-                replay_filter.max_offset = max_offset
-                replay_filter.max_epoch = max_epoch
-                replay_filter.duplicates_skipped += duplicates
-                replay_filter.fenced_skipped += fenced
-            end = reader.end
-            assert end is not None
+            if replay is None:
+                end = SegmentEnd(*load_segment(handle, 0, state))
+            else:
+                end = _replay_entries(handle, state, replay)
         finally:
             handle.close()
         if not end.clean and not is_last:
@@ -243,8 +230,9 @@ def recover(
             truncated = end.file_size - end.valid_length
             if truncated:
                 _truncate(fs, segment_path(directory, base), end.valid_length)
+    state.hand_over(full_only=False)
 
-    next_offset = replay_filter.max_offset + 1
+    next_offset = state.max_offset + 1
     if bases:
         next_offset = max(next_offset, bases[-1])
     return Recovery(
@@ -252,12 +240,46 @@ def recover(
         active_size=active_size,
         truncated_bytes=truncated,
         next_offset=next_offset,
-        max_epoch=replay_filter.max_epoch,
-        entries_replayed=replayed,
-        entries_read=read,
-        duplicates_skipped=replay_filter.duplicates_skipped,
-        fenced_skipped=replay_filter.fenced_skipped,
+        max_epoch=state.max_epoch,
+        entries_replayed=state.entries_loaded,
+        entries_read=state.entries_read,
+        duplicates_skipped=state.duplicates_skipped,
+        fenced_skipped=state.fenced_skipped,
     )
+
+
+def _replay_entries(handle: ReadHandle, state: LoadState, replay: Callable[[LogEntry], None]) -> SegmentEnd:
+    """`recover`'s entry-by-entry reading: the rules of `ReplayFilter`, on `state`."""
+    reader = SegmentReader(handle)
+    # Inlined `ReplayFilter.accept` on locals (same rules, same counters; written back after).
+    max_offset = state.max_offset
+    max_epoch = state.max_epoch
+    from_offset = state.from_offset
+    duplicates = fenced = read = replayed = 0
+    try:
+        for _, entry in reader:
+            offset, _, writer_epoch, _ = entry
+            if offset <= max_offset:
+                duplicates += 1
+                continue
+            max_offset = offset
+            if writer_epoch < max_epoch:
+                fenced += 1
+                continue
+            max_epoch = writer_epoch
+            read += 1
+            if offset >= from_offset:
+                replayed += 1
+                replay(entry)
+    finally:
+        state.max_offset = max_offset
+        state.max_epoch = max_epoch
+        state.duplicates_skipped += duplicates
+        state.fenced_skipped += fenced
+        state.entries_read += read
+        state.entries_loaded += replayed
+    assert reader.end is not None
+    return reader.end
 
 
 def _truncate(fs: FileSystem, path: str, size: int) -> None:

@@ -1,8 +1,9 @@
 """Following a log that another process is appending to (the standby's view of the log).
 
-Poll-based and read-only: each `poll()` lists the directory, re-opens the segment it was
-reading and decodes from the byte position where it stopped. It never modifies the directory
-(recovery belongs to whoever holds the lock).
+Poll-based and read-only: each `poll()` (entries) or `load(sink)` (batches of records, as a
+coordinator loads at start-up: the standby's way) lists the directory, re-opens the segment it
+was reading and decodes from the byte position where it stopped. It never modifies the
+directory (recovery belongs to whoever holds the lock).
 
 Rules:
 
@@ -22,12 +23,19 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 from coordinator.recordlog.errors import CorruptLog
-from coordinator.recordlog.fs import FileSystem
+from coordinator.recordlog.fs import FileSystem, ReadHandle
+from coordinator.recordlog.load import DEFAULT_WINDOW, READ_CHUNK, LoadSink, LoadState, load_segment
 from coordinator.recordlog.record import LogEntry
-from coordinator.recordlog.segments import ReplayFilter, SegmentReader, list_segments, segment_path
+from coordinator.recordlog.segments import (
+    ReplayFilter,
+    SegmentEnd,
+    SegmentReader,
+    list_segments,
+    segment_path,
+)
 
 
 class LogTailer:
@@ -55,13 +63,55 @@ class LogTailer:
     def poll(self, max_entries: int | None = None) -> list[LogEntry]:
         """Entries appended since the last poll (at most `max_entries`); [] if none yet."""
         out: list[LogEntry] = []
-        while max_entries is None or len(out) < max_entries:
+        accept = self._filter.accept
+
+        def read(handle: ReadHandle, position: int) -> SegmentEnd | None:
+            reader = SegmentReader(handle, position)
+            for entry_position, entry in reader:
+                if max_entries is not None and len(out) >= max_entries:
+                    self._position = entry_position
+                    return None
+                if accept(entry):
+                    out.append(entry)
+            return reader.end
+
+        self._follow(read, lambda: max_entries is None or len(out) < max_entries)
+        return out
+
+    def load(self, sink: LoadSink, *, skip_superseded: frozenset[int] = frozenset(),
+             window: int = DEFAULT_WINDOW, read_chunk: int = READ_CHUNK) -> int:
+        """Like `poll`, but what was appended goes to `sink` as `LoadBatch`es (see `load`): the
+        standby's way, the same reading as a coordinator's start-up. Returns the entries read."""
+        replay_filter = self._filter
+        state = LoadState(sink, skip_superseded=skip_superseded, max_offset=replay_filter.max_offset,
+                          max_epoch=replay_filter.max_epoch, window=window, read_chunk=read_chunk)
+
+        def read(handle: ReadHandle, position: int) -> SegmentEnd:
+            try:
+                return SegmentEnd(*load_segment(handle, position, state))
+            finally:
+                replay_filter.max_offset = state.max_offset
+                replay_filter.max_epoch = state.max_epoch
+
+        self._follow(read, lambda: True)
+        replay_filter.duplicates_skipped += state.duplicates_skipped
+        replay_filter.fenced_skipped += state.fenced_skipped
+        state.hand_over(full_only=False)
+        return state.entries_loaded
+
+    def _follow(self, read: Callable[[ReadHandle, int], SegmentEnd | None], more: Callable[[], bool]) -> None:
+        """Walk the segments from where the last poll stopped, `read`ing each from its position.
+
+        `read` returns where and why the segment's valid data ends, or None when it stopped
+        early (having set `_position`); `more()` false stops between segments.
+        """
+        while more():
             try:
                 bases = list_segments(self._fs, self._directory)
             except FileNotFoundError:
-                return out  # the active coordinator has not created the log yet
+                return  # the active coordinator has not created the log yet
             if not bases:
-                return out
+                return
             if self._base not in bases:
                 self._start_segment(self._segment_for(bases))
             assert self._base is not None
@@ -76,27 +126,20 @@ class LogTailer:
                     if self._file_id is not None:
                         self._position = 0  # replaced by compaction: re-read, skip what we have
                     self._file_id = handle.file_id
-                reader = SegmentReader(handle, self._position)
-                for position, entry in reader:
-                    if max_entries is not None and len(out) >= max_entries:
-                        self._position = position
-                        return out
-                    if self._filter.accept(entry):
-                        out.append(entry)
-                end = reader.end
-                assert end is not None
+                end = read(handle, self._position)
             finally:
                 handle.close()
+            if end is None:
+                return
             self._position = end.valid_length
             if is_last:
-                return out  # a partial tail is still being written: next poll
+                return  # a partial tail is still being written: next poll
             if not end.clean:
                 raise CorruptLog(
                     f"closed segment {segment_path(self._directory, self._base)} is damaged"
                     f" at byte {end.valid_length} ({end.status.value})"
                 )
             self._start_segment(min(base for base in bases if base > self._base))
-        return out
 
     def _segment_for(self, bases: list[int]) -> int:
         below = [base for base in bases if base <= self.next_offset]

@@ -49,6 +49,7 @@ from typing import NamedTuple
 from coordinator.recordlog.errors import FencedWriter, LogFailed
 from coordinator.recordlog.format import encode_entry
 from coordinator.recordlog.fs import AppendHandle, FileSystem
+from coordinator.recordlog.load import LoadSink
 from coordinator.recordlog.record import LogEntry, LogRecord
 from coordinator.recordlog.segments import Recovery, list_segments, recover, segment_path
 from coordinator.settings import at_least, setting
@@ -132,17 +133,22 @@ class RecordLog:
         config: LogConfig | None = None,
         writer_epoch: int | None = None,
         replay: Callable[[LogEntry], None] | None = None,
+        load: LoadSink | None = None,
+        skip_superseded: frozenset[int] = frozenset(),
         from_offset: int = 0,
     ) -> RecordLog:
         """Recover the log in `directory` (creating it if needed) and open it for appending.
 
-        `replay` receives every entry with offset >= `from_offset`, in order, before this
-        returns. `writer_epoch=None` takes max epoch on disk + 1; an explicit epoch lower than
-        one on disk raises `FencedWriter`. The caller must hold the data directory lock.
+        Before this returns, `replay` receives every entry with offset >= `from_offset`, in
+        order, or `load` receives them as `LoadBatch`es: their records without the values of
+        types in `skip_superseded` that a later value of the same key supersedes (see `load`).
+        `writer_epoch=None` takes max epoch on disk + 1; an explicit epoch lower than one on
+        disk raises `FencedWriter`. The caller must hold the data directory lock.
         `recovery.truncated_bytes` is the torn tail that was dropped: log it.
         """
         config = config or LogConfig()
-        recovery = recover(fs, directory, replay=replay, from_offset=from_offset)
+        recovery = recover(fs, directory, replay=replay, load=load, skip_superseded=skip_superseded,
+                           from_offset=from_offset)
         if writer_epoch is None:
             writer_epoch = recovery.max_epoch + 1
         elif writer_epoch < recovery.max_epoch:

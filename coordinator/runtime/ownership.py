@@ -12,7 +12,11 @@ Rules:
   and its writer epoch is above every epoch on disk, so an older owner revived after losing its
   lock can never append (the record log's fencing check fails it, and it stops).
 - Replay runs in a worker thread, so a long load does not stop the event loop: group APIs answer
-  COORDINATOR_LOAD_IN_PROGRESS meanwhile, and progress is logged.
+  COORDINATOR_LOAD_IN_PROGRESS meanwhile, and progress is logged. The standby's tailing replays
+  in a worker thread too, while nothing serves from the core.
+- Loading and tailing replay the same way (`Replayer`): the record log hands over the records
+  of runs of entries in batches, without the offset commits a later commit of the same partition
+  supersedes, and only those are decoded and applied.
 """
 
 from __future__ import annotations
@@ -22,14 +26,14 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from ..core.records import UnknownRecordTypeError, decode_record
+from ..core.records import SUPERSEDED_VALUES_SKIPPABLE
 from ..core.shard import CoordinatorShard
 from ..logging import get_logger
 from ..recordlog import (
     DataDirLock,
     FileSystem,
+    LoadBatch,
     LogConfig,
-    LogEntry,
     LogTailer,
     RecordLog,
     try_lock_data_dir,
@@ -40,41 +44,36 @@ log = get_logger("coordinator.ownership")
 
 STANDBY_POLL_S = 0.1
 _PROGRESS_EVERY_S = 5.0
-_PROGRESS_CHECK_EVERY = 1024  # entries between two reads of the clock
 
 
 class Replayer:
-    """Applies log entries to a core shard, counting and reporting progress."""
+    """Applies loaded log batches to a core shard, counting and reporting progress.
+
+    The record log hands over `LoadBatch`es: the records of a run of entries, without the
+    offset commits a later commit of the same partition supersedes (`skip_superseded`, the
+    core's `SUPERSEDED_VALUES_SKIPPABLE`); those are never decoded. Start-up
+    (`RecordLog.open(load=...)`) and the standby (`LogTailer.load`) both go through here."""
+
+    skip_superseded = SUPERSEDED_VALUES_SKIPPABLE
 
     def __init__(self, core: CoordinatorShard) -> None:
         self.core = core
-        self._replay = core.replay
-        self.records = 0
+        self.records = 0  # records read from the log, superseded ones included
+        self.applied = 0  # records decoded and replayed into the core
         self.entries = 0
         self.skipped_unknown = 0
         self._last_report = time.monotonic()
 
-    def __call__(self, entry: LogEntry) -> None:
-        # Runs once per entry of the log at start-up: hot names are locals, the clock is read
-        # every _PROGRESS_CHECK_EVERY entries only, and counters are written once per entry.
-        replay = self._replay
-        replayed = 0
-        for record_type, key, value in entry.records:
-            try:
-                record = decode_record(record_type, key, value)
-            except UnknownRecordTypeError:
-                # A newer coordinator's record type: skip it, as Kafka skips unknown types.
-                self.skipped_unknown += 1
-                continue
-            replay(record)
-            replayed += 1
-        self.records += replayed
-        self.entries = entries = self.entries + 1
-        if not entries % _PROGRESS_CHECK_EVERY:
-            now = time.monotonic()
-            if now - self._last_report >= _PROGRESS_EVERY_S:
-                self._last_report = now
-                log.info("log_load_progress", entries=entries, records=self.records, offset=entry.offset)
+    def __call__(self, batch: LoadBatch) -> None:
+        records = batch.records
+        self.skipped_unknown += self.core.replay_encoded(records.items())
+        self.applied += len(records)
+        self.records += batch.records_read
+        self.entries += batch.entries
+        now = time.monotonic()
+        if now - self._last_report >= _PROGRESS_EVERY_S:
+            self._last_report = now
+            log.info("log_load_progress", entries=self.entries, records=self.records, offset=batch.last_offset)
 
 
 async def acquire(fs: FileSystem, data_dir: Path, log_dir: Path, log_config: LogConfig,
@@ -91,8 +90,7 @@ async def acquire(fs: FileSystem, data_dir: Path, log_dir: Path, log_config: Log
         log.info("standby_waiting", data_dir=str(data_dir))
         tailer = LogTailer(fs, str(log_dir))
         while lock is None:
-            for entry in await asyncio.to_thread(tailer.poll):
-                replayer(entry)
+            await asyncio.to_thread(tailer.load, replayer, skip_superseded=replayer.skip_superseded)
             lock = try_lock_data_dir(fs, str(data_dir))
             if lock is None:
                 await asyncio.sleep(STANDBY_POLL_S)
@@ -101,7 +99,8 @@ async def acquire(fs: FileSystem, data_dir: Path, log_dir: Path, log_config: Log
         started = time.monotonic()
     await on_owner()
     record_log = await asyncio.to_thread(
-        RecordLog.open, fs, str(log_dir), config=log_config, replay=replayer, from_offset=from_offset)
+        RecordLog.open, fs, str(log_dir), config=log_config, load=replayer,
+        skip_superseded=replayer.skip_superseded, from_offset=from_offset)
     recovery = record_log.recovery
     if recovery.truncated_bytes:
         durable.TRUNCATED_BYTES.inc(recovery.truncated_bytes)

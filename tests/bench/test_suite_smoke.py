@@ -27,7 +27,7 @@ EXPECTED_ROWS = [
     ("classic cooperative-sticky", "coordinator"),
     ("KIP-848 join storm", "coordinator"),
     ("uniform assignor", "in process"),
-    ("record log replay", "in process"),
+    ("start-up replay", "in process"),
     ("log.flush.policy=always", "coordinator"),
     ("log.flush.policy=interval", "coordinator"),
     ("log.flush.policy=none", "coordinator"),

@@ -6,7 +6,9 @@ deadline order through ``handle(TimerFired(...))``, exactly as the runtime would
 
 After EVERY step it checks:
 
-1. a fresh shard replaying all records written so far has the same ``durable_view()`` as the live one;
+1. a fresh shard loading all records written so far as the server loads its log
+   (``tests.support.loading``: through the record log, superseded offset commits skipped,
+   decoded and replayed from bytes) has the same ``durable_view()`` as the live one;
 2. the invariants of ``coordinator/core/classic/state.py`` on both shards, in particular that a
    classic group in Stable or Empty has exactly the durable fields of its last persisted record (so
    the durable-view check cannot be satisfied by simply never writing records).
@@ -47,6 +49,7 @@ from coordinator.core.requests import (
 )
 from coordinator.core.result import Result
 from coordinator.core.shard import CoordinatorShard
+from tests.support.loading import loaded
 
 DEFAULT_PROTOCOLS: tuple[tuple[str, bytes], ...] = (("range", b"r"), ("roundrobin", b"rr"))
 
@@ -127,10 +130,7 @@ class Harness:
     # ---- checks ----------------------------------------------------------------------------------
 
     def _replayed_shard(self) -> CoordinatorShard:
-        fresh = CoordinatorShard(self.config)
-        for record in self.records:
-            fresh.replay(record)
-        return fresh
+        return loaded(([record] for record in self.records), self.config)
 
     def check(self) -> None:
         fresh = self._replayed_shard()

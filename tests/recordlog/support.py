@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
+from dataclasses import replace
 
-from coordinator.recordlog import LogEntry, LogRecord, MemoryFileSystem, RecordLog
+from coordinator.recordlog import LoadBatch, LogEntry, LogRecord, MemoryFileSystem, RecordLog
 from coordinator.recordlog.memfs import MUTATING_OPS
+from coordinator.recordlog.record import split_identity
+from coordinator.recordlog.segments import Recovery, recover
 
 LOG_DIR = "/data/shard-0"
 
@@ -29,11 +33,58 @@ def state_apply(state: State, record: LogRecord) -> None:
         state[key] = record.value
 
 
+def batch_apply(state: State, batch: LoadBatch) -> None:
+    for key, value in batch.records.items():
+        state_apply(state, LogRecord(*split_identity(LoadBatch.identity(key)), value))
+
+
+def clone(fs: MemoryFileSystem, directory: str = LOG_DIR) -> MemoryFileSystem:
+    """A new filesystem holding a copy of `directory`'s files as they are now."""
+    copy = MemoryFileSystem()
+    try:
+        names = fs.list_dir(directory)
+    except FileNotFoundError:
+        return copy
+    copy.make_dirs(directory)
+    for name in names:
+        copy.write_file(os.path.join(directory, name), fs.content(os.path.join(directory, name)))
+    return copy
+
+
+def load_all(fs: MemoryFileSystem, directory: str = LOG_DIR, *, window: int = 3, read_chunk: int = 100,
+             from_offset: int = 0, skip_superseded: frozenset[int] = frozenset({1})
+             ) -> tuple[State, list[LoadBatch], Recovery]:
+    """What loading (`recover(load=...)`) hands over, applied in order; by default in small
+    windows over small read chunks, so that batch and chunk boundaries fall everywhere, and
+    skipping superseded values of record type 1 (the tests' usual type)."""
+    state: State = {}
+    batches: list[LoadBatch] = []
+
+    def sink(batch: LoadBatch) -> None:
+        batches.append(batch)
+        batch_apply(state, batch)
+
+    recovery = recover(fs, directory, load=sink, skip_superseded=skip_superseded, window=window,
+                       read_chunk=read_chunk, from_offset=from_offset)
+    return state, batches, recovery
+
+
 def read_all(fs: MemoryFileSystem, directory: str = LOG_DIR) -> list[LogEntry]:
-    """Entries a restarting coordinator would replay (opens and closes a writer)."""
+    """Entries a restarting coordinator would replay (opens and closes a writer).
+
+    Also loads a copy of the log the way a coordinator does (latest values in small batches)
+    and checks that it ends in the same state, with the same recovery."""
+    loaded, batches, loaded_recovery = load_all(clone(fs, directory), directory)
     entries: list[LogEntry] = []
     log = RecordLog.open(fs, directory, replay=entries.append)
     log.close()
+    assert loaded == replay_state(entries), "loading differs from replaying entry by entry"
+    assert sum(b.entries for b in batches) == len(entries)
+    assert sum(b.records_read for b in batches) == sum(len(e.records) for e in entries)
+    if entries:
+        assert batches[-1].last_offset == entries[-1].offset
+    # The writer may have created the first segment of an empty log after recovering it.
+    assert replace(loaded_recovery, segment_bases=log.recovery.segment_bases) == log.recovery
     return entries
 
 

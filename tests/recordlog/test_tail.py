@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from coordinator.recordlog import (
+    LoadBatch,
     LogConfig,
     LogEntry,
     LogRecord,
@@ -19,7 +20,7 @@ from coordinator.recordlog import (
     encode_entry,
 )
 from coordinator.recordlog.segments import list_segments, segment_path
-from tests.recordlog.support import LOG_DIR, read_all, rec, replay_state
+from tests.recordlog.support import LOG_DIR, State, batch_apply, read_all, rec, replay_state
 
 
 def test_tail_of_a_log_that_does_not_exist_yet_is_empty() -> None:
@@ -106,6 +107,34 @@ def test_standby_takeover_replays_only_what_it_has_not_tailed() -> None:
     assert replay_state(standby_applied + taken_over) == replay_state(read_all(fs))
 
 
+def test_standby_loading_takes_over_with_the_rest_of_the_log() -> None:
+    """The server's standby: `tailer.load` while waiting, `RecordLog.open(load=...)` from the
+    tailer's next offset on takeover; together they end in the writer's state."""
+    fs = MemoryFileSystem()
+    active = RecordLog.open(fs, LOG_DIR, config=LogConfig(segment_bytes=200))
+    tailer = LogTailer(fs, LOG_DIR)
+    state: State = {}
+    loaded = 0
+
+    def sink(batch: LoadBatch) -> None:
+        nonlocal loaded
+        loaded += batch.entries
+        batch_apply(state, batch)
+
+    for i in range(30):
+        active.append([rec(1, f"k{i % 4}", None if i % 7 == 0 else f"v{i}")], 0)
+        if i % 3 == 0:
+            active.flush()
+            tailer.load(sink, window=2, read_chunk=64)
+    active.close()
+    assert loaded == tailer.next_offset < 30
+    new = RecordLog.open(fs, LOG_DIR, load=sink, from_offset=tailer.next_offset)
+    assert new.recovery.entries_replayed == 30 - tailer.next_offset
+    assert new.writer_epoch == tailer.max_epoch + 1
+    new.close()
+    assert state == replay_state(read_all(fs))
+
+
 def _two_per_segment(fs: MemoryFileSystem) -> RecordLog:
     """A writer whose segments hold two of the entries these tests write (47 bytes each)."""
     return RecordLog.open(fs, LOG_DIR, config=LogConfig(segment_bytes=100))
@@ -167,7 +196,13 @@ def test_tail_ends_in_the_writers_state_despite_compaction(steps: list[tuple[obj
     fs = MemoryFileSystem()
     log = RecordLog.open(fs, LOG_DIR, config=LogConfig(segment_bytes=120))
     tailer = LogTailer(fs, LOG_DIR)
+    loader = LogTailer(fs, LOG_DIR)  # the same, loading (the standby's way)
+    loaded: State = {}
     seen: list[LogEntry] = []
+
+    def load() -> None:
+        loader.load(lambda batch: batch_apply(loaded, batch), window=2, read_chunk=50)
+
     for step in steps:
         if step[0] == "append":
             assert isinstance(step[1], list)
@@ -176,14 +211,17 @@ def test_tail_ends_in_the_writers_state_despite_compaction(steps: list[tuple[obj
                 log.flush()
         elif step[0] == "poll":
             seen += tailer.poll()
+            load()
         else:
             # retention far in the future: only superseded records go, which a tailer may miss
             compact(fs, LOG_DIR, now_ms=0, segment_bytes=240)
     log.close()
     seen += tailer.poll()
+    load()
     offsets = [e.offset for e in seen]
     assert offsets == sorted(set(offsets))  # nothing returned twice, in order
-    assert replay_state(seen) == replay_state(read_all(fs))
+    assert replay_state(seen) == replay_state(read_all(fs)) == loaded
+    assert loader.next_offset == tailer.next_offset
 
 
 def test_tail_on_a_real_filesystem(tmp_path: Path) -> None:

@@ -12,8 +12,9 @@ Checked after EVERY step (``check``):
 * epochs never go back on the server: a consumer group's group and assignment epochs, each member's
   epoch while it stays a member, a classic group's generation. Each client checks what it is told.
 
-After the faults and at the end (``check_full_replay``): a full replay of the log and a replay of the
-compacted log both rebuild the live durable state. (A restart is itself a full replay, checked against
+After the faults and at the end (``check_full_replay``): a full replay of the log, a replay of the
+compacted log and a load of the log through the record log (as a restarted server loads it) all
+rebuild the live durable state. (A restart is itself a full replay, checked against
 the shadow from then on.)
 
 Liveness (``converged``): every group is Stable with exactly the live clients as members, every client
@@ -30,7 +31,7 @@ from tests.core.consumer.harness import check_consumer_invariants
 from tests.core.harness import check_invariants
 
 from .model import ModelClient, TopicPartition
-from .world import SimulationFailure, World, compacted, replayed
+from .world import SimulationFailure, World, compacted, loaded, replayed
 
 
 class Checker:
@@ -103,6 +104,8 @@ class Checker:
             raise SimulationFailure("a full replay of the log differs from the live state")
         if replayed(compacted(self.world.log)).durable_view() != live:
             raise SimulationFailure("the replay of the compacted log differs from the live state")
+        if loaded(self.world.log, self.world.entries).durable_view() != live:
+            raise SimulationFailure("loading the log through the record log differs from the live state")
 
     def converged(self, group_ids: Sequence[str], clients: Sequence[ModelClient]) -> bool:
         live = [c for c in clients if c.alive]

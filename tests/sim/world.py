@@ -18,7 +18,7 @@ The network: a client's request goes in with a *fate* chosen by the scenario:
     applied, but the answer never comes: the client gives up and retries at once.
 
 A coordinator restart (with or without losing the last write) breaks every connection: all in-flight
-requests fail. ``handle_batch`` is the only place that knows how the core takes a runtime batch.
+requests fail; the new shard loads the log through the record log, as the server does (``loaded``). ``handle_batch`` is the only place that knows how the core takes a runtime batch.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from coordinator.core.result import Result
 from coordinator.core.shard import CoordinatorShard
 from tests.core.consumer.harness import check_consumer_invariants
 from tests.core.harness import check_invariants
+from tests.support.loading import loaded as load_entries
 
 if TYPE_CHECKING:
     from tests.sim.model import ModelClient
@@ -236,7 +237,7 @@ class World:
             dropped = start < len(self.log)
             del self.log[start:]
         self.restarts += 1
-        self.shard = replayed(self.log, self.config)
+        self.shard = loaded(self.log, self.entries, self.config)
         if dropped:  # else the shadow already is the replay of exactly this log
             self.shadow = replayed(self.log, self.config)
         self.timers = {}
@@ -269,6 +270,11 @@ def replayed(records: list[Record], config: GroupConfig = CONFIG) -> Coordinator
     for record in records:
         shard.replay(record)
     return shard
+
+
+def loaded(log: list[Record], entries: list[tuple[int, int]], config: GroupConfig = CONFIG) -> CoordinatorShard:
+    """A new shard that loaded the log the way a restarted server does (``tests.support.loading``)."""
+    return load_entries((log[start:end] for start, end in entries), config)
 
 
 def compacted(log: list[Record]) -> list[Record]:

@@ -1,0 +1,39 @@
+"""Loading a shard from records the way the server loads its log, for the core and simulation tests.
+
+The records are written to a record log on the in-memory filesystem (one entry per group of
+records, as the runtime appends one entry per ``Result``) and loaded with
+``RecordLog.open(load=Replayer(shard))``: the server's start-up path, with superseded offset
+commits skipped. Small batches and read chunks make their boundaries fall everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from coordinator.core.config import GroupConfig
+from coordinator.core.records import Record, encode_record
+from coordinator.core.shard import CoordinatorShard
+from coordinator.recordlog import FlushPolicy, LogConfig, LogRecord, MemoryFileSystem, RecordLog
+from coordinator.recordlog.segments import recover
+from coordinator.runtime.ownership import Replayer
+
+LOG_DIR = "/log"
+
+
+def loaded(entries: Iterable[Sequence[Record]], config: GroupConfig, *, window: int = 5,
+           read_chunk: int = 512) -> CoordinatorShard:
+    """A fresh shard that loaded ``entries`` (each a non-empty or empty group of records)."""
+    fs = MemoryFileSystem()
+    writer = RecordLog.open(fs, LOG_DIR, config=LogConfig(flush_policy=FlushPolicy.NONE, segment_bytes=4096))
+    written = 0
+    for records in entries:
+        if records:
+            writer.append([LogRecord(*encode_record(record)) for record in records], 0)
+            written += len(records)
+    writer.close()
+    shard = CoordinatorShard(config)
+    replayer = Replayer(shard)
+    recover(fs, LOG_DIR, load=replayer, skip_superseded=replayer.skip_superseded, window=window,
+            read_chunk=read_chunk)
+    assert replayer.records == written and replayer.skipped_unknown == 0
+    return shard
