@@ -270,7 +270,7 @@ def _skip_fetch(data: bytes | bytearray | memoryview, offset: int) -> int:
 
 
 def fetch_tags_offset(frame: bytes | bytearray | memoryview) -> int | None:
-    """Where the top-level tagged fields of a Fetch v12+ response frame (size prefix included)
+    """Where the top-level tagged fields of a Fetch v13+ response frame (size prefix included)
     begin, or None when `frame` (possibly the first part of one) ends before them. Every byte
     before that offset is header, partitions or records: nothing there names a broker address.
     A read past the end of `frame` means the topics array goes on past it, so None is exact."""
