@@ -13,7 +13,8 @@ The listener of upstream broker N forwards to N's current address; the coordinat
 (the bootstrap address clients start from) forwards to any upstream broker, trying them in node-id
 order. Only the correlation id of a request changes; a response is rewritten only when it carries
 broker endpoints (`rewrite`). A failure (upstream gone, refused, broken stream) surfaces as
-`ForwardError`: the client connection is closed, as a broker going away closes it.
+`ForwardError`: the client connection is closed, as a broker going away closes it. A forwarded
+CreateTopics, DeleteTopics or CreatePartitions refreshes the upstream catalog once answered.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from .wire import ForwardError, expects_response, peek_header
 
 if TYPE_CHECKING:
     from .sidecar import Sidecar
+
+TOPIC_ADMIN = frozenset({19, 20, 37})  # CreateTopics, DeleteTopics, CreatePartitions
 
 
 class Route:
@@ -88,7 +91,14 @@ class Route:
             done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             done.set_result(None)
             return done
+        if api_key in TOPIC_ADMIN:
+            pending.add_done_callback(self._topics_changed)
         return pending
+
+    def _topics_changed(self, _: asyncio.Future[None]) -> None:
+        """A CreateTopics, DeleteTopics or CreatePartitions went through: read the upstream's
+        topics now rather than at the next periodic refresh, so groups (and regexes) follow."""
+        self._sidecar.cluster.request_refresh()
 
     async def _connect(self) -> ResponsePump:
         cluster = self._sidecar.cluster
