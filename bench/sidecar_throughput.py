@@ -1,21 +1,32 @@
 """Sidecar mode's cost on the data path: Produce and Fetch through the sidecar against the same
 upstream directly, in one run.
 
-Upstream: librdkafka's 3-broker mock cluster (its own process). Each round produces `--messages`
-1 KB messages with a librdkafka producer (acks=all, linger 5 ms) and reads them back with a
-librdkafka consumer (assign from the beginning), once directly and once through the sidecar,
-alternating so both see the same machine load. Latency: one message at a time (produce + flush:
-the Produce round trip) and librdkafka's own per-broker request round-trip p99 (statistics
-`brokers.*.rtt`) while consuming (the Fetch round trip). The sidecar's own CPU time per MB it
-forwards is the number that survives a noisy machine: the ratios move with whatever else runs.
+Upstream: librdkafka's 3-broker mock cluster (its own process). Each side (direct, sidecar) keeps
+its own librdkafka clients open for the whole run, and the measurements alternate between the
+sides in short turns (ABBA order), so both see the same machine load; on a shared machine the load
+moves by 2x within seconds, and taking turns is what makes the ratio mean something.
 
-Usage: .venv/bin/python bench/sidecar_throughput.py [--messages 50000] [--rounds 2] [--latency 2000]
+- Produce: turns of `--messages` 1 KB keyed messages (producer: acks=all, linger 5 ms), timed to
+  the last delivery report.
+- Fetch: the mock cluster keeps only about 5 MB per partition, so a fixed data set (up to 64,000
+  keyed 1 KB messages over 4 topics of 4 partitions, written once, directly) is read from the
+  beginning, one pass per turn, timed from the assignment to the last message.
+- Latency, one 1 KB message per request to partition 0, p50/p99 over all turns: the Produce round
+  trip (produce + flush); the Fetch round trip (those one-message batches read back with
+  fetch.max.bytes at its minimum, so each message is one Fetch: the interval between messages
+  at the consumer is one round trip plus the same client overhead on both sides).
+
+The sidecar's own CPU time per MB it forwards is the number that survives a noisy machine; the
+ratios move with whatever else runs on it, so the spread of the per-turn ratios is printed too.
+
+Usage: .venv/bin/python bench/sidecar_throughput.py [--messages 100000] [--rounds 3] [--latency 2000]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import itertools
+import math
 import os
 import statistics
 import subprocess
@@ -30,6 +41,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from tests.support.server import ServerProcess, free_port
 
 VALUE = b"x" * 1024
+DATASET_TOPICS = 4
+DATASET_PER_TOPIC = 16_000  # 4 partitions of ~4 MB each: under the mock cluster's ~5 MB retention
+TURNS_PER_ROUND = 4  # Produce turns per round; Fetch reads as many messages in its turns
+SIDES = ("direct", "sidecar")
 
 
 def start_mock() -> tuple[subprocess.Popen[bytes], str]:
@@ -44,8 +59,18 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def produce(bootstrap: str, topic: str, count: int) -> float:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def consumer_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
+    return {"bootstrap.servers": bootstrap, "group.id": "bench-unused", "enable.auto.commit": False, **extra}
+
+
+def produce(producer: Producer, topic: str, count: int, keys: int = 1000) -> float:
+    """Seconds to produce `count` messages and have every delivery report."""
     failed: list[Any] = []
 
     def report(err: Any, _: Any) -> None:
@@ -56,7 +81,7 @@ def produce(bootstrap: str, topic: str, count: int) -> float:
     for i in range(count):
         while True:
             try:
-                producer.produce(topic, value=VALUE, key=str(i % 1000).encode(), on_delivery=report)
+                producer.produce(topic, value=VALUE, key=str(i % keys).encode(), on_delivery=report)
                 break
             except BufferError:
                 producer.poll(0.01)
@@ -65,83 +90,146 @@ def produce(bootstrap: str, topic: str, count: int) -> float:
     assert producer.flush(120) == 0, "messages left unsent"
     if failed:
         raise RuntimeError(f"{len(failed)} messages failed, e.g. {failed[0]}")
-    return count / (time.perf_counter() - started)
+    return time.perf_counter() - started
 
 
-def produce_latency(bootstrap: str, topic: str, count: int) -> list[float]:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "all"})
-    producer.produce(topic, value=VALUE)
-    producer.flush(10)
+def fetch_pass(consumer: Consumer, partitions: list[TopicPartition], total: int) -> float:
+    """Seconds from assigning `partitions` (from the beginning) to having read all of them."""
+    started = time.perf_counter()
+    consumer.assign(partitions)
+    got = 0
+    while got < total:
+        got += sum(1 for m in consumer.consume(min(1000, total - got), 1.0) if not m.error())
+        if time.perf_counter() - started > 120:
+            raise RuntimeError(f"read {got} of {total} messages in 120 s")
+    elapsed = time.perf_counter() - started
+    consumer.unassign()
+    return elapsed
+
+
+def produce_latency(producer: Producer, topic: str, count: int) -> list[float]:
+    """Produce round trips, one message at a time (to partition 0, one batch per message)."""
     samples = []
     for _ in range(count):
         started = time.perf_counter()
-        producer.produce(topic, value=VALUE)
+        producer.produce(topic, value=VALUE, partition=0)
         producer.flush(10)
         samples.append(time.perf_counter() - started)
     return samples
 
 
-def consume(bootstrap: str, topic: str, count: int) -> tuple[float, float | None]:
-    """(messages/s, p99 fetch round trip in ms from librdkafka's statistics)."""
-    rtts: list[float] = []
-
-    def on_stats(raw: str) -> None:
-        stats = json.loads(raw)
-        for broker in stats.get("brokers", {}).values():
-            rtt = broker.get("rtt", {})
-            if broker.get("nodeid", -1) >= 0 and rtt.get("cnt") and rtt.get("p99"):
-                rtts.append(rtt["p99"] / 1000)
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused", "enable.auto.commit": False,
-                         "statistics.interval.ms": 500, "stats_cb": on_stats, "fetch.wait.max.ms": 100})
-    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-    consumer.assign([TopicPartition(topic, p, -2) for p in partitions])
-    got = 0
+def fetch_latency(consumer: Consumer, partition: TopicPartition, count: int) -> list[float]:
+    """Fetch round trips: the next `count` + 2 one-message batches of `partition`, one per Fetch;
+    the first two intervals (fetching restarting after the pause) are dropped."""
+    consumer.resume([partition])
+    arrived: list[float] = []
     started = time.perf_counter()
-    while got < count:
-        got += sum(1 for m in consumer.consume(1000, 1.0) if not m.error())
-        if time.perf_counter() - started > 120:
-            raise RuntimeError(f"read {got} of {count} messages in 120 s")
-    elapsed = time.perf_counter() - started
-    consumer.close()
-    return count / elapsed, (max(rtts) if rtts else None)
+    while len(arrived) < count + 3:
+        message = consumer.poll(1.0)
+        if message is not None and not message.error():
+            arrived.append(time.perf_counter())
+        if time.perf_counter() - started > 60:
+            raise RuntimeError(f"read {len(arrived)} of {count + 3} one-message batches in 60 s")
+    consumer.pause([partition])
+    return [b - a for a, b in itertools.pairwise(arrived[2:])]
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (from /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def write_dataset(bootstrap: str, messages: int) -> tuple[list[str], int]:
+    """The Fetch data set, written directly: (topics, messages in them)."""
+    per_topic = min(DATASET_PER_TOPIC, max(1, messages // DATASET_TOPICS))
+    topics = [f"bench-fetch-{i}" for i in range(DATASET_TOPICS)]
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
+    for topic in topics:
+        produce(producer, topic, per_topic)
+    return topics, per_topic * DATASET_TOPICS
 
 
-def run_round(name: str, bootstrap: str, messages: int, latency: int, round_no: int, sidecar_pid: int
-              ) -> dict[str, Any]:
-    topic = f"bench-{name}-{round_no}"
-    cpu_before = cpu_seconds(sidecar_pid)
-    produce_rate = produce(bootstrap, topic, messages)
-    fetch_rate, fetch_rtt_p99 = consume(bootstrap, topic, messages)
-    cpu_ms_per_mb = (cpu_seconds(sidecar_pid) - cpu_before) * 1000 / (2 * messages * len(VALUE) / 1e6)
-    samples = produce_latency(bootstrap, f"{topic}-latency", latency)
-    return {"produce_msgs": produce_rate, "fetch_msgs": fetch_rate, "fetch_rtt_p99_ms": fetch_rtt_p99,
-            "produce_p50_ms": statistics.median(samples) * 1000, "produce_p99_ms": percentile(samples, 0.99) * 1000,
-            "sidecar_cpu_ms_per_mb": cpu_ms_per_mb}
+def dataset_partitions(consumer: Consumer, topics: list[str]) -> list[TopicPartition]:
+    return [TopicPartition(topic, p, -2) for topic in topics
+            for p in consumer.list_topics(topic, timeout=10).topics[topic].partitions]
+
+
+def turns(count: int) -> list[tuple[str, ...]]:
+    """ABBA: the side that goes first alternates, so a drift in load hits both alike."""
+    return [SIDES if i % 2 == 0 else SIDES[::-1] for i in range(count)]
 
 
 def measure(messages: int, rounds: int, latency: int, workdir: Path) -> dict[str, dict[str, Any]]:
-    """Best of `rounds` (highest rate, lowest latency) per target: {"direct": {...}, "sidecar": {...}}."""
+    """{"direct": {...}, "sidecar": {...}, "ratios": {...}}: rates summed over all turns, latency
+    percentiles over all samples, and the spread of the per-turn ratios."""
     mock, upstream = start_mock()
     server = ServerProcess(workdir / "sidecar-data", overrides={
         "upstream.bootstrap.servers": upstream, "sidecar.listener.base.port": str(free_port() - 1)})
+    clients: list[Any] = []
     try:
         server.start()
-        results: dict[str, list[dict[str, Any]]] = {"direct": [], "sidecar": []}
-        for round_no in range(rounds):
-            for name, bootstrap in (("direct", upstream), ("sidecar", server.bootstrap)):
-                assert server.proc is not None
-                results[name].append(run_round(name, bootstrap, messages, latency, round_no, server.proc.pid))
-                print(name, round_no, {k: round(v, 2) if v else v for k, v in results[name][-1].items()}, flush=True)
-        return {name: {k: (max if "msgs" in k else min)([r[k] for r in rows if r[k] is not None], default=None)
-                       for k in rows[0]} for name, rows in results.items()}
+        assert server.proc is not None
+        pid = server.proc.pid
+        bootstrap = {"direct": upstream, "sidecar": server.bootstrap}
+        topics, per_pass = write_dataset(upstream, messages)
+        producers = {s: Producer({"bootstrap.servers": bootstrap[s], "linger.ms": 5, "acks": "all"}) for s in SIDES}
+        latency_producers = {s: Producer({"bootstrap.servers": bootstrap[s], "linger.ms": 0, "acks": "all"})
+                             for s in SIDES}
+        consumers = {s: Consumer(consumer_config(bootstrap[s], **{"fetch.wait.max.ms": 100})) for s in SIDES}
+        latency_consumers = {s: Consumer(consumer_config(
+            bootstrap[s], **{"fetch.max.bytes": 1000, "message.max.bytes": 1000, "max.partition.fetch.bytes": 1,
+                             "fetch.wait.max.ms": 0, "fetch.queue.backoff.ms": 0})) for s in SIDES}
+        clients += [*consumers.values(), *latency_consumers.values()]
+        partitions = dataset_partitions(consumers["direct"], topics)
+        seconds = {("produce", s): 0.0 for s in SIDES} | {("fetch", s): 0.0 for s in SIDES}
+        cpu = {"produce": 0.0, "fetch": 0.0}
+        pair_ratios: dict[str, list[float]] = {"produce": [], "fetch": []}
+
+        def timed(kind: str, side: str, run: Any) -> float:
+            before = cpu_seconds(pid)
+            took = float(run())
+            if side == "sidecar":
+                cpu[kind] += cpu_seconds(pid) - before
+            seconds[kind, side] += took
+            return took
+
+        produce_turns = rounds * TURNS_PER_ROUND
+        for i, order in enumerate(turns(produce_turns)):
+            took = {s: timed("produce", s, lambda s=s, i=i: produce(producers[s], f"bench-produce-{s}-{i}", messages))
+                    for s in order}
+            pair_ratios["produce"].append(took["direct"] / took["sidecar"])
+        fetch_turns = max(1, math.ceil(produce_turns * messages / per_pass))
+        for order in turns(fetch_turns):
+            took = {s: timed("fetch", s, lambda s=s: fetch_pass(consumers[s], partitions, per_pass)) for s in order}
+            pair_ratios["fetch"].append(took["direct"] / took["sidecar"])
+
+        samples: dict[tuple[str, str], list[float]] = {(k, s): [] for k in ("produce", "fetch") for s in SIDES}
+        blocks = rounds * TURNS_PER_ROUND
+        block = max(1, latency // blocks)
+        for s in SIDES:  # the one-message batches the Fetch round trips read
+            produce_latency(latency_producers[s], f"bench-latency-{s}", 1)
+            latency_consumers[s].assign([TopicPartition(f"bench-latency-{s}", 0, -2)])
+            latency_consumers[s].pause([TopicPartition(f"bench-latency-{s}", 0)])
+        for order in turns(blocks):
+            for s in order:
+                samples["produce", s] += produce_latency(latency_producers[s], f"bench-latency-{s}", block + 3)
+            for s in order:
+                samples["fetch", s] += fetch_latency(latency_consumers[s], TopicPartition(f"bench-latency-{s}", 0), block)
+            print(f"turn {len(samples['fetch', 'direct']) // block}/{blocks}, load {os.getloadavg()[0]:.1f}", flush=True)
+
+        mb = len(VALUE) / 1e6
+        result: dict[str, dict[str, Any]] = {}
+        for s in SIDES:
+            result[s] = {"produce_msgs": produce_turns * messages / seconds["produce", s],
+                         "fetch_msgs": fetch_turns * per_pass / seconds["fetch", s]}
+            for kind in ("produce", "fetch"):
+                result[s][f"{kind}_p50_ms"] = statistics.median(samples[kind, s]) * 1000
+                result[s][f"{kind}_p99_ms"] = percentile(samples[kind, s], 0.99) * 1000
+        result["sidecar"]["sidecar_cpu_ms_per_mb_produced"] = cpu["produce"] * 1000 / (produce_turns * messages * mb)
+        result["sidecar"]["sidecar_cpu_ms_per_mb_fetched"] = cpu["fetch"] * 1000 / (fetch_turns * per_pass * mb)
+        result["ratios"] = {f"{kind}_{q}": percentile(r, p) for kind, r in pair_ratios.items()
+                            for q, p in (("min", 0.0), ("median", 0.5), ("max", 1.0))}
+        result["ratios"]["turns"] = produce_turns
+        result["ratios"]["fetch_turns"] = fetch_turns
+        return result
     finally:
+        for client in clients:
+            client.close()
         server.stop()
         mock.kill()
         mock.wait(10)
@@ -149,34 +237,35 @@ def measure(messages: int, rounds: int, latency: int, workdir: Path) -> dict[str
             mock.stdout.close()
 
 
-def table(best: dict[str, dict[str, Any]]) -> list[str]:
-    d, s = best["direct"], best["sidecar"]
-    lines = ["| | direct | through the sidecar | ratio / added |", "|---|---|---|---|",
-             f"| Produce, 1 KB messages/s | {d['produce_msgs']:,.0f} | {s['produce_msgs']:,.0f} | "
-             f"{s['produce_msgs'] / d['produce_msgs']:.2f} |",
-             f"| Fetch, 1 KB messages/s | {d['fetch_msgs']:,.0f} | {s['fetch_msgs']:,.0f} | "
-             f"{s['fetch_msgs'] / d['fetch_msgs']:.2f} |",
-             f"| Produce round trip p50 (ms) | {d['produce_p50_ms']:.2f} | {s['produce_p50_ms']:.2f} | "
-             f"+{s['produce_p50_ms'] - d['produce_p50_ms']:.2f} |",
-             f"| Produce round trip p99 (ms) | {d['produce_p99_ms']:.2f} | {s['produce_p99_ms']:.2f} | "
-             f"+{s['produce_p99_ms'] - d['produce_p99_ms']:.2f} |"]
-    lines.append(f"| Sidecar CPU per MB forwarded (produced + fetched) | | {s['sidecar_cpu_ms_per_mb']:.1f} ms | |")
-    if d["fetch_rtt_p99_ms"] and s["fetch_rtt_p99_ms"]:
-        lines.append(f"| Fetch round trip p99 (ms, librdkafka rtt) | {d['fetch_rtt_p99_ms']:.2f} | "
-                     f"{s['fetch_rtt_p99_ms']:.2f} | +{s['fetch_rtt_p99_ms'] - d['fetch_rtt_p99_ms']:.2f} |")
+def table(result: dict[str, dict[str, Any]]) -> list[str]:
+    d, s, r = result["direct"], result["sidecar"], result["ratios"]
+    lines = ["| | direct | through the sidecar | ratio / added | per-turn ratio min / median / max |",
+             "|---|---|---|---|---|"]
+    for label, key in (("Produce", "produce"), ("Fetch", "fetch")):
+        lines.append(f"| {label}, 1 KB messages/s | {d[f'{key}_msgs']:,.0f} | {s[f'{key}_msgs']:,.0f} | "
+                     f"{s[f'{key}_msgs'] / d[f'{key}_msgs']:.2f} | "
+                     f"{r[f'{key}_min']:.2f} / {r[f'{key}_median']:.2f} / {r[f'{key}_max']:.2f} |")
+    for label, key in (("Produce round trip", "produce"), ("Fetch round trip, 1 message", "fetch")):
+        for q in ("p50", "p99"):
+            lines.append(f"| {label} {q} (ms) | {d[f'{key}_{q}_ms']:.2f} | {s[f'{key}_{q}_ms']:.2f} | "
+                         f"{s[f'{key}_{q}_ms'] - d[f'{key}_{q}_ms']:+.2f} | |")
+    lines.append(f"| Sidecar CPU per MB produced / fetched | | {s['sidecar_cpu_ms_per_mb_produced']:.2f} / "
+                 f"{s['sidecar_cpu_ms_per_mb_fetched']:.2f} ms | | |")
     return lines
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=50_000)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--latency", type=int, default=2000, help="messages sent one at a time")
+    parser.add_argument("--messages", type=int, default=100_000, help="messages per Produce turn")
+    parser.add_argument("--rounds", type=int, default=3, help=f"{TURNS_PER_ROUND} turns per side each")
+    parser.add_argument("--latency", type=int, default=2000, help="round trips per side and kind")
     args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="sidecar-bench-") as tmp:
-        best = measure(args.messages, args.rounds, args.latency, Path(tmp))
+        result = measure(args.messages, args.rounds, args.latency, Path(tmp))
+    print(f"load average after: {os.getloadavg()}")
     print()
-    print("\n".join(table(best)))
+    print("\n".join(table(result)))
     return 0
 
 

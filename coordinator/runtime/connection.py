@@ -10,8 +10,9 @@ Rules (as a Kafka broker's SocketServer):
   must not answer with made-up data, and the client reconnects and retries.
 
 Sidecar mode adds one routing rule (`route`): on a connection with a route, a frame whose api key
-is not served here is handed to the route as bytes, before any decoding, and its response (from
-the upstream broker) takes its place in the same order. Consecutive forwarded frames are pipelined
+is not served here is handed to the route as bytes, before any decoding; the route writes its
+response (from the upstream broker) to this transport in the same order, streaming large ones, and
+stops reading from the upstream while this transport is paused. Consecutive forwarded frames are pipelined
 (sent on without waiting, up to `_PAUSE_AT` outstanding: the upstream broker answers them in
 order); a frame served here waits until the forwarded ones before it have been answered. A
 forwarding failure closes the connection with one log line, as a broker going away would.
@@ -93,6 +94,8 @@ class KafkaConnection(asyncio.Protocol):
             self._transport.abort()
             return
         metrics.CONNECTIONS_OPEN.inc()
+        if self._route is not None:
+            self._route.attach(self._transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._server.release(self):
@@ -128,9 +131,13 @@ class KafkaConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self._writing_paused = True
+        if self._route is not None:
+            self._route.pause()
 
     def resume_writing(self) -> None:
         self._writing_paused = False
+        if self._route is not None:
+            self._route.resume()
         self._process()
 
     # -- processing ---------------------------------------------------------------------------

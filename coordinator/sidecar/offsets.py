@@ -17,6 +17,18 @@ upstream as a simple OffsetCommit of the same group id (the group is empty upstr
 it). A failure keeps the group dirty for the next round and is counted; a client's commit never
 waits for the mirror. `coordinator_sidecar_offset_mirror_lag_seconds` is the age of the oldest
 commit not yet mirrored.
+
+Deletions are mirrored too, so that removing the sidecar never brings back what a user deleted:
+the partitions an OffsetDelete answered here deleted, and the groups a DeleteGroups deleted, are
+deleted upstream (OffsetDelete, DeleteGroups to the upstream's group coordinator) in the group's
+next mirror round, before its commits (a group deleted and used again is deleted upstream, then
+gets its new offsets). Both APIs go through the import gate first, so deleting a group that so far
+exists only upstream imports it, deletes it here and then upstream. An upstream that refuses
+(NON_EMPTY_GROUP: someone consumes with that group id directly upstream; GROUP_SUBSCRIBED_TO_TOPIC)
+is logged and not retried; GROUP_ID_NOT_FOUND upstream means nothing was left to delete.
+
+Dirty marks and pending deletions are in memory: a coordinator killed before a mirror round
+leaves those changes unmirrored until the group's next commit (commits) or for good (deletions).
 """
 
 from __future__ import annotations
@@ -43,7 +55,9 @@ from .wire import ForwardError, request_class
 log = get_logger("coordinator.sidecar.offsets")
 
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT = 8, 9, 10, 11, 68
-GATED = frozenset({OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT})
+DELETE_GROUPS, OFFSET_DELETE = 42, 47
+GATED = frozenset({OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT, DELETE_GROUPS, OFFSET_DELETE})
+NOTHING_UPSTREAM = frozenset({ErrorCode.NONE, ErrorCode.GROUP_ID_NOT_FOUND})
 RETRIABLE = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
                        ErrorCode.NOT_COORDINATOR})
 BACKOFF_S, BACKOFF_MAX_S = 0.1, 5.0
@@ -63,6 +77,8 @@ Offsets = dict[tuple[str, int], tuple[int, int, str]]  # (topic, partition) -> (
 def group_ids(api_key: int, request: Any) -> list[str]:
     if api_key == OFFSET_FETCH and getattr(request, "groups", None):
         return [g.group_id for g in request.groups]
+    if api_key == DELETE_GROUPS:
+        return list(dict.fromkeys(request.groups_names))
     group_id = getattr(request, "group_id", None)
     return [group_id] if group_id else []
 
@@ -74,8 +90,11 @@ class OffsetBridge:
         self._interval_s = interval_ms / 1000
         self._checked: set[str] = set()
         self._imports: dict[str, asyncio.Task[None]] = {}
-        self._dirty: dict[str, float] = {}
+        self._dirty: dict[str, float] = {}  # group -> when it first had something to mirror
+        self._changes: dict[str, int] = {}  # group -> count of changes seen (a round ends a mark only if none came)
         self._mirrored: dict[str, Offsets] = {}
+        self._deleted_offsets: dict[str, set[tuple[str, int]]] = {}  # to delete upstream
+        self._deleted_groups: set[str] = set()  # to delete upstream
         self._coordinators: dict[str, int] = {}
         self._task: asyncio.Task[None] | None = None
         MIRROR_LAG.set_function(self._lag)
@@ -105,7 +124,7 @@ class OffsetBridge:
                 task = self._imports[group_id] = asyncio.create_task(self._import(shard, group_id))
             await asyncio.shield(task)
         result = then()
-        return await result if asyncio.isfuture(result) else result
+        return await result if asyncio.isfuture(result) or asyncio.iscoroutine(result) else result
 
     async def _import(self, shard: ShardRuntime, group_id: str) -> None:
         try:
@@ -218,8 +237,55 @@ class OffsetBridge:
         self._task = asyncio.create_task(self._mirror_loop(shard), name="offset-mirror")
 
     def _observe(self, event: Any) -> None:
-        if event.__class__ is OffsetsCommitted and event.group_id not in self._dirty:
-            self._dirty[event.group_id] = time.monotonic()
+        if event.__class__ is OffsetsCommitted:
+            self._changed(event.group_id)
+
+    def _changed(self, group_id: str) -> None:
+        self._dirty.setdefault(group_id, time.monotonic())
+        self._changes[group_id] = self._changes.get(group_id, 0) + 1
+
+    def watch_deletions(self, handler: ApiHandler) -> ApiHandler:
+        """OffsetDelete and DeleteGroups: what the response says was deleted here is queued for
+        deletion upstream (the response leaves only once the deletion is durable here)."""
+        if handler.api_key not in (OFFSET_DELETE, DELETE_GROUPS):
+            return handler
+        inner = handler.handle
+
+        def handle(ctx: RequestContext, request: Any) -> Any:
+            result = inner(ctx, request)
+            if asyncio.isfuture(result) or asyncio.iscoroutine(result):
+                return self._after(ctx.api_key, request, result)
+            self._deleted(ctx.api_key, request, result)
+            return result
+
+        return ApiHandler(handler.api_key, handler.min_version, handler.max_version, handle)
+
+    async def _after(self, api_key: int, request: Any, pending: Any) -> Any:
+        response = await pending
+        self._deleted(api_key, request, response)
+        return response
+
+    def _deleted(self, api_key: int, request: Any, response: Any) -> None:
+        if api_key == DELETE_GROUPS:
+            for result in getattr(response, "results", ()):
+                if int(result.error_code) == ErrorCode.NONE:
+                    group_id = str(result.group_id)
+                    self._deleted_offsets.pop(group_id, None)
+                    self._mirrored.pop(group_id, None)
+                    self._deleted_groups.add(group_id)
+                    self._changed(group_id)
+            return
+        if int(getattr(response, "error_code", -1)) != ErrorCode.NONE:
+            return
+        partitions = {(str(t.name), int(p.partition_index)) for t in response.topics for p in t.partitions
+                      if int(p.error_code) == ErrorCode.NONE}
+        if partitions:
+            group_id = str(request.group_id)
+            self._deleted_offsets.setdefault(group_id, set()).update(partitions)
+            mirrored = self._mirrored.get(group_id, {})
+            for tp in partitions:
+                mirrored.pop(tp, None)
+            self._changed(group_id)
 
     def _lag(self) -> float:
         return time.monotonic() - min(self._dirty.values()) if self._dirty else 0.0
@@ -229,7 +295,8 @@ class OffsetBridge:
             await asyncio.sleep(self._interval_s)
             if not self._dirty or not self._cluster.ready.is_set():
                 continue
-            for group_id, since in list(self._dirty.items()):
+            for group_id in list(self._dirty):
+                changes = self._changes.get(group_id)
                 try:
                     done = await self._mirror(shard, group_id)
                 except Exception as exc:  # whatever the upstream did (or sent): retry next round
@@ -238,8 +305,9 @@ class OffsetBridge:
                     self._coordinators.pop(group_id, None)
                     log.warning("offset_mirror_failed", group_id=group_id, upstream=self._cluster.names,
                                 error=str(exc) or type(exc).__name__)
-                if done and self._dirty.get(group_id) == since:
-                    del self._dirty[group_id]
+                if done and self._changes.get(group_id) == changes:  # nothing new came meanwhile
+                    self._dirty.pop(group_id, None)
+                    self._changes.pop(group_id, None)
 
     async def mirror_now(self) -> None:
         """One mirror round now (tests and shutdown)."""
@@ -250,6 +318,24 @@ class OffsetBridge:
                     self._dirty.pop(group_id, None)
 
     async def _mirror(self, shard: ShardRuntime, group_id: str) -> bool:
+        if group_id in self._deleted_groups:
+            await self._delete_upstream(group_id, DELETE_GROUPS, 2, {"groups_names": [group_id]})
+            self._deleted_groups.discard(group_id)
+        partitions = self._deleted_offsets.get(group_id)
+        if partitions:
+            taken = set(partitions)
+            by_topic: dict[str, list[dict[str, int]]] = {}
+            for topic, partition in sorted(taken):
+                by_topic.setdefault(topic, []).append({"partition_index": partition})
+            await self._delete_upstream(group_id, OFFSET_DELETE, 0, {
+                "group_id": group_id, "topics": [{"name": n, "partitions": ps} for n, ps in by_topic.items()]})
+            # Deleted again meanwhile: those commits were not mirrored yet (this group's mirror is
+            # this call), so upstream they are deleted already.
+            left = self._deleted_offsets.get(group_id, set()) - taken
+            if left:
+                self._deleted_offsets[group_id] = left
+            else:
+                self._deleted_offsets.pop(group_id, None)
         current = await self._local_offsets(shard, group_id)
         before = self._mirrored.get(group_id, {})
         changed = {tp: v for tp, v in current.items() if before.get(tp) != v}
@@ -278,6 +364,30 @@ class OffsetBridge:
         else:
             MIRROR_COMMITS.labels("ok").inc()
         return True
+
+    async def _delete_upstream(self, group_id: str, api_key: int, highest: int, description: dict[str, Any]) -> None:
+        """DeleteGroups or OffsetDelete of one group, to the upstream's coordinator for it. Raises
+        (the round is retried) on a retriable error; a refusal is logged and not retried."""
+        version = self._cluster.version_for(api_key, highest)
+        if version is None:
+            MIRROR_COMMITS.labels("refused").inc()
+            log.warning("offset_mirror_refused", group_id=group_id, api_key=api_key,
+                        detail="the upstream does not serve this API: the deletion stays here only")
+            return
+        node_id = await self._coordinator(group_id)
+        response = await self._cluster.client.call_node(node_id, api_key, build(request_class(api_key, version),
+                                                                              description))
+        if api_key == DELETE_GROUPS:
+            codes = {int(r.error_code) for r in response.results}
+        else:
+            codes = {int(response.error_code)} | {int(p.error_code) for t in response.topics for p in t.partitions}
+        if codes & RETRIABLE:
+            raise _Retriable(f"upstream errors {sorted(codes)}")
+        if codes - NOTHING_UPSTREAM:
+            MIRROR_COMMITS.labels("refused").inc()
+            log.warning("offset_mirror_refused", group_id=group_id, api_key=api_key, errors=sorted(codes - NOTHING_UPSTREAM))
+        else:
+            MIRROR_COMMITS.labels("ok").inc()
 
     async def stop(self) -> None:
         if self._task is not None:

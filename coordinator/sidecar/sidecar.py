@@ -82,7 +82,7 @@ class Sidecar:
     def serve_locally(self, handlers: list[ApiHandler]) -> list[ApiHandler]:
         """The handlers the registry gets: group APIs gated by the offset import and watched for
         unknown topics; the keys they cover are the ones never forwarded."""
-        wrapped = [self.offsets.gate(self._watch_subscriptions(h)) for h in handlers]
+        wrapped = [self.offsets.gate(self.offsets.watch_deletions(self._watch_subscriptions(h))) for h in handlers]
         self.local_keys = frozenset(h.api_key for h in wrapped)
         return wrapped
 

@@ -1,11 +1,11 @@
 """Connections to upstream brokers.
 
-`UpstreamConnection` is one TCP connection to one upstream broker. Requests go out with this
-connection's own correlation ids; a broker answers a connection's requests in order, so in-flight
-requests wait in a FIFO and each response must carry the id at its head (anything else is a broken
-stream: the connection is failed). Produce with acks=0 gets no answer and is not queued. When the
-connection drops, every waiting request fails with `ForwardError`; nothing is retried here (the
-caller decides: a client connection is closed, the sidecar's own requests retry).
+`UpstreamConnection` is one TCP connection to one upstream broker for the sidecar's own requests
+(client requests are forwarded by a `pump.ResponsePump`). Requests go out with this connection's
+own correlation ids; a broker answers a connection's requests in order, so in-flight requests wait
+in a FIFO and each response must carry the id at its head (anything else is a broken stream: the
+connection is failed). When the connection drops, every waiting request fails with
+`ForwardError`; nothing is retried here (the caller retries).
 
 `UpstreamClient` is the sidecar's own client (metadata refresh, offset import and mirror, transaction
 coordinator lookups): kio-encoded requests to the bootstrap servers or to a broker by node id, one
@@ -27,7 +27,6 @@ from .wire import (
     UpstreamProtocolError,
     decode_response,
     encode_request,
-    reframe_request,
     response_correlation_id,
 )
 
@@ -79,19 +78,6 @@ class UpstreamConnection(asyncio.Protocol):
         self.close(ForwardError(f"upstream {self.address} closed the connection"))
 
     # -- requests -----------------------------------------------------------------------------
-    def send_frame(self, frame: bytes, expect_response: bool = True) -> asyncio.Future[bytearray] | None:
-        """Send a client's request frame (size prefix removed) under a new correlation id; the
-        future gets the response frame (size prefix included), or None is returned for acks=0."""
-        if self.closed or self._transport is None:
-            raise ForwardError(f"upstream {self.address} connection is closed")
-        correlation_id = next(self._ids) & 0x7FFFFFFF
-        future: asyncio.Future[bytearray] | None = None
-        if expect_response:
-            future = asyncio.get_running_loop().create_future()
-            self._waiting.append((correlation_id, future))
-        self._transport.writelines(reframe_request(frame, correlation_id))
-        return future
-
     async def call(self, api_key: int, request: Any) -> Any:
         """Send one kio request entity; return the decoded response entity."""
         if self.closed or self._transport is None:

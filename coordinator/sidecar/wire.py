@@ -93,7 +93,7 @@ def _body_offset(frame: bytes, flexible: bool) -> int:
     return offset
 
 
-def _uvarint(data: bytes | bytearray, offset: int) -> tuple[int, int]:
+def _uvarint(data: bytes | bytearray | memoryview, offset: int) -> tuple[int, int]:
     result = shift = 0
     while True:
         byte = data[offset]
@@ -205,7 +205,7 @@ class ForwardError(ProtocolError):
 # not by bytes). Anything unexpected returns None and the caller decodes.
 
 
-def _skip_tags(data: bytes | bytearray, offset: int) -> tuple[set[int], int]:
+def _skip_tags(data: bytes | bytearray | memoryview, offset: int) -> tuple[set[int], int]:
     count, offset = _uvarint(data, offset)
     tags = set()
     for _ in range(count):
@@ -216,7 +216,7 @@ def _skip_tags(data: bytes | bytearray, offset: int) -> tuple[set[int], int]:
     return tags, offset
 
 
-def _skip_compact(data: bytes | bytearray, offset: int) -> int:
+def _skip_compact(data: bytes | bytearray | memoryview, offset: int) -> int:
     """A compact string, bytes or records field (length + 1; 0 = null)."""
     length, offset = _uvarint(data, offset)
     return offset + max(length - 1, 0)
@@ -253,7 +253,7 @@ def _skip_produce(data: bytes | bytearray, offset: int, version: int) -> int:
     return offset + 4  # throttle time
 
 
-def _skip_fetch(data: bytes | bytearray, offset: int) -> int:
+def _skip_fetch(data: bytes | bytearray | memoryview, offset: int) -> int:
     topics, offset = _uvarint(data, offset)
     for _ in range(topics - 1):
         offset += 16  # topic id
@@ -267,3 +267,35 @@ def _skip_fetch(data: bytes | bytearray, offset: int) -> int:
             _, offset = _skip_tags(data, offset)
         _, offset = _skip_tags(data, offset)
     return offset
+
+
+def fetch_tags_offset(frame: bytes | bytearray | memoryview) -> int | None:
+    """Where the top-level tagged fields of a Fetch v13+ response frame (size prefix included)
+    begin, or None when `frame` (possibly the first part of one) ends before them. Every byte
+    before that offset is header, partitions or records: nothing there names a broker address.
+    A read past the end of `frame` means the topics array goes on past it, so None is exact."""
+    try:
+        _, offset = _skip_tags(frame, 8)  # response header v1: correlation id, tagged fields
+        offset = _skip_fetch(frame, offset + 10)  # throttle, error code, session id
+    except (IndexError, struct.error):
+        return None
+    return offset if offset <= len(frame) else None
+
+
+def find_tag(frame: bytes | bytearray, offset: int, wanted: int) -> tuple[int, int, int] | None:
+    """In the tagged-field section at `offset`, which must end the frame: (offset of the tag,
+    of its payload, of the payload's end) for tag `wanted`, (-1, -1, -1) when absent, None when the
+    section does not parse or does not end at the end of the frame."""
+    found = (-1, -1, -1)
+    try:
+        count, offset = _uvarint(frame, offset)
+        for _ in range(count):
+            tag_at = offset
+            tag, offset = _uvarint(frame, offset)
+            size, offset = _uvarint(frame, offset)
+            if tag == wanted:
+                found = (tag_at, offset, offset + size)
+            offset += size
+    except IndexError:
+        return None
+    return found if offset == len(frame) else None

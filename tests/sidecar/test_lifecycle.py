@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.offset_fetch.v7.request import OffsetFetchRequest
 
+from protocol.build import build
+from protocol.schemas import request_schema
 from tests.support.clients import make_member, poll_until
 from tests.support.server import ServerProcess, free_port, wait_until
 from tests.support.wire import WireClient
@@ -31,6 +33,23 @@ def upstream_server(tmp_path, port: int, topics: str) -> ServerProcess:
 
 def events(server: ServerProcess) -> list[dict[str, Any]]:
     return [json.loads(line) for line in server.log().splitlines() if line.startswith("{")]
+
+
+def offset_delete(port: int, group: str, topic: str, partitions: list[int]) -> Any:
+    """OffsetDelete through a raw client (confluent-kafka has no call for it)."""
+    async def run() -> Any:
+        client = await WireClient.connect(port)
+        try:
+            return await client.request(build(request_schema(47, 0), {"group_id": group, "topics": [
+                {"name": topic, "partitions": [{"partition_index": p} for p in partitions]}]}))
+        finally:
+            await client.close()
+
+    return asyncio.run(run())
+
+
+def upstream_groups(admin: AdminClient) -> set[str]:
+    return {g.group_id for g in admin.list_consumer_groups().result(timeout=10).valid}
 
 
 def offset_fetch(port: int, group: str) -> Any:
@@ -137,6 +156,78 @@ def test_a_new_group_starts_from_the_offsets_upstream_holds(tmp_path) -> None:
         assert len(member.consumed) == 60 - sum(before.values())
         assert any(e["event"] == "offsets_imported" and e["group_id"] == "legacy" for e in events(server))
         assert group_offsets(AdminClient({"bootstrap.servers": server.bootstrap}), "legacy", "orders", 3) == before
+    finally:
+        member.close()
+        server.stop()
+        upstream.stop()
+
+
+def test_deleted_offsets_and_groups_are_deleted_upstream_too(tmp_path) -> None:
+    upstream = upstream_server(tmp_path, free_port(), "orders:3").start()
+    server = sidecar_process(tmp_path / "sidecar", upstream.bootstrap, free_base_port()).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": server.bootstrap})
+        upstream_admin = AdminClient({"bootstrap.servers": upstream.bootstrap})
+        committed = {0: 5, 1: 6, 2: 7}
+        for group in ("kept", "gone"):
+            admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+                group, [TopicPartition("orders", p, o) for p, o in committed.items()])])[group].result(timeout=10)
+            wait_until(lambda g=group: group_offsets(upstream_admin, g, "orders", 3) == committed,
+                       message=f"{group}'s offsets mirrored upstream")
+        # OffsetDelete of one partition here is an OffsetDelete upstream.
+        response = offset_delete(server.port, "kept", "orders", [1])
+        assert response.error_code == 0 and [p.error_code for t in response.topics for p in t.partitions] == [0]
+        wait_until(lambda: group_offsets(upstream_admin, "kept", "orders", 3) == {0: 5, 2: 7},
+                   message="the deleted partition gone upstream")
+        assert group_offsets(admin, "kept", "orders", 3) == {0: 5, 2: 7}
+        # DeleteGroups here is a DeleteGroups upstream; the other group is untouched.
+        admin.delete_consumer_groups(["gone"])["gone"].result(timeout=10)
+        wait_until(lambda: "gone" not in upstream_groups(upstream_admin), message="the deleted group gone upstream")
+        assert group_offsets(upstream_admin, "gone", "orders", 3) == {}
+        assert "kept" in upstream_groups(upstream_admin)
+        # A group known only upstream: deleting it through the sidecar imports it, deletes it
+        # here, then upstream.
+        upstream_admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+            "legacy", [TopicPartition("orders", 0, 3)])])["legacy"].result(timeout=10)
+        admin.delete_consumer_groups(["legacy"])["legacy"].result(timeout=10)
+        wait_until(lambda: "legacy" not in upstream_groups(upstream_admin), message="the legacy group gone upstream")
+        # Used again after its deletion, a group's new commits are mirrored.
+        admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+            "gone", [TopicPartition("orders", 2, 9)])])["gone"].result(timeout=10)
+        wait_until(lambda: group_offsets(upstream_admin, "gone", "orders", 3) == {2: 9},
+                   message="the re-used group's new offsets mirrored")
+        assert "Traceback" not in server.log()
+    finally:
+        server.stop()
+        upstream.stop()
+
+
+def test_a_regex_subscription_gets_topics_created_after_the_group_formed(tmp_path) -> None:
+    """KIP-848 `subscribed_topic_regex`: topics created after the group formed, on the upstream
+    itself or through the sidecar, are assigned once the catalog has read them. The catalog re-reads
+    the upstream every `upstream.metadata.max.age.ms` (default 5 minutes, kept here) and at once
+    after a CreateTopics forwarded through the sidecar, which brings both topics in."""
+    upstream = upstream_server(tmp_path, free_port(), "events-a:2,other:1").start()
+    server = sidecar_process(tmp_path / "sidecar", upstream.bootstrap, free_base_port()).start()
+    member = make_member(server.bootstrap, "rx", "m1", ["^events-.*"], **{"group.protocol": "consumer"})
+
+    def assigned() -> set[tuple[str, int]]:
+        return {(tp.topic, tp.partition) for tp in member.consumer.assignment()}
+
+    def create(admin: AdminClient, *topics: NewTopic) -> None:
+        for future in admin.create_topics(list(topics)).values():
+            future.result(timeout=10)
+
+    try:
+        poll_until([member], lambda: assigned() == {("events-a", 0), ("events-a", 1)},
+                   message="the matching topic assigned")
+        create(AdminClient({"bootstrap.servers": upstream.bootstrap}), NewTopic("events-b", 3, 1),
+               NewTopic("unrelated", 2, 1))
+        create(AdminClient({"bootstrap.servers": server.bootstrap}), NewTopic("events-c", 1, 1))
+        expected = {("events-a", 0), ("events-a", 1), ("events-b", 0), ("events-b", 1), ("events-b", 2),
+                    ("events-c", 0)}
+        poll_until([member], lambda: assigned() == expected, timeout=30,
+                   message="the topics created after the group formed assigned")
     finally:
         member.close()
         server.stop()

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordinator.sidecar.rewrite import needs_rewrite, rewrite
-from coordinator.sidecar.wire import top_level_tags
+from coordinator.sidecar.wire import fetch_tags_offset, find_tag, top_level_tags
 from protocol.build import build
 from protocol.codec import encode_response
 from protocol.schemas import response_schema
@@ -119,3 +119,23 @@ def test_a_walk_that_does_not_end_at_the_end_gives_up() -> None:
     body = encode_response(3, build(response_schema(1, 16), {"responses": []}))
     assert top_level_tags(1, 16, body + b"\x00") is None
     assert top_level_tags(1, 16, body[:-3]) is None
+
+
+@settings(max_examples=40)
+@given(st.sampled_from([13, 15, 16, 17, 18]), fetch_response(), st.data())
+def test_a_streamed_fetch_prefix_never_reaches_the_top_level_tags(version: int, description: dict[str, Any],
+                                                                   data: st.DataObject) -> None:
+    """What a large Fetch response may stream before it is complete: every byte of any prefix,
+    up to where the top-level tagged fields (the leader hints) begin, and not one byte more."""
+    if version < 16:
+        description = {**description, "node_endpoints": []}
+    body = encode_response(3, build(response_schema(1, version), description))
+    tags_at = fetch_tags_offset(body)
+    assert tags_at is not None
+    found = find_tag(body, tags_at, 0)
+    assert found is not None and (found[0] >= 0) == bool(description["node_endpoints"])
+    length = data.draw(st.integers(0, len(body)))
+    prefix_tags_at = fetch_tags_offset(memoryview(body)[:length])
+    safe = length if prefix_tags_at is None else prefix_tags_at
+    assert safe <= tags_at
+    assert prefix_tags_at is None or prefix_tags_at == tags_at
