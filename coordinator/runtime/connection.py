@@ -37,9 +37,10 @@ from protocol.framing import FrameDecoder
 from .. import metrics
 from ..logging import get_logger
 from .errors_seen import error_names
-from .registry import RequestContext, api_name
+from .registry import ANONYMOUS, RequestContext, api_name
 
 if TYPE_CHECKING:
+    from ..security.gate import ListenerGate
     from ..sidecar.forwarder import Route
     from .server import CoordinatorServer
 
@@ -57,9 +58,13 @@ _API_KEY = struct.Struct(">h")
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, server: CoordinatorServer, connection_id: int, route: Route | None = None) -> None:
+    def __init__(self, server: CoordinatorServer, connection_id: int, route: Route | None = None,
+                 gate: ListenerGate | None = None) -> None:
         self._server = server
         self._route = route
+        self._gate = gate
+        self.listener = gate.name if gate is not None else "PLAINTEXT"
+        self.principal = ANONYMOUS
         self.connection_id = connection_id
         self._decoder = FrameDecoder(server.config["socket.request.max.bytes"])
         self._queue: collections.deque[bytes] = collections.deque()
@@ -77,6 +82,7 @@ class KafkaConnection(asyncio.Protocol):
         self.client_id = ""
         self.idle = asyncio.Event()
         self.idle.set()
+        self._authz = server.authorizer
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -85,6 +91,8 @@ class KafkaConnection(asyncio.Protocol):
         peer = self._transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self._client_host = self.peer.rsplit(":", 1)[0]
+        if self._gate is not None:
+            self.principal = self._gate.principal_of(self._transport)
         if not self._server.admit(self):
             self._closing = True
             metrics.CONNECTIONS_CLOSED.labels("max_connections").inc()
@@ -191,6 +199,7 @@ class KafkaConnection(asyncio.Protocol):
             ctx = RequestContext(
                 self.connection_id, request.client_id, self._client_host,
                 request.api_key, request.api_version, request.correlation_id,
+                self.listener, self.principal, self._authz,
             )
             try:
                 result = handler.handle(ctx, request if request.unsupported_version else request.body)

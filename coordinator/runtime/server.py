@@ -52,6 +52,8 @@ from ..recordlog import (
     try_lock_data_dir,
 )
 from ..recordlog.segments import list_segments
+from ..security.gate import ListenerGate, SecurityConfigError, build_gates
+from ..security.settings import ConnectionLimits
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
@@ -73,6 +75,7 @@ class CoordinatorServer:
     def __init__(self, config: Config) -> None:
         self.config = config
         host, port = config.advertised
+        self.listeners = config.listeners
         # Sidecar mode (upstream.bootstrap.servers set): no embedded catalog or data plane; topics
         # come from the upstream, and what is not a group API is forwarded (coordinator/sidecar).
         self.sidecar: Sidecar | None = None
@@ -84,7 +87,19 @@ class CoordinatorServer:
         self.catalog = TopicCatalog(None if self.sidecar else config.data_dir / "topics.json")
         self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
         self.view = NodeView(Node(node_id, host, port), config["cluster.id"], self.catalog,
-                             TopicDefaults(config["num.partitions"], config["auto.create.topics.enable"]))
+                             TopicDefaults(config["num.partitions"], config["auto.create.topics.enable"]),
+                             {listener.name: Node(node_id, listener.advertised_host or host, listener.advertised_port)
+                              for listener in self.listeners})
+        # What each listener asks of its connections (TLS, SASL); a bad key file or mechanism
+        # stops start-up here, before anything is opened.
+        try:
+            self.gates: dict[str, ListenerGate] = build_gates(
+                config, lambda: self.shard.core.security if self.shard is not None else None, self._wait_loaded)
+        except SecurityConfigError as exc:
+            raise StartupError(str(exc)) from exc
+        self.limits = config.build(ConnectionLimits)
+        self.authorizer: object | None = None
+        """The `security.authorizer.Authorizer` when `authorizer.class.name` is set (handlers read it as `ctx.authz`)."""
         dataplane = config.build(DataPlaneConfig)
         record_log = config.build(LogConfig)
         # Partition data: opened (recovered) once this process owns the data directory.
@@ -106,7 +121,8 @@ class CoordinatorServer:
         self.codec = RequestCodec(self.registry.version_ranges())
         self._connections: set[KafkaConnection] = set()
         self._ids = itertools.count(1)
-        self._server: asyncio.Server | None = None
+        self._servers: dict[str, asyncio.Server] = {}
+        self._loaded_event = asyncio.Event()
         self._metrics_server: metrics.MetricsServer | None = None
         self._metrics_deferred = False
         self._loaded = False
@@ -130,12 +146,20 @@ class CoordinatorServer:
     # -- lifecycle ----------------------------------------------------------------------------
     @property
     def ready(self) -> bool:
-        return self._loaded and self._server is not None and self._server.is_serving()
+        return self._loaded and bool(self._servers) and all(s.is_serving() for s in self._servers.values())
 
     @property
     def port(self) -> int:
-        assert self._server is not None
-        return int(self._server.sockets[0].getsockname()[1])
+        """The bound port of the first listener."""
+        return self.ports[self.listeners[0].name]
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """Bound port of each listener, by name."""
+        return {name: int(server.sockets[0].getsockname()[1]) for name, server in self._servers.items()}
+
+    async def _wait_loaded(self) -> None:
+        await self._loaded_event.wait()
 
     @property
     def metrics_port(self) -> int | None:
@@ -149,7 +173,7 @@ class CoordinatorServer:
         await self._open_metrics(may_defer=True)
         # Owner (listener open) but not loaded yet = Kafka's "loading" partition state.
         kafka_metrics.register(lambda: self.shard if self._loaded else None,
-                               lambda: self._server is not None and not self._loaded)
+                               lambda: bool(self._servers) and not self._loaded)
         if self.sidecar is not None:
             self.sidecar.start()
         core = CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
@@ -162,9 +186,16 @@ class CoordinatorServer:
             self._background.append(asyncio.create_task(self._enforce_retention(), name="retention"))
         self._background.append(asyncio.create_task(self._compact_periodically(), name="compaction"))
         metrics.READY.set(1)
-        host, _ = self.config.listen
+        ports = self.ports
+        named = len(self.listeners) > 1  # one listener is logged as host:port, as before listener names
+
+        def address(name: str, host: str, port: int) -> str:
+            return f"{name}://{host}:{port}" if named else f"{host}:{port}"
+
         log.info(
-            "server_started", listen=f"{host}:{self.port}", advertised=f"{self.node.host}:{self.node.port}",
+            "server_started",
+            listen=",".join(address(listener.name, listener.host, ports[listener.name]) for listener in self.listeners),
+            advertised=",".join(address(name, node.host, node.port) for name, node in self.view.endpoints.items()),
             node_id=self.node.node_id, metrics_port=self.metrics_port, data_dir=str(self.config.data_dir),
             apis=len(list(self.registry)), writer_epoch=record_log.writer_epoch,
         )
@@ -185,24 +216,32 @@ class CoordinatorServer:
         if self._metrics_deferred:
             self._metrics_deferred = False
             await self._open_metrics(may_defer=False)
-        host, port = self.config.listen
         loop = asyncio.get_running_loop()
-        try:
-            self._server = await loop.create_server(
-                lambda: self._connection_factory(None), host or None, port, reuse_address=True
-            )
-        except OSError as exc:
-            raise StartupError(f"listeners {self.config['listeners']}: {_reason(exc)}") from exc
-        if not self.config["advertised.listeners"]:
-            # Listening on port 0 (tests) advertises the port actually bound.
-            self.node = Node(self.node.node_id, self.node.host, self.port)
+        # A TLS handshake that does not finish is an idle connection too.
+        handshake_timeout = self.limits.connections_max_idle_ms / 1000
+        for listener in self.listeners:
+            gate = self.gates[listener.name]
+            try:
+                self._servers[listener.name] = await loop.create_server(
+                    lambda gate=gate: self._connection_factory(None, gate),
+                    listener.host or None, listener.port, reuse_address=True, ssl=gate.ssl_context,
+                    ssl_handshake_timeout=handshake_timeout if gate.ssl_context is not None else None)
+            except OSError as exc:
+                raise StartupError(f"listeners {listener.name}://{listener.host}:{listener.port}: "
+                                   f"{_reason(exc)}") from exc
+            if listener.advertised_port == 0:
+                # Listening on port 0 (tests) advertises the port actually bound.
+                told = self.view.endpoints[listener.name]
+                self.view.endpoints[listener.name] = Node(told.node_id, told.host, self.ports[listener.name])
+        self.node = self.view.endpoints[self.listeners[0].name]
         if self.sidecar is not None:
             await self.sidecar.activate()
 
-    def _connection_factory(self, route: Route | None) -> KafkaConnection:
+    def _connection_factory(self, route: Route | None, gate: ListenerGate | None = None) -> KafkaConnection:
         if route is None and self.sidecar is not None:
             route = self.sidecar.route(None)  # the coordinator's own listener forwards to any broker
-        return KafkaConnection(self, next(self._ids), route)
+        # The sidecar's per-broker listeners serve as the first listener does.
+        return KafkaConnection(self, next(self._ids), route, gate or self.gates[self.listeners[0].name])
 
     def _data_dir_free(self) -> bool:
         """Whether no other process owns the data directory now (we would not be a standby)."""
@@ -255,6 +294,7 @@ class CoordinatorServer:
         if self.sidecar is not None:
             self.sidecar.attach(shard)
         self._loaded = True
+        self._loaded_event.set()
 
     async def _compact_periodically(self) -> None:
         """Compact closed segments in a worker thread every `log.cleaner.backoff.ms` when the log
@@ -310,8 +350,8 @@ class CoordinatorServer:
         metrics.READY.set(0)
         for task in self._background:
             task.cancel()
-        if self._server is not None:
-            self._server.close()
+        for listening in self._servers.values():
+            listening.close()
         if self.sidecar is not None:
             self.sidecar.listeners.close()
         for connection in list(self._connections):
@@ -342,8 +382,8 @@ class CoordinatorServer:
             await self.store.close()
         if self._lock is not None:
             self._lock.release()
-        if self._server is not None:
-            await self._server.wait_closed()
+        for listening in self._servers.values():
+            await listening.wait_closed()
         if self._metrics_server is not None:
             await self._metrics_server.stop()
         self._stopped.set()

@@ -28,8 +28,8 @@ GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 
 def find_coordinator(view: NodeView) -> ApiHandler:
-    def locate(key: str, key_type: int, version: int) -> dict[str, Any]:
-        node = view.node
+    def locate(key: str, key_type: int, version: int, listener: str) -> dict[str, Any]:
+        node = view.node_for(listener)
         if key_type in (GROUP, TRANSACTION):
             return {"key": key, "node_id": node.node_id, "host": node.host, "port": node.port,
                     "error_code": 0, "error_message": None}
@@ -44,9 +44,9 @@ def find_coordinator(view: NodeView) -> ApiHandler:
         if ctx.api_version >= 4:
             return respond(ctx, {
                 "throttle_time": 0,
-                "coordinators": [locate(key, key_type, ctx.api_version) for key in request.coordinator_keys],
+                "coordinators": [locate(key, key_type, ctx.api_version, ctx.listener) for key in request.coordinator_keys],
             })
-        found = locate(request.key, key_type, ctx.api_version)
+        found = locate(request.key, key_type, ctx.api_version, ctx.listener)
         return respond(ctx, {"throttle_time": 0, **found})
 
     return ApiHandler(FIND_COORDINATOR_KEY, 0, 6, handle)

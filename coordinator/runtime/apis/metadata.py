@@ -55,7 +55,7 @@ def topic_description(topic: Topic, node_id: int) -> dict[str, Any]:
 
 def metadata(view: NodeView) -> ApiHandler:
     def handle(ctx: RequestContext, request: Any) -> Any:
-        node = view.node
+        node = view.node_for(ctx.listener)
         catalog = view.catalog
         requested = request.topics
         if requested is None or (ctx.api_version == 0 and not requested):
