@@ -9,6 +9,12 @@ Rules (as a Kafka broker's SocketServer):
 - a handler that fails unexpectedly closes the connection too (logged with its traceback): a bug
   must not answer with made-up data, and the client reconnects and retries.
 
+On a SASL listener a connection starts unauthenticated (`security/sasl.py`): until its
+authenticator completes, only ApiVersions, SaslHandshake and SaslAuthenticate are served, frames
+are limited to `sasl.server.max.receive.size`, and anything else closes the connection unanswered
+(before any routing or decoding); a failed authentication is answered, then the connection closes.
+Once authenticated, the principal (`User:<name>`) goes with every request (`ctx.principal`).
+
 Sidecar mode adds one routing rule (`route`): on a connection with a route, a frame whose api key
 is not served here is handed to the route as bytes, before any decoding, and its response (from
 the upstream broker) takes its place in the same order. Consecutive forwarded frames are pipelined
@@ -30,17 +36,19 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from protocol.codec import DecodedRequest, EncodedResponse, encode_response
+from protocol.codec import API_VERSIONS_KEY, DecodedRequest, EncodedResponse, encode_response
 from protocol.errors import ProtocolError
 from protocol.framing import FrameDecoder
 
 from .. import metrics
 from ..logging import get_logger
+from ..security.sasl import AUTHENTICATIONS, UnexpectedRequest
 from .errors_seen import error_names
 from .registry import ANONYMOUS, RequestContext, api_name
 
 if TYPE_CHECKING:
     from ..security.gate import ListenerGate
+    from ..security.sasl import SaslAuthenticator
     from ..sidecar.forwarder import Route
     from .server import CoordinatorServer
 
@@ -65,6 +73,8 @@ class KafkaConnection(asyncio.Protocol):
         self._gate = gate
         self.listener = gate.name if gate is not None else "PLAINTEXT"
         self.principal = ANONYMOUS
+        self._sasl: SaslAuthenticator | None = None
+        """Set while a SASL listener's connection is not authenticated yet."""
         self.connection_id = connection_id
         self._decoder = FrameDecoder(server.config["socket.request.max.bytes"])
         self._queue: collections.deque[bytes] = collections.deque()
@@ -93,6 +103,9 @@ class KafkaConnection(asyncio.Protocol):
         self._client_host = self.peer.rsplit(":", 1)[0]
         if self._gate is not None:
             self.principal = self._gate.principal_of(self._transport)
+            self._sasl = self._gate.authenticator()
+            if self._sasl is not None:
+                self._decoder.max_size = self._sasl.config.max_receive_size
         if not self._server.admit(self):
             self._closing = True
             metrics.CONNECTIONS_CLOSED.labels("max_connections").inc()
@@ -173,6 +186,12 @@ class KafkaConnection(asyncio.Protocol):
     def _process_queue(self) -> None:
         while self._queue and not self._busy and not self._closing and not self._writing_paused:
             self.idle.clear()
+            if self._sasl is not None:
+                key = _API_KEY.unpack_from(self._queue[0])[0]
+                if key not in self._sasl.allowed_keys:
+                    self._fail(UnexpectedRequest(f"api key {key} before SASL authentication completed"),
+                               self._queue[0])
+                    return
             route = self._route
             if route is not None:
                 frame = self._queue[0]
@@ -201,6 +220,9 @@ class KafkaConnection(asyncio.Protocol):
                 request.api_key, request.api_version, request.correlation_id,
                 self.listener, self.principal, self._authz,
             )
+            if self._sasl is not None and request.api_key != API_VERSIONS_KEY:
+                self._authenticate(request, ctx, started)
+                continue
             try:
                 result = handler.handle(ctx, request if request.unsupported_version else request.body)
             except Exception:
@@ -218,6 +240,55 @@ class KafkaConnection(asyncio.Protocol):
             if self._reading_paused and not self._draining and len(self._queue) <= _RESUME_AT and self._transport:
                 self._reading_paused = False
                 self._transport.resume_reading()
+
+    def _authenticate(self, request: DecodedRequest, ctx: RequestContext, started: float) -> None:
+        """SaslHandshake or SaslAuthenticate on a connection not yet authenticated."""
+        sasl = self._sasl
+        assert sasl is not None
+        api = _api_name(request.api_key)
+        result = sasl.handle(ctx, request.body)
+        if asyncio.iscoroutine(result):  # a SCRAM exchange waiting for the log to load
+            self._busy = True
+            future = self._in_flight = asyncio.ensure_future(result)
+            respond = self._completion(request, api, started)
+
+            def settled(done: asyncio.Future[Any]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    self._respond(request, api, done.result(), started)
+                    self._busy = False
+                    self._in_flight = None
+                    self._sasl_settled()
+                    self._process()
+                else:
+                    respond(done)
+
+            future.add_done_callback(settled)
+            return
+        self._respond(request, api, result, started)
+        self._sasl_settled()
+
+    def _sasl_settled(self) -> None:
+        """After an authentication step: the principal on success, the connection closed on failure."""
+        sasl = self._sasl
+        if sasl is None:
+            return
+        if sasl.principal is not None:
+            self.principal = sasl.principal
+            self._sasl = None
+            self._decoder.max_size = self._server.config["socket.request.max.bytes"]
+            AUTHENTICATIONS.labels(sasl.mechanism, "ok").inc()
+        elif sasl.failed:
+            self._flush()  # the error response leaves before the connection closes
+            AUTHENTICATIONS.labels(sasl.mechanism or "none", "failed").inc()
+            metrics.CONNECTIONS_CLOSED.labels("authentication_failed").inc()
+            log.warning("connection_closed", reason="authentication_failed", detail=sasl.failure,
+                        mechanism=sasl.mechanism, connection=self.connection_id, peer=self.peer,
+                        listener=self.listener, client_id=self.client_id)
+            self._closing = True
+            self._queue.clear()
+            if self._transport is not None:
+                self._transport.close()
+            self.idle.set()
 
     def _completion(self, request: DecodedRequest, api: str, started: float) -> Callable[[asyncio.Future[Any]], None]:
         def done(future: asyncio.Future[Any]) -> None:

@@ -52,8 +52,11 @@ from ..recordlog import (
     try_lock_data_dir,
 )
 from ..recordlog.segments import list_segments
+from ..security.apis import security_handlers
+from ..security.authorizer import Authorizer
 from ..security.gate import ListenerGate, SecurityConfigError, build_gates
-from ..security.settings import ConnectionLimits
+from ..security.settings import AuthorizerConfig, ConnectionLimits
+from ..security.store import SecurityStore
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
@@ -93,13 +96,13 @@ class CoordinatorServer:
         # What each listener asks of its connections (TLS, SASL); a bad key file or mechanism
         # stops start-up here, before anything is opened.
         try:
-            self.gates: dict[str, ListenerGate] = build_gates(
-                config, lambda: self.shard.core.security if self.shard is not None else None, self._wait_loaded)
+            self.gates: dict[str, ListenerGate] = build_gates(config, self._security_store, self._wait_loaded)
         except SecurityConfigError as exc:
             raise StartupError(str(exc)) from exc
         self.limits = config.build(ConnectionLimits)
-        self.authorizer: object | None = None
-        """The `security.authorizer.Authorizer` when `authorizer.class.name` is set (handlers read it as `ctx.authz`)."""
+        authorization = config.build(AuthorizerConfig)
+        self.authorizer = Authorizer(authorization, self._security_store) if authorization.enabled else None
+        """Set when `authorizer.class.name` is (connections hand it to handlers as `ctx.authz`)."""
         dataplane = config.build(DataPlaneConfig)
         record_log = config.build(LogConfig)
         # Partition data: opened (recovered) once this process owns the data directory.
@@ -111,6 +114,7 @@ class CoordinatorServer:
         self.shard: ShardRuntime | None = None
         self.history: HistoryWriter | None = None
         groups = group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]))
+        groups += security_handlers(lambda: self.shard)
         if self.sidecar is not None:
             handlers = self.sidecar.serve_locally(
                 [*self.sidecar.handlers(self.view, lambda: self.registry.version_ranges()), *groups])
@@ -160,6 +164,10 @@ class CoordinatorServer:
 
     async def _wait_loaded(self) -> None:
         await self._loaded_event.wait()
+
+    def _security_store(self) -> SecurityStore | None:
+        """SCRAM credentials and ACLs, once the log is loaded (None before)."""
+        return self.shard.core.security if self._loaded and self.shard is not None else None
 
     @property
     def metrics_port(self) -> int | None:

@@ -28,7 +28,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorCode
+from prometheus_client import Counter
+
+from protocol.errors import ErrorCode, ProtocolError
 
 from ..logging import get_logger
 from ..runtime.apis.common import respond
@@ -53,6 +55,15 @@ ALLOWED_KEYS = {HANDSHAKE: frozenset({API_VERSIONS, SASL_HANDSHAKE}),
                 AUTHENTICATE: frozenset({SASL_AUTHENTICATE, SASL_HANDSHAKE, API_VERSIONS})}
 """What a connection may send in each state; in AUTHENTICATE anything but SaslAuthenticate is
 answered ILLEGAL_SASL_STATE (Kafka's IllegalSaslStateException) and the connection closes."""
+
+AUTHENTICATIONS = Counter("coordinator_sasl_authentications", "SASL authentications, by mechanism and result (ok, failed).",
+                          ["mechanism", "result"])
+
+
+class UnexpectedRequest(ProtocolError):
+    """A request other than ApiVersions/SaslHandshake/SaslAuthenticate before authentication."""
+
+    reason = "unauthenticated_request"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +128,10 @@ class SaslAuthenticator:
     @property
     def allowed_keys(self) -> frozenset[int]:
         return ALLOWED_KEYS.get(self.state, frozenset())
+
+    @property
+    def failed(self) -> bool:
+        return self.state == FAILED
 
     def handle(self, ctx: RequestContext, request: Any) -> Any:
         if self.state == HANDSHAKE and ctx.api_key == SASL_HANDSHAKE:

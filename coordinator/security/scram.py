@@ -135,9 +135,11 @@ def _text(message: bytes) -> str:
 class ScramServer:
     """One server-side SCRAM exchange. `lookup(user)` returns the user's credential or None."""
 
-    def __init__(self, mechanism: ScramMechanism, lookup: Callable[[str], ScramCredential | None]) -> None:
+    def __init__(self, mechanism: ScramMechanism, lookup: Callable[[str], ScramCredential | None],
+                 nonce: Callable[[], str] = _nonce) -> None:
         self.mechanism = mechanism
         self._lookup = lookup
+        self._new_nonce = nonce
         self._first: tuple[str, str] | None = None  # (client-first-bare, server-first)
         self._nonce = ""
         self._credential: ScramCredential | None = None
@@ -169,7 +171,7 @@ class ScramServer:
         if credential.iterations < MIN_ITERATIONS:
             raise SaslFailed(f"Iterations {credential.iterations} is less than the minimum {MIN_ITERATIONS} "
                              f"for {self.mechanism.name}")
-        self._nonce = match.group("nonce") + _nonce()
+        self._nonce = match.group("nonce") + self._new_nonce()
         server_first = f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},i={credential.iterations}"
         self._first = (match.group("bare"), server_first)
         self._credential = credential
@@ -202,10 +204,10 @@ class ScramServer:
 class ScramClient:
     """The client side of one exchange: `first()`, `final(server_first)`, `verify(server_final)`."""
 
-    def __init__(self, mechanism: ScramMechanism, user: str, password: str) -> None:
+    def __init__(self, mechanism: ScramMechanism, user: str, password: str, nonce: str | None = None) -> None:
         self.mechanism = mechanism
         self._password = password
-        self._bare = f"n={sasl_name(user)},r={_nonce()}"
+        self._bare = f"n={sasl_name(user)},r={nonce or _nonce()}"
         self._auth_message = b""
         self._salted = b""
 
