@@ -192,6 +192,9 @@ class KafkaConnection(asyncio.Protocol):
                     self._fail(UnexpectedRequest(f"api key {key} before SASL authentication completed"),
                                self._queue[0])
                     return
+            if self._authz is not None and not self._authz.ready:
+                self._await_authorizer()  # the ACLs are not loaded yet: nothing is known to be allowed
+                return
             route = self._route
             if route is not None:
                 frame = self._queue[0]
@@ -240,6 +243,19 @@ class KafkaConnection(asyncio.Protocol):
             if self._reading_paused and not self._draining and len(self._queue) <= _RESUME_AT and self._transport:
                 self._reading_paused = False
                 self._transport.resume_reading()
+
+    def _await_authorizer(self) -> None:
+        self._busy = True
+        waiting = self._in_flight = asyncio.ensure_future(self._server.wait_loaded())
+        self.idle.set()  # no request is in flight yet
+
+        def resumed(done: asyncio.Future[Any]) -> None:
+            self._busy = False
+            self._in_flight = None
+            if not done.cancelled():
+                self._process()
+
+        waiting.add_done_callback(resumed)
 
     def _authenticate(self, request: DecodedRequest, ctx: RequestContext, started: float) -> None:
         """SaslHandshake or SaslAuthenticate on a connection not yet authenticated."""

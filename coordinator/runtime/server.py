@@ -96,7 +96,7 @@ class CoordinatorServer:
         # What each listener asks of its connections (TLS, SASL); a bad key file or mechanism
         # stops start-up here, before anything is opened.
         try:
-            self.gates: dict[str, ListenerGate] = build_gates(config, self._security_store, self._wait_loaded)
+            self.gates: dict[str, ListenerGate] = build_gates(config, self._security_store, self.wait_loaded)
         except SecurityConfigError as exc:
             raise StartupError(str(exc)) from exc
         self.limits = config.build(ConnectionLimits)
@@ -162,7 +162,7 @@ class CoordinatorServer:
         """Bound port of each listener, by name."""
         return {name: int(server.sockets[0].getsockname()[1]) for name, server in self._servers.items()}
 
-    async def _wait_loaded(self) -> None:
+    async def wait_loaded(self) -> None:
         await self._loaded_event.wait()
 
     def _security_store(self) -> SecurityStore | None:

@@ -12,8 +12,8 @@ Decisions are cached per (principal, host, operation, resource) until the ACLs c
 The ACLs are read as the live store holds them, so an ACL change applies as soon as it is handled,
 a moment before its record is durable (Kafka's brokers apply an ACL when its metadata record is
 committed; a crash in between forgets a change whose client was never told it succeeded).
-Until the log is loaded the ACLs are unknown: connections wait before serving anything but
-ApiVersions and SASL (`ready`), as a Kafka broker does not serve before its authorizer has loaded.
+Until the log is loaded the ACLs are unknown: connections hold every request until it is
+(`ready`), as a Kafka broker does not serve before its authorizer has loaded.
 """
 
 from __future__ import annotations
@@ -45,10 +45,14 @@ class Authorizer:
         self._store = store
         self._cache: dict[tuple[str, str, int, int, str], bool] = {}
         self._version = -1
+        self._ready = False
 
     @property
     def ready(self) -> bool:
-        return self._store() is not None
+        """The ACLs are loaded (for good: this process serves until it stops)."""
+        if not self._ready:
+            self._ready = self._store() is not None
+        return self._ready
 
     def allowed(self, ctx: RequestContext, operation: int, resource_type: int, name: str) -> bool:
         principal = ctx.principal

@@ -11,12 +11,22 @@ from collections.abc import Iterator
 import pytest
 from aiokafka import AIOKafkaConsumer
 from aiokafka import TopicPartition as AioTopicPartition
-from aiokafka.errors import KafkaConnectionError, SaslAuthenticationFailed
+from aiokafka.errors import (
+    GroupAuthorizationFailedError,
+    KafkaConnectionError,
+    SaslAuthenticationFailed,
+)
 from aiokafka.helpers import create_ssl_context
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
     AdminClient,
     NewTopic,
+    ResourcePatternType,
+    ResourceType,
     ScramCredentialInfo,
     ScramMechanism,
     UserScramCredentialUpsertion,
@@ -175,3 +185,71 @@ async def test_aiokafka_with_a_wrong_password_fails_authentication(sasl_ssl_serv
     await consumer.stop()
     assert f"[Error 58] {SaslAuthenticationFailed.__name__}: Authentication failed during authentication due to " \
            "invalid credentials with SASL mechanism SCRAM-SHA-512" in caplog.text
+
+
+@pytest.fixture
+def authorized_server(tmp_path, certs) -> Iterator[ServerProcess]:
+    """SASL_SSL, SCRAM-SHA-512, ACLs on; admin (super user) and alice made before start."""
+    data_dir = tmp_path / "data"
+    added = _scram_add(data_dir, "SCRAM-SHA-512=[name=admin,password=admin-secret]",
+                       "SCRAM-SHA-512=[name=alice,password=alice-secret]")
+    assert added.returncode == 0, added.stderr
+    server = ServerProcess(data_dir, scheme="SASL_SSL", overrides={
+        "ssl.keystore.location": str(certs.server.combined), "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin"})
+    server.start()
+    try:
+        admin = AdminClient(_sasl(server, certs, "admin", "admin-secret"))
+        admin.create_topics([NewTopic("orders", num_partitions=1)])["orders"].result(15)
+        producer = Producer(_sasl(server, certs, "admin", "admin-secret"))
+        producer.produce("orders", b"o1")
+        assert producer.flush(15) == 0
+        # Kafka's admin API for ACLs: alice may read the topic and the groups named allowed-*.
+        bindings = [
+            AclBinding(ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, "User:alice", "*",
+                       AclOperation.READ, AclPermissionType.ALLOW),
+            AclBinding(ResourceType.GROUP, "allowed-", ResourcePatternType.PREFIXED, "User:alice", "*",
+                       AclOperation.READ, AclPermissionType.ALLOW),
+        ]
+        for future in admin.create_acls(bindings).values():
+            future.result(15)
+        found = admin.describe_acls(AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                                                     AclOperation.ANY, AclPermissionType.ANY)).result(15)
+        assert sorted(b.name for b in found) == ["allowed-", "orders"]
+        yield server
+    finally:
+        server.stop()
+
+
+def test_confluent_kafka_without_read_on_a_group_gets_group_authorization_failed(authorized_server, certs) -> None:
+    config = _sasl(authorized_server, certs, "alice", "alice-secret")
+    allowed = Consumer({**config, "group.id": "allowed-app", "auto.offset.reset": "earliest"})
+    denied = Consumer({**config, "group.id": "forbidden", "auto.offset.reset": "earliest"})
+    try:
+        allowed.subscribe(["orders"])
+        message = wait_until(lambda: (m := allowed.poll(0.2)) is not None and not m.error() and m, 30,
+                             message="alice reads in a group she may use")
+        assert message.value() == b"o1"
+        allowed.commit(message, asynchronous=False)
+        denied.subscribe(["orders"])
+        error = wait_until(lambda: (m := denied.poll(0.2)) is not None and m.error(), 30,
+                           message="a group error for the forbidden group")
+        assert error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    finally:
+        allowed.close()
+        denied.close()
+
+
+@pytest.mark.asyncio
+async def test_aiokafka_without_read_on_a_group_gets_group_authorization_failed(authorized_server, certs) -> None:
+    consumer = AIOKafkaConsumer(
+        "orders", bootstrap_servers=authorized_server.bootstrap, group_id="forbidden", security_protocol="SASL_SSL",
+        ssl_context=create_ssl_context(cafile=str(certs.ca.cert)), sasl_mechanism="SCRAM-SHA-512",
+        sasl_plain_username="alice", sasl_plain_password="alice-secret")
+    try:
+        with pytest.raises(GroupAuthorizationFailedError, match="forbidden"):
+            await consumer.start()  # aiokafka looks the coordinator up first: FindCoordinator is refused
+            await asyncio.wait_for(consumer.getone(), 30)
+    finally:
+        await consumer.stop()
