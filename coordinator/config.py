@@ -47,6 +47,7 @@ from .security.settings import (
     AuthorizerConfig,
     ConnectionLimits,
     ListenerSecurityConfig,
+    UpstreamSecurityConfig,
 )
 from .settings import Setting, at_least, declared
 from .sidecar.settings import SidecarConfig
@@ -184,7 +185,7 @@ _OBSERVABILITY: tuple[Setting, ...] = (
 )
 _SECTIONS: tuple[tuple[Setting, ...] | type[Any], ...] = (
     _SERVER, ListenerSecurityConfig, AuthorizerConfig, ConnectionLimits, GroupConfig, LogConfig, _COMPACTION,
-    DataPlaneConfig, SidecarConfig, _OBSERVABILITY,
+    DataPlaneConfig, SidecarConfig, UpstreamSecurityConfig, _OBSERVABILITY,
 )
 """The registry in README order: rows declared here, and config structs whose fields declare
 settings (`Config.build(cls)` makes one from resolved values)."""

@@ -57,9 +57,11 @@ from ..security.authorizer import Authorizer
 from ..security.gate import ListenerGate, SecurityConfigError, build_gates
 from ..security.settings import AuthorizerConfig, ConnectionLimits
 from ..security.store import SecurityStore
+from ..security.upstream import upstream_security
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
+from ..sidecar.upstream import UpstreamConnection
 from . import durable, gc_policy, group_metrics, kafka_metrics, ownership
 from .apis import Node, NodeView, TopicDefaults, bootstrap_handlers, consumer_groups, group_handlers
 from .connection import KafkaConnection
@@ -85,6 +87,10 @@ class CoordinatorServer:
         node_id = config["node.id"]
         if config.build(SidecarConfig).upstream_bootstrap_servers:
             node_id = config.build(SidecarConfig).sidecar_node_id
+            try:  # the coordinator's own credentials upstream (one sidecar per process)
+                UpstreamConnection.security = upstream_security(config)
+            except SecurityConfigError as exc:
+                raise StartupError(str(exc)) from exc
             self.sidecar = Sidecar(config, lambda: (self.node.node_id, self.node.host, self.node.port),
                                    self._connection_factory, lambda: self.shard)
         self.catalog = TopicCatalog(None if self.sidecar else config.data_dir / "topics.json")
@@ -100,6 +106,8 @@ class CoordinatorServer:
         except SecurityConfigError as exc:
             raise StartupError(str(exc)) from exc
         self.limits = config.build(ConnectionLimits)
+        if self.sidecar is not None:  # its per-broker listeners serve as the first listener does
+            self.sidecar.listeners.ssl_context = self.gates[self.listeners[0].name].ssl_context
         authorization = config.build(AuthorizerConfig)
         self.authorizer = Authorizer(authorization, self._security_store) if authorization.enabled else None
         """Set when `authorizer.class.name` is (connections hand it to handlers as `ctx.authz`)."""

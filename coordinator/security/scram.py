@@ -204,9 +204,11 @@ class ScramServer:
 class ScramClient:
     """The client side of one exchange: `first()`, `final(server_first)`, `verify(server_final)`."""
 
-    def __init__(self, mechanism: ScramMechanism, user: str, password: str, nonce: str | None = None) -> None:
+    def __init__(self, mechanism: ScramMechanism, user: str, password: str, nonce: str | None = None,
+                 salted_cache: dict[tuple[str, bytes, int], bytes] | None = None) -> None:
         self.mechanism = mechanism
         self._password = password
+        self._cache = salted_cache
         self._bare = f"n={sasl_name(user)},r={nonce or _nonce()}"
         self._auth_message = b""
         self._salted = b""
@@ -227,7 +229,11 @@ class ScramClient:
             salt = base64.b64decode(match.group("salt"), validate=True)
         except binascii.Error as exc:
             raise SaslFailed("Invalid salt in the SCRAM server first message") from exc
-        self._salted = salted_password(self.mechanism, self._password, salt, iterations)
+        key = (self.mechanism.name, salt, iterations)
+        cached = self._cache.get(key) if self._cache is not None else None
+        self._salted = cached or salted_password(self.mechanism, self._password, salt, iterations)
+        if self._cache is not None and cached is None:
+            self._cache[key] = self._salted
         without_proof = f"c=biws,r={match.group('nonce')}"
         self._auth_message = f"{self._bare},{text},{without_proof}".encode()
         client_key = self.mechanism.hmac(self._salted, b"Client Key")

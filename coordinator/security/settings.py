@@ -142,3 +142,51 @@ class ConnectionLimits:
             if address == host:
                 return count
         return self.max_connections_per_ip
+
+
+def _upstream_protocol(value: str) -> str | None:
+    from .listeners import PROTOCOLS
+
+    return None if value in PROTOCOLS else f"must be one of {', '.join(PROTOCOLS)}"
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamSecurityConfig:
+    """How the sidecar reaches its upstream cluster: a Kafka client's `security.protocol`,
+    `sasl.*` and `ssl.*` under `upstream.` (the coordinator's own credentials)."""
+
+    security_protocol: str = setting(
+        "upstream.security.protocol", "PLAINTEXT",
+        "Sidecar mode: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL to the upstream cluster (Kafka's security.protocol).",
+        check=_upstream_protocol)
+    sasl_mechanism: str = setting(
+        "upstream.sasl.mechanism", "SCRAM-SHA-512",
+        "Sidecar mode: SASL mechanism upstream: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (Kafka's sasl.mechanism).",
+        check=_one_of(*MECHANISMS))
+    sasl_jaas_config: str = setting(
+        "upstream.sasl.jaas.config", "",
+        "Sidecar mode: the coordinator's upstream credentials as a client's JAAS line (PlainLoginModule or "
+        "ScramLoginModule with username and password).")
+    sasl_username: str = setting(
+        "upstream.sasl.username", "",
+        "Sidecar mode: the upstream user, as librdkafka's sasl.username (instead of upstream.sasl.jaas.config; ours).")
+    sasl_password: str = setting(
+        "upstream.sasl.password", "", "Sidecar mode: the upstream user's password (librdkafka's sasl.password; ours).")
+    ssl_truststore_location: str = setting(
+        "upstream.ssl.truststore.location", "",
+        "Sidecar mode: PEM CA certificates the upstream brokers' certificates are checked against (default: the system's).")
+    ssl_truststore_certificates: str = setting(
+        "upstream.ssl.truststore.certificates", "", "Sidecar mode: the same CA certificates in PEM, inline.")
+    ssl_keystore_location: str = setting(
+        "upstream.ssl.keystore.location", "",
+        "Sidecar mode: PEM file with the coordinator's client key and certificate chain (mutual TLS upstream).")
+    ssl_keystore_key: str = setting(
+        "upstream.ssl.keystore.key", "", "Sidecar mode: the client private key in PEM, inline.")
+    ssl_keystore_certificate_chain: str = setting(
+        "upstream.ssl.keystore.certificate.chain", "", "Sidecar mode: the client certificate chain in PEM, inline.")
+    ssl_key_password: str = setting(
+        "upstream.ssl.key.password", "", "Sidecar mode: password of an encrypted client key.")
+    ssl_endpoint_identification_algorithm: str = setting(
+        "upstream.ssl.endpoint.identification.algorithm", "https",
+        "Sidecar mode: https checks that an upstream certificate names the broker's host; empty does not.",
+        check=_one_of("https", ""))
