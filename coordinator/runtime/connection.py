@@ -3,11 +3,15 @@
 Rules (as a Kafka broker's SocketServer):
 - one request in flight per connection: the next frame is decoded only after the previous response
   has been written, so responses leave in request order and a parked JoinGroup holds its connection;
-- frames that arrive meanwhile are queued; past a bound the transport stops reading (backpressure);
+- frames that arrive meanwhile are queued; past 64 frames, or once the queued frames hold
+  `socket.request.max.bytes` (Kafka reads one request per connection at a time, so that is what it
+  buffers), the transport stops reading (backpressure) until the queue has drained;
 - a frame that cannot be served (oversized, truncated, undecodable, unknown API key, unsupported
-  version of anything but ApiVersions) closes this connection with one structured log line;
-- a handler that fails unexpectedly closes the connection too (logged with its traceback): a bug
-  must not answer with made-up data, and the client reconnects and retries.
+  version of anything but ApiVersions, or one a handler finds invalid by raising `ProtocolError`)
+  closes this connection with one structured log line;
+- a handler that fails unexpectedly, or whose response cannot be encoded, closes the connection too
+  (logged with its traceback): a bug must not answer with made-up data, and the client reconnects
+  and retries; no exception escapes a connection into the event loop.
 
 On a SASL listener a connection starts unauthenticated (`security/sasl.py`): until its
 authenticator completes, only ApiVersions, SaslHandshake and SaslAuthenticate are served, frames
@@ -85,10 +89,14 @@ class KafkaConnection(asyncio.Protocol):
         self._forwarding: collections.deque[tuple[asyncio.Future[Any], bytes, float]] = collections.deque()
         self._reading_paused = False
         self._writing_paused = False
+        self._buffer_cap = server.config["socket.request.max.bytes"]
+        self.active = True
+        """Traffic since the server's idle sweeper last looked (`connections.max.idle.ms`)."""
+        self.idle_sweeps = 0
         self._closing = False
         self._draining = False
         self.peer = ""
-        self._client_host = ""
+        self.client_host = ""
         self.client_id = ""
         self.idle = asyncio.Event()
         self.idle.set()
@@ -100,17 +108,18 @@ class KafkaConnection(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
         peer = self._transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self._client_host = self.peer.rsplit(":", 1)[0]
+        self.client_host = self.peer.rsplit(":", 1)[0]
         if self._gate is not None:
             self.principal = self._gate.principal_of(self._transport)
             self._sasl = self._gate.authenticator()
             if self._sasl is not None:
                 self._decoder.max_size = self._sasl.config.max_receive_size
-        if not self._server.admit(self):
+        refused = self._server.admit(self)
+        if refused is not None:
+            key, limit = refused
             self._closing = True
-            metrics.CONNECTIONS_CLOSED.labels("max_connections").inc()
-            log.warning("connection_refused", reason="max.connections", peer=self.peer,
-                        limit=self._server.config["max.connections"])
+            metrics.CONNECTIONS_CLOSED.labels(key.replace(".", "_")).inc()
+            log.warning("connection_refused", reason=key, peer=self.peer, limit=limit)
             self._transport.abort()
             return
         metrics.CONNECTIONS_OPEN.inc()
@@ -131,6 +140,7 @@ class KafkaConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closing or self._draining:
             return
+        self.active = True
         _STATS.bytes_in += len(data)
         try:
             frames = self._decoder.feed(data)
@@ -138,8 +148,11 @@ class KafkaConnection(asyncio.Protocol):
             self._fail(exc, None)
             return
         if frames:
-            self._queue.extend(frames)
-            if len(self._queue) >= _PAUSE_AT and not self._reading_paused and self._transport:
+            queue = self._queue
+            queue.extend(frames)
+            # Frames pile up only behind a request in flight: then bound them by count and bytes.
+            if len(queue) > 1 and not self._reading_paused and self._transport and (
+                    len(queue) >= _PAUSE_AT or sum(map(len, queue)) >= self._buffer_cap):
                 self._reading_paused = True
                 self._transport.pause_reading()
             self._process()
@@ -167,6 +180,18 @@ class KafkaConnection(asyncio.Protocol):
         self._closing = True
         if self._transport is not None:
             self._transport.close()
+
+    @property
+    def waiting(self) -> bool:
+        """A request of this connection is being served (a parked JoinGroup, a forwarded Fetch)."""
+        return self._busy or bool(self._forwarding) or bool(self._queue)
+
+    def close_idle(self, idle_ms: int) -> None:
+        """`connections.max.idle.ms` passed without traffic: closed, as Kafka's selector does."""
+        metrics.CONNECTIONS_CLOSED.labels("idle").inc()
+        log.info("connection_closed", reason="idle", idle_ms=idle_ms, connection=self.connection_id, peer=self.peer,
+                 listener=self.listener, client_id=self.client_id)
+        self.close()
 
     def _process(self) -> None:
         try:
@@ -219,7 +244,7 @@ class KafkaConnection(asyncio.Protocol):
             assert handler is not None  # the codec only decodes served keys
             self.client_id = request.client_id
             ctx = RequestContext(
-                self.connection_id, request.client_id, self._client_host,
+                self.connection_id, request.client_id, self.client_host,
                 request.api_key, request.api_version, request.correlation_id,
                 self.listener, self.principal, self._authz,
             )
@@ -228,6 +253,9 @@ class KafkaConnection(asyncio.Protocol):
                 continue
             try:
                 result = handler.handle(ctx, request if request.unsupported_version else request.body)
+            except ProtocolError as exc:  # a handler found the request invalid (Kafka closes too)
+                self._fail(exc, frame)
+                return
             except Exception:
                 self._crash(request)
                 return
@@ -240,7 +268,8 @@ class KafkaConnection(asyncio.Protocol):
         if not self._busy:
             if not self._forwarding:
                 self.idle.set()
-            if self._reading_paused and not self._draining and len(self._queue) <= _RESUME_AT and self._transport:
+            if (self._reading_paused and not self._draining and len(self._queue) <= _RESUME_AT and self._transport
+                    and sum(map(len, self._queue)) < self._buffer_cap):
                 self._reading_paused = False
                 self._transport.resume_reading()
 
@@ -348,8 +377,12 @@ class KafkaConnection(asyncio.Protocol):
 
     def _respond(self, request: DecodedRequest, api: str, response: Any, started: float) -> None:
         if response is not None and not self._closing and self._transport is not None:
-            data = response.data if response.__class__ is EncodedResponse else encode_response(
-                request.correlation_id, response)
+            try:
+                data = response.data if response.__class__ is EncodedResponse else encode_response(
+                    request.correlation_id, response)
+            except Exception as exc:  # a handler described a response its version cannot carry
+                self._crash(request, exc)
+                return
             self._out.append(data)
             _STATS.bytes_out += len(data)
             for name in error_names(response):

@@ -132,6 +132,7 @@ class CoordinatorServer:
         self.registry = ApiRegistry(handlers)
         self.codec = RequestCodec(self.registry.version_ranges())
         self._connections: set[KafkaConnection] = set()
+        self._per_host: dict[str, int] = {}
         self._ids = itertools.count(1)
         self._servers: dict[str, asyncio.Server] = {}
         self._loaded_event = asyncio.Event()
@@ -250,6 +251,7 @@ class CoordinatorServer:
                 told = self.view.endpoints[listener.name]
                 self.view.endpoints[listener.name] = Node(told.node_id, told.host, self.ports[listener.name])
         self.node = self.view.endpoints[self.listeners[0].name]
+        self._background.append(asyncio.create_task(self._close_idle_connections(), name="idle-connections"))
         if self.sidecar is not None:
             await self.sidecar.activate()
 
@@ -409,17 +411,45 @@ class CoordinatorServer:
         await self._stopped.wait()
 
     # -- connections --------------------------------------------------------------------------
-    def admit(self, connection: KafkaConnection) -> bool:
+    def admit(self, connection: KafkaConnection) -> tuple[str, int] | None:
+        """None when the connection may stay, else the limit it breaks (key, value)."""
         if len(self._connections) >= self.config["max.connections"]:
-            return False
+            return "max.connections", self.config["max.connections"]
+        host = connection.client_host
+        per_ip = self.limits.limit_for(host)
+        if self._per_host.get(host, 0) >= per_ip:
+            return "max.connections.per.ip", per_ip
         self._connections.add(connection)
-        return True
+        self._per_host[host] = self._per_host.get(host, 0) + 1
+        return None
 
     def release(self, connection: KafkaConnection) -> bool:
         if connection in self._connections:
             self._connections.remove(connection)
+            host = connection.client_host
+            left = self._per_host.get(host, 1) - 1
+            if left:
+                self._per_host[host] = left
+            else:
+                self._per_host.pop(host, None)
             return True
         return False
+
+    async def _close_idle_connections(self) -> None:
+        """Every tenth of `connections.max.idle.ms`, close connections that had no traffic and no
+        request in flight for the whole of it (Kafka's idle expiry; a parked JoinGroup is not idle)."""
+        idle_ms = self.limits.connections_max_idle_ms
+        sweeps = 10
+        while True:
+            await asyncio.sleep(idle_ms / sweeps / 1000)
+            for connection in list(self._connections):
+                if connection.active or connection.waiting:
+                    connection.active = False
+                    connection.idle_sweeps = 0
+                    continue
+                connection.idle_sweeps += 1
+                if connection.idle_sweeps >= sweeps:
+                    connection.close_idle(idle_ms)
 
 
 async def serve(config: Config) -> int:

@@ -14,7 +14,8 @@ requests and owns two record types (`ScramCredential`, `Acl`; see `core/records.
 - `DescribeScramCredentials`: Kafka's ScramImage.describe (no users = every user with a credential;
   a user named twice DUPLICATE_RESOURCE, an unknown one RESOURCE_NOT_FOUND, each with the name).
 - `CreateAcls`, `DeleteAcls`, `DescribeAcls`: Kafka's AclControlManager (`acls.validate_new`; an
-  ACL that exists already is a success that writes nothing; a filter with unknown parts is
+  ACL that exists already is a success that writes nothing; more than 10,000 new ACLs in one
+  request is POLICY_VIOLATION for all, nothing written; a filter with unknown parts is
   INVALID_REQUEST; every match of a delete filter is reported and deleted once).
 
 Every change is a record, so a standby that replays the log has the same users and ACLs.
@@ -50,6 +51,8 @@ from .requests import (
 from .scram import MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential
 
 _TWICE = "A user credential cannot be altered twice in the same request"
+MAX_RECORDS_PER_USER_OP = 10000
+"""Kafka's QuorumController bound on the records one request may write (CreateAcls over it fails)."""
 
 
 class SecurityStore:
@@ -173,16 +176,21 @@ class SecurityStore:
 
     def create_acls(self, req: CreateAcls, fx: Effects) -> None:
         results: list[tuple[int, str | None]] = []
-        added: set[AclBinding] = set()
+        added: dict[AclBinding, None] = {}
         for acl in req.creations:
             problem = validate_new(acl)
             if problem is not None:
                 results.append(problem)
                 continue
-            if acl not in self.acls and acl not in added:
-                added.add(acl)
-                fx.record(Record(AclKey(*acl), AclValue()))
+            if acl not in self.acls:
+                added[acl] = None
             results.append((ErrorCode.NONE, None))
+        if len(added) > MAX_RECORDS_PER_USER_OP:  # Kafka's controller: the whole request fails
+            refused = (ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+            fx.reply(req.ref, CreateAclsResponse(tuple(refused for _ in req.creations)))
+            return
+        for acl in added:
+            fx.record(Record(AclKey(*acl), AclValue()))
         fx.reply(req.ref, CreateAclsResponse(tuple(results)))
 
     def delete_acls(self, req: DeleteAcls, fx: Effects) -> None:

@@ -9,6 +9,9 @@ CreateTopics, per topic, as Kafka's controller validates it:
   ErrorCode.INVALID_REPLICATION_FACTOR (this is a one-node cluster);
 - manual Assignments exclude NumPartitions/ReplicationFactor (ErrorCode.INVALID_REQUEST), must name
   partitions 0..n-1 and only this node;
+- a request that would create more than 10,000 partitions and topics in all is refused whole with
+  ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation." (Kafka's controller bounds
+  one user operation to 10,000 records: a hostile CreateTopics cannot make 2^31 partitions);
 - ValidateOnly checks everything and creates nothing. v5+ answers the partition count,
   replication factor and configs; v7 the topic id.
 DeleteTopics: by name (all versions) or by topic id (v6); unknown names UNKNOWN_TOPIC_OR_PARTITION,
@@ -35,6 +38,7 @@ from .view import NodeView
 log = get_logger("coordinator.topics")
 
 CREATE_TOPICS_KEY = 19
+MAX_RECORDS_PER_USER_OP = 10000  # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP
 DELETE_TOPICS_KEY = 20
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -91,7 +95,16 @@ def create_topics(view: NodeView) -> ApiHandler:
                 "configs": [{"name": k, "value": v, "read_only": False, "config_source": 1, "is_sensitive": False}
                             for k, v in sorted(configs.items())]}
 
+    def records(topic: Any) -> int:
+        partitions = len(topic.assignments) or topic.num_partitions
+        return 1 + (view.topic_defaults.num_partitions if partitions == -1 else max(partitions, 0))
+
     def handle(ctx: RequestContext, request: Any) -> Any:
+        if sum(records(t) for t in request.topics) > MAX_RECORDS_PER_USER_OP:
+            return respond(ctx, {"throttle_time": 0, "topics": [
+                {"name": name, "topic_id": _ZERO_UUID, "error_code": ErrorCode.POLICY_VIOLATION,
+                 "error_message": "Unable to perform excessively large batch operation.", "num_partitions": -1,
+                 "replication_factor": -1, "configs": []} for name in dict.fromkeys(t.name for t in request.topics)]})
         counts = Counter(t.name for t in request.topics)
         seen: set[str] = set()
         results = []
