@@ -45,10 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .admin.commands import add_commands
     from .history.cli import add_commands as add_history_commands
     from .logtool import add_commands as add_log_commands
+    from .security.cli import add_commands as add_scram_commands
 
     add_commands(commands)
     add_history_commands(commands)
     add_log_commands(commands)
+    add_scram_commands(commands)
     return parser
 
 
@@ -60,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         from .logtool import run as run_log
 
         return run_log(args)
+    if args.command == "scram":
+        from .security.cli import run as run_scram
+
+        return run_scram(args)
     if args.command == "history":
         from .history.cli import run as run_history
 

@@ -41,6 +41,14 @@ from typing import Any, TypeVar
 from .core.config import GroupConfig
 from .dataplane.config import DataPlaneConfig
 from .recordlog.writer import LogConfig
+from .security import listeners as listener_specs
+from .security.settings import (
+    MECHANISMS,
+    AuthorizerConfig,
+    ConnectionLimits,
+    ListenerSecurityConfig,
+    UpstreamSecurityConfig,
+)
 from .settings import Setting, at_least, declared
 from .sidecar.settings import SidecarConfig
 
@@ -103,8 +111,21 @@ def _parse_listener(raw: str) -> str:
     return raw.strip()
 
 
-def _parse_optional_listener(raw: str) -> str:
-    return _parse_listener(raw) if raw.strip() else ""
+def _parse_listeners(raw: str) -> str:
+    """`listeners`: NAME://host:port,... (a bare host:port is PLAINTEXT); see `security.listeners`."""
+    if not listener_specs.parse_endpoints(raw):
+        raise ValueError("at least one listener is required")
+    return raw.strip()
+
+
+def _parse_optional_listeners(raw: str) -> str:
+    if raw.strip():
+        listener_specs.parse_endpoints(raw)
+    return raw.strip()
+
+
+def _parse_protocol_map(raw: str) -> dict[str, str]:
+    return listener_specs.parse_protocol_map(raw)
 
 
 def _parse_topics(raw: str) -> tuple[tuple[str, int], ...]:
@@ -132,8 +153,9 @@ def _optional_listener_or_empty(raw: str) -> str:
 # Settings the server reads itself, by section. Settings consumed by a component's config struct
 # are declared on its fields (`coordinator.settings.setting`) and collected from `_STRUCTS`.
 _SERVER: tuple[Setting, ...] = (
-    Setting("listeners", "PLAINTEXT://127.0.0.1:9092", "Address the Kafka protocol listener binds (an empty host, PLAINTEXT://:9092, binds every interface).", _parse_listener),
-    Setting("advertised.listeners", "", "Address given to clients in Metadata and FindCoordinator (default: listeners; an empty host is this host's canonical name; 0.0.0.0 is refused).", _parse_optional_listener),
+    Setting("listeners", "PLAINTEXT://127.0.0.1:9092", "Kafka protocol listeners as NAME://host:port,... (an empty host, PLAINTEXT://:9092, binds every interface; a bare host:port is PLAINTEXT).", _parse_listeners),
+    Setting("advertised.listeners", "", "Addresses given to clients in Metadata and FindCoordinator, per listener name (default: listeners; an empty host is this host's canonical name; 0.0.0.0 is refused).", _parse_optional_listeners),
+    Setting("listener.security.protocol.map", listener_specs.DEFAULT_PROTOCOL_MAP, "Security protocol of each listener name, as NAME:PROTOCOL,... (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).", _parse_protocol_map),
     Setting("node.id", "1", "This node's id in Metadata and FindCoordinator answers.", _parse_int, at_least(0)),
     Setting("cluster.id", "coordinator-embedded", "Cluster id reported in Metadata and DescribeCluster (ours).", _parse_str),
     Setting("log.dirs", "./data", "Data directory: the record log, the topic catalog and the lock.", _parse_str),
@@ -162,7 +184,8 @@ _OBSERVABILITY: tuple[Setting, ...] = (
     Setting("history.flush.interval.ms", "1000", "Rebalance history: longest time rows wait in memory before being written, unsynced (ours).", _parse_int, at_least(1)),
 )
 _SECTIONS: tuple[tuple[Setting, ...] | type[Any], ...] = (
-    _SERVER, GroupConfig, LogConfig, _COMPACTION, DataPlaneConfig, SidecarConfig, _OBSERVABILITY,
+    _SERVER, ListenerSecurityConfig, AuthorizerConfig, ConnectionLimits, GroupConfig, LogConfig, _COMPACTION,
+    DataPlaneConfig, SidecarConfig, UpstreamSecurityConfig, _OBSERVABILITY,
 )
 """The registry in README order: rows declared here, and config structs whose fields declare
 settings (`Config.build(cls)` makes one from resolved values)."""
@@ -227,6 +250,42 @@ _KEYS: tuple[Key, ...] = _registry()
 
 KEYS: Mapping[str, Key] = {k.name: k for k in _KEYS}
 
+LISTENER_PREFIX = "listener.name."
+_JAAS = "sasl.jaas.config"
+_SCOPED: Mapping[str, Key] = {k.name: k for k in _KEYS if k.owner is ListenerSecurityConfig}
+"""The keys a listener may override as `listener.name.<listener>.<key>` (Kafka's listener prefix)."""
+
+
+def scoped_key(key: str) -> tuple[str, Key] | None:
+    """(listener name, overridden row) of `listener.name.<listener>.<key>`, also the JAAS form
+    `listener.name.<listener>.<mechanism>.sasl.jaas.config`; None for any other key."""
+    if not key.startswith(LISTENER_PREFIX):
+        return None
+    listener, sep, base = key[len(LISTENER_PREFIX):].partition(".")
+    if not sep or not listener:
+        return None
+    if base in _SCOPED:
+        return listener, _SCOPED[base]
+    mechanism, sep, rest = base.partition(".")
+    if sep and rest == _JAAS and mechanism.upper() in MECHANISMS:
+        return listener, _SCOPED[_JAAS]
+    return None
+
+
+def _scoped_env(name: str) -> str | None:
+    """`COORDINATOR_LISTENER_NAME_SASL_SSL_SSL_KEYSTORE_LOCATION` -> `listener.name.sasl_ssl.ssl.keystore.location`:
+    the longest known key ending the name wins; what is left is the listener name."""
+    prefix = env_name(LISTENER_PREFIX)
+    if not name.startswith(prefix):
+        return None
+    rest = name[len(prefix):]
+    bases = [*_SCOPED, *(f"{m.lower()}.{_JAAS}" for m in MECHANISMS)]
+    for base in sorted(bases, key=len, reverse=True):
+        suffix = "_" + env_name(base).removeprefix(ENV_PREFIX)
+        if rest.endswith(suffix) and len(rest) > len(suffix):
+            return f"{LISTENER_PREFIX}{rest[:-len(suffix)].lower()}.{base}"
+    return None
+
 
 class Config(Mapping[str, Any]):
     """Resolved, typed configuration. Read with `config["group.max.size"]`."""
@@ -253,21 +312,43 @@ class Config(Mapping[str, Any]):
         return cls(**{k.field: self._values[k.name] * k.scale if k.scale != 1 else self._values[k.name]
                       for k in _KEYS if k.owner is cls})
 
+    def for_listener(self, cls: type[T], listener: listener_specs.Listener) -> T:
+        """`build(cls)` for one listener: `listener.name.<name>.<key>` wins over `<key>`."""
+        values = self._values
+        return cls(**{k.field: values.get(listener.prefix + k.name, values[k.name])
+                      for k in _KEYS if k.owner is cls})
+
+    def jaas_config(self, listener: listener_specs.Listener, mechanism: str) -> str:
+        """The JAAS configuration of `mechanism` on `listener`, most specific first (Kafka's
+        `listener.name.<l>.<mechanism>.sasl.jaas.config`, then the listener's, then the global one)."""
+        for key in (f"{listener.prefix}{mechanism.lower()}.{_JAAS}", listener.prefix + _JAAS, _JAAS):
+            value = self._values.get(key)
+            if value:
+                return str(value)
+        return ""
+
+    @property
+    def listeners(self) -> tuple[listener_specs.Listener, ...]:
+        """Every listener with its security protocol and advertised address (checked by `resolve`)."""
+        return listener_specs.of(self)
+
     @property
     def data_dir(self) -> Path:
         return Path(self["log.dirs"])
 
     @property
     def listen(self) -> tuple[str, int]:
-        """Host and port to bind; host "" (`PLAINTEXT://:9092`) binds every interface, as Kafka."""
-        return parse_host_port(self["listeners"])
+        """Host and port of the first listener; host "" (`PLAINTEXT://:9092`) binds every interface."""
+        first = self.listeners[0]
+        return first.host, first.port
 
     @property
     def advertised(self) -> tuple[str, int]:
-        """What Metadata and FindCoordinator tell clients: `advertised.listeners`, else `listeners`;
-        an empty host is this machine's canonical host name, as Kafka advertises it."""
-        host, port = parse_host_port(self["advertised.listeners"] or self["listeners"])
-        return host or socket.getfqdn(), port
+        """What Metadata and FindCoordinator tell clients of the first listener: its
+        `advertised.listeners` entry, else its `listeners` one; an empty host is this machine's
+        canonical host name, as Kafka advertises it."""
+        first = self.listeners[0]
+        return first.advertised_host or socket.getfqdn(), first.advertised_port
 
     @property
     def metrics_listen(self) -> tuple[str, int] | None:
@@ -310,7 +391,7 @@ def resolve(
     sources: dict[str, str] = {k.name: "default" for k in _KEYS}
 
     def put(key: str, value: str, source: str) -> None:
-        if key not in KEYS:
+        if key not in KEYS and scoped_key(key) is None:
             raise ConfigError(key, f"unknown configuration key (from {source}){_closest(key, KEYS)}")
         raw[key] = value
         sources[key] = source
@@ -327,9 +408,10 @@ def resolve(
     for name, value in sorted(env.items()):
         if not name.startswith(ENV_PREFIX) or name in OTHER_VARIABLES:
             continue
-        if name not in by_env:
+        known = by_env.get(name) or _scoped_env(name)
+        if known is None:
             raise ConfigError(name, f"unknown environment variable{_closest(name, by_env)}")
-        put(by_env[name], value, f"environment {name}")
+        put(known, value, f"environment {name}")
     for item in overrides:
         key, sep, override = item.partition("=")
         if not sep:
@@ -341,7 +423,8 @@ def resolve(
 
     values: dict[str, Any] = {}
     for key, text in raw.items():
-        spec = KEYS[key]
+        scoped = scoped_key(key)
+        spec = KEYS[key] if scoped is None else scoped[1]
         try:
             parsed = spec.parse(text)
         except (ValueError, TypeError) as exc:
@@ -351,7 +434,7 @@ def resolve(
             raise ConfigError(key, f"invalid value {text!r} ({sources[key]}): {problem}")
         values[key] = parsed
     _check_relations(values)
-    _check_advertised(values, sources)
+    _check_listeners(values)
     return Config(values, sources)
 
 
@@ -370,15 +453,27 @@ def _closest(name: str, known: Iterable[str]) -> str:
     return f"; did you mean {spelt}?"
 
 
-def _check_advertised(values: Mapping[str, Any], sources: Mapping[str, str]) -> None:
-    """Kafka refuses to advertise the non-routable meta-address: clients could not connect to it."""
-    key = "advertised.listeners" if values["advertised.listeners"] else "listeners"
-    host, _ = parse_host_port(values[key])
-    if host in NON_ROUTABLE:
-        hint = "" if key == "advertised.listeners" else f" (listeners={values[key]} with no advertised.listeners)"
-        raise ConfigError("advertised.listeners",
-                          f"cannot use the nonroutable meta-address {host}{hint}; "
-                          "use a routable host name or address, or PLAINTEXT://:PORT to advertise this host's name")
+def _check_listeners(values: Mapping[str, Any]) -> None:
+    """Every listener has a security protocol and an address clients can reach (Kafka refuses to
+    advertise the non-routable meta-address); per-listener keys name a listener."""
+    try:
+        listeners = listener_specs.of(values)
+    except ValueError as exc:
+        key, _, message = str(exc).partition(": ")
+        raise ConfigError(key, message) from exc
+    for listener in listeners:
+        if listener.advertised_host in NON_ROUTABLE:
+            told = (listener.advertised_host, listener.advertised_port) != (listener.host, listener.port)
+            hint = "" if told or values["advertised.listeners"] else (
+                f" (listeners={values['listeners']} with no advertised.listeners)")
+            raise ConfigError("advertised.listeners",
+                              f"cannot use the nonroutable meta-address {listener.advertised_host}{hint}; "
+                              "use a routable host name or address, or PLAINTEXT://:PORT to advertise this host's name")
+    names = {listener.name.lower() for listener in listeners}
+    for key in values:
+        scoped = scoped_key(key)
+        if scoped is not None and scoped[0].lower() not in names:
+            raise ConfigError(key, f"no listener named {scoped[0].upper()} in listeners")
 
 
 def _check_relations(values: Mapping[str, Any]) -> None:

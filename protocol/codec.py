@@ -9,7 +9,9 @@ Rules (Kafka's `RequestHeader.json`, `ApiMessageType.requestHeaderVersion`, KIP-
   (kio encodes that exception in each entity's `__header_schema__`);
 - an unknown API key, or a version outside the served range, is a `ProtocolError` (the connection is
   closed), except ApiVersions: a too-new ApiVersions is answered, so it decodes to a request flagged
-  `unsupported_version` with no body.
+  `unsupported_version` with no body;
+- a request claiming an array larger than the bytes it holds is refused before kio sees it
+  (`guard.py`: kio would reserve memory for it, and a failed reservation aborts the process).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
+from . import guard
 from .errors import MalformedRequest, UnknownApiKey, UnsupportedVersion
 from .fastencode import ENCODERS as FAST_ENCODERS
 from .fastencode import Description
@@ -82,6 +85,7 @@ class RequestCodec:
             raise UnsupportedVersion(
                 f"api key {api_key} version {api_version} is outside {low}..{high}"
             )
+        guard.check(api_key, api_version, frame)
         header_reader, body_reader = _request_plan(api_key, api_version)
         try:
             header, offset = header_reader(frame, 0)

@@ -39,6 +39,15 @@ class FrameDecoder:
     def buffered(self) -> int:
         return len(self._head) + sum(len(part) for part in self._parts)
 
+    @property
+    def max_size(self) -> int:
+        return self._max_size
+
+    @max_size.setter
+    def max_size(self, value: int) -> None:
+        """A new limit for the frames still to come (a SASL connection's grows once authenticated)."""
+        self._max_size = value
+
     def feed(self, data: bytes) -> list[bytes]:
         """Add received bytes; return every frame completed by them (possibly none)."""
         if self._poisoned:

@@ -22,7 +22,16 @@ type  key                                         value
 8     ConsumerGroupCurrentMemberAssignmentKey     ConsumerGroupCurrentMemberAssignmentValue (epochs,
       (group_id, member_id)                       state, assigned and pending-revocation partitions)
 1000  CoordinatorEpochKey()                       CoordinatorEpochValue(epoch, writer_id)
+1001  ScramCredentialKey(user, mechanism)         ScramCredentialValue(salt, stored_key,
+                                                  server_key, iterations)
+1002  AclKey(resource type, name, pattern type,   AclValue() (the key is the binding)
+      principal, host, operation, permission)
 ====  ==========================================  ==========================================
+
+Types 1001 and 1002 are ours: Kafka keeps SCRAM credentials and ACLs in its metadata log
+(``UserScramCredentialRecord``, ``AccessControlEntryRecord``); here they live in the coordinator's log,
+so they survive failover like groups do (``coordinator/security/store.py`` replays them). They
+belong to no group: a change to them is a coordinator-wide entry.
 
 Type 4 (``ConsumerGroupPartitionMetadata``) is never written: Kafka 4.1+ replaced it by the metadata
 hash carried in ``ConsumerGroupMetadataValue`` (KIP-1101), which is what we do. Regex resolutions
@@ -64,6 +73,8 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
     COORDINATOR_EPOCH = 1000
+    SCRAM_CREDENTIAL = 1001
+    ACL = 1002
 
 
 class _Struct(msgspec.Struct, frozen=True, array_like=True):
@@ -195,6 +206,39 @@ class CoordinatorEpochValue(_Struct, frozen=True):
     writer_id: str
 
 
+# ---- Security (types 1001-1002, ours; coordinator/security) -------------------------------------
+
+
+class ScramCredentialKey(_Struct, frozen=True):
+    user: str
+    mechanism: int  # Kafka's ScramMechanism type: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512
+
+
+class ScramCredentialValue(_Struct, frozen=True):
+    """Kafka's UserScramCredentialRecord: never the password, only what verifies a proof."""
+
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+class AclKey(_Struct, frozen=True):
+    """One ACL binding (Kafka's AccessControlEntryRecord without its id: the binding is the identity)."""
+
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+class AclValue(_Struct, frozen=True):
+    """Present = the ACL exists; a tombstone deletes it."""
+
+
 ConsumerGroupRecordKey = (
     ConsumerGroupMetadataKey
     | ConsumerGroupMemberMetadataKey
@@ -224,8 +268,10 @@ CONSUMER_GROUP_RECORD_VALUES = (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupCurrentMemberAssignmentValue,
 )
-RecordKey = OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey | CoordinatorEpochKey
-RecordValue = OffsetCommitValue | GroupMetadataValue | ConsumerGroupRecordValue | CoordinatorEpochValue
+RecordKey = (OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey | CoordinatorEpochKey | ScramCredentialKey
+             | AclKey)
+RecordValue = (OffsetCommitValue | GroupMetadataValue | ConsumerGroupRecordValue | CoordinatorEpochValue
+               | ScramCredentialValue | AclValue)
 
 
 class Record(msgspec.Struct, frozen=True, gc=False):
@@ -256,6 +302,8 @@ _KEY_TYPES: dict[int, type[RecordKey]] = {
     RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: ConsumerGroupTargetAssignmentMemberKey,
     RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: ConsumerGroupCurrentMemberAssignmentKey,
     RecordType.COORDINATOR_EPOCH: CoordinatorEpochKey,
+    RecordType.SCRAM_CREDENTIAL: ScramCredentialKey,
+    RecordType.ACL: AclKey,
 }
 _TYPE_OF_KEY: dict[type[RecordKey], int] = {cls: rt for rt, cls in _KEY_TYPES.items()}
 
@@ -269,6 +317,8 @@ _VALUE_TYPES: dict[tuple[int, int], type[RecordValue]] = {
     (RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, 0): ConsumerGroupTargetAssignmentMemberValue,
     (RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, 0): ConsumerGroupCurrentMemberAssignmentValue,
     (RecordType.COORDINATOR_EPOCH, 0): CoordinatorEpochValue,
+    (RecordType.SCRAM_CREDENTIAL, 0): ScramCredentialValue,
+    (RecordType.ACL, 0): AclValue,
 }
 # value struct -> version written today
 _WRITE_VERSION: dict[type[RecordValue], int] = {
@@ -280,6 +330,8 @@ _WRITE_VERSION: dict[type[RecordValue], int] = {
     ConsumerGroupTargetAssignmentMemberValue: 0,
     ConsumerGroupCurrentMemberAssignmentValue: 0,
     CoordinatorEpochValue: 0,
+    ScramCredentialValue: 0,
+    AclValue: 0,
 }
 
 _VERSION = struct.Struct(">H")

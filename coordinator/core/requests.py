@@ -21,6 +21,13 @@ from uuid import UUID
 import msgspec
 
 from coordinator.core.consumer.topics import TopicInfo
+from coordinator.security.requests import (
+    AlterScramCredentials,
+    CreateAcls,
+    DeleteAcls,
+    DescribeAcls,
+    DescribeScramCredentials,
+)
 
 # --------------------------------------------------------------------------------------------------
 # Classic group membership: JoinGroup (11), SyncGroup (14), Heartbeat (12), LeaveGroup (13)
@@ -238,5 +245,11 @@ Request = (
     | DeleteGroups
     | ConsumerGroupHeartbeat
     | ConsumerGroupDescribe
+    # SCRAM credentials and ACLs (coordinator/security/store.py)
+    | AlterScramCredentials
+    | DescribeScramCredentials
+    | CreateAcls
+    | DeleteAcls
+    | DescribeAcls
 )
 Event = Request | TimerFired | TopicsChanged

@@ -71,6 +71,7 @@ from coordinator.core.records import (
 from coordinator.core.registry import Registration, ShardContext, hooks, merged
 from coordinator.core.requests import Event, TimerFired, TopicsChanged
 from coordinator.core.result import Result
+from coordinator.security.store import SecurityStore
 
 
 class GroupType(Protocol):
@@ -123,10 +124,12 @@ class CoordinatorShard:
         assert len(simple) == 1, "exactly one group type makes the groups of offset-only commits"
         self.offsets = OffsetManager(self.config, self.groups, simple[0])
         self.admin = GroupAdmin(self.groups, self.offsets)
+        self.security = SecurityStore()  # SCRAM credentials and ACLs (coordinator/security/store.py)
         registrations += [
             Registration(name="coordinator-epoch", replayers={CoordinatorEpochKey: self._replay_epoch}),
             self.offsets.registration,
             self.admin.registration,
+            self.security.registration,
         ]
         self._handlers: dict[type, Callable[[Any, Effects], None]] = merged(registrations, "requests")
         self._error_responses: dict[type, Callable[[Any, Any], object]] = merged(registrations, "error_responses")
@@ -321,4 +324,5 @@ class CoordinatorShard:
                 for gid, topics in sorted(self.offsets.offsets.items())
             },
             "coordinator_epoch": self.coordinator_epoch,
+            "security": self.security.durable_view(),
         }

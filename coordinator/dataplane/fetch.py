@@ -1,5 +1,7 @@
 """Fetch: versions 4-17, with long polling and incremental fetch sessions.
 
+- With an authorizer: READ on each topic, else TOPIC_AUTHORIZATION_FAILED on its partitions.
+
 Version notes (FetchRequest/Response.json):
 - v4: isolation_level, last_stable_offset, aborted_transactions; v5: log_start_offset (KIP-107);
   v7: fetch sessions (KIP-227, see `session.py`), forgotten_topics_data, top-level error_code;
@@ -31,6 +33,7 @@ from typing import Any
 
 from coordinator.catalog.catalog import Topic, TopicCatalog
 from coordinator.runtime.registry import RequestContext
+from coordinator.security.authorizer import READ, TOPIC
 from protocol.build import build
 from protocol.errors import ErrorCode
 
@@ -107,24 +110,29 @@ class FetchHandler:
         )
         results: list[PartitionResult] = []
         if context.kind != "error":
-            await self._wait(context, request)
-            results = self._read(context, request)
+            await self._wait(context, request, ctx)
+            results = self._read(context, request, ctx)
         error_code, response_session_id, selected = respond(
             self.sessions, context, results, self.store.clock_ms()
         )
         return self._response(ctx, request, error_code, response_session_id, selected)
 
     # -- resolution --------------------------------------------------------------------------
-    def _resolve(self, req: FetchPartitionRequest) -> tuple[Topic | None, int]:
+    def _resolve(self, req: FetchPartitionRequest, ctx: RequestContext) -> tuple[Topic | None, int]:
         """The catalog topic and NONE, or None and the partition's error code."""
+        authz = ctx.authz
         if isinstance(req.topic, uuid.UUID):
             topic = self.catalog.by_id(req.topic)
             missing = ErrorCode.UNKNOWN_TOPIC_ID
         else:
+            if authz is not None and not authz.allowed(ctx, READ, TOPIC, req.topic):
+                return None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
             topic = self.catalog.get(req.topic)
             missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if topic is None:
             return None, missing
+        if authz is not None and not authz.allowed(ctx, READ, TOPIC, topic.name):
+            return None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
         if not 0 <= req.partition < topic.num_partitions:
             return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if req.current_leader_epoch >= 0:
@@ -134,8 +142,8 @@ class FetchHandler:
                 return None, ErrorCode.FENCED_LEADER_EPOCH
         return topic, ErrorCode.NONE
 
-    def _log(self, req: FetchPartitionRequest) -> tuple[Topic | None, PartitionLog | None, int]:
-        topic, code = self._resolve(req)
+    def _log(self, req: FetchPartitionRequest, ctx: RequestContext) -> tuple[Topic | None, PartitionLog | None, int]:
+        topic, code = self._resolve(req, ctx)
         if topic is None:
             return None, None, code
         log = self.store.log(topic, req.partition)
@@ -144,7 +152,7 @@ class FetchHandler:
         return topic, log, ErrorCode.NONE
 
     # -- long polling ------------------------------------------------------------------------
-    async def _wait(self, context: FetchContext, request: Any) -> None:
+    async def _wait(self, context: FetchContext, request: Any, ctx: RequestContext) -> None:
         max_wait_ms = round(request.max_wait.total_seconds() * 1000)
         min_bytes = int(request.min_bytes)
         if max_wait_ms <= 0 or not context.partitions:
@@ -155,7 +163,7 @@ class FetchHandler:
             available = 0
             logs: list[PartitionLog] = []
             for req in context.partitions:
-                _, log, code = self._log(req)
+                _, log, code = self._log(req, ctx)
                 if code != ErrorCode.NONE or log is None:
                     return
                 logs.append(log)
@@ -177,12 +185,12 @@ class FetchHandler:
                     waiter.cancel()
 
     # -- reading -----------------------------------------------------------------------------
-    def _read(self, context: FetchContext, request: Any) -> list[PartitionResult]:
+    def _read(self, context: FetchContext, request: Any, ctx: RequestContext) -> list[PartitionResult]:
         budget = min(int(request.max_bytes), self.config.fetch_max_bytes)
         min_one = True
         results = []
         for req in context.partitions:
-            topic, log, code = self._log(req)
+            topic, log, code = self._log(req, ctx)
             if code != ErrorCode.NONE or log is None or topic is None:
                 results.append(PartitionResult(req, code, topic_name=topic.name if topic else None))
                 continue

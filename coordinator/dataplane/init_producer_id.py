@@ -1,5 +1,8 @@
 """InitProducerId (key 22): versions 0-5, for idempotent producers only.
 
+With an authorizer (KIP-679, as Kafka 3+): IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+the principal may write, else CLUSTER_AUTHORIZATION_FAILED.
+
 Kafka 4 answers a request without a transactional id from `TransactionCoordinator
 .handleInitProducerId`: a fresh producer id (from `ProducerIdManager`) with epoch 0, whatever
 `producer_id`/`producer_epoch` (v3+, KIP-360) say. That is what happens here (ids from
@@ -18,6 +21,7 @@ from typing import Any
 
 from coordinator.logging import get_logger
 from coordinator.runtime.registry import RequestContext
+from coordinator.security.authorizer import CLUSTER, CLUSTER_NAME, IDEMPOTENT_WRITE, TOPIC, WRITE
 from protocol.build import build
 from protocol.errors import ErrorCode
 
@@ -38,6 +42,11 @@ class InitProducerIdHandler:
         self.store = store
         self._logged: set[str] = set()
 
+    def _may_write(self, ctx: RequestContext) -> bool:
+        authz = ctx.authz
+        return bool(authz.allowed(ctx, IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME)) or any(
+            authz.allowed(ctx, WRITE, TOPIC, topic.name) for topic in self.store.catalog)
+
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
         cls = response_class(API_KEY, ctx.api_version)
         transactional_id = request.transactional_id
@@ -50,4 +59,7 @@ class InitProducerIdHandler:
                     detail="the embedded data plane serves idempotent producers, not transactions",
                 )
             return build(cls, {"throttle_time": 0, "error_code": ErrorCode.UNSUPPORTED_VERSION, "producer_id": -1, "producer_epoch": -1})
+        if ctx.authz is not None and not self._may_write(ctx):
+            return build(cls, {"throttle_time": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                               "producer_id": -1, "producer_epoch": -1})
         return build(cls, {"throttle_time": 0, "error_code": ErrorCode.NONE, "producer_id": allocator.allocate(), "producer_epoch": 0})

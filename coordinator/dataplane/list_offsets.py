@@ -1,5 +1,7 @@
 """ListOffsets: versions 1-10.
 
+- With an authorizer: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED on its partitions.
+
 Version notes (ListOffsetsRequest/Response.json):
 - v1: one timestamp -> one offset (the v0 offsets array is not served); v2: isolation_level
   (READ_COMMITTED latest = last stable offset, which equals the high watermark here); v4:
@@ -22,6 +24,7 @@ from typing import Any
 
 from coordinator.catalog.catalog import TopicCatalog
 from coordinator.runtime.registry import RequestContext
+from coordinator.security.authorizer import DESCRIBE, TOPIC
 from protocol.build import build
 from protocol.errors import ErrorCode
 
@@ -50,10 +53,13 @@ class ListOffsetsHandler:
         topics = []
         for topic_req in request.topics:
             topic = self.catalog.get(topic_req.name)
+            denied = ctx.authz is not None and not ctx.authz.allowed(ctx, DESCRIBE, TOPIC, topic_req.name)
             partitions = []
             for p in topic_req.partitions:
                 index = int(p.partition_index)
-                if seen[(topic_req.name, index)] > 1:
+                if denied:
+                    partitions.append(_error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                elif seen[(topic_req.name, index)] > 1:
                     partitions.append(_error(index, ErrorCode.INVALID_REQUEST))
                 elif topic is None or not 0 <= index < topic.num_partitions:
                     partitions.append(_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))

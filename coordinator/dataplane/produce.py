@@ -1,5 +1,7 @@
 """Produce: versions 3-11.
 
+- With an authorizer: WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED on its partitions.
+
 Version notes (ProduceRequest/Response.json):
 - v3: record batches (magic 2) only, transactional_id; v5: log_start_offset in the response
   (KIP-107); v7: ZStandard allowed (KIP-110); v8: record_errors and error_message (KIP-467);
@@ -28,6 +30,7 @@ from typing import Any
 
 from coordinator.catalog.catalog import TopicCatalog
 from coordinator.runtime.registry import RequestContext
+from coordinator.security.authorizer import TOPIC, WRITE
 from protocol.build import build
 from protocol.errors import ErrorCode
 
@@ -57,11 +60,14 @@ class ProduceHandler:
         for topic_data in request.topic_data:
             topic = self.catalog.get(topic_data.name)
             settings = TopicSettings.of(topic, self.store.config) if topic is not None else None
+            denied = ctx.authz is not None and not ctx.authz.allowed(ctx, WRITE, TOPIC, topic_data.name)
             partitions = []
             for partition_data in topic_data.partition_data:
                 index = int(partition_data.index)
                 if not valid_acks:
                     partitions.append(_refused(index, ErrorCode.INVALID_REQUIRED_ACKS, None))
+                elif denied:
+                    partitions.append(_refused(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None))
                 elif topic is None or settings is None or not 0 <= index < topic.num_partitions:
                     partitions.append(
                         _refused(

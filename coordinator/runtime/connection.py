@@ -3,11 +3,21 @@
 Rules (as a Kafka broker's SocketServer):
 - one request in flight per connection: the next frame is decoded only after the previous response
   has been written, so responses leave in request order and a parked JoinGroup holds its connection;
-- frames that arrive meanwhile are queued; past a bound the transport stops reading (backpressure);
+- frames that arrive meanwhile are queued; past 64 frames, or once the queued frames hold
+  `socket.request.max.bytes` (Kafka reads one request per connection at a time, so that is what it
+  buffers), the transport stops reading (backpressure) until the queue has drained;
 - a frame that cannot be served (oversized, truncated, undecodable, unknown API key, unsupported
-  version of anything but ApiVersions) closes this connection with one structured log line;
-- a handler that fails unexpectedly closes the connection too (logged with its traceback): a bug
-  must not answer with made-up data, and the client reconnects and retries.
+  version of anything but ApiVersions, or one a handler finds invalid by raising `ProtocolError`)
+  closes this connection with one structured log line;
+- a handler that fails unexpectedly, or whose response cannot be encoded, closes the connection too
+  (logged with its traceback): a bug must not answer with made-up data, and the client reconnects
+  and retries; no exception escapes a connection into the event loop.
+
+On a SASL listener a connection starts unauthenticated (`security/sasl.py`): until its
+authenticator completes, only ApiVersions, SaslHandshake and SaslAuthenticate are served, frames
+are limited to `sasl.server.max.receive.size`, and anything else closes the connection unanswered
+(before any routing or decoding); a failed authentication is answered, then the connection closes.
+Once authenticated, the principal (`User:<name>`) goes with every request (`ctx.principal`).
 
 Sidecar mode adds one routing rule (`route`): on a connection with a route, a frame whose api key
 is not served here is handed to the route as bytes, before any decoding; the route writes its
@@ -31,16 +41,19 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from protocol.codec import DecodedRequest, EncodedResponse, encode_response
+from protocol.codec import API_VERSIONS_KEY, DecodedRequest, EncodedResponse, encode_response
 from protocol.errors import ProtocolError
 from protocol.framing import FrameDecoder
 
 from .. import metrics
 from ..logging import get_logger
+from ..security.sasl import AUTHENTICATIONS, UnexpectedRequest
 from .errors_seen import error_names
-from .registry import RequestContext, api_name
+from .registry import ANONYMOUS, RequestContext, api_name
 
 if TYPE_CHECKING:
+    from ..security.gate import ListenerGate
+    from ..security.sasl import SaslAuthenticator
     from ..sidecar.forwarder import Route
     from .server import CoordinatorServer
 
@@ -58,9 +71,15 @@ _API_KEY = struct.Struct(">h")
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, server: CoordinatorServer, connection_id: int, route: Route | None = None) -> None:
+    def __init__(self, server: CoordinatorServer, connection_id: int, route: Route | None = None,
+                 gate: ListenerGate | None = None) -> None:
         self._server = server
         self._route = route
+        self._gate = gate
+        self.listener = gate.name if gate is not None else "PLAINTEXT"
+        self.principal = ANONYMOUS
+        self._sasl: SaslAuthenticator | None = None
+        """Set while a SASL listener's connection is not authenticated yet."""
         self.connection_id = connection_id
         self._decoder = FrameDecoder(server.config["socket.request.max.bytes"])
         self._queue: collections.deque[bytes] = collections.deque()
@@ -71,13 +90,18 @@ class KafkaConnection(asyncio.Protocol):
         self._forwarding: collections.deque[tuple[asyncio.Future[Any], bytes, float]] = collections.deque()
         self._reading_paused = False
         self._writing_paused = False
+        self._buffer_cap = server.config["socket.request.max.bytes"]
+        self.active = True
+        """Traffic since the server's idle sweeper last looked (`connections.max.idle.ms`)."""
+        self.idle_sweeps = 0
         self._closing = False
         self._draining = False
         self.peer = ""
-        self._client_host = ""
+        self.client_host = ""
         self.client_id = ""
         self.idle = asyncio.Event()
         self.idle.set()
+        self._authz = server.authorizer
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -85,12 +109,18 @@ class KafkaConnection(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
         peer = self._transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self._client_host = self.peer.rsplit(":", 1)[0]
-        if not self._server.admit(self):
+        self.client_host = self.peer.rsplit(":", 1)[0]
+        if self._gate is not None:
+            self.principal = self._gate.principal_of(self._transport)
+            self._sasl = self._gate.authenticator()
+            if self._sasl is not None:
+                self._decoder.max_size = self._sasl.config.max_receive_size
+        refused = self._server.admit(self)
+        if refused is not None:
+            key, limit = refused
             self._closing = True
-            metrics.CONNECTIONS_CLOSED.labels("max_connections").inc()
-            log.warning("connection_refused", reason="max.connections", peer=self.peer,
-                        limit=self._server.config["max.connections"])
+            metrics.CONNECTIONS_CLOSED.labels(key.replace(".", "_")).inc()
+            log.warning("connection_refused", reason=key, peer=self.peer, limit=limit)
             self._transport.abort()
             return
         metrics.CONNECTIONS_OPEN.inc()
@@ -113,6 +143,7 @@ class KafkaConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closing or self._draining:
             return
+        self.active = True
         _STATS.bytes_in += len(data)
         try:
             frames = self._decoder.feed(data)
@@ -120,8 +151,11 @@ class KafkaConnection(asyncio.Protocol):
             self._fail(exc, None)
             return
         if frames:
-            self._queue.extend(frames)
-            if len(self._queue) >= _PAUSE_AT and not self._reading_paused and self._transport:
+            queue = self._queue
+            queue.extend(frames)
+            # Frames pile up only behind a request in flight: then bound them by count and bytes.
+            if len(queue) > 1 and not self._reading_paused and self._transport and (
+                    len(queue) >= _PAUSE_AT or sum(map(len, queue)) >= self._buffer_cap):
                 self._reading_paused = True
                 self._transport.pause_reading()
             self._process()
@@ -154,6 +188,18 @@ class KafkaConnection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
 
+    @property
+    def waiting(self) -> bool:
+        """A request of this connection is being served (a parked JoinGroup, a forwarded Fetch)."""
+        return self._busy or bool(self._forwarding) or bool(self._queue)
+
+    def close_idle(self, idle_ms: int) -> None:
+        """`connections.max.idle.ms` passed without traffic: closed, as Kafka's selector does."""
+        metrics.CONNECTIONS_CLOSED.labels("idle").inc()
+        log.info("connection_closed", reason="idle", idle_ms=idle_ms, connection=self.connection_id, peer=self.peer,
+                 listener=self.listener, client_id=self.client_id)
+        self.close()
+
     def _process(self) -> None:
         try:
             self._process_queue()
@@ -172,6 +218,15 @@ class KafkaConnection(asyncio.Protocol):
     def _process_queue(self) -> None:
         while self._queue and not self._busy and not self._closing and not self._writing_paused:
             self.idle.clear()
+            if self._sasl is not None:
+                key = _API_KEY.unpack_from(self._queue[0])[0]
+                if key not in self._sasl.allowed_keys:
+                    self._fail(UnexpectedRequest(f"api key {key} before SASL authentication completed"),
+                               self._queue[0])
+                    return
+            if self._authz is not None and not self._authz.ready:
+                self._await_authorizer()  # the ACLs are not loaded yet: nothing is known to be allowed
+                return
             route = self._route
             if route is not None:
                 frame = self._queue[0]
@@ -196,11 +251,18 @@ class KafkaConnection(asyncio.Protocol):
             assert handler is not None  # the codec only decodes served keys
             self.client_id = request.client_id
             ctx = RequestContext(
-                self.connection_id, request.client_id, self._client_host,
+                self.connection_id, request.client_id, self.client_host,
                 request.api_key, request.api_version, request.correlation_id,
+                self.listener, self.principal, self._authz,
             )
+            if self._sasl is not None and request.api_key != API_VERSIONS_KEY:
+                self._authenticate(request, ctx, started)
+                continue
             try:
                 result = handler.handle(ctx, request if request.unsupported_version else request.body)
+            except ProtocolError as exc:  # a handler found the request invalid (Kafka closes too)
+                self._fail(exc, frame)
+                return
             except Exception:
                 self._crash(request)
                 return
@@ -213,9 +275,72 @@ class KafkaConnection(asyncio.Protocol):
         if not self._busy:
             if not self._forwarding:
                 self.idle.set()
-            if self._reading_paused and not self._draining and len(self._queue) <= _RESUME_AT and self._transport:
+            if (self._reading_paused and not self._draining and len(self._queue) <= _RESUME_AT and self._transport
+                    and sum(map(len, self._queue)) < self._buffer_cap):
                 self._reading_paused = False
                 self._transport.resume_reading()
+
+    def _await_authorizer(self) -> None:
+        self._busy = True
+        waiting = self._in_flight = asyncio.ensure_future(self._server.wait_loaded())
+        self.idle.set()  # no request is in flight yet
+
+        def resumed(done: asyncio.Future[Any]) -> None:
+            self._busy = False
+            self._in_flight = None
+            if not done.cancelled():
+                self._process()
+
+        waiting.add_done_callback(resumed)
+
+    def _authenticate(self, request: DecodedRequest, ctx: RequestContext, started: float) -> None:
+        """SaslHandshake or SaslAuthenticate on a connection not yet authenticated."""
+        sasl = self._sasl
+        assert sasl is not None
+        api = _api_name(request.api_key)
+        result = sasl.handle(ctx, request.body)
+        if asyncio.iscoroutine(result):  # a SCRAM exchange waiting for the log to load
+            self._busy = True
+            future = self._in_flight = asyncio.ensure_future(result)
+            respond = self._completion(request, api, started)
+
+            def settled(done: asyncio.Future[Any]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    self._respond(request, api, done.result(), started)
+                    self._busy = False
+                    self._in_flight = None
+                    self._sasl_settled()
+                    self._process()
+                else:
+                    respond(done)
+
+            future.add_done_callback(settled)
+            return
+        self._respond(request, api, result, started)
+        self._sasl_settled()
+
+    def _sasl_settled(self) -> None:
+        """After an authentication step: the principal on success, the connection closed on failure."""
+        sasl = self._sasl
+        if sasl is None:
+            return
+        if sasl.principal is not None:
+            self.principal = sasl.principal
+            self._sasl = None
+            self._decoder.max_size = self._server.config["socket.request.max.bytes"]
+            AUTHENTICATIONS.labels(sasl.mechanism, "ok").inc()
+        elif sasl.failed:
+            self._flush()  # the error response leaves before the connection closes
+            AUTHENTICATIONS.labels(sasl.mechanism or "none", "failed").inc()
+            metrics.CONNECTIONS_CLOSED.labels("authentication_failed").inc()
+            log.warning("connection_closed", reason="authentication_failed", detail=sasl.failure,
+                        mechanism=sasl.mechanism, connection=self.connection_id, peer=self.peer,
+                        listener=self.listener, client_id=self.client_id)
+            self._closing = True
+            self._queue.clear()
+            if self._transport is not None:
+                self._transport.close()
+            self.idle.set()
 
     def _completion(self, request: DecodedRequest, api: str, started: float) -> Callable[[asyncio.Future[Any]], None]:
         def done(future: asyncio.Future[Any]) -> None:
@@ -259,8 +384,12 @@ class KafkaConnection(asyncio.Protocol):
 
     def _respond(self, request: DecodedRequest, api: str, response: Any, started: float) -> None:
         if response is not None and not self._closing and self._transport is not None:
-            data = response.data if response.__class__ is EncodedResponse else encode_response(
-                request.correlation_id, response)
+            try:
+                data = response.data if response.__class__ is EncodedResponse else encode_response(
+                    request.correlation_id, response)
+            except Exception as exc:  # a handler described a response its version cannot carry
+                self._crash(request, exc)
+                return
             self._out.append(data)
             _STATS.bytes_out += len(data)
             for name in error_names(response):

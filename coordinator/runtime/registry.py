@@ -15,6 +15,8 @@ from typing import Any
 import msgspec
 from kio.schema.index import api_key_map
 
+ANONYMOUS = "User:ANONYMOUS"
+
 
 class RequestContext(msgspec.Struct, frozen=True, gc=False):
     """What a handler may know about the request besides its body."""
@@ -25,6 +27,13 @@ class RequestContext(msgspec.Struct, frozen=True, gc=False):
     api_key: int
     api_version: int
     correlation_id: int
+    listener: str = "PLAINTEXT"
+    """The name of the listener the request arrived on (Metadata answers with its endpoints)."""
+    principal: str = ANONYMOUS
+    """Who sent it: `User:<name>` after SASL, the certificate's `User:<DN>` on SSL, else ANONYMOUS."""
+    authz: Any = None
+    """The `security.authorizer.Authorizer` when `authorizer.class.name` is set, else None: a
+    handler checks `ctx.authz is not None` before anything else, so no authorizer costs one test."""
 
 
 Handler = Callable[[RequestContext, Any], "Any | Awaitable[Any]"]

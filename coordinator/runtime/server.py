@@ -52,9 +52,16 @@ from ..recordlog import (
     try_lock_data_dir,
 )
 from ..recordlog.segments import list_segments
+from ..security.apis import security_handlers
+from ..security.authorizer import Authorizer
+from ..security.gate import ListenerGate, SecurityConfigError, build_gates
+from ..security.settings import AuthorizerConfig, ConnectionLimits
+from ..security.store import SecurityStore
+from ..security.upstream import upstream_security
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
+from ..sidecar.upstream import UpstreamConnection
 from . import durable, gc_policy, group_metrics, kafka_metrics, ownership
 from .apis import Node, NodeView, TopicDefaults, bootstrap_handlers, consumer_groups, group_handlers
 from .connection import KafkaConnection
@@ -73,18 +80,37 @@ class CoordinatorServer:
     def __init__(self, config: Config) -> None:
         self.config = config
         host, port = config.advertised
+        self.listeners = config.listeners
         # Sidecar mode (upstream.bootstrap.servers set): no embedded catalog or data plane; topics
         # come from the upstream, and what is not a group API is forwarded (coordinator/sidecar).
         self.sidecar: Sidecar | None = None
         node_id = config["node.id"]
         if config.build(SidecarConfig).upstream_bootstrap_servers:
             node_id = config.build(SidecarConfig).sidecar_node_id
+            try:  # the coordinator's own credentials upstream (one sidecar per process)
+                UpstreamConnection.security = upstream_security(config)
+            except SecurityConfigError as exc:
+                raise StartupError(str(exc)) from exc
             self.sidecar = Sidecar(config, lambda: (self.node.node_id, self.node.host, self.node.port),
                                    self._connection_factory, lambda: self.shard)
         self.catalog = TopicCatalog(None if self.sidecar else config.data_dir / "topics.json")
         self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
         self.view = NodeView(Node(node_id, host, port), config["cluster.id"], self.catalog,
-                             TopicDefaults(config["num.partitions"], config["auto.create.topics.enable"]))
+                             TopicDefaults(config["num.partitions"], config["auto.create.topics.enable"]),
+                             {listener.name: Node(node_id, listener.advertised_host or host, listener.advertised_port)
+                              for listener in self.listeners})
+        # What each listener asks of its connections (TLS, SASL); a bad key file or mechanism
+        # stops start-up here, before anything is opened.
+        try:
+            self.gates: dict[str, ListenerGate] = build_gates(config, self._security_store, self.wait_loaded)
+        except SecurityConfigError as exc:
+            raise StartupError(str(exc)) from exc
+        self.limits = config.build(ConnectionLimits)
+        if self.sidecar is not None:  # its per-broker listeners serve as the first listener does
+            self.sidecar.listeners.ssl_context = self.gates[self.listeners[0].name].ssl_context
+        authorization = config.build(AuthorizerConfig)
+        self.authorizer = Authorizer(authorization, self._security_store) if authorization.enabled else None
+        """Set when `authorizer.class.name` is (connections hand it to handlers as `ctx.authz`)."""
         dataplane = config.build(DataPlaneConfig)
         record_log = config.build(LogConfig)
         # Partition data: opened (recovered) once this process owns the data directory.
@@ -96,6 +122,7 @@ class CoordinatorServer:
         self.shard: ShardRuntime | None = None
         self.history: HistoryWriter | None = None
         groups = group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]))
+        groups += security_handlers(lambda: self.shard)
         if self.sidecar is not None:
             handlers = self.sidecar.serve_locally(
                 [*self.sidecar.handlers(self.view, lambda: self.registry.version_ranges()), *groups])
@@ -105,8 +132,10 @@ class CoordinatorServer:
         self.registry = ApiRegistry(handlers)
         self.codec = RequestCodec(self.registry.version_ranges())
         self._connections: set[KafkaConnection] = set()
+        self._per_host: dict[str, int] = {}
         self._ids = itertools.count(1)
-        self._server: asyncio.Server | None = None
+        self._servers: dict[str, asyncio.Server] = {}
+        self._loaded_event = asyncio.Event()
         self._metrics_server: metrics.MetricsServer | None = None
         self._metrics_deferred = False
         self._loaded = False
@@ -130,12 +159,24 @@ class CoordinatorServer:
     # -- lifecycle ----------------------------------------------------------------------------
     @property
     def ready(self) -> bool:
-        return self._loaded and self._server is not None and self._server.is_serving()
+        return self._loaded and bool(self._servers) and all(s.is_serving() for s in self._servers.values())
 
     @property
     def port(self) -> int:
-        assert self._server is not None
-        return int(self._server.sockets[0].getsockname()[1])
+        """The bound port of the first listener."""
+        return self.ports[self.listeners[0].name]
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """Bound port of each listener, by name."""
+        return {name: int(server.sockets[0].getsockname()[1]) for name, server in self._servers.items()}
+
+    async def wait_loaded(self) -> None:
+        await self._loaded_event.wait()
+
+    def _security_store(self) -> SecurityStore | None:
+        """SCRAM credentials and ACLs, once the log is loaded (None before)."""
+        return self.shard.core.security if self._loaded and self.shard is not None else None
 
     @property
     def metrics_port(self) -> int | None:
@@ -149,7 +190,7 @@ class CoordinatorServer:
         await self._open_metrics(may_defer=True)
         # Owner (listener open) but not loaded yet = Kafka's "loading" partition state.
         kafka_metrics.register(lambda: self.shard if self._loaded else None,
-                               lambda: self._server is not None and not self._loaded)
+                               lambda: bool(self._servers) and not self._loaded)
         if self.sidecar is not None:
             self.sidecar.start()
         core = CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
@@ -162,9 +203,16 @@ class CoordinatorServer:
             self._background.append(asyncio.create_task(self._enforce_retention(), name="retention"))
         self._background.append(asyncio.create_task(self._compact_periodically(), name="compaction"))
         metrics.READY.set(1)
-        host, _ = self.config.listen
+        ports = self.ports
+        named = len(self.listeners) > 1  # one listener is logged as host:port, as before listener names
+
+        def address(name: str, host: str, port: int) -> str:
+            return f"{name}://{host}:{port}" if named else f"{host}:{port}"
+
         log.info(
-            "server_started", listen=f"{host}:{self.port}", advertised=f"{self.node.host}:{self.node.port}",
+            "server_started",
+            listen=",".join(address(listener.name, listener.host, ports[listener.name]) for listener in self.listeners),
+            advertised=",".join(address(name, node.host, node.port) for name, node in self.view.endpoints.items()),
             node_id=self.node.node_id, metrics_port=self.metrics_port, data_dir=str(self.config.data_dir),
             apis=len(list(self.registry)), writer_epoch=record_log.writer_epoch,
         )
@@ -185,24 +233,33 @@ class CoordinatorServer:
         if self._metrics_deferred:
             self._metrics_deferred = False
             await self._open_metrics(may_defer=False)
-        host, port = self.config.listen
         loop = asyncio.get_running_loop()
-        try:
-            self._server = await loop.create_server(
-                lambda: self._connection_factory(None), host or None, port, reuse_address=True
-            )
-        except OSError as exc:
-            raise StartupError(f"listeners {self.config['listeners']}: {_reason(exc)}") from exc
-        if not self.config["advertised.listeners"]:
-            # Listening on port 0 (tests) advertises the port actually bound.
-            self.node = Node(self.node.node_id, self.node.host, self.port)
+        # A TLS handshake that does not finish is an idle connection too.
+        handshake_timeout = self.limits.connections_max_idle_ms / 1000
+        for listener in self.listeners:
+            gate = self.gates[listener.name]
+            try:
+                self._servers[listener.name] = await loop.create_server(
+                    lambda gate=gate: self._connection_factory(None, gate),
+                    listener.host or None, listener.port, reuse_address=True, ssl=gate.ssl_context,
+                    ssl_handshake_timeout=handshake_timeout if gate.ssl_context is not None else None)
+            except OSError as exc:
+                raise StartupError(f"listeners {listener.name}://{listener.host}:{listener.port}: "
+                                   f"{_reason(exc)}") from exc
+            if listener.advertised_port == 0:
+                # Listening on port 0 (tests) advertises the port actually bound.
+                told = self.view.endpoints[listener.name]
+                self.view.endpoints[listener.name] = Node(told.node_id, told.host, self.ports[listener.name])
+        self.node = self.view.endpoints[self.listeners[0].name]
+        self._background.append(asyncio.create_task(self._close_idle_connections(), name="idle-connections"))
         if self.sidecar is not None:
             await self.sidecar.activate()
 
-    def _connection_factory(self, route: Route | None) -> KafkaConnection:
+    def _connection_factory(self, route: Route | None, gate: ListenerGate | None = None) -> KafkaConnection:
         if route is None and self.sidecar is not None:
             route = self.sidecar.route(None)  # the coordinator's own listener forwards to any broker
-        return KafkaConnection(self, next(self._ids), route)
+        # The sidecar's per-broker listeners serve as the first listener does.
+        return KafkaConnection(self, next(self._ids), route, gate or self.gates[self.listeners[0].name])
 
     def _data_dir_free(self) -> bool:
         """Whether no other process owns the data directory now (we would not be a standby)."""
@@ -255,6 +312,7 @@ class CoordinatorServer:
         if self.sidecar is not None:
             self.sidecar.attach(shard)
         self._loaded = True
+        self._loaded_event.set()
 
     async def _compact_periodically(self) -> None:
         """Compact closed segments in a worker thread every `log.cleaner.backoff.ms` when the log
@@ -310,8 +368,8 @@ class CoordinatorServer:
         metrics.READY.set(0)
         for task in self._background:
             task.cancel()
-        if self._server is not None:
-            self._server.close()
+        for listening in self._servers.values():
+            listening.close()
         if self.sidecar is not None:
             self.sidecar.listeners.close()
         for connection in list(self._connections):
@@ -342,8 +400,8 @@ class CoordinatorServer:
             await self.store.close()
         if self._lock is not None:
             self._lock.release()
-        if self._server is not None:
-            await self._server.wait_closed()
+        for listening in self._servers.values():
+            await listening.wait_closed()
         if self._metrics_server is not None:
             await self._metrics_server.stop()
         self._stopped.set()
@@ -353,17 +411,45 @@ class CoordinatorServer:
         await self._stopped.wait()
 
     # -- connections --------------------------------------------------------------------------
-    def admit(self, connection: KafkaConnection) -> bool:
+    def admit(self, connection: KafkaConnection) -> tuple[str, int] | None:
+        """None when the connection may stay, else the limit it breaks (key, value)."""
         if len(self._connections) >= self.config["max.connections"]:
-            return False
+            return "max.connections", self.config["max.connections"]
+        host = connection.client_host
+        per_ip = self.limits.limit_for(host)
+        if self._per_host.get(host, 0) >= per_ip:
+            return "max.connections.per.ip", per_ip
         self._connections.add(connection)
-        return True
+        self._per_host[host] = self._per_host.get(host, 0) + 1
+        return None
 
     def release(self, connection: KafkaConnection) -> bool:
         if connection in self._connections:
             self._connections.remove(connection)
+            host = connection.client_host
+            left = self._per_host.get(host, 1) - 1
+            if left:
+                self._per_host[host] = left
+            else:
+                self._per_host.pop(host, None)
             return True
         return False
+
+    async def _close_idle_connections(self) -> None:
+        """Every tenth of `connections.max.idle.ms`, close connections that had no traffic and no
+        request in flight for the whole of it (Kafka's idle expiry; a parked JoinGroup is not idle)."""
+        idle_ms = self.limits.connections_max_idle_ms
+        sweeps = 10
+        while True:
+            await asyncio.sleep(idle_ms / sweeps / 1000)
+            for connection in list(self._connections):
+                if connection.active or connection.waiting:
+                    connection.active = False
+                    connection.idle_sweeps = 0
+                    continue
+                connection.idle_sweeps += 1
+                if connection.idle_sweeps >= sweeps:
+                    connection.close_idle(idle_ms)
 
 
 async def serve(config: Config) -> int:

@@ -14,6 +14,7 @@ the refresh that shows it. A port that cannot be bound is logged and tried again
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Callable
 
 from ..logging import get_logger
@@ -36,6 +37,8 @@ class ListenerSet:
         self._wanted: set[int] = set()
         self._active = False
         self._opening: asyncio.Task[None] | None = None
+        self.ssl_context: ssl.SSLContext | None = None
+        """TLS of the coordinator's first listener, which these listeners serve like (set by the server)."""
 
     # -- Endpoints ----------------------------------------------------------------------------
     def address(self, node_id: int) -> tuple[str, int]:
@@ -77,7 +80,7 @@ class ListenerSet:
                 continue
             try:
                 self._servers[node_id] = await loop.create_server(
-                    lambda n=node_id: self._factory(n), self.bind_host, port, reuse_address=True)  # type: ignore[misc]
+                    lambda n=node_id: self._factory(n), self.bind_host, port, reuse_address=True, ssl=self.ssl_context)
             except OSError as exc:
                 log.error("sidecar_listener_failed", node_id=node_id, listen=f"{self.bind_host}:{port}",
                           error=str(exc))

@@ -7,6 +7,11 @@ in a FIFO and each response must carry the id at its head (anything else is a br
 connection is failed). When the connection drops, every waiting request fails with
 `ForwardError`; nothing is retried here (the caller retries).
 
+With `upstream.security.protocol` set, every connection opens over TLS and/or authenticates with
+SASL before it is handed out (`security/upstream.py`, set once per process as
+`UpstreamConnection.security`); a refused authentication is a `ForwardError` like an unreachable
+broker.
+
 `UpstreamClient` is the sidecar's own client (metadata refresh, offset import and mirror, transaction
 coordinator lookups): kio-encoded requests to the bootstrap servers or to a broker by node id, one
 pipelined connection per target, re-opened on demand.
@@ -18,9 +23,11 @@ import asyncio
 import collections
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from ..logging import get_logger
+from ..security.scram import SaslFailed
+from ..security.upstream import UpstreamSecurity
 from .wire import (
     ForwardError,
     ResponseSplitter,
@@ -37,6 +44,9 @@ CLIENT_ID = "coordinator-sidecar"
 
 
 class UpstreamConnection(asyncio.Protocol):
+    security: ClassVar[UpstreamSecurity | None] = None
+    """How every upstream connection of this process is secured (None: PLAINTEXT); the server sets it."""
+
     def __init__(self, address: str) -> None:
         self.address = address
         self._transport: asyncio.Transport | None = None
@@ -48,11 +58,21 @@ class UpstreamConnection(asyncio.Protocol):
     @classmethod
     async def open(cls, host: str, port: int, timeout_s: float = 10.0) -> UpstreamConnection:
         loop = asyncio.get_running_loop()
+        security = cls.security
+        context = security.ssl_context if security is not None else None
         try:
             _, protocol = await asyncio.wait_for(
-                loop.create_connection(lambda: cls(f"{host}:{port}"), host, port), timeout_s)
-        except (TimeoutError, OSError) as exc:
+                loop.create_connection(lambda: cls(f"{host}:{port}"), host, port, ssl=context,
+                                       server_hostname=host if context is not None else None), timeout_s)
+        except (TimeoutError, OSError) as exc:  # ssl.SSLError and certificate errors are OSErrors
             raise ForwardError(f"cannot connect to upstream {host}:{port}: {exc!r}") from exc
+        if security is not None and security.sasl:
+            try:
+                await asyncio.wait_for(security.authenticate(protocol), timeout_s)
+            except (TimeoutError, ForwardError, SaslFailed) as exc:
+                protocol.close()
+                raise ForwardError(f"upstream {host}:{port}: SASL authentication as {security.username} "
+                                   f"({security.mechanism}) failed: {exc or 'timed out'}") from exc
         return protocol
 
     # -- asyncio.Protocol ---------------------------------------------------------------------

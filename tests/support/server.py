@@ -47,9 +47,11 @@ class ServerProcess:
     """`python -m coordinator serve` as a child process."""
 
     def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None, port: int | None = None,
-                 metrics_port: int | None = None) -> None:
+                 metrics_port: int | None = None, scheme: str = "") -> None:
+        """`scheme` names the listener (`SASL_SSL`): `--listen SCHEME://127.0.0.1:port`."""
         self.data_dir = data_dir
         self.port = port or free_port()
+        self.scheme = scheme
         self.metrics_port = metrics_port or free_port()
         self.overrides = {"group.initial.rebalance.delay.ms": "0", **(overrides or {})}
         self.proc: subprocess.Popen[bytes] | None = None
@@ -60,7 +62,8 @@ class ServerProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self, wait: bool = True) -> ServerProcess:
-        args = [sys.executable, "-m", "coordinator", "serve", "--listen", f"127.0.0.1:{self.port}",
+        listen = f"{self.scheme}://127.0.0.1:{self.port}" if self.scheme else f"127.0.0.1:{self.port}"
+        args = [sys.executable, "-m", "coordinator", "serve", "--listen", listen,
                 "--metrics-listen", f"127.0.0.1:{self.metrics_port}", "--data-dir", str(self.data_dir),
                 "--log-format", "json"]
         for key, value in self.overrides.items():

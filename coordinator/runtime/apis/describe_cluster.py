@@ -20,7 +20,7 @@ BROKERS = 1
 
 def describe_cluster(view: NodeView) -> ApiHandler:
     def handle(ctx: RequestContext, request: Any) -> Any:
-        node = view.node
+        node = view.node_for(ctx.listener)
         endpoint_type = getattr(request, "endpoint_type", BROKERS)
         if endpoint_type != BROKERS:
             return respond(ctx, {"error_code": ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, "error_message":

@@ -10,6 +10,8 @@
   v6+ (INVALID_REQUEST before) and are not served (COORDINATOR_NOT_AVAILABLE). Any other key type
   is INVALID_REQUEST.
 - Errors in v0–3 carry NodeId -1, Host "" and Port -1, as Kafka sends them.
+- With an authorizer: a group key needs DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), a
+  transaction key DESCRIBE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ...security.authorizer import DESCRIBE, TRANSACTIONAL_ID, allowed
+from ...security.authorizer import GROUP as GROUP_RESOURCE
 from ..registry import ApiHandler, RequestContext
 from .common import respond
 from .view import NodeView
@@ -28,8 +32,14 @@ GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 
 def find_coordinator(view: NodeView) -> ApiHandler:
-    def locate(key: str, key_type: int, version: int) -> dict[str, Any]:
-        node = view.node
+    def locate(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
+        node = view.node_for(ctx.listener)
+        version = ctx.api_version
+        if ctx.authz is not None and key_type in (GROUP, TRANSACTION):
+            denied = _denied(ctx, key, key_type)
+            if denied is not None:
+                return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": denied[0],
+                        "error_message": denied[1]}
         if key_type in (GROUP, TRANSACTION):
             return {"key": key, "node_id": node.node_id, "host": node.host, "port": node.port,
                     "error_code": 0, "error_message": None}
@@ -44,9 +54,18 @@ def find_coordinator(view: NodeView) -> ApiHandler:
         if ctx.api_version >= 4:
             return respond(ctx, {
                 "throttle_time": 0,
-                "coordinators": [locate(key, key_type, ctx.api_version) for key in request.coordinator_keys],
+                "coordinators": [locate(ctx, key, key_type) for key in request.coordinator_keys],
             })
-        found = locate(request.key, key_type, ctx.api_version)
+        found = locate(ctx, request.key, key_type)
         return respond(ctx, {"throttle_time": 0, **found})
 
     return ApiHandler(FIND_COORDINATOR_KEY, 0, 6, handle)
+
+
+def _denied(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str] | None:
+    if key_type == GROUP:
+        if not allowed(ctx, DESCRIBE, GROUP_RESOURCE, key):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."
+    elif not allowed(ctx, DESCRIBE, TRANSACTIONAL_ID, key):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "Transactional Id authorization failed."
+    return None

@@ -7,6 +7,10 @@ An adapter is two pure functions: `to_core(ctx, request, ref)` builds the versio
 (filling version defaults) and `to_wire(ctx, request, response)` describes the wire response for
 `protocol.build`. While the shard is still replaying its log the adapter answers without the core,
 through `on_error(ctx, request, code)`, with ErrorCode.COORDINATOR_LOAD_IN_PROGRESS.
+
+Authorization is one table (`security/checks.py`, by api key), asked only when an authorizer is
+configured (`ctx.authz`): the request may be refused whole (through `on_error`), trimmed to what
+the principal may touch (the refusals merged into the wire description), or answered outright.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ...security.checks import CHECKS, Merge
+from ...security.checks import Answered as AnsweredByCheck
 from ..registry import ApiHandler, RequestContext
 from ..shard import Answered, ShardRuntime
 from .common import respond
@@ -30,8 +36,9 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
               to_core: ToCore, to_wire: ToWire, on_error: OnError,
               precheck: Callable[[RequestContext, Any], int | None] | None = None) -> ApiHandler:
     """`precheck` returns an error code for requests the wire layer itself must refuse."""
+    check = CHECKS.get(api_key)
 
-    def finish(ctx: RequestContext, request: Any, pending: asyncio.Future[Any]) -> Any:
+    def finish(ctx: RequestContext, request: Any, pending: asyncio.Future[Any], merge: Merge | None = None) -> Any:
         # A chained future rather than a coroutine: no Task per request on the hot path.
         out: asyncio.Future[Any] = pending.get_loop().create_future()
 
@@ -44,7 +51,8 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
                 out.set_exception(exc)
             else:
                 try:
-                    out.set_result(respond(ctx, to_wire(ctx, request, result.result())))
+                    description = to_wire(ctx, request, result.result())
+                    out.set_result(respond(ctx, description if merge is None else merge(description)))
                 except Exception as error:
                     out.set_exception(error)
 
@@ -62,10 +70,18 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
         runtime = shard()
         if runtime is None or not runtime.loaded:
             return respond(ctx, on_error(ctx, request, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+        merge: Merge | None = None
+        if ctx.authz is not None and check is not None and (decision := check(ctx, request)) is not None:
+            if isinstance(decision, int):
+                return respond(ctx, on_error(ctx, request, decision))
+            if isinstance(decision, AnsweredByCheck):
+                return respond(ctx, decision.description)
+            request, merge = decision
         pending = runtime.submit(to_core(ctx, request, runtime.new_ref()))
         if isinstance(pending, Answered):  # answered at once: no loop turn
-            return respond(ctx, to_wire(ctx, request, pending.response))
-        return finish(ctx, request, pending)
+            description = to_wire(ctx, request, pending.response)
+            return respond(ctx, description if merge is None else merge(description))
+        return finish(ctx, request, pending, merge)
 
     return ApiHandler(api_key, min_version, max_version, handle)
 

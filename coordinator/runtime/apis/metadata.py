@@ -10,6 +10,12 @@
   ErrorCode.INVALID_TOPIC_EXCEPTION and are never created.
 - Every partition is led by this node with leader epoch 0 (the data plane answers with the same).
 - v13: top-level ErrorCode (KIP-1102) is always NONE.
+- v10–11 carry a topic id field but cannot answer by id (the response name is not nullable before
+  v12): a null name or a topic id there is an invalid request and closes the connection, as Kafka's
+  InvalidRequestException ("Topic IDs are not supported in requests for version N").
+- With an authorizer (Kafka's rules): all topics = the topics the principal may DESCRIBE; a named
+  topic it may not describe is ErrorCode.TOPIC_AUTHORIZATION_FAILED (also by id); auto-creation also needs
+  CREATE on the cluster or the topic, else ErrorCode.TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,10 +23,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, MalformedRequest
 
 from ...catalog import CatalogError, Topic
 from ...logging import get_logger
+from ...security.authorizer import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC, allowed
 from ..registry import ApiHandler, RequestContext
 from .common import respond
 from .view import NodeView
@@ -55,12 +62,14 @@ def topic_description(topic: Topic, node_id: int) -> dict[str, Any]:
 
 def metadata(view: NodeView) -> ApiHandler:
     def handle(ctx: RequestContext, request: Any) -> Any:
-        node = view.node
+        node = view.node_for(ctx.listener)
         catalog = view.catalog
         requested = request.topics
         if requested is None or (ctx.api_version == 0 and not requested):
-            topics = [topic_description(t, node.node_id) for t in catalog]
+            topics = [topic_description(t, node.node_id) for t in catalog if allowed(ctx, DESCRIBE, TOPIC, t.name)]
         else:
+            if 10 <= ctx.api_version < 12:
+                _only_names(requested, ctx.api_version)
             allow_create = view.topic_defaults.auto_create and (
                 ctx.api_version < 4 or request.allow_auto_topic_creation
             )
@@ -77,6 +86,14 @@ def metadata(view: NodeView) -> ApiHandler:
     return ApiHandler(METADATA_KEY, 0, 13, handle)
 
 
+def _only_names(requested: Any, version: int) -> None:
+    for entry in requested:
+        if entry.name is None:
+            raise MalformedRequest(f"Topic name can not be null for version {version}")
+        if entry.topic_id is not None and entry.topic_id != _ZERO_UUID:
+            raise MalformedRequest(f"Topic IDs are not supported in requests for version {version}")
+
+
 def _one_topic(view: NodeView, entry: Any, allow_create: bool, ctx: RequestContext) -> dict[str, Any]:
     catalog = view.catalog
     name = entry.name
@@ -85,8 +102,14 @@ def _one_topic(view: NodeView, entry: Any, allow_create: bool, ctx: RequestConte
         topic = catalog.by_id(topic_id) if topic_id is not None else None
         if topic is None:
             return {"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id or _ZERO_UUID, "partitions": []}
+        if not allowed(ctx, DESCRIBE, TOPIC, topic.name):
+            return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name": None, "topic_id": topic_id, "partitions": []}
         return topic_description(topic, view.node.node_id)
+    if not allowed(ctx, DESCRIBE, TOPIC, name):
+        return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name": name, "topic_id": _ZERO_UUID, "partitions": []}
     topic = catalog.get(name)
+    if topic is None and allow_create and not (allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME) or allowed(ctx, CREATE, TOPIC, name)):
+        return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name": name, "topic_id": _ZERO_UUID, "partitions": []}
     if topic is None and allow_create:
         try:
             topic = catalog.create(name, view.topic_defaults.num_partitions)

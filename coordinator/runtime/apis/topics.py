@@ -9,10 +9,15 @@ CreateTopics, per topic, as Kafka's controller validates it:
   ErrorCode.INVALID_REPLICATION_FACTOR (this is a one-node cluster);
 - manual Assignments exclude NumPartitions/ReplicationFactor (ErrorCode.INVALID_REQUEST), must name
   partitions 0..n-1 and only this node;
+- a request that would create more than 10,000 partitions and topics in all is refused whole with
+  ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation." (Kafka's controller bounds
+  one user operation to 10,000 records: a hostile CreateTopics cannot make 2^31 partitions);
 - ValidateOnly checks everything and creates nothing. v5+ answers the partition count,
   replication factor and configs; v7 the topic id.
 DeleteTopics: by name (all versions) or by topic id (v6); unknown names UNKNOWN_TOPIC_OR_PARTITION,
 unknown ids ErrorCode.UNKNOWN_TOPIC_ID.
+With an authorizer: CreateTopics needs CREATE on the cluster or the topic, DeleteTopics DELETE on
+the topic; otherwise that topic is ErrorCode.TOPIC_AUTHORIZATION_FAILED (checked before anything else, as Kafka).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from protocol.errors import ErrorCode
 
 from ...catalog import CatalogError
 from ...logging import get_logger
+from ...security.authorizer import CLUSTER, CLUSTER_NAME, CREATE, DELETE, TOPIC, allowed
 from ..registry import ApiHandler, RequestContext
 from .common import respond
 from .view import NodeView
@@ -32,6 +38,7 @@ from .view import NodeView
 log = get_logger("coordinator.topics")
 
 CREATE_TOPICS_KEY = 19
+MAX_RECORDS_PER_USER_OP = 10000  # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP
 DELETE_TOPICS_KEY = 20
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -88,7 +95,16 @@ def create_topics(view: NodeView) -> ApiHandler:
                 "configs": [{"name": k, "value": v, "read_only": False, "config_source": 1, "is_sensitive": False}
                             for k, v in sorted(configs.items())]}
 
+    def records(topic: Any) -> int:
+        partitions = len(topic.assignments) or topic.num_partitions
+        return 1 + (view.topic_defaults.num_partitions if partitions == -1 else max(partitions, 0))
+
     def handle(ctx: RequestContext, request: Any) -> Any:
+        if sum(records(t) for t in request.topics) > MAX_RECORDS_PER_USER_OP:
+            return respond(ctx, {"throttle_time": 0, "topics": [
+                {"name": name, "topic_id": _ZERO_UUID, "error_code": ErrorCode.POLICY_VIOLATION,
+                 "error_message": "Unable to perform excessively large batch operation.", "num_partitions": -1,
+                 "replication_factor": -1, "configs": []} for name in dict.fromkeys(t.name for t in request.topics)]})
         counts = Counter(t.name for t in request.topics)
         seen: set[str] = set()
         results = []
@@ -96,6 +112,12 @@ def create_topics(view: NodeView) -> ApiHandler:
             if topic.name in seen:
                 continue  # one result per name, as Kafka answers
             seen.add(topic.name)
+            if ctx.authz is not None and not (allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME)
+                                              or allowed(ctx, CREATE, TOPIC, topic.name)):
+                results.append({"name": topic.name, "topic_id": _ZERO_UUID, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                "error_message": "Authorization failed.", "num_partitions": -1,
+                                "replication_factor": -1, "configs": []})
+                continue
             results.append(create_one(topic, counts[topic.name] > 1, request.validate_only))
         return respond(ctx, {"throttle_time": 0, "topics": results})
 
@@ -103,7 +125,10 @@ def create_topics(view: NodeView) -> ApiHandler:
 
 
 def delete_topics(view: NodeView) -> ApiHandler:
-    def by_name(name: str) -> dict[str, Any]:
+    def by_name(name: str, ctx: RequestContext) -> dict[str, Any]:
+        if not allowed(ctx, DELETE, TOPIC, name):
+            return {"name": name, "topic_id": _ZERO_UUID, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    "error_message": "Authorization failed."}
         try:
             topic = view.catalog.delete(name)
         except CatalogError as exc:
@@ -111,18 +136,18 @@ def delete_topics(view: NodeView) -> ApiHandler:
         log.info("topic_deleted", topic=name, topic_id=str(topic.topic_id))
         return {"name": name, "topic_id": topic.topic_id, "error_code": 0, "error_message": None}
 
-    def by_id(topic_id: uuid.UUID) -> dict[str, Any]:
+    def by_id(topic_id: uuid.UUID, ctx: RequestContext) -> dict[str, Any]:
         topic = view.catalog.by_id(topic_id)
         if topic is None:
             return {"name": None, "topic_id": topic_id, "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
                     "error_message": "This server does not host this topic ID."}
-        return by_name(topic.name)
+        return by_name(topic.name, ctx)
 
     def handle(ctx: RequestContext, request: Any) -> Any:
         if ctx.api_version >= 6:
-            results = [by_name(t.name) if t.name is not None else by_id(t.topic_id) for t in request.topics]
+            results = [by_name(t.name, ctx) if t.name is not None else by_id(t.topic_id, ctx) for t in request.topics]
         else:
-            results = [by_name(name) for name in request.topic_names]
+            results = [by_name(name, ctx) for name in request.topic_names]
         return respond(ctx, {"throttle_time": 0, "responses": results})
 
     return ApiHandler(DELETE_TOPICS_KEY, 1, 6, handle)

@@ -9,7 +9,7 @@ only once bound).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...catalog import TopicCatalog
 
@@ -36,6 +36,13 @@ class TopicDefaults:
 @dataclass(slots=True)
 class NodeView:
     node: Node
+    """This node on the first listener."""
     cluster_id: str
     catalog: TopicCatalog
     topic_defaults: TopicDefaults
+    endpoints: dict[str, Node] = field(default_factory=dict)
+    """This node as advertised on each listener, by listener name (Kafka answers Metadata and
+    FindCoordinator with the endpoints of the listener the request came in on)."""
+
+    def node_for(self, listener: str) -> Node:
+        return self.endpoints.get(listener, self.node)

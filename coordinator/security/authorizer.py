@@ -1,0 +1,84 @@
+"""The authorizer every API asks (`authorizer.class.name` set): `Authorizer.allowed(ctx, op, type, name)`.
+
+Kafka's StandardAuthorizer over the ACLs of the security store (`acls.AclIndex.authorize`):
+`super.users` may do everything; otherwise the ACLs decide, and a resource no ACL names at all is
+`allow.everyone.if.no.acl.found`. The principal is the connection's (`ctx.principal`), the host
+its client address (`ctx.client_host`).
+
+Decisions are cached per (principal, host, operation, resource) until the ACLs change (the store's
+`version`), so a heartbeat with an authorizer costs one dict lookup. With no authorizer configured
+`ctx.authz` is None and handlers skip every check: that is the hot path, one attribute test.
+
+The ACLs are read as the live store holds them, so an ACL change applies as soon as it is handled,
+a moment before its record is durable (Kafka's brokers apply an ACL when its metadata record is
+committed; a crash in between forgets a change whose client was never told it succeeded).
+Until the log is loaded the ACLs are unknown: connections hold every request until it is
+(`ready`), as a Kafka broker does not serve before its authorizer has loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .acls import AclOperation, ResourceType
+from .settings import AuthorizerConfig
+
+if TYPE_CHECKING:
+    from ..runtime.registry import RequestContext
+    from .store import SecurityStore
+
+_CACHE_LIMIT = 100_000
+
+READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE = (AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE,
+                                               AclOperation.DELETE, AclOperation.ALTER, AclOperation.DESCRIBE)
+CLUSTER_ACTION, IDEMPOTENT_WRITE = AclOperation.CLUSTER_ACTION, AclOperation.IDEMPOTENT_WRITE
+TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
+                                          ResourceType.TRANSACTIONAL_ID)
+CLUSTER_NAME = "kafka-cluster"
+
+
+class Authorizer:
+    def __init__(self, config: AuthorizerConfig, store: Callable[[], SecurityStore | None]) -> None:
+        self.super_users = frozenset(config.super_users)
+        self.allow_if_no_acl = config.allow_everyone_if_no_acl_found
+        self._store = store
+        self._cache: dict[tuple[str, str, int, int, str], bool] = {}
+        self._version = -1
+        self._ready = False
+
+    @property
+    def ready(self) -> bool:
+        """The ACLs are loaded (for good: this process serves until it stops)."""
+        if not self._ready:
+            self._ready = self._store() is not None
+        return self._ready
+
+    def allowed(self, ctx: RequestContext, operation: int, resource_type: int, name: str) -> bool:
+        principal = ctx.principal
+        if principal in self.super_users:
+            return True
+        store = self._store()
+        if store is None:
+            return False  # not loaded yet: nothing is known to be allowed
+        if store.version != self._version:
+            self._cache.clear()
+            self._version = store.version
+        key = (principal, ctx.client_host, operation, resource_type, name)
+        decision = self._cache.get(key)
+        if decision is None:
+            decision = store.index.authorize(principal, ctx.client_host, operation, resource_type, name,
+                                             self.allow_if_no_acl)
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[key] = decision
+        return decision
+
+    def cluster(self, ctx: RequestContext, operation: int) -> bool:
+        return self.allowed(ctx, operation, CLUSTER, CLUSTER_NAME)
+
+
+def allowed(ctx: RequestContext, operation: int, resource_type: int, name: str) -> bool:
+    """`ctx.authz` allows it, or there is no authorizer."""
+    authz = ctx.authz
+    return authz is None or bool(authz.allowed(ctx, operation, resource_type, name))

@@ -1,0 +1,237 @@
+"""What each group API checks, in one table (Kafka's KafkaApis and GroupCoordinator handling).
+
+`group_api` (runtime/apis/group_api.py) asks `CHECKS[api_key](ctx, request)` when an authorizer is
+configured (`ctx.authz`), before the core sees the request. A check answers:
+
+- None: everything asked for is allowed;
+- an error code: the whole request is refused with it (through the API's `on_error`);
+- `Filtered(request, merge)`: the core gets only what the principal may touch (a copy of the kio
+  request), and `merge` adds the refused parts to the wire description the API built;
+- `Answered(description)`: nothing is left to ask the core; this is the whole response.
+
+Per API (resource, operation, refusal):
+
+=========================  ====================================  ==================================
+JoinGroup, SyncGroup,      READ group                            GROUP_AUTHORIZATION_FAILED
+Heartbeat, LeaveGroup
+OffsetCommit               READ group; READ each topic           whole; TOPIC_AUTHORIZATION_FAILED
+                                                                 for the topic's partitions
+OffsetFetch                DESCRIBE group (each, v8+);           the group; the topic's partitions;
+                           DESCRIBE each topic                   "all topics" shows authorized ones
+OffsetDelete               DELETE group; READ each topic         whole; the topic's partitions
+DescribeGroups,            DESCRIBE each group                   that group; authorized operations
+ConsumerGroupDescribe                                            are the principal's
+ListGroups                 DESCRIBE cluster, else DESCRIBE       (groups not allowed are left out)
+                           each group
+DeleteGroups               DELETE each group                     that group
+ConsumerGroupHeartbeat     READ group; DESCRIBE each subscribed  whole (GROUP_, then
+                           topic                                 TOPIC_AUTHORIZATION_FAILED)
+=========================  ====================================  ==================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from protocol.errors import ErrorCode
+
+from .acls import AclOperation
+from .authorizer import CLUSTER, DELETE, DESCRIBE, GROUP, READ, TOPIC
+
+if TYPE_CHECKING:
+    from ..runtime.registry import RequestContext
+
+GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
+TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+NOT_REQUESTED = -(2**31)
+GROUP_OPERATIONS = (AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS,
+                    AclOperation.ALTER_CONFIGS)
+Merge = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class Filtered(NamedTuple):
+    request: Any
+    merge: Merge
+
+
+class Answered(NamedTuple):
+    description: dict[str, Any]
+
+
+Decision = int | Filtered | Answered | None
+Check = Callable[["RequestContext", Any], Decision]
+
+
+def _allowed(ctx: RequestContext, operation: int, resource_type: int, name: str) -> bool:
+    return bool(ctx.authz.allowed(ctx, operation, resource_type, name))
+
+
+def group_operations(ctx: RequestContext, group_id: str) -> int:
+    """Kafka's authorized operations bitmask of a group for the principal."""
+    return sum(1 << op for op in GROUP_OPERATIONS if _allowed(ctx, op, GROUP, group_id))
+
+
+def _member_of_group(operation: int) -> Check:
+    def check(ctx: RequestContext, r: Any) -> Decision:
+        return None if _allowed(ctx, operation, GROUP, r.group_id) else GROUP_DENIED
+
+    return check
+
+
+# ---- offsets -------------------------------------------------------------------------------
+
+
+def _refused_topic(name: str, indexes: Any, code: int, fetch: bool) -> dict[str, Any]:
+    if fetch:
+        return {"name": name, "partitions": [{"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1,
+                                              "metadata": "", "error_code": code} for i in indexes]}
+    return {"name": name, "partitions": [{"partition_index": i, "error_code": code} for i in indexes]}
+
+
+def _offset_commit(ctx: RequestContext, r: Any) -> Decision:
+    if not _allowed(ctx, READ, GROUP, r.group_id):
+        return GROUP_DENIED
+    denied = [t for t in r.topics if not _allowed(ctx, READ, TOPIC, t.name)]
+    if not denied:
+        return None
+    refused = [_refused_topic(t.name, [p.partition_index for p in t.partitions], TOPIC_DENIED, False) for t in denied]
+    allowed = tuple(t for t in r.topics if t not in denied)
+    if not allowed:  # nothing to commit: Kafka answers without the coordinator
+        return Answered({"throttle_time": 0, "topics": refused})
+    return Filtered(dataclasses.replace(r, topics=allowed), lambda d: {**d, "topics": [*d["topics"], *refused]})
+
+
+def _fetch_topics(ctx: RequestContext, topics: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """(topics the principal may describe, refused topic entries); None (all topics) stays None."""
+    if topics is None:
+        return None, []
+    denied = [t for t in topics if not _allowed(ctx, DESCRIBE, TOPIC, t.name)]
+    return (tuple(t for t in topics if t not in denied),
+            [_refused_topic(t.name, t.partition_indexes, TOPIC_DENIED, True) for t in denied])
+
+
+def _visible(ctx: RequestContext, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [t for t in topics if _allowed(ctx, DESCRIBE, TOPIC, t["name"])]
+
+
+def _offset_fetch(ctx: RequestContext, r: Any) -> Decision:
+    if ctx.api_version < 8:
+        if not _allowed(ctx, DESCRIBE, GROUP, r.group_id):
+            return GROUP_DENIED
+        topics, refused = _fetch_topics(ctx, r.topics)
+        everything = r.topics is None
+
+        def merge_one(d: dict[str, Any]) -> dict[str, Any]:
+            shown = _visible(ctx, d["topics"]) if everything else d["topics"]
+            return {**d, "topics": [*shown, *refused]}
+
+        return Filtered(r if everything else dataclasses.replace(r, topics=topics), merge_one)
+    allowed_groups = []
+    refused_groups = []
+    refused_topics: dict[str, list[dict[str, Any]]] = {}
+    all_topics: set[str] = set()
+    for group in r.groups:
+        if not _allowed(ctx, DESCRIBE, GROUP, group.group_id):
+            refused_groups.append({"group_id": group.group_id, "error_code": GROUP_DENIED, "topics": []})
+            continue
+        topics, refused = _fetch_topics(ctx, group.topics)
+        refused_topics[group.group_id] = refused
+        if group.topics is None:
+            all_topics.add(group.group_id)
+        allowed_groups.append(group if group.topics is None else dataclasses.replace(group, topics=topics))
+    if not allowed_groups:
+        return Answered({"throttle_time": 0, "groups": refused_groups})
+
+    def merge(d: dict[str, Any]) -> dict[str, Any]:
+        groups = []
+        for g in d["groups"]:
+            shown = _visible(ctx, g["topics"]) if g["group_id"] in all_topics else g["topics"]
+            groups.append({**g, "topics": [*shown, *refused_topics.get(g["group_id"], [])]})
+        return {**d, "groups": [*groups, *refused_groups]}
+
+    return Filtered(dataclasses.replace(r, groups=tuple(allowed_groups)), merge)
+
+
+def _offset_delete(ctx: RequestContext, r: Any) -> Decision:
+    if not _allowed(ctx, DELETE, GROUP, r.group_id):
+        return GROUP_DENIED
+    denied = [t for t in r.topics if not _allowed(ctx, READ, TOPIC, t.name)]
+    if not denied:
+        return None
+    refused = [_refused_topic(t.name, [p.partition_index for p in t.partitions], TOPIC_DENIED, False) for t in denied]
+    allowed = tuple(t for t in r.topics if t not in denied)
+    return Filtered(dataclasses.replace(r, topics=allowed), lambda d: {**d, "topics": [*d["topics"], *refused]})
+
+
+# ---- group administration --------------------------------------------------------------------
+
+
+def _describe_groups(field: str, refused_entry: Callable[[str], dict[str, Any]]) -> Check:
+    """DescribeGroups and ConsumerGroupDescribe: DESCRIBE each group; operations per principal."""
+
+    def check(ctx: RequestContext, r: Any) -> Decision:
+        ids = getattr(r, field)
+        denied = [g for g in ids if not _allowed(ctx, DESCRIBE, GROUP, g)]
+        refused = [refused_entry(g) for g in denied]
+        allowed = tuple(g for g in ids if g not in denied)
+
+        def merge(d: dict[str, Any]) -> dict[str, Any]:
+            groups = [{**g, "authorized_operations": group_operations(ctx, g["group_id"])}
+                      if g.get("authorized_operations", NOT_REQUESTED) != NOT_REQUESTED else g for g in d["groups"]]
+            return {**d, "groups": [*groups, *refused]}
+
+        if not allowed and refused:
+            return Answered({"throttle_time": 0, "groups": refused})
+        return Filtered(dataclasses.replace(r, **{field: allowed}) if denied else r, merge)
+
+    return check
+
+
+def _list_groups(ctx: RequestContext, r: Any) -> Decision:
+    if _allowed(ctx, DESCRIBE, CLUSTER, "kafka-cluster"):
+        return None
+    return Filtered(r, lambda d: {**d, "groups": [g for g in d["groups"]
+                                                  if _allowed(ctx, DESCRIBE, GROUP, g["group_id"])]})
+
+
+def _delete_groups(ctx: RequestContext, r: Any) -> Decision:
+    denied = [g for g in dict.fromkeys(r.groups_names) if not _allowed(ctx, DELETE, GROUP, g)]
+    if not denied:
+        return None
+    refused = [{"group_id": g, "error_code": GROUP_DENIED} for g in denied]
+    allowed = tuple(g for g in r.groups_names if g not in denied)
+    if not allowed:
+        return Answered({"throttle_time": 0, "results": refused})
+    return Filtered(dataclasses.replace(r, groups_names=allowed), lambda d: {**d, "results": [*d["results"], *refused]})
+
+
+def _consumer_group_heartbeat(ctx: RequestContext, r: Any) -> Decision:
+    if not _allowed(ctx, READ, GROUP, r.group_id):
+        return GROUP_DENIED
+    topics = r.subscribed_topic_names
+    if topics and any(not _allowed(ctx, DESCRIBE, TOPIC, t) for t in topics):
+        return TOPIC_DENIED
+    return None
+
+
+CHECKS: dict[int, Check] = {
+    11: _member_of_group(READ),  # JoinGroup
+    14: _member_of_group(READ),  # SyncGroup
+    12: _member_of_group(READ),  # Heartbeat
+    13: _member_of_group(READ),  # LeaveGroup
+    8: _offset_commit,
+    9: _offset_fetch,
+    47: _offset_delete,
+    15: _describe_groups("groups", lambda g: {
+        "error_code": GROUP_DENIED, "error_message": None, "group_id": g, "group_state": "", "protocol_type": "",
+        "protocol_data": "", "members": [], "authorized_operations": NOT_REQUESTED}),
+    16: _list_groups,
+    42: _delete_groups,
+    68: _consumer_group_heartbeat,
+    69: _describe_groups("group_ids", lambda g: {
+        "error_code": GROUP_DENIED, "error_message": None, "group_id": g, "group_state": "", "assignor_name": "",
+        "members": [], "authorized_operations": NOT_REQUESTED}),
+}
+"""api key -> its check. An API missing here (the security APIs) checks in its own precheck."""

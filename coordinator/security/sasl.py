@@ -1,0 +1,199 @@
+"""SASL on one connection: Kafka's SaslServerAuthenticator as a small state machine.
+
+    HANDSHAKE ──SaslHandshake(enabled mechanism)──▶ AUTHENTICATE ──SaslAuthenticate ... ──▶ COMPLETE
+        │                                               │
+        └── unknown mechanism: UNSUPPORTED_SASL_MECHANISM, then closed ─┴── bad credentials: SASL_AUTHENTICATION_FAILED, then closed
+
+Rules (as Kafka's authenticator):
+- Until COMPLETE the connection serves only ApiVersions and SaslHandshake (HANDSHAKE state) or
+  SaslAuthenticate (AUTHENTICATE state); any other request closes the connection without an
+  answer ("Unexpected Kafka request of type X during SASL handshake"), and frames larger than
+  `sasl.server.max.receive.size` close it too (the connection enforces both).
+- SaslHandshake v1 only: v0 means raw SASL tokens without Kafka headers, which no current client
+  sends (Java, librdkafka and aiokafka use v1 with SaslAuthenticate).
+- A failed exchange is answered SASL_AUTHENTICATION_FAILED with Kafka's message, then the connection
+  closes. Mechanism messages are shown as Kafka shows them: PLAIN's own ("Authentication failed:
+  Invalid username or password"), SCRAM's generic one ("Authentication failed during authentication
+  due to invalid credentials with SASL mechanism SCRAM-SHA-512"), so an unknown user and a wrong
+  password look alike.
+- The principal is `User:<user name>`. Sessions do not expire (session lifetime 0: re-authentication,
+  KIP-368, is not needed because `connections.max.reauth.ms` is not served).
+- SCRAM credentials are read from the log-backed store; while the log is still loading, an
+  exchange waits for it rather than failing a user the log knows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import Counter
+
+from protocol.errors import ErrorCode, ProtocolError
+
+from ..logging import get_logger
+from ..runtime.apis.common import respond
+from ..runtime.registry import RequestContext
+from . import jaas, scram
+from .listeners import Listener
+from .plain import PlainServer
+from .scram import SaslFailed, ScramCredential, ScramMechanism, ScramServer
+from .settings import ListenerSecurityConfig
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from .store import SecurityStore
+
+log = get_logger("coordinator.security.sasl")
+
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
+API_VERSIONS = 18
+HANDSHAKE, AUTHENTICATE, COMPLETE, FAILED = "HANDSHAKE", "AUTHENTICATE", "COMPLETE", "FAILED"
+ALLOWED_KEYS = {HANDSHAKE: frozenset({API_VERSIONS, SASL_HANDSHAKE}),
+                AUTHENTICATE: frozenset({SASL_AUTHENTICATE, SASL_HANDSHAKE, API_VERSIONS})}
+"""What a connection may send in each state; in AUTHENTICATE anything but SaslAuthenticate is
+answered ILLEGAL_SASL_STATE (Kafka's IllegalSaslStateException) and the connection closes."""
+
+AUTHENTICATIONS = Counter("coordinator_sasl_authentications", "SASL authentications, by mechanism and result (ok, failed).",
+                          ["mechanism", "result"])
+
+
+class UnexpectedRequest(ProtocolError):
+    """A request other than ApiVersions/SaslHandshake/SaslAuthenticate before authentication."""
+
+    reason = "unauthenticated_request"
+
+
+@dataclass(frozen=True, slots=True)
+class SaslServerConfig:
+    listener: str
+    mechanisms: tuple[str, ...]
+    plain_users: Mapping[str, str]
+    credential: Callable[[str, ScramMechanism], ScramCredential | None]
+    """The user's SCRAM credential, from the store; None for an unknown user (or no store yet)."""
+    loaded: Callable[[], bool]
+    wait_loaded: Callable[[], Awaitable[None]]
+    max_receive_size: int
+
+
+def sasl_server_config(config: Config, listener: Listener, settings: ListenerSecurityConfig,
+                       store: Callable[[], SecurityStore | None],
+                       wait_loaded: Callable[[], Awaitable[None]]) -> SaslServerConfig:
+    """The SASL settings of `listener`; `SecurityConfigError` when they cannot be served."""
+    from .gate import SecurityConfigError
+
+    mechanisms = settings.sasl_enabled_mechanisms
+    if not mechanisms:
+        raise SecurityConfigError(f"listener {listener.name}: sasl.enabled.mechanisms is empty")
+    users: dict[str, str] = {}
+    if "PLAIN" in mechanisms:
+        key = f"{listener.prefix}plain.sasl.jaas.config"
+        text = config.jaas_config(listener, "PLAIN")
+        if not text:
+            raise SecurityConfigError(f"{key}: PLAIN on listener {listener.name} needs a PlainLoginModule "
+                                      'with its users as user_<name>="<password>"')
+        try:
+            entry = jaas.parse(text)
+        except jaas.JaasError as exc:
+            raise SecurityConfigError(f"{key}: {exc}") from exc
+        if entry.module != jaas.PLAIN_MODULE or not entry.plain_users:
+            raise SecurityConfigError(f"{key}: PLAIN needs {jaas.PLAIN_MODULE} with user_<name>=\"<password>\" options")
+        users = entry.plain_users
+
+    def credential(user: str, mechanism: ScramMechanism) -> ScramCredential | None:
+        current = store()
+        return None if current is None else current.credential(user, mechanism.type_id)
+
+    def loaded() -> bool:
+        return store() is not None
+
+    return SaslServerConfig(listener.name, mechanisms, users, credential, loaded, wait_loaded,
+                            settings.sasl_server_max_receive_size)
+
+
+class SaslAuthenticator:
+    """One connection's authentication; `handle(ctx, request)` answers SaslHandshake and
+    SaslAuthenticate (a response, or an awaitable of one while the log loads)."""
+
+    def __init__(self, config: SaslServerConfig) -> None:
+        self.config = config
+        self.state = HANDSHAKE
+        self.mechanism = ""
+        self.principal: str | None = None
+        self.failure = ""
+        self._server: PlainServer | ScramServer | None = None
+
+    @property
+    def allowed_keys(self) -> frozenset[int]:
+        return ALLOWED_KEYS.get(self.state, frozenset())
+
+    @property
+    def failed(self) -> bool:
+        return self.state == FAILED
+
+    def handle(self, ctx: RequestContext, request: Any) -> Any:
+        if self.state == HANDSHAKE and ctx.api_key == SASL_HANDSHAKE:
+            return self._handshake(ctx, request)
+        if self.state == AUTHENTICATE and ctx.api_key == SASL_AUTHENTICATE:
+            if isinstance(self._server, ScramServer) and not self.config.loaded():
+                return self._after_load(ctx, request)
+            return self._authenticate(ctx, request)
+        # IllegalSaslStateException: answered, then the connection closes.
+        self.state = FAILED
+        self.failure = f"unexpected api key {ctx.api_key} during SASL authentication"
+        message = f"Unexpected Kafka request of type {_name(ctx.api_key)} during SASL authentication."
+        if ctx.api_key == SASL_HANDSHAKE:
+            return respond(ctx, {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": list(self.config.mechanisms)})
+        if ctx.api_key == SASL_AUTHENTICATE:
+            return _failed(ctx, ErrorCode.ILLEGAL_SASL_STATE, message)
+        return None  # ApiVersions after the handshake: closed without an answer
+
+    def _handshake(self, ctx: RequestContext, request: Any) -> Any:
+        mechanisms = list(self.config.mechanisms)
+        mechanism = request.mechanism
+        if mechanism not in self.config.mechanisms:
+            self.state = FAILED
+            self.failure = f"unsupported SASL mechanism {mechanism!r}"
+            return respond(ctx, {"error_code": ErrorCode.UNSUPPORTED_SASL_MECHANISM, "mechanisms": mechanisms})
+        self.mechanism = mechanism
+        if mechanism == "PLAIN":
+            self._server = PlainServer(self.config.plain_users)
+        else:
+            chosen = scram.BY_NAME[mechanism]
+            self._server = ScramServer(chosen, lambda user: self.config.credential(user, chosen))
+        self.state = AUTHENTICATE
+        return respond(ctx, {"error_code": ErrorCode.NONE, "mechanisms": mechanisms})
+
+    async def _after_load(self, ctx: RequestContext, request: Any) -> Any:
+        await self.config.wait_loaded()
+        return self._authenticate(ctx, request)
+
+    def _authenticate(self, ctx: RequestContext, request: Any) -> Any:
+        server = self._server
+        assert server is not None
+        try:
+            token = server.evaluate(bytes(request.auth_bytes))
+        except SaslFailed as exc:
+            self.state = FAILED
+            self.failure = str(exc)
+            message = str(exc) if exc.public else (
+                f"Authentication failed during authentication due to invalid credentials with SASL mechanism "
+                f"{self.mechanism}")
+            return _failed(ctx, ErrorCode.SASL_AUTHENTICATION_FAILED, message)
+        if server.complete:
+            self.state = COMPLETE
+            self.principal = f"User:{server.user}"
+        return respond(ctx, {"error_code": ErrorCode.NONE, "error_message": None, "auth_bytes": token,
+                             "session_lifetime": 0})
+
+
+def _failed(ctx: RequestContext, code: int, message: str) -> Any:
+    return respond(ctx, {"error_code": code, "error_message": message, "auth_bytes": b"", "session_lifetime": 0})
+
+
+def _name(api_key: int) -> str:
+    from kio.schema.index import api_key_map
+
+    return str(api_key_map.get(api_key, api_key)).upper()

@@ -1,0 +1,209 @@
+"""Collection sizes a request claims, checked before kio decodes it.
+
+kio's native reader reserves memory for every array from the element count on the wire (8 bytes
+an element) before it reads an element. A count of 33 billion (a 5-byte varint) in a 30-byte
+OffsetFetch made it ask for 264 GB, and a failed allocation in Rust aborts the process: one frame
+killed the server (found by `bench/fuzz_wire.py`). Kafka's generated readers refuse such a frame
+first, and so does `check`, with Kafka's message: "Tried to allocate a collection of size N, but
+there are only M bytes remaining." (A legitimate count never exceeds the bytes left: every element
+takes at least one.) The same holds for the count of tagged fields.
+
+How: for each (api key, version) whose schema has an array, a walker is generated once from the
+kio schema as straight-line Python (lengths of strings and bytes skipped, fixed-size fields
+summed, arrays counted and walked, tagged fields skipped by size or walked when known). It only
+reads lengths and counts; kio still decodes and checks everything, so a frame that ends early is
+left for kio to refuse. Requests without arrays (Heartbeat) cost one dict lookup; a steady
+ConsumerGroupHeartbeat about a microsecond.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import struct
+from collections.abc import Callable
+from functools import cache
+from types import NoneType, UnionType
+from typing import Any, get_args, get_origin
+
+from .errors import MalformedRequest
+from .schemas import request_schema
+
+_FIXED = {"int8": 1, "uint8": 1, "bool": 1, "int16": 2, "uint16": 2, "error_code": 2, "int32": 4, "uint32": 4,
+          "timedelta_i32": 4, "int64": 8, "timedelta_i64": 8, "float64": 8, "uuid": 16}
+_I16 = struct.Struct(">h").unpack_from
+_I32 = struct.Struct(">i").unpack_from
+
+Walker = Callable[[bytes, int], int]
+
+
+def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
+    """An unsigned varint of up to 5 bytes (Kafka's); IndexError past the end."""
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80 or shift >= 28:
+            return value, pos
+        shift += 7
+
+
+def _too_large(count: int, remaining: int) -> MalformedRequest:
+    return MalformedRequest(f"Tried to allocate a collection of size {count}, but there are only "
+                            f"{max(remaining, 0)} bytes remaining.")
+
+
+def _unwrap(tp: Any) -> Any:
+    if get_origin(tp) is UnionType:
+        return next(a for a in get_args(tp) if a is not NoneType)
+    return tp
+
+
+class _Source:
+    """Generates the walker of one request schema as Python source."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.names = itertools.count()
+        self.helpers: dict[str, Any] = {"_uv": _uvarint, "_i16": _I16, "_i32": _I32, "_too_large": _too_large}
+        self.has_array = False
+
+    def emit(self, indent: int, line: str) -> None:
+        self.lines.append("    " * indent + line)
+
+    def entity(self, cls: Any, flexible: bool, indent: int) -> None:
+        tagged = {}
+        for spec in dataclasses.fields(cls):
+            if "tag" in spec.metadata:
+                tagged[spec.metadata["tag"]] = spec
+            else:
+                self.field(spec, spec.type, flexible, indent)
+        if flexible:
+            self.tags(tagged, indent)
+
+    def count(self, flexible: bool, indent: int, name: str) -> None:
+        if flexible:
+            self.emit(indent, "b = d[p]")
+            self.emit(indent, "if b < 128:")
+            self.emit(indent + 1, f"{name} = b - 1")
+            self.emit(indent + 1, "p += 1")
+            self.emit(indent, "else:")
+            self.emit(indent + 1, f"{name}, p = _uv(d, p)")
+            self.emit(indent + 1, f"{name} -= 1")
+        else:
+            self.emit(indent, f"{name} = _i32(d, p)[0]")
+            self.emit(indent, "p += 4")
+        self.emit(indent, f"if {name} > len(d) - p:")
+        self.emit(indent + 1, f"raise _too_large({name}, len(d) - p)")
+
+    def field(self, spec: dataclasses.Field[Any], tp: Any, flexible: bool, indent: int) -> None:
+        tp = _unwrap(tp)
+        kafka_type = spec.metadata.get("kafka_type", "")
+        if get_origin(tp) is tuple:
+            self.has_array = True
+            inner = _unwrap(get_args(tp)[0])
+            n = f"n{next(self.names)}"
+            self.count(flexible, indent, n)
+            if not dataclasses.is_dataclass(inner) and kafka_type in _FIXED:
+                self.emit(indent, f"if {n} > 0:")
+                self.emit(indent + 1, f"p += {n} * {_FIXED[kafka_type]}")
+                return
+            self.emit(indent, f"for _ in range({n}):")
+            if dataclasses.is_dataclass(inner):
+                self.entity(inner, flexible, indent + 1)
+            else:
+                self.field(spec, inner, flexible, indent + 1)
+        elif dataclasses.is_dataclass(tp):
+            self.entity(tp, flexible, indent)
+        elif kafka_type in _FIXED:
+            self.emit(indent, f"p += {_FIXED[kafka_type]}")
+        elif kafka_type in ("string", "bytes", "records"):
+            if flexible:  # compact: varint of length + 1, 0 is null
+                self.emit(indent, "b = d[p]")
+                self.emit(indent, "if b < 128:")
+                self.emit(indent + 1, "p += b or 1")
+                self.emit(indent, "else:")
+                self.emit(indent + 1, "b, p = _uv(d, p)")
+                self.emit(indent + 1, "p += b - 1")
+            elif kafka_type == "string":
+                self.emit(indent, "p += 2 + max(_i16(d, p)[0], 0)")
+            else:
+                self.emit(indent, "p += 4 + max(_i32(d, p)[0], 0)")
+        else:
+            raise TypeError(f"no guard for {kafka_type!r} ({spec.name})")
+
+    def tags(self, tagged: dict[int, dataclasses.Field[Any]], indent: int) -> None:
+        """Tagged fields: a count (checked like an array's), then tag, size, value; a known tag
+        whose value holds an array is walked by its own walker, within its size."""
+        known = {}
+        for tag, spec in tagged.items():
+            sub = _Source()
+            sub.field(spec, spec.type, True, 1)
+            if sub.has_array:
+                known[tag] = sub.compile()
+                self.has_array = True
+        t = f"t{next(self.names)}"
+        self.emit(indent, "b = d[p]")
+        self.emit(indent, "if b < 128:")
+        self.emit(indent + 1, f"{t} = b")
+        self.emit(indent + 1, "p += 1")
+        self.emit(indent, "else:")
+        self.emit(indent + 1, f"{t}, p = _uv(d, p)")
+        self.emit(indent, f"if {t}:")
+        self.emit(indent + 1, f"if {t} > len(d) - p:")
+        self.emit(indent + 2, f"raise _too_large({t}, len(d) - p)")
+        self.emit(indent + 1, f"for _ in range({t}):")
+        self.emit(indent + 2, "tag, p = _uv(d, p)")
+        self.emit(indent + 2, "size, p = _uv(d, p)")
+        if known:
+            name = f"_known{next(self.names)}"
+            self.helpers[name] = known
+            self.emit(indent + 2, f"walker = {name}.get(tag)")
+            self.emit(indent + 2, "if walker is not None:")
+            self.emit(indent + 3, "walker(d[:p + size], p)")
+        self.emit(indent + 2, "p += size")
+
+    def compile(self) -> Walker:
+        source = "def walk(d, p):\n" + "\n".join(self.lines or ["    pass"]) + "\n    return p\n"
+        namespace = dict(self.helpers)
+        exec(compile(source, "<protocol.guard>", "exec"), namespace)
+        walker: Walker = namespace["walk"]
+        return walker
+
+
+@cache
+def walker(api_key: int, version: int) -> Walker | None:
+    """The request's generated walker (from the body's first byte), or None: no array to check."""
+    cls = request_schema(api_key, version)
+    source = _Source()
+    source.entity(cls, bool(cls.__flexible__), 1)
+    return source.compile() if source.has_array else None
+
+
+@cache
+def _flexible(api_key: int, version: int) -> bool:
+    return bool(request_schema(api_key, version).__flexible__)
+
+
+def check(api_key: int, version: int, frame: bytes) -> None:
+    """Raise MalformedRequest if `frame` (header included) claims more elements in a collection
+    than it has bytes left. A frame that ends early is left to kio, which refuses it."""
+    walk = walker(api_key, version)
+    if walk is None:
+        return
+    try:
+        # Header: api key, version, correlation id (8 bytes), client id (INT16 string), then
+        # tagged fields in flexible versions (header v2).
+        pos = 10 + max(_I16(frame, 8)[0], 0)
+        if _flexible(api_key, version):
+            tags, pos = _uvarint(frame, pos)
+            if tags > len(frame) - pos:
+                raise _too_large(tags, len(frame) - pos)
+            for _ in range(tags):
+                _, pos = _uvarint(frame, pos)
+                size, pos = _uvarint(frame, pos)
+                pos += size
+        walk(frame, pos)
+    except (IndexError, struct.error):
+        return  # ends early: kio says so

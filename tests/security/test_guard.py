@@ -1,0 +1,82 @@
+"""One frame must not kill the server: collection sizes a request claims are checked before kio
+decodes it (kio reserves 8 bytes an element up front, and a failed reservation aborts the process;
+this 30-byte OffsetFetch did). Kafka's message; the server process survives it."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+import pytest
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+from protocol import guard
+from protocol.build import build
+from protocol.codec import encode_request
+from protocol.errors import MalformedRequest
+from protocol.schemas import request_schema
+from tests.support.server import ServerProcess
+from tests.support.wire import WireClient
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | 0x80 if n else b)
+        if not n:
+            return bytes(out)
+
+
+def offset_fetch_claiming(count: int) -> bytes:
+    """OffsetFetch v8 whose partition index array claims `count` elements (body, no size prefix)."""
+    frame = encode_request(9, 1, "c", build(request_schema(9, 8), {
+        "groups": [{"group_id": "g", "topics": [{"name": "t", "partition_indexes": [7]}]}], "require_stable": False}))
+    body = frame[4:]
+    return body[:18] + _uvarint(count + 1) + body[19:]
+
+
+def legacy_join_claiming(count: int) -> bytes:
+    """JoinGroup v0 whose protocols array (INT32 count) claims `count` elements."""
+    body = encode_request(11, 1, "c", build(request_schema(11, 0), {
+        "group_id": "g", "session_timeout": 1000, "member_id": "", "protocol_type": "c", "protocols": []}))[4:]
+    return body[:23] + struct.pack(">i", count)
+
+
+@pytest.mark.parametrize(("api_key", "version", "body", "count"), [
+    (9, 8, offset_fetch_claiming(33_000_000_000), 33_000_000_000),
+    (9, 8, offset_fetch_claiming(100), 100),
+    (11, 0, legacy_join_claiming(2**31 - 1), 2**31 - 1),
+])
+def test_a_count_larger_than_the_frame_is_refused_with_kafkas_message(api_key, version, body, count) -> None:
+    with pytest.raises(MalformedRequest, match=f"Tried to allocate a collection of size {count}, but there are only"):
+        guard.check(api_key, version, body)
+
+
+def test_honest_requests_pass_and_requests_without_arrays_are_not_walked() -> None:
+    guard.check(9, 8, offset_fetch_claiming(1))
+    assert guard.walker(12, 4) is None  # Heartbeat: nothing to walk
+    for api_key, version in ((8, 2), (8, 9), (68, 1), (11, 9), (1, 17), (0, 11)):
+        assert guard.walker(api_key, version) is not None
+
+
+def test_the_server_survives_the_frame_that_killed_it(tmp_path) -> None:
+    server = ServerProcess(tmp_path / "data").start()
+
+    async def attack() -> None:
+        for body in (offset_fetch_claiming(33_000_000_000), legacy_join_claiming(2**31 - 1)):
+            client = await WireClient.connect(server.port)
+            await client.send_raw(struct.pack(">i", len(body)) + body)
+            assert await client.closed_by_peer()
+            await client.close()
+        client = await WireClient.connect(server.port)
+        request = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        assert (await client.request(request)).error_code == 0
+        await client.close()
+
+    try:
+        asyncio.run(attack())
+        assert server.proc is not None and server.proc.poll() is None
+        assert "Tried to allocate a collection of size 33000000000" in server.log()
+    finally:
+        server.stop()
