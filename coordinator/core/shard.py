@@ -97,7 +97,7 @@ class CoordinatorShard:
             registrations.append(registration)
         simple = [r.simple_group for r in registrations if r.simple_group is not None]
         assert len(simple) == 1, "exactly one group type makes the groups of offset-only commits"
-        self.offsets = OffsetManager(self.config, self.groups, simple[0])
+        self.offsets = OffsetManager(self.config, self.groups, simple[0], self.topics)
         self.admin = GroupAdmin(self.groups, self.offsets)
         registrations += [
             Registration(name="coordinator-epoch", replayers={CoordinatorEpochKey: self._replay_epoch}),

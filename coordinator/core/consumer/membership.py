@@ -28,6 +28,7 @@ from .group import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
+    frozen_epochs,
     partition_count,
 )
 from .records import current_assignment_record, group_epoch_record, member_tombstones
@@ -59,8 +60,15 @@ class Membership:
                 )
             member = holder
             if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # Assignment epochs go back to 0 (Kafka 4.3): the instance's next incarnation holds
+                # them from epoch 0 under its new member id, and this member id's commits are fenced.
                 left = replace(
-                    member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation=NO_PARTITIONS
+                    member,
+                    member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                    partitions_pending_revocation=NO_PARTITIONS,
+                    assignment_epochs=frozen_epochs(
+                        {t: dict.fromkeys(ps, 0) for t, ps in member.assigned_partitions.items()}
+                    ),
                 )
                 fx.record(current_assignment_record(group.group_id, left))
                 fx.cancel(rebalance_timer_key(group.group_id, member.member_id))
