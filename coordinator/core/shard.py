@@ -60,7 +60,7 @@ from coordinator.core.group_admin import GroupAdmin
 from coordinator.core.groups import Group
 from coordinator.core.offsets import OffsetAndMetadata, OffsetManager
 from coordinator.core.records import CoordinatorEpochKey, CoordinatorEpochValue, Record
-from coordinator.core.registry import Registration, ShardContext, hooks, merged
+from coordinator.core.registry import Registration, ShardContext, connect, hooks, merged
 from coordinator.core.requests import Event, TimerFired, TopicsChanged
 from coordinator.core.result import Result
 
@@ -95,6 +95,7 @@ class CoordinatorShard:
             registration = group_type.registration
             self.types[registration.name] = group_type
             registrations.append(registration)
+        connect(ctx.bridges, registrations)  # the group types reach each other only through these
         simple = [r.simple_group for r in registrations if r.simple_group is not None]
         assert len(simple) == 1, "exactly one group type makes the groups of offset-only commits"
         self.offsets = OffsetManager(self.config, self.groups, simple[0], self.topics)
