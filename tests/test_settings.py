@@ -84,4 +84,4 @@ def test_settings_module_is_pure_so_the_core_may_use_it() -> None:
 
 def test_fields_without_a_setting_are_constants_not_keys() -> None:
     names = {f.name for f in dataclasses.fields(GroupConfig)} - {n for n, _, _ in declared(GroupConfig)}
-    assert names == {"new_member_join_timeout_ms", "consumer_group_migration_policy"}
+    assert names == {"new_member_join_timeout_ms"}

@@ -10,6 +10,7 @@ registry and builds a ``GroupConfig`` from the resolved values; nothing else lis
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,33 @@ def _assignors(value: Any) -> str | None:
     except ValueError as exc:
         return str(exc)
     return None
+
+
+class ConsumerGroupMigrationPolicy(enum.Enum):
+    """``group.consumer.migration.policy`` (Kafka's ``ConsumerGroupMigrationPolicy``): which online
+    conversions of a NON-empty group are allowed. An empty group is always converted (offline)."""
+
+    BIDIRECTIONAL = "bidirectional"
+    UPGRADE = "upgrade"  # classic -> consumer, on the first ConsumerGroupHeartbeat
+    DOWNGRADE = "downgrade"  # consumer -> classic, when the last consumer-protocol member leaves
+    DISABLED = "disabled"  # neither; and no classic member may join a consumer group
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self in (ConsumerGroupMigrationPolicy.BIDIRECTIONAL, ConsumerGroupMigrationPolicy.UPGRADE)
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self in (ConsumerGroupMigrationPolicy.BIDIRECTIONAL, ConsumerGroupMigrationPolicy.DOWNGRADE)
+
+    @classmethod
+    def parse(cls, text: str) -> ConsumerGroupMigrationPolicy:
+        """Case-insensitive, as Kafka's ``ConsumerGroupMigrationPolicy.parse``."""
+        value = text.strip().lower()
+        for policy in cls:
+            if policy.value == value:
+                return policy
+        raise ValueError(f"must be one of {', '.join(p.value for p in cls)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +95,10 @@ class GroupConfig:
     consumer_group_assignors: tuple[str, ...] = setting(
         "group.consumer.assignors", ("uniform", "range"), "Server-side assignors; the first is the default.",
         check=_assignors)
-    consumer_group_migration_policy: str = "bidirectional"  # group.consumer.migration.policy
+    consumer_group_migration_policy: ConsumerGroupMigrationPolicy = setting(
+        "group.consumer.migration.policy", ConsumerGroupMigrationPolicy.BIDIRECTIONAL,
+        "Online conversion of non-empty groups between the classic and consumer protocols: bidirectional, "
+        "upgrade, downgrade or disabled.", parse=ConsumerGroupMigrationPolicy.parse)
 
     # --- offsets --------------------------------------------------------------------------------
     offsets_retention_ms: int = setting(

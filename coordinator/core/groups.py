@@ -24,7 +24,11 @@ Offsets (Kafka's ``validateOffsetCommit`` / ``validateOffsetFetch`` / ``validate
     ``validate_offset_commit(req, fx)``, ``validate_offset_fetch(member_id, member_epoch)``,
     ``validate_offset_delete()`` raise :class:`CoordinatorError` to refuse and change nothing.
     An accepted commit may arm the type's OWN timers in ``fx`` (a classic member's commit keeps its
-    session alive); it never writes records or replies.
+    session alive); it never writes records or replies. ``validate_offset_commit`` returns None when
+    the whole commit is accepted, or a :data:`CommitValidator` that every partition of it must pass
+    (Kafka 4.3's ``CommitPartitionValidator``, KIP-1251: a commit at an older member epoch is
+    checked against the epoch each partition was assigned at); a partition that fails it fails the
+    whole commit, as in Kafka.
     ``is_subscribed_to_topic(topic)``: offsets of such a topic are neither deleted by OffsetDelete
     (GROUP_SUBSCRIBED_TO_TOPIC) nor expired.
     ``offset_expiration_base()``: Kafka's ``offsetExpirationCondition``: None when nothing may expire
@@ -44,6 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
+from uuid import UUID
 
 from coordinator.core.effects import Effects
 from coordinator.core.events import GroupDeleted
@@ -59,6 +64,9 @@ OwnedPartitions = tuple[str | None, Partitions]
 
 ExpirationBase = Callable[[OffsetCommitValue], int]
 """An offset -> the timestamp its retention counts from."""
+
+CommitValidator = Callable[[str, UUID | None, int], None]
+"""(topic name, topic id if the request named it, partition) -> None, or raises CoordinatorError."""
 
 DEAD = "Dead"
 """The state name of a group that is being removed (every type has it, as in Kafka)."""
@@ -92,7 +100,7 @@ class Group(Protocol):
 
     def describe_row(self) -> DescribedGroup: ...
 
-    def validate_offset_commit(self, req: OffsetCommit, fx: Effects) -> None: ...
+    def validate_offset_commit(self, req: OffsetCommit, fx: Effects) -> CommitValidator | None: ...
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None: ...
 
@@ -128,6 +136,7 @@ def delete_group(group: Group, reason: str, fx: Effects) -> None:
 
 __all__ = [
     "DEAD",
+    "CommitValidator",
     "ExpirationBase",
     "Group",
     "OwnedPartitions",

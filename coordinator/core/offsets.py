@@ -15,10 +15,13 @@ Replaying an offset for a group that does not exist creates a "simple" classic g
 protocol type), as Kafka does: consumers that commit without group management own such groups.
 
 Groups are reached only through the :class:`~coordinator.core.groups.Group` contract: each type
-validates commits, fetches and deletes (classic: generation and state; KIP-848: the member's CURRENT
-epoch exactly), says which topics it is subscribed to (their offsets neither expire nor can be
+validates commits, fetches and deletes (classic: generation and state; KIP-848: the member's
+current epoch, or for a commit an older one at or after each partition's assignment epoch, KIP-1251), says which topics it is subscribed to (their offsets neither expire nor can be
 deleted) and what an offset's retention counts from (``offset_expiration_base``). An Empty group
 whose offsets all expired is deleted (``groups.delete_group``).
+
+OffsetCommit and OffsetFetch v10 name topics by id (Kafka 4.2); ids are resolved here against the
+shard's topic image, offsets stay keyed by name, and a commit by id remembers the id it was for.
 
 Transactional offsets (TxnOffsetCommit) are not implemented, so there are never pending transactional
 offsets: ``require_stable`` fetches never answer UNSTABLE_OFFSET_COMMIT. Stability still holds in the
@@ -34,10 +37,11 @@ from dataclasses import dataclass
 import msgspec
 
 from coordinator.core.config import GroupConfig
+from coordinator.core.consumer.topics import TopicsImage
 from coordinator.core.effects import OFFSETS_EXPIRATION_KEY, Effects, TimerKey
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.events import OffsetsCommitted, OffsetsDeleted
-from coordinator.core.groups import DEAD, Group, delete_group
+from coordinator.core.groups import DEAD, CommitValidator, Group, delete_group
 from coordinator.core.records import (
     IDENTITY_HEAD_SIZE,
     OFFSET_COMMIT_VALUE_VERSION,
@@ -49,7 +53,14 @@ from coordinator.core.records import (
     decode_offset_commit_value,
 )
 from coordinator.core.registry import Registration
-from coordinator.core.requests import OffsetCommit, OffsetDelete, OffsetFetch, OffsetFetchGroup
+from coordinator.core.requests import (
+    OffsetCommit,
+    OffsetCommitTopic,
+    OffsetDelete,
+    OffsetFetch,
+    OffsetFetchGroup,
+    OffsetFetchTopic,
+)
 from coordinator.core.responses import (
     OffsetCommitResponse,
     OffsetDeleteResponse,
@@ -114,10 +125,18 @@ class OffsetManager:
     ``simple_group(group_id)`` makes the group an offset commit creates when none exists (Kafka:
     an Empty classic group without protocol type); the shard passes the classic type's factory."""
 
-    def __init__(self, config: GroupConfig, groups: dict[str, Group], simple_group: Callable[[str], Group]) -> None:
+    def __init__(
+        self,
+        config: GroupConfig,
+        groups: dict[str, Group],
+        simple_group: Callable[[str], Group],
+        topics: TopicsImage | None = None,
+    ) -> None:
         self.config = config
         self.groups = groups
         self.simple_group = simple_group
+        # The shard's topic image (read-only here): OffsetCommit/OffsetFetch v10 name topics by id.
+        self.topics = topics if topics is not None else TopicsImage()
         self.offsets: dict[str, GroupOffsets] = {}
 
     @property
@@ -234,47 +253,70 @@ class OffsetManager:
     # ---- OffsetCommit --------------------------------------------------------------------------
 
     def commit(self, req: OffsetCommit, fx: Effects) -> None:
-        self._validate_commit(req, fx)
+        validator = self._validate_commit(req, fx)
         expire = -1 if req.retention_time_ms == -1 else fx.now_ms + req.retention_time_ms
+        max_metadata = self.config.offset_metadata_max_bytes
+        # First every partition's verdict (a validator may refuse the whole commit: Kafka throws from
+        # the middle of its loop and drops what it built), then the records.
+        answers: list[tuple[OffsetCommitTopic, str, list[PartitionError]]] = []
+        for topic in req.topics:
+            name = topic.name
+            if topic.topic_id is not None:
+                # v10 names topics by id; an id the metadata does not know is UNKNOWN_TOPIC_ID
+                # (KafkaApis answers it before the coordinator sees the request).
+                info = self.topics.by_id(topic.topic_id)
+                if info is None:
+                    answers.append((topic, "", [PartitionError(p.partition_index, ErrorCode.UNKNOWN_TOPIC_ID)
+                                                for p in topic.partitions]))
+                    continue
+                name = info.name
+            verdicts = []
+            for p in topic.partitions:
+                if _java_string_length(p.committed_metadata or "") > max_metadata:
+                    verdicts.append(PartitionError(p.partition_index, ErrorCode.OFFSET_METADATA_TOO_LARGE))
+                    continue
+                if validator is not None:
+                    validator(name, topic.topic_id, p.partition_index)
+                verdicts.append(PartitionError(p.partition_index, NONE))
+            answers.append((topic, name, verdicts))
         topics = []
         count = 0
-        for topic in req.topics:
-            partitions = []
-            for p in topic.partitions:
-                metadata = p.committed_metadata or ""
-                if _java_string_length(metadata) > self.config.offset_metadata_max_bytes:
-                    partitions.append(PartitionError(p.partition_index, ErrorCode.OFFSET_METADATA_TOO_LARGE))
+        for topic, name, verdicts in answers:
+            for p, verdict in zip(topic.partitions, verdicts, strict=True):
+                if verdict.error_code is not NONE:
                     continue
                 offset = OffsetCommitValue(
                     offset=p.committed_offset,
                     leader_epoch=p.committed_leader_epoch,
-                    metadata=metadata,
+                    metadata=p.committed_metadata or "",
                     commit_timestamp=fx.now_ms if p.commit_timestamp_ms == -1 else p.commit_timestamp_ms,
                     expire_timestamp=expire,
+                    topic_id=topic.topic_id,
                 )
-                fx.record(offset_commit_record(req.group_id, topic.name, p.partition_index, offset))
-                partitions.append(PartitionError(p.partition_index, NONE))
+                fx.record(offset_commit_record(req.group_id, name, p.partition_index, offset))
                 count += 1
-            topics.append(TopicPartitionErrors(topic.name, tuple(partitions)))
+            topics.append(TopicPartitionErrors(name, tuple(verdicts), topic.topic_id))
         if count:
             fx.event(OffsetsCommitted(req.group_id, count))
         fx.reply(req.ref, OffsetCommitResponse(tuple(topics)))
 
-    def _validate_commit(self, req: OffsetCommit, fx: Effects) -> None:
+    def _validate_commit(self, req: OffsetCommit, fx: Effects) -> CommitValidator | None:
         group = self.groups.get(req.group_id)
         if group is None:
             if req.generation_id_or_member_epoch < 0:
-                return  # a simple group; replaying the first offset record creates it
+                return None  # a simple group; replaying the first offset record creates it
             # Adapters answer ILLEGAL_GENERATION below v9.
             raise CoordinatorError(ErrorCode.GROUP_ID_NOT_FOUND)
-        group.validate_offset_commit(req, fx)
+        return group.validate_offset_commit(req, fx)
 
     @staticmethod
     def commit_error_response(req: OffsetCommit, code: ErrorCode) -> OffsetCommitResponse:
         """A group-level error, copied into every partition (the response has no top-level error)."""
         return OffsetCommitResponse(
             tuple(
-                TopicPartitionErrors(t.name, tuple(PartitionError(p.partition_index, code) for p in t.partitions))
+                TopicPartitionErrors(
+                    t.name, tuple(PartitionError(p.partition_index, code) for p in t.partitions), t.topic_id
+                )
                 for t in req.topics
             )
         )
@@ -300,18 +342,34 @@ class OffsetManager:
                 OffsetFetchResponseTopic(
                     name,
                     tuple(_fetched(partition, o) for partition, o in partitions.items()),
+                    None if (info := self.topics.by_name(name)) is None else info.topic_id,
                 )
                 for name, partitions in offsets.items()
             )
         else:
-            topics = tuple(
-                OffsetFetchResponseTopic(
-                    t.name,
-                    tuple(_fetched(p, offsets.get(t.name, {}).get(p)) for p in t.partition_indexes),
-                )
-                for t in request.topics
-            )
+            topics = tuple(self._fetch_topic(t, offsets) for t in request.topics)
         return OffsetFetchResponseGroup(request.group_id, NONE, topics)
+
+    def _fetch_topic(self, topic: OffsetFetchTopic, offsets: GroupOffsets) -> OffsetFetchResponseTopic:
+        if topic.topic_id is None:
+            committed = offsets.get(topic.name, {})
+            return OffsetFetchResponseTopic(topic.name, tuple(_fetched(p, committed.get(p)) for p in topic.partition_indexes))
+        # v10: by topic id. An unknown id is UNKNOWN_TOPIC_ID (KafkaApis); an offset committed by
+        # id for another topic of the same name (since re-created) is not this topic's (Kafka 4.2).
+        info = self.topics.by_id(topic.topic_id)
+        if info is None:
+            return OffsetFetchResponseTopic(
+                "", tuple(OffsetFetchResponsePartition(p, error_code=ErrorCode.UNKNOWN_TOPIC_ID)
+                          for p in topic.partition_indexes), topic.topic_id,
+            )
+        committed = offsets.get(info.name, {})
+        partitions = []
+        for p in topic.partition_indexes:
+            offset = committed.get(p)
+            if offset is not None and offset.topic_id is not None and offset.topic_id != topic.topic_id:
+                offset = None
+            partitions.append(_fetched(p, offset))
+        return OffsetFetchResponseTopic(info.name, tuple(partitions), topic.topic_id)
 
     # ---- OffsetDelete --------------------------------------------------------------------------
 

@@ -20,7 +20,8 @@ type  key                                         value
 7     ConsumerGroupTargetAssignmentMemberKey      ConsumerGroupTargetAssignmentMemberValue
       (group_id, member_id)                       (topic_partitions)
 8     ConsumerGroupCurrentMemberAssignmentKey     ConsumerGroupCurrentMemberAssignmentValue (epochs,
-      (group_id, member_id)                       state, assigned and pending-revocation partitions)
+      (group_id, member_id)                       state, assigned and pending-revocation partitions,
+                                                  each partition's assignment epoch: KIP-1251)
 1000  CoordinatorEpochKey()                       CoordinatorEpochValue(epoch, writer_id)
 1001  ScramCredentialKey(user, mechanism)         ScramCredentialValue(salt, stored_key,
                                                   server_key, iterations)
@@ -96,6 +97,10 @@ class OffsetCommitValue(_Struct, frozen=True):
     metadata: str = ""
     commit_timestamp: int = -1
     expire_timestamp: int = -1  # -1 = none (only OffsetCommit v2-4 with a retention time sets it)
+    # Kafka 4.2's ``topicId`` tag: the id of the topic the commit named (OffsetCommit v10 names
+    # topics by id). An OffsetFetch v10 for another id of that name (the topic was re-created) does
+    # not see this offset. None for commits by name.
+    topic_id: UUID | None = None
 
 
 # ---- GroupMetadata (type 2, classic groups) ------------------------------------------------------
@@ -139,6 +144,15 @@ class TopicPartitions(_Struct, frozen=True):
     partitions: tuple[int, ...]
 
 
+class AssignedTopicPartitions(TopicPartitions, frozen=True):
+    """The ``TopicPartitions`` of record 8, with Kafka 4.3's ``AssignmentEpochs`` (KIP-1251): the
+    epoch at which each partition was assigned to the member, aligned with ``partitions``. Records
+    written before it have none: they read as the member's epoch (``consumer/group.py``). A
+    subclass, so the target-assignment record (7) keeps its bytes."""
+
+    assignment_epochs: tuple[int, ...] | None = None
+
+
 class ConsumerGroupMetadataKey(_Struct, frozen=True):
     group_id: str
 
@@ -153,6 +167,14 @@ class ConsumerGroupMemberMetadataKey(_Struct, frozen=True):
     member_id: str
 
 
+class ClassicMemberMetadata(_Struct, frozen=True):
+    """Kafka's ``ConsumerGroupMemberMetadataValue.ClassicMemberMetadata``: set for a member of a
+    consumer group that speaks the classic protocol (JoinGroup/SyncGroup), None otherwise."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]  # (name, ConsumerProtocolSubscription), preference order
+
+
 class ConsumerGroupMemberMetadataValue(_Struct, frozen=True):
     instance_id: str | None = None
     rack_id: str | None = None
@@ -162,6 +184,7 @@ class ConsumerGroupMemberMetadataValue(_Struct, frozen=True):
     subscribed_topic_regex: str = ""  # "" = none
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
+    classic_member_metadata: ClassicMemberMetadata | None = None  # online migration (KIP-848)
 
 
 class ConsumerGroupTargetAssignmentMetadataKey(_Struct, frozen=True):
@@ -190,8 +213,8 @@ class ConsumerGroupCurrentMemberAssignmentValue(_Struct, frozen=True):
     member_epoch: int
     previous_member_epoch: int
     state: int  # MemberState: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS
-    assigned_partitions: tuple[TopicPartitions, ...] = ()
-    partitions_pending_revocation: tuple[TopicPartitions, ...] = ()
+    assigned_partitions: tuple[AssignedTopicPartitions, ...] = ()
+    partitions_pending_revocation: tuple[AssignedTopicPartitions, ...] = ()
 
 
 # ---- CoordinatorEpoch (type 1000, ours) ----------------------------------------------------------

@@ -47,6 +47,17 @@ batch, see ``consumer/heartbeat.py``) uses four more hooks, all optional:
 
 And ``simple_group``: the one type whose groups an offset commit creates for an unknown group id
 (Kafka: an Empty classic group without protocol type).
+
+The online migration between protocols (``migration.py``) adds, all optional:
+
+``hosted_requests``
+    request type -> ``(group, request, fx)``: requests of ANOTHER type's protocol that this type
+    serves for its own groups (the consumer type serves JoinGroup/SyncGroup/Heartbeat/LeaveGroup of
+    classic members inside a consumer group). The request's own type finds the group is not one of
+    its own and hands it over through ``ShardContext.bridges``.
+``classic_view`` / ``release_classic`` / ``adopt_classic``
+    the type whose groups speak the classic protocol natively describes one (upgrade), gives one up
+    (upgrade) and takes one in (downgrade); see ``migration.Bridges``.
 """
 
 from __future__ import annotations
@@ -60,6 +71,7 @@ from coordinator.core.consumer.topics import TopicsImage
 from coordinator.core.effects import Effects, TimerKey
 from coordinator.core.errors import ErrorCode
 from coordinator.core.groups import Group
+from coordinator.core.migration import Bridges, ClassicGroupView, HostedHandler
 from coordinator.core.requests import TopicsChanged
 
 Handler = Callable[[Any, Effects], None]
@@ -78,6 +90,8 @@ class ShardContext:
     topics: TopicsImage
     stopwatch: Callable[[], int]
     """Nanoseconds, for metrics only (assignor durations); never affects state."""
+    bridges: Bridges = field(default_factory=Bridges)
+    """Filled by the shard once every registration is built (the online migration)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +111,27 @@ class Registration:
     abandon: Callable[[], Sequence[int]] | None = None
     simple_group: Callable[[str], Group] | None = None
     """The group an offset commit creates when none exists (one registration: classic, as Kafka)."""
+    hosted_requests: Mapping[type, HostedHandler] = field(default_factory=dict)
+    classic_view: Callable[[Group], ClassicGroupView | None] | None = None
+    release_classic: Callable[[Group, Effects], None] | None = None
+    adopt_classic: Callable[[ClassicGroupView, str | None, Effects], None] | None = None
+
+
+def connect(bridges: Bridges, registrations: Sequence[Registration]) -> None:
+    """Fill ``bridges`` from the registrations (each capability offered by at most one type)."""
+    for registration in registrations:
+        for request_type, handler in registration.hosted_requests.items():
+            key = (registration.name, request_type)
+            if key in bridges.hosted:
+                raise ValueError(f"hosted request {key!r} registered twice")
+            bridges.hosted[key] = handler
+        for attribute in ("classic_view", "release_classic", "adopt_classic"):
+            value = getattr(registration, attribute)
+            if value is None:
+                continue
+            if getattr(bridges, attribute) is not None:
+                raise ValueError(f"{attribute} offered twice (by {registration.name})")
+            setattr(bridges, attribute, value)
 
 
 def merged(registrations: Sequence[Registration], attribute: str) -> dict[Any, Any]:

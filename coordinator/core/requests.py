@@ -103,8 +103,9 @@ class OffsetCommitPartition(NamedTuple):
 
 
 class OffsetCommitTopic(NamedTuple):
-    name: str
+    name: str  # "" when the request names the topic by id (v10)
     partitions: tuple[OffsetCommitPartition, ...]
+    topic_id: UUID | None = None  # v10+: the topic by id (resolved to its name by the core)
 
 
 class OffsetCommit(msgspec.Struct, frozen=True, gc=False):
@@ -121,8 +122,9 @@ class OffsetCommit(msgspec.Struct, frozen=True, gc=False):
 
 
 class OffsetFetchTopic(NamedTuple):
-    name: str
+    name: str  # "" when the request names the topic by id (v10)
     partition_indexes: tuple[int, ...]
+    topic_id: UUID | None = None  # v10+
 
 
 class OffsetFetchGroup(NamedTuple):

@@ -69,6 +69,7 @@ class PartitionError(msgspec.Struct, frozen=True, gc=False):
 class TopicPartitionErrors(msgspec.Struct, frozen=True, gc=False):
     name: str
     partitions: tuple[PartitionError, ...]
+    topic_id: UUID | None = None  # OffsetCommit v10 answers by topic id
 
 
 class OffsetCommitResponse(msgspec.Struct, frozen=True, gc=False):
@@ -86,6 +87,7 @@ class OffsetFetchResponsePartition(msgspec.Struct, frozen=True, gc=False):
 class OffsetFetchResponseTopic(msgspec.Struct, frozen=True, gc=False):
     name: str
     partitions: tuple[OffsetFetchResponsePartition, ...]
+    topic_id: UUID | None = None  # OffsetFetch v10 answers by topic id
 
 
 class OffsetFetchResponseGroup(msgspec.Struct, frozen=True, gc=False):

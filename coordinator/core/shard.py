@@ -68,7 +68,7 @@ from coordinator.core.records import (
     encoded_replayers,
     replay_encoded_record,
 )
-from coordinator.core.registry import Registration, ShardContext, hooks, merged
+from coordinator.core.registry import Registration, ShardContext, connect, hooks, merged
 from coordinator.core.requests import Event, TimerFired, TopicsChanged
 from coordinator.core.result import Result
 from coordinator.security.store import SecurityStore
@@ -120,9 +120,10 @@ class CoordinatorShard:
             registration = group_type.registration
             self.types[registration.name] = group_type
             registrations.append(registration)
+        connect(ctx.bridges, registrations)  # the group types reach each other only through these
         simple = [r.simple_group for r in registrations if r.simple_group is not None]
         assert len(simple) == 1, "exactly one group type makes the groups of offset-only commits"
-        self.offsets = OffsetManager(self.config, self.groups, simple[0])
+        self.offsets = OffsetManager(self.config, self.groups, simple[0], self.topics)
         self.admin = GroupAdmin(self.groups, self.offsets)
         self.security = SecurityStore()  # SCRAM credentials and ACLs (coordinator/security/store.py)
         registrations += [

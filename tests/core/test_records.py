@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from uuid import UUID
+
 import msgspec
 import pytest
 from hypothesis import given
@@ -80,22 +82,23 @@ class _OffsetCommitValueV0Prefix(msgspec.Struct, frozen=True, array_like=True):
 
 
 class _OffsetCommitValueFuture(msgspec.Struct, frozen=True, array_like=True):
-    """A future writer that appended a field."""
+    """A future writer that appended a field after the topic id."""
 
     offset: int
     leader_epoch: int = -1
     metadata: str = ""
     commit_timestamp: int = -1
     expire_timestamp: int = -1
-    topic_id: bytes = b""
+    topic_id: bytes | None = None
+    something_new: int = 7
 
 
 def test_appended_fields_are_readable_both_ways() -> None:
     key = encode_record(Record(OffsetCommitKey("g", "t", 0), None))[1]
     old = b"\x00\x00" + msgspec.msgpack.encode(_OffsetCommitValueV0Prefix(5, 2))
     assert decode_record(1, key, old).value == OffsetCommitValue(5, 2)
-    future = b"\x00\x00" + msgspec.msgpack.encode(_OffsetCommitValueFuture(5, 2, "m", 9, -1, b"\x01" * 16))
-    assert decode_record(1, key, future).value == OffsetCommitValue(5, 2, "m", 9, -1)
+    future = b"\x00\x00" + msgspec.msgpack.encode(_OffsetCommitValueFuture(5, 2, "m", 9, -1, b"\x01" * 16, 3))
+    assert decode_record(1, key, future).value == OffsetCommitValue(5, 2, "m", 9, -1, UUID(bytes=b"\x01" * 16))
 
 
 def test_unknown_types_and_versions() -> None:

@@ -123,7 +123,7 @@ def test_negotiation_uses_the_highest_common_version_and_names_missing_apis(serv
         async with AdminClient(server.bootstrap, timeout=5) as client:
             connection = await client.bootstrap()
             assert connection.version(admin_client.LIST_GROUPS) == 5
-            assert connection.version(admin_client.OFFSET_FETCH) == 9  # server 0–9, client 2–9
+            assert connection.version(admin_client.OFFSET_FETCH) == 9  # server 0–10, client 2–9
             if not connection.supports(admin_client.CONSUMER_GROUP_DESCRIBE):
                 with pytest.raises(admin_client.AdminError, match="ConsumerGroupDescribe"):
                     connection.version(admin_client.CONSUMER_GROUP_DESCRIBE)

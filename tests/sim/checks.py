@@ -10,7 +10,9 @@ Checked after EVERY step (``check``):
 * no partition is owned by two clients that the coordinator still counts as owners (each client type
   says when it does: ``ModelClient.counts_as_owner``), whatever protocol they speak;
 * epochs never go back on the server: a consumer group's group and assignment epochs, each member's
-  epoch while it stays a member, a classic group's generation. Each client checks what it is told.
+  epoch while it stays a member, a classic group's generation, also across an online conversion
+  between the two (an EMPTY group replaced by one of the other type starts over, as in Kafka). Each
+  client checks what it is told.
 
 After the faults and at the end (``check_full_replay``): a full replay of the log, a replay of the
 compacted log and a load of the log through the record log (as a restarted server loads it) all
@@ -40,6 +42,7 @@ class Checker:
         # server-side monotonicity baselines, forgotten at restarts (soft state and unacknowledged
         # writes are lost there, and nobody acted on them)
         self.group_epochs: dict[str, tuple[int, int]] = {}
+        self.group_kinds: dict[str, tuple[str, bool]] = {}  # group id -> (type, empty) when last seen
         self.member_epochs: dict[tuple[str, str], int] = {}
         self.restarts = 0
 
@@ -69,6 +72,7 @@ class Checker:
             self.restarts = self.world.restarts
             self.group_epochs.clear()
             self.member_epochs.clear()
+            self.group_kinds.clear()
         present: set[tuple[str, str]] = set()
         for group_id, group in self.world.shard.groups.items():
             if isinstance(group, ConsumerGroup):
@@ -82,6 +86,10 @@ class Checker:
                     self.world.generation_since[group_id] = (group.generation_id, self.world.ticks)
             else:
                 continue
+            kind = self.group_kinds.get(group_id)
+            if kind is not None and kind[0] != group.group_type and kind[1]:
+                self.group_epochs.pop(group_id, None)  # an empty group replaced offline: starts over
+            self.group_kinds[group_id] = (group.group_type, group.is_empty)
             before = self.group_epochs.get(group_id)
             if before is not None and (now[0] < before[0] or now[1] < before[1]):
                 raise SimulationFailure(f"{group_id}: epochs went back from {before} to {now}")
@@ -97,6 +105,7 @@ class Checker:
             del self.member_epochs[key]  # removed: a rejoin starts over
         for group_id in set(self.group_epochs) - set(self.world.shard.groups):
             del self.group_epochs[group_id]
+            self.group_kinds.pop(group_id, None)
 
     def check_full_replay(self) -> None:
         live = self.world.shard.durable_view()

@@ -40,6 +40,13 @@ client retries its join future.
 Client-side promise checked: the generation it is told never goes back while it stays the same member,
 except across a coordinator restart (a rebalance in flight is soft state and is lost with the shard).
 
+Inside a consumer group (a rolling upgrade, ``coordinator/core/migration.py``) the same client talks to
+the same APIs: its JoinGroup answer names no leader (the coordinator assigns), its generation is its
+member epoch, REBALANCE_IN_PROGRESS on a heartbeat or a SyncGroup means rejoin (to give partitions up
+or to take new ones), a JoinGroup parked when its group was upgraded is answered REBALANCE_IN_PROGRESS.
+There it counts as owner while it is a member: the coordinator never gives away what a member holds
+(assigned or pending revocation) before the member's JoinGroup said it gave it up.
+
 Ownership counts toward the safety check (``counts_as_owner``) while the client is a member of the
 coordinator's group, has heard from this incarnation of the coordinator, and is at the group's
 generation (or one behind after declaring what it owns in a JoinGroup), or was answered without error
@@ -51,8 +58,10 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from coordinator.core.classic.group import ClassicGroup
+from coordinator.core.consumer.group import ConsumerGroup
 from coordinator.core.errors import ErrorCode
 from coordinator.core.requests import (
     Heartbeat,
@@ -91,9 +100,12 @@ NONE = ErrorCode.NONE
 class ClassicClient(ModelClient):
     def __init__(
         self, name: str, group_id: str, names: tuple[str, ...], regex: str, *,
-        cooperative: bool, protocols: tuple[str, ...], instance_id: str | None = None,
+        cooperative: bool, protocols: tuple[str, ...], instance_id: str | None = None, migrating: bool = False,
     ) -> None:
         super().__init__(name, group_id)
+        # Its group also has KIP-848 members: an empty group may be replaced by one of the other type
+        # (offline conversion), where the member id it rejoins with starts over from a new epoch.
+        self.migrating = migrating
         self.names = names
         self.regex = regex
         self.cooperative = cooperative
@@ -106,6 +118,7 @@ class ClassicClient(ModelClient):
         # The leader's view when it assigned: the group's subscribed topics and their partition counts.
         self.snapshot: tuple[frozenset[str], dict[str, int]] | None = None
         self.owned_names: Partitions = {}
+        self.topic_ids: dict[str, UUID] = {}
         self.joined_topics: tuple[str, ...] | None = None  # the subscription of its last JoinGroup
         self.rejoin = False
         self.declared = False  # sent a JoinGroup since its last SyncGroup answer
@@ -226,6 +239,11 @@ class ClassicClient(ModelClient):
             self.phase = JOIN
             self.follow_up = True
             return
+        if response.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
+            # Its parked JoinGroup was cut short (the group was upgraded meanwhile): join again.
+            self.phase = JOIN
+            self.follow_up = True
+            return
         if response.error_code != NONE:
             raise SimulationFailure(f"{self.name}: unexpected JoinGroup answer {response.error_code!r}")
         self._saw_generation(world, response.generation_id)
@@ -274,6 +292,9 @@ class ClassicClient(ModelClient):
             revoked = any(ps - assigned.get(t, frozenset()) for t, ps in self.owned_names.items())
             self.rejoin = revoked  # KIP-429: revoke, then rejoin so the partitions can move
         self.owned_names = assigned
+        # The topics it was given, as its metadata resolved them then: a partition of a topic deleted
+        # since is not a partition of a namesake created later.
+        self.topic_ids = {t: world.topics[t].topic_id for t in assigned if t in world.topics}
         self.declared = False
         self.phase = STABLE
 
@@ -282,9 +303,10 @@ class ClassicClient(ModelClient):
         self.generation = -1
         self.snapshot = None
         self.phase = JOIN
+        if forget_id or self.migrating:
+            self.last_seen = -1
         if forget_id:
             self.member_id = ""
-            self.last_seen = -1
 
     def _saw_generation(self, world: World, generation: int) -> None:
         if generation < self.last_seen:
@@ -310,15 +332,24 @@ class ClassicClient(ModelClient):
         group = world.shard.group(self.group_id)
         return group if isinstance(group, ClassicGroup) else None
 
+    def _consumer_member(self, world: World) -> Any:
+        """Its member in a consumer group (an online migration), if it is one."""
+        group = world.shard.group(self.group_id)
+        if not isinstance(group, ConsumerGroup):
+            return None
+        return group.members.get(self.member_id)
+
     def owned(self, world: World) -> frozenset[TopicPartition]:
         out = set()
         for topic, ps in self.owned_names.items():
             info = world.topics.get(topic)
-            if info is not None:
+            if info is not None and self.topic_ids.get(topic, info.topic_id) == info.topic_id:
                 out |= {(info.topic_id, p) for p in ps if p < info.num_partitions}
         return frozenset(out)
 
     def counts_as_owner(self, world: World) -> bool:
+        if isinstance(world.shard.group(self.group_id), ConsumerGroup):
+            return self._consumer_member(world) is not None
         group = self._group(world)
         if group is None or self.member_id not in group.members or self.restarts_seen != world.restarts:
             return False
@@ -330,6 +361,19 @@ class ClassicClient(ModelClient):
         return since is not None and self.last_ok >= since[1]
 
     def converged(self, world: World) -> bool:
+        consumer_group = world.shard.group(self.group_id)
+        if isinstance(consumer_group, ConsumerGroup):
+            member = self._consumer_member(world)
+            if member is None or self.waiting is not None or self.phase != STABLE or self.needs_rejoin(world):
+                return False
+            owned = {(world.topics[t].topic_id, p) for t, ps in self.owned_names.items() if t in world.topics
+                     for p in ps}
+            target = {(t, p) for t, ps in consumer_group.target(self.member_id).items() for p in ps}
+            held = {(t, p) for t, ps in member.assigned_partitions.items() for p in ps}
+            return (
+                self.generation == member.member_epoch == consumer_group.group_epoch
+                and owned == held == target
+            )
         group = self._group(world)
         if group is None or self.member_id not in group.members or self.waiting is not None:
             return False

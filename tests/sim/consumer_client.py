@@ -5,6 +5,11 @@ assignment, instant reconciliation (it drops revoked partitions and takes new on
 tells it), and on UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH it drops everything and rejoins with epoch 0
 and the same member id. Client-side promise checked: the epoch it is told never goes back between two
 rejoins.
+
+GROUP_ID_NOT_FOUND (fatal in librdkafka: the application restarts the consumer) comes where an online
+migration refuses it: a join to a classic group that cannot be upgraded yet, or a heartbeat to a group
+that was converted back to a classic group while the client was away. The model is that restart: it
+drops everything and joins again later.
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ REJOIN_ERRORS = {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH}
 
 
 class ConsumerClient(ModelClient):
-    def __init__(self, name: str, group_id: str, names: tuple[str, ...], regex: str) -> None:
+    def __init__(self, name: str, group_id: str, names: tuple[str, ...], regex: str, migrating: bool = False) -> None:
         super().__init__(name, group_id)
+        self.migrating = migrating  # its group also has classic members (a rolling upgrade)
         self.member_id = name  # KIP-1082: the client makes its own id
         self.names = names
         self.regex = regex
@@ -89,7 +95,7 @@ class ConsumerClient(ModelClient):
             self.alive = False  # a client that left is done
             self.assignment = {}
             return
-        if response.error_code in REJOIN_ERRORS:
+        if response.error_code in REJOIN_ERRORS or (self.migrating and response.error_code == ErrorCode.GROUP_ID_NOT_FOUND):
             self.assignment = {}
             self.epoch = 0
             self.full = True

@@ -1,9 +1,12 @@
 """A seeded simulation: model clients of any protocol against one pure coordinator shard.
 
 Each group has a kind: ``consumer`` (KIP-848 clients), ``eager`` or ``cooperative`` (classic clients,
-dynamic, or static in the seeds that allow it). A scenario holds clients of every kind in one list and
-drives them through the ``ModelClient`` interface only; the coordinator refuses to mix protocols in one
-group today, so each group holds one kind (the rolling-upgrade scenario will put two kinds in one).
+dynamic, or static in the seeds that allow it), or ``mixed``: cooperative classic clients and KIP-848
+clients in ONE group (a rolling upgrade and downgrade, ``coordinator/core/migration.py``): the group
+is created by whichever comes first, upgraded when a KIP-848 client joins a classic group, and
+converted back when its last KIP-848 member goes; clients of a mixed group are also *migrated*: one
+leaves and comes back speaking the other protocol. A scenario holds clients of every kind in one list
+and drives them through the ``ModelClient`` interface only.
 
 Steps, chosen by the seed: one client talks (sends its next request), or a poll round of one group
 (each of its clients talks once), or time passes; clients an answer tells to go on (the classic join
@@ -38,7 +41,7 @@ SUBSCRIPTIONS: list[tuple[tuple[str, ...], str]] = [
     ((), "t.*"),
     (("t3",), "t[01]"),
 ]
-KINDS = ("consumer", "eager", "cooperative")
+KINDS = ("consumer", "eager", "cooperative", "mixed")
 REQUEST_TIMEOUT_MS = 30_000
 
 
@@ -66,13 +69,24 @@ class Simulation:
 
     # ---- clients ----------------------------------------------------------------------------------------
 
-    def _new_client(self, group_id: str | None = None, instance_id: str | None = None) -> ModelClient:
+    def _new_client(
+        self, group_id: str | None = None, instance_id: str | None = None, speaks: str | None = None
+    ) -> ModelClient:
         self.next_client += 1
         group_id = group_id or self.rng.choice(sorted(self.kinds))
         kind = self.kinds[group_id]
         names, regex = self.rng.choice(SUBSCRIPTIONS)
         client: ModelClient
-        if kind == "consumer":
+        if kind == "mixed":
+            # Dynamic members, classic ones cooperative (what a rolling upgrade of a real group uses).
+            speaks = speaks or self.rng.choice(["consumer", "classic"])
+            if speaks == "consumer":
+                client = ConsumerClient(f"m{self.next_client}", group_id, names, regex, migrating=True)
+            else:
+                client = ClassicClient(
+                    f"k{self.next_client}", group_id, names, regex, cooperative=True, protocols=(), migrating=True,
+                )
+        elif kind == "consumer":
             client = ConsumerClient(f"m{self.next_client}", group_id, names, regex)
         else:
             if instance_id is None and self.static and self.rng.random() < 0.5:
@@ -173,6 +187,8 @@ class Simulation:
             if client.waiting is None and client.leave():
                 world.note(f"{client.name} leaves")
                 self.talk(client, "ok")
+                if self.kinds[client.group_id] == "mixed" and self.rng.random() < 0.7:
+                    self._migrate(client)
             elif client.waiting is None:
                 self._crash(client)
         elif roll < 0.82:
@@ -201,6 +217,13 @@ class Simulation:
             self._follow_ups()
         else:
             self.advance(self.rng.choice([10_000, 12_000]))
+
+    def _migrate(self, client: ModelClient) -> None:
+        """A rolling upgrade (or downgrade) step: the client that left comes back speaking the other
+        protocol."""
+        speaks = "classic" if isinstance(client, ConsumerClient) else "consumer"
+        again = self._new_client(client.group_id, speaks=speaks)
+        self.world.note(f"{again.name} restarts {client.name} with the {speaks} protocol")
 
     def _crash(self, client: ModelClient) -> None:
         client.alive = False

@@ -38,3 +38,25 @@ def test_classic_and_consumer_groups_share_one_shard(seed: int) -> None:
 @pytest.mark.parametrize("seed", LONG_SEEDS)
 def test_long_classic_runs(seed: int) -> None:
     Simulation(seed, steps=LONG_STEPS, kinds=("eager", "cooperative", "eager", "consumer"), max_clients=12).run()
+
+
+ROLLING_SEEDS = [int(ONE)] if ONE else list(range(300, 316))
+
+
+@pytest.mark.parametrize("seed", ROLLING_SEEDS)
+def test_classic_and_consumer_members_in_one_group(seed: int) -> None:
+    """A rolling upgrade and downgrade: cooperative classic and KIP-848 members in ONE group (online
+    conversion both ways), under the same faults and checks: no partition owned by two members,
+    epochs monotonic, replay equals live, then every group converges."""
+    Simulation(seed, steps=STEPS, kinds=("mixed", "mixed")).run()
+
+
+@pytest.mark.parametrize("seed", ROLLING_SEEDS[:8])
+def test_rolling_migration_in_runtime_batches(seed: int) -> None:
+    Simulation(seed, steps=STEPS, kinds=("mixed", "consumer", "cooperative"), batched=True).run()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", LONG_SEEDS)
+def test_long_rolling_migrations(seed: int) -> None:
+    Simulation(seed, steps=LONG_STEPS, kinds=("mixed", "mixed", "consumer"), max_clients=12).run()

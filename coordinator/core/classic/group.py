@@ -30,7 +30,12 @@ from dataclasses import dataclass, field
 from coordinator.core.consumer_protocol import decode_assignment, parse_subscription_topics
 from coordinator.core.effects import Effects, classic_heartbeat_key
 from coordinator.core.errors import CoordinatorError, ErrorCode
-from coordinator.core.groups import ExpirationBase, OwnedPartitions, commit_timestamp
+from coordinator.core.groups import (
+    CommitValidator,
+    ExpirationBase,
+    OwnedPartitions,
+    commit_timestamp,
+)
 from coordinator.core.records import (
     GroupMetadataKey,
     GroupMetadataMember,
@@ -258,12 +263,13 @@ class ClassicGroup:
         )
         return DescribedGroup(self.group_id, ErrorCode.NONE, self.state_name, self.protocol_type or "", "", members)
 
-    def validate_offset_commit(self, req: OffsetCommit, fx: Effects) -> None:
-        """Kafka's ``ClassicGroup.validateOffsetCommit``; an accepted member commit keeps its session."""
+    def validate_offset_commit(self, req: OffsetCommit, fx: Effects) -> CommitValidator | None:
+        """Kafka's ``ClassicGroup.validateOffsetCommit``; an accepted member commit keeps its session.
+        The generation decides for the whole commit (no per-partition check)."""
         _raise(state_error(Api.OFFSET_COMMIT, self.state, Check.BEFORE_MEMBER))
         generation = req.generation_id_or_member_epoch
         if generation < 0 and self.state is EMPTY:
-            return  # admin client or manual assignment: allowed while nobody is a member
+            return None  # admin client or manual assignment: allowed while nobody is a member
         if generation >= 0 or req.member_id or req.group_instance_id is not None:
             member = self.validate_member(req.member_id, req.group_instance_id)
             if generation != self.generation_id:
@@ -273,6 +279,7 @@ class ClassicGroup:
         _raise(state_error(Api.OFFSET_COMMIT, self.state, Check.AFTER_MEMBER))
         if self.state in (STABLE, PREPARING_REBALANCE):
             fx.schedule(classic_heartbeat_key(self.group_id, member.member_id), member.session_timeout_ms)
+        return None
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
         """Classic groups do not validate the fetcher."""

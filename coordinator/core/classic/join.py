@@ -18,6 +18,7 @@ from coordinator.core.events import (
     StaticMemberReplaced,
 )
 from coordinator.core.groups import Group
+from coordinator.core.migration import Bridges
 from coordinator.core.requests import JoinGroup
 from coordinator.core.responses import (
     JoinGroupResponse,
@@ -42,8 +43,8 @@ NONE = ErrorCode.NONE
 
 
 class JoinHandlers(ClassicRebalance):
-    def __init__(self, config: GroupConfig, groups: dict[str, Group]) -> None:
-        super().__init__(config, groups)
+    def __init__(self, config: GroupConfig, groups: dict[str, Group], bridges: Bridges | None = None) -> None:
+        super().__init__(config, groups, bridges)
         # Per-state behaviour of a JoinGroup from a known member, after validation.
         self._join_existing_by_state: dict[
             ClassicGroupState, Callable[[ClassicGroup, ClassicGroupMember, JoinGroup, Effects], None]
@@ -62,9 +63,20 @@ class JoinHandlers(ClassicRebalance):
             <= self.config.group_max_session_timeout_ms
         ):
             raise CoordinatorError(ErrorCode.INVALID_SESSION_TIMEOUT)
-        if req.group_id in self.groups and self._group(req.group_id) is None:
-            # A group of another type (KIP-848 migration is not implemented).
-            raise CoordinatorError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        other = self.groups.get(req.group_id)
+        if other is not None and not isinstance(other, ClassicGroup):
+            if not other.is_empty:
+                # A live group of another type (KIP-848): its type serves classic members, if it does.
+                if not self._hosted(req.group_id, req, fx):
+                    raise CoordinatorError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+                return
+            if req.member_id:
+                raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
+            # An empty group of another type is replaced (Kafka's offline downgrade; its offsets stay):
+            # its tombstones, then a new classic group, in this same log entry.
+            for record in other.tombstones():
+                fx.record(record)
+            del self.groups[req.group_id]
 
         group = self._group(req.group_id)
         is_new_group = group is None

@@ -8,12 +8,28 @@ Timers (one per key, re-arming replaces, see ``effects``):
   the 5-minute new-member join timeout while a new member is parked.
 * ``classic-join/<group>``: the initial-rebalance delay, or the rebalance timeout of the join barrier.
 * ``classic-sync/<group>``: the rebalance timeout of the sync barrier.
+
+Online migration (``coordinator/core/migration.py``): the type describes a group for an upgrade
+(``classic_view``), gives it up (``release_classic``: parked joins and syncs answered
+REBALANCE_IN_PROGRESS, timers cancelled; the consumer type writes the tombstone), and takes a
+downgraded consumer group in (``adopt_classic``: a Stable group at the consumer group's epoch, its
+GroupMetadata written in the same entry as the consumer group's tombstones, then a rebalance).
+Requests for a group of another type go to that type when it serves classic members
+(``ClassicRebalance._hosted``).
 """
 
 from __future__ import annotations
 
-from coordinator.core.effects import Effects
+from coordinator.core.effects import (
+    Effects,
+    classic_heartbeat_key,
+    classic_join_key,
+    classic_sync_key,
+)
 from coordinator.core.errors import ErrorCode
+from coordinator.core.events import GroupStateChanged
+from coordinator.core.groups import Group
+from coordinator.core.migration import ClassicGroupView, ClassicMemberView
 from coordinator.core.records import GroupMetadataKey, GroupMetadataValue
 from coordinator.core.registry import Registration, ShardContext
 from coordinator.core.requests import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
@@ -24,9 +40,10 @@ from coordinator.core.responses import (
     SyncGroupResponse,
 )
 
-from .group import ClassicGroup
+from .group import ClassicGroup, ClassicGroupMember
 from .join import JoinHandlers
 from .members import MemberHandlers
+from .records import group_metadata_record
 from .state import COMPLETING_REBALANCE, DEAD, PREPARING_REBALANCE, STABLE
 
 
@@ -56,7 +73,89 @@ class ClassicGroupManager(JoinHandlers, MemberHandlers):
             on_loaded=self.on_loaded,
             on_unloaded=self.on_unloaded,
             simple_group=self.new_simple_group,
+            classic_view=self.classic_view,
+            release_classic=self.release_classic,
+            adopt_classic=self.adopt_classic,
         )
+
+    # ---- online migration --------------------------------------------------------------------
+
+    def classic_view(self, group: Group) -> ClassicGroupView | None:
+        if not isinstance(group, ClassicGroup):
+            return None
+        return ClassicGroupView(
+            group_id=group.group_id,
+            generation=group.generation_id,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            members=tuple(
+                ClassicMemberView(
+                    member_id=m.member_id,
+                    instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    session_timeout_ms=m.session_timeout_ms,
+                    protocols=m.protocols,
+                    assignment=m.assignment,
+                )
+                for m in group.members.values()
+            ),
+        )
+
+    def release_classic(self, group: Group, fx: Effects) -> None:
+        """Give the group up for an upgrade (Kafka's ``completeAllJoinFutures`` and
+        ``completeAllSyncFutures`` with REBALANCE_IN_PROGRESS: the members rejoin the new group)."""
+        assert isinstance(group, ClassicGroup), f"{group.group_id} is not a classic group"
+        gid = group.group_id
+        for member in group.members.values():
+            if member.join_ref is not None:
+                fx.reply(member.join_ref, JoinGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS, member_id=member.member_id))
+                member.join_ref = None
+            if member.sync_ref is not None:
+                fx.reply(member.sync_ref, SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS))
+                member.sync_ref = None
+            fx.cancel(classic_heartbeat_key(gid, member.member_id))
+        for member_id in group.pending_join_members:
+            fx.cancel(classic_heartbeat_key(gid, member_id))
+        fx.cancel(classic_join_key(gid))
+        fx.cancel(classic_sync_key(gid))
+
+    def adopt_classic(self, view: ClassicGroupView, rebalance: str | None, fx: Effects) -> None:
+        """Install the classic group a consumer group downgrades to (Kafka's
+        ``ClassicGroup.fromConsumerGroup`` and ``convertToClassicGroup``)."""
+        group = ClassicGroup(
+            view.group_id,
+            state=STABLE,
+            state_timestamp_ms=fx.now_ms,
+            generation_id=view.generation,
+            protocol_type=view.protocol_type,
+            protocol_name=view.protocol_name,
+        )
+        for m in view.members:
+            group.add(
+                ClassicGroupMember(
+                    member_id=m.member_id,
+                    group_instance_id=m.instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    session_timeout_ms=m.session_timeout_ms,
+                    protocol_type=view.protocol_type or "",
+                    protocols=m.protocols,
+                    assignment=m.assignment,
+                )
+            )
+        group.subscribed_topics = group.compute_subscribed_topics()
+        fx.record(group_metadata_record(group.group_id, group.to_metadata_value(group.group_assignment())))
+        # Installed now (classic handlers mutate in memory; the record above is what a replay builds):
+        # the rebalance below needs the object, as in Kafka.
+        self.groups[group.group_id] = group
+        fx.event(GroupStateChanged(group.group_id, group.group_type, "", STABLE.value))
+        for member in group.members.values():
+            self._reschedule_heartbeat(group, member, fx)
+        if rebalance is not None:
+            self._prepare_rebalance(group, rebalance, fx)
 
     def new_simple_group(self, group_id: str) -> ClassicGroup:
         """The group an offset commit creates when none exists: Empty, no protocol type (Kafka)."""
@@ -104,4 +203,4 @@ class ClassicGroupManager(JoinHandlers, MemberHandlers):
 
 
 def register(ctx: ShardContext) -> ClassicGroupManager:
-    return ClassicGroupManager(ctx.config, ctx.groups)
+    return ClassicGroupManager(ctx.config, ctx.groups, ctx.bridges)

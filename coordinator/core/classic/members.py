@@ -17,6 +17,7 @@ from coordinator.core.events import (
     SessionExpired,
 )
 from coordinator.core.groups import Group
+from coordinator.core.migration import Bridges
 from coordinator.core.requests import Heartbeat, LeaveGroup, SyncGroup
 from coordinator.core.responses import (
     HeartbeatResponse,
@@ -45,8 +46,8 @@ NONE = ErrorCode.NONE
 
 
 class MemberHandlers(ClassicRebalance):
-    def __init__(self, config: GroupConfig, groups: dict[str, Group]) -> None:
-        super().__init__(config, groups)
+    def __init__(self, config: GroupConfig, groups: dict[str, Group], bridges: Bridges | None = None) -> None:
+        super().__init__(config, groups, bridges)
         self._sync_by_state: dict[
             ClassicGroupState, Callable[[ClassicGroup, ClassicGroupMember, SyncGroup, Effects], None]
         ] = {
@@ -59,6 +60,8 @@ class MemberHandlers(ClassicRebalance):
             raise CoordinatorError(ErrorCode.INVALID_GROUP_ID)
         group = self._group(req.group_id)
         if group is None:
+            if self._hosted(req.group_id, req, fx):
+                return
             raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
         raise_state_error(Api.SYNC, group, Check.BEFORE_MEMBER)
         member = group.validate_member(req.member_id, req.group_instance_id)
@@ -104,6 +107,8 @@ class MemberHandlers(ClassicRebalance):
             raise CoordinatorError(ErrorCode.INVALID_GROUP_ID)
         group = self._group(req.group_id)
         if group is None:
+            if self._hosted(req.group_id, req, fx):
+                return
             raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
         raise_state_error(Api.HEARTBEAT, group, Check.BEFORE_MEMBER)
         member = group.validate_member(req.member_id, req.group_instance_id)
@@ -149,6 +154,8 @@ class MemberHandlers(ClassicRebalance):
         if not req.group_id:
             raise CoordinatorError(ErrorCode.INVALID_GROUP_ID)
         group = self._group(req.group_id)
+        if group is None and self._hosted(req.group_id, req, fx):
+            return
         if group is None:
             fx.reply(
                 req.ref,

@@ -31,6 +31,7 @@ from coordinator.core.events import (
     RebalanceStarted,
 )
 from coordinator.core.groups import Group
+from coordinator.core.migration import Bridges
 from coordinator.core.responses import (
     JoinGroupResponse,
     SyncGroupResponse,
@@ -66,13 +67,26 @@ def inconsistent(requested: str | None, current: str | None) -> bool:
 
 
 class ClassicRebalance:
-    def __init__(self, config: GroupConfig, groups: dict[str, Group]) -> None:
+    def __init__(self, config: GroupConfig, groups: dict[str, Group], bridges: Bridges | None = None) -> None:
         self.config = config
         self.groups = groups  # shared with the shard: one namespace for every group type
+        self.bridges = bridges if bridges is not None else Bridges()
 
     def _group(self, group_id: str) -> ClassicGroup | None:
         group = self.groups.get(group_id)
         return group if isinstance(group, ClassicGroup) else None
+
+    def _hosted(self, group_id: str, request: object, fx: Effects) -> bool:
+        """A request for a group of another type that serves classic members (a consumer group in an
+        online migration): handed to that type. False when there is no such group."""
+        other = self.groups.get(group_id)
+        if other is None or isinstance(other, ClassicGroup):
+            return False
+        handler = self.bridges.handler(other, request)
+        if handler is None:
+            return False
+        handler(other, request, fx)
+        return True
 
     def _transition(self, group: ClassicGroup, target: ClassicGroupState, fx: Effects) -> None:
         assert can_transition(group.state, target), f"illegal transition {group.state} -> {target}"

@@ -9,19 +9,22 @@ groups through the ``Group`` contract (``coordinator.core.groups``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from uuid import UUID
 
 from coordinator.core.config import GroupConfig
 from coordinator.core.effects import TimerKey
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.groups import Group
+from coordinator.core.migration import Bridges
 
 from .group import ConsumerGroup, ConsumerGroupMember
 from .topics import TopicsImage
 
 SESSION_TIMER = "consumer-session"
 REBALANCE_TIMER = "consumer-rebalance"
+JOIN_TIMER = "consumer-join"
+SYNC_TIMER = "consumer-sync"
 
 
 def session_timer_key(group_id: str, member_id: str) -> TimerKey:
@@ -35,14 +38,43 @@ def rebalance_timer_key(group_id: str, member_id: str) -> TimerKey:
     return (REBALANCE_TIMER, group_id, member_id)
 
 
+def join_timer_key(group_id: str, member_id: str) -> TimerKey:
+    """``consumer-join/<group>/<member>``: a classic member told to rejoin (REBALANCE_IN_PROGRESS)
+    must send its JoinGroup within its rebalance timeout; expiry fences it."""
+    return (JOIN_TIMER, group_id, member_id)
+
+
+def sync_timer_key(group_id: str, member_id: str) -> TimerKey:
+    """``consumer-sync/<group>/<member>``: a classic member answered a JoinGroup must send its
+    SyncGroup within its rebalance timeout; expiry fences it."""
+    return (SYNC_TIMER, group_id, member_id)
+
+
+def member_timer_keys(group_id: str, member_id: str) -> tuple[TimerKey, ...]:
+    """Every timer a consumer-group member may have armed."""
+    return (
+        session_timer_key(group_id, member_id),
+        rebalance_timer_key(group_id, member_id),
+        join_timer_key(group_id, member_id),
+        sync_timer_key(group_id, member_id),
+    )
+
+
 class ConsumerContext:
     def __init__(
-        self, config: GroupConfig, groups: dict[str, Group], topics: TopicsImage, stopwatch: Callable[[], int]
+        self,
+        config: GroupConfig,
+        groups: dict[str, Group],
+        topics: TopicsImage,
+        stopwatch: Callable[[], int],
+        bridges: Bridges | None = None,
     ) -> None:
         self.config = config
         self.groups = groups  # shared with the shard: one namespace for every group type
         self.topics = topics
         self.stopwatch = stopwatch
+        # The classic type's capabilities (online migration), filled by the shard.
+        self.bridges = bridges if bridges is not None else Bridges()
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         group = self.groups.get(group_id)
@@ -87,6 +119,20 @@ class ConsumerContext:
                 result |= self.topics.resolve(regex)
         return result
 
+    def subscribed_topic_names_without(self, group: ConsumerGroup, removed: Iterable[ConsumerGroupMember]) -> set[str]:
+        """Names ∪ regex-resolved topics the group subscribes to without the ``removed`` members."""
+        names = Counter(group.subscribed_names)
+        regexes = Counter(group.subscribed_regexes)
+        for member in removed:
+            names.subtract(member.subscribed_topic_names)
+            if member.subscribed_topic_regex:
+                regexes[member.subscribed_topic_regex] -= 1
+        result = {name for name, count in names.items() if count > 0}
+        for regex, count in regexes.items():
+            if count > 0:
+                result |= self.topics.resolve(regex)
+        return result
+
     def member_topic_ids(self, member: ConsumerGroupMember) -> frozenset[UUID]:
         ids = set()
         for name in member.subscribed_topic_names:
@@ -105,3 +151,9 @@ class ConsumerContext:
 
     def session_timeout_ms(self, group_id: str) -> int:
         return self.config.consumer_group_session_timeout_ms
+
+    def member_session_timeout_ms(self, group_id: str, member: ConsumerGroupMember) -> int:
+        """A classic member keeps the session timeout of its JoinGroup; others the group's."""
+        if member.classic is not None:
+            return member.classic.session_timeout_ms
+        return self.session_timeout_ms(group_id)

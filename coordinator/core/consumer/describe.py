@@ -48,6 +48,7 @@ class Describer:
                 subscribed_topic_regex=m.subscribed_topic_regex,
                 assignment=self._described(m.assigned_partitions),
                 target_assignment=self._described(group.target(m.member_id)),
+                member_type=0 if m.uses_classic_protocol else 1,
             )
             for m in group.members.values()
         )

@@ -80,8 +80,16 @@ from msgspec.structs import replace
 from coordinator.core.consumer.topics import TopicsImage
 from coordinator.core.effects import Effects
 from coordinator.core.errors import CoordinatorError, ErrorCode
-from coordinator.core.groups import ExpirationBase, OwnedPartitions, Partitions, commit_timestamp
+from coordinator.core.groups import (
+    CommitValidator,
+    ExpirationBase,
+    OwnedPartitions,
+    Partitions,
+    commit_timestamp,
+)
 from coordinator.core.records import (
+    AssignedTopicPartitions,
+    ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataValue,
@@ -97,6 +105,12 @@ Assignment = Mapping[UUID, frozenset[int]]
 """topic id -> partitions; topics with no partition are absent. Never mutated once built."""
 
 NO_PARTITIONS: Assignment = MappingProxyType({})
+
+PartitionEpochs = Mapping[UUID, Mapping[int, int]]
+"""topic id -> partition -> the epoch at which the partition was assigned to the member (KIP-1251),
+for every partition the member holds (assigned or pending revocation). Never mutated once built."""
+
+NO_EPOCHS: PartitionEpochs = MappingProxyType({})
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -137,6 +151,44 @@ def assignment_to_record(assignment: Assignment) -> tuple[TopicPartitions, ...]:
     )
 
 
+def held_to_record(assignment: Assignment, epochs: PartitionEpochs) -> tuple[AssignedTopicPartitions, ...]:
+    """Record 8's partitions with their assignment epochs (Kafka 4.3 always writes them)."""
+    out = []
+    for topic_id, partitions in sorted(assignment.items()):
+        if not partitions:
+            continue
+        ordered = tuple(sorted(partitions))
+        by_partition = epochs.get(topic_id, {})
+        out.append(AssignedTopicPartitions(topic_id, ordered, tuple(by_partition.get(p, 0) for p in ordered)))
+    return tuple(out)
+
+
+def held_from_record(
+    topics: Iterable[AssignedTopicPartitions], default_epoch: int, epochs: dict[UUID, dict[int, int]]
+) -> Assignment:
+    """Record 8's partitions; their assignment epochs go into ``epochs``. A record written before
+    KIP-1251 (or with a list of the wrong length, which Kafka logs and ignores) reads every
+    partition as assigned at ``default_epoch`` (Kafka's ``assignmentFromTopicPartitions``)."""
+    result: dict[UUID, frozenset[int]] = {}
+    for tp in topics:
+        partitions = tp.partitions
+        if not partitions:
+            continue
+        result[tp.topic_id] = frozenset(partitions)
+        given = tp.assignment_epochs
+        by_partition = epochs.setdefault(tp.topic_id, {})
+        if given is not None and len(given) == len(partitions):
+            by_partition.update(zip(partitions, given, strict=True))
+        else:
+            by_partition.update(dict.fromkeys(partitions, default_epoch))
+    return MappingProxyType(result) if result else NO_PARTITIONS
+
+
+def frozen_epochs(epochs: Mapping[UUID, Mapping[int, int]]) -> PartitionEpochs:
+    result = {topic_id: MappingProxyType(dict(parts)) for topic_id, parts in epochs.items() if parts}
+    return MappingProxyType(result) if result else NO_EPOCHS
+
+
 def normalized(assignment: Mapping[UUID, Iterable[int]]) -> Assignment:
     """An immutable :data:`Assignment` without empty topics (frozensets are reused, not copied)."""
     result: dict[UUID, frozenset[int]] = {}
@@ -163,15 +215,29 @@ class ConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
     subscribed_topic_regex: str = ""  # "" = none
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
+    # Set for a member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside this
+    # consumer group: an online migration (``classic_members.py``).
+    classic: ClassicMemberMetadata | None = None
     # ---- record 8 (current assignment) ----
     member_epoch: int = 0
     previous_member_epoch: int = -1
     state: MemberState = MemberState.STABLE
     assigned_partitions: Assignment = msgspec.field(default_factory=lambda: NO_PARTITIONS)
     partitions_pending_revocation: Assignment = msgspec.field(default_factory=lambda: NO_PARTITIONS)
+    assignment_epochs: PartitionEpochs = msgspec.field(default_factory=lambda: NO_EPOCHS)
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
+
+    def assignment_epoch(self, topic_id: UUID, partition: int) -> int | None:
+        """The epoch at which the member got ``partition`` (assigned or pending revocation); None
+        when it holds no such partition (Kafka's ``assignmentEpoch`` / ``pendingRevocationEpoch``)."""
+        by_partition = self.assignment_epochs.get(topic_id)
+        return None if by_partition is None else by_partition.get(partition)
 
     def metadata_view(self) -> tuple[Any, ...]:
         """The record-5 fields: a change here means a member-metadata record."""
@@ -184,6 +250,7 @@ class ConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
             self.subscribed_topic_regex,
             self.rebalance_timeout_ms,
             self.server_assignor,
+            self.classic,
         )
 
     def assignment_view(self) -> tuple[Any, ...]:
@@ -194,6 +261,7 @@ class ConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
             self.state,
             self.assigned_partitions,
             self.partitions_pending_revocation,
+            self.assignment_epochs,
         )
 
     def to_metadata_value(self) -> ConsumerGroupMemberMetadataValue:
@@ -206,6 +274,7 @@ class ConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
             subscribed_topic_regex=self.subscribed_topic_regex,
             rebalance_timeout_ms=self.rebalance_timeout_ms,
             server_assignor=self.server_assignor,
+            classic_member_metadata=self.classic,
         )
 
     def to_assignment_value(self) -> ConsumerGroupCurrentMemberAssignmentValue:
@@ -213,8 +282,8 @@ class ConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
             member_epoch=self.member_epoch,
             previous_member_epoch=self.previous_member_epoch,
             state=int(self.state),
-            assigned_partitions=assignment_to_record(self.assigned_partitions),
-            partitions_pending_revocation=assignment_to_record(self.partitions_pending_revocation),
+            assigned_partitions=held_to_record(self.assigned_partitions, self.assignment_epochs),
+            partitions_pending_revocation=held_to_record(self.partitions_pending_revocation, self.assignment_epochs),
         )
 
     def with_metadata(self, value: ConsumerGroupMemberMetadataValue) -> ConsumerGroupMember:
@@ -228,16 +297,24 @@ class ConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
             subscribed_topic_regex=value.subscribed_topic_regex or "",
             rebalance_timeout_ms=value.rebalance_timeout_ms,
             server_assignor=value.server_assignor,
+            classic=value.classic_member_metadata,
         )
 
     def with_assignment(self, value: ConsumerGroupCurrentMemberAssignmentValue) -> ConsumerGroupMember:
+        # Old records (no assignment epochs): every partition counts as assigned at the member's
+        # epoch, never negative (a static member that left is at -2), as Kafka reads them.
+        default_epoch = max(value.member_epoch, 0)
+        epochs: dict[UUID, dict[int, int]] = {}
+        assigned = held_from_record(value.assigned_partitions, default_epoch, epochs)
+        pending = held_from_record(value.partitions_pending_revocation, default_epoch, epochs)
         return replace(
             self,
             member_epoch=value.member_epoch,
             previous_member_epoch=value.previous_member_epoch,
             state=MemberState.parse(value.state),
-            assigned_partitions=assignment_from_record(value.assigned_partitions),
-            partitions_pending_revocation=assignment_from_record(value.partitions_pending_revocation),
+            assigned_partitions=assigned,
+            partitions_pending_revocation=pending,
+            assignment_epochs=frozen_epochs(epochs),
         )
 
 
@@ -263,6 +340,10 @@ class ConsumerGroup:
         self.subscribed_names: Counter[str] = Counter()
         self.subscribed_regexes: Counter[str] = Counter()
         self.server_assignors: Counter[str] = Counter()
+        # Members speaking the classic protocol, and how many of them support each protocol name
+        # (a classic member may join only with a protocol every one of them supports).
+        self.classic_members = 0
+        self.classic_protocols: Counter[str] = Counter()
         # soft
         self.metadata_refresh_needed = False  # set by on_loaded and by topic changes
         self.last_state = ""
@@ -307,33 +388,75 @@ class ConsumerGroup:
         # Dead, GROUP_ID_NOT_FOUND from v6.
         return DescribedGroup(self.group_id, ErrorCode.NONE, "Dead", exists=False)
 
-    def validate_offset_commit(self, req: OffsetCommit, fx: Effects) -> None:
-        """Kafka's ``ConsumerGroup.validateOffsetCommit``: the member's CURRENT epoch, exactly."""
+    def validate_offset_commit(self, req: OffsetCommit, fx: Effects) -> CommitValidator | None:
+        """Kafka 4.3's ``ConsumerGroup.validateOffsetCommit`` (KIP-1251).
+
+        A commit at the member's current epoch is accepted. One at an OLDER epoch is accepted
+        partition by partition (the returned validator) if the member still holds the partition
+        (assigned or pending revocation) and got it at or before that epoch: the member's epoch
+        moved on (a heartbeat bumped it) but its answer had not reached the client yet, so the
+        commit is not a zombie's. A newer epoch is never accepted. Refusals are STALE_MEMBER_EPOCH,
+        ILLEGAL_GENERATION for members speaking the classic protocol."""
         epoch = req.generation_id_or_member_epoch
         if epoch < 0 and not self.members:
-            return  # admin client or manual assignment while nobody is a member
+            return None  # admin client or manual assignment while nobody is a member
         member = self.members.get(req.member_id)
         if member is None:
             raise CoordinatorError(
                 ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {self.group_id}."
             )
-        if not req.supports_member_epoch:
+        classic = member.uses_classic_protocol
+        if not classic and not req.supports_member_epoch:
             raise CoordinatorError(
                 ErrorCode.UNSUPPORTED_VERSION,
-                "OffsetCommit version 9 or above must be used by members using the modern group protocol",
+                "OffsetCommit version 9 or above must be used by members using the consumer group protocol",
             )
-        _check_member_epoch(epoch, member.member_epoch)
+        current = member.member_epoch
+        if epoch == current:
+            return None
+        if epoch > current:
+            raise _stale(
+                classic, f"Received {_epoch_name(classic)} {epoch} is newer than current member epoch {current}."
+            )
+        return lambda topic, topic_id, partition: self._check_assignment_epoch(member, epoch, topic, topic_id, partition)
+
+    def _check_assignment_epoch(
+        self, member: ConsumerGroupMember, epoch: int, topic: str, topic_id: UUID | None, partition: int
+    ) -> None:
+        """Kafka's ``createAssignmentEpochValidator``: one partition of a commit at an older epoch."""
+        if topic_id is None:
+            info = self.topics.by_name(topic)
+            topic_id = None if info is None else info.topic_id
+        assigned_at = None if topic_id is None else member.assignment_epoch(topic_id, partition)
+        classic = member.uses_classic_protocol
+        if assigned_at is None:
+            raise _stale(classic, f"Partition {topic}-{partition} is not assigned or pending revocation for member.")
+        if epoch < assigned_at:
+            raise _stale(
+                classic,
+                f"Received {_epoch_name(classic)} {epoch} is older than assignment epoch {assigned_at} "
+                f"for partition {topic}-{partition}.",
+            )
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
         """Kafka's ``ConsumerGroup.validateOffsetFetch`` (a fetch without member id and epoch -1 is
-        an admin fetch: not validated)."""
+        an admin fetch: not validated). KIP-1251 relaxes commits only: a fetch still names the
+        member's current epoch exactly, in Kafka 4.3 as before (a member's epoch does not move while
+        it revokes, and the answer that moves it also carries the partitions it will fetch for)."""
         if member_id is None and member_epoch < 0:
             return
         member = self.members.get(member_id or "")
         if member is None:
-            raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID)
+            raise CoordinatorError(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {self.group_id}."
+            )
         if member_epoch != member.member_epoch:
-            raise CoordinatorError(ErrorCode.STALE_MEMBER_EPOCH)
+            classic = member.uses_classic_protocol
+            raise _stale(
+                classic,
+                f"The received {_epoch_name(classic)} {member_epoch} does not match the expected member epoch "
+                f"{member.member_epoch}.",
+            )
 
     def validate_offset_delete(self) -> None:
         """Consumer groups allow OffsetDelete in every state."""
@@ -431,6 +554,7 @@ class ConsumerGroup:
                         previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                         assigned_partitions=NO_PARTITIONS,
                         partitions_pending_revocation=NO_PARTITIONS,
+                        assignment_epochs=NO_EPOCHS,
                     ),
                 )
             return
@@ -447,6 +571,7 @@ class ConsumerGroup:
             and old.subscribed_topic_regex == new.subscribed_topic_regex
             and old.instance_id == new.instance_id
             and old.server_assignor == new.server_assignor
+            and old.classic is new.classic
         ):
             # Only the assignment (record 8) or non-indexed metadata changed, the common case in a
             # rebalance: the subscription, static-member and assignor indexes stay as they are.
@@ -468,11 +593,14 @@ class ConsumerGroup:
                 self.subscribed_regexes[old.subscribed_topic_regex] -= 1
             if old.server_assignor is not None:
                 self.server_assignors[old.server_assignor] -= 1
+            if old.classic is not None:
+                self.classic_members -= 1
+                self.classic_protocols.subtract(name for name, _ in old.classic.supported_protocols)
             self._release(old.member_id, old.assigned_partitions)
             self._release(old.member_id, old.partitions_pending_revocation)
             del self.members[old.member_id]
             # Counter.subtract keeps zero counts: drop them so the counters list only live entries.
-            for counter in (self.subscribed_names, self.subscribed_regexes, self.server_assignors):
+            for counter in (self.subscribed_names, self.subscribed_regexes, self.server_assignors, self.classic_protocols):
                 for key in [k for k, v in counter.items() if v <= 0]:
                     del counter[key]
         if new is not None:
@@ -483,6 +611,9 @@ class ConsumerGroup:
                 self.subscribed_regexes[new.subscribed_topic_regex] += 1
             if new.server_assignor is not None:
                 self.server_assignors[new.server_assignor] += 1
+            if new.classic is not None:
+                self.classic_members += 1
+                self.classic_protocols.update(name for name, _ in new.classic.supported_protocols)
             self._claim(new.member_id, new.assigned_partitions)
             self._claim(new.member_id, new.partitions_pending_revocation)
             self.members[new.member_id] = new
@@ -509,9 +640,11 @@ class ConsumerGroup:
                 )
 
 
-def _check_member_epoch(received: int, expected: int) -> None:
-    if received != expected:
-        raise CoordinatorError(
-            ErrorCode.STALE_MEMBER_EPOCH,
-            f"The received member epoch {received} does not match the expected member epoch {expected}.",
-        )
+def _stale(classic: bool, message: str) -> CoordinatorError:
+    """The refusal of a commit or fetch at the wrong epoch: classic-protocol members understand
+    generations (ILLEGAL_GENERATION), consumer-protocol members epochs (STALE_MEMBER_EPOCH)."""
+    return CoordinatorError(ErrorCode.ILLEGAL_GENERATION if classic else ErrorCode.STALE_MEMBER_EPOCH, message)
+
+
+def _epoch_name(classic: bool) -> str:
+    return "generation id" if classic else "member epoch"

@@ -15,8 +15,9 @@ A heartbeat (epoch >= 0) runs in two phases, ONE code path for every heartbeat:
 Phase 1, membership (``_heartbeat``)
     1. Validate the request (``validation.validate_heartbeat``).
     2. Find the group: created by an epoch-0 join (an EMPTY group of another type is replaced through
-       its tombstones, as Kafka's offline upgrade does); otherwise GROUP_ID_NOT_FOUND.
-       GROUP_MAX_SIZE_REACHED for newcomers.
+       its tombstones, as Kafka's offline upgrade does; a live classic group is converted, policy
+       permitting: ``migration.py``); otherwise GROUP_ID_NOT_FOUND. GROUP_MAX_SIZE_REACHED for
+       newcomers.
     3. Find the member and check its epoch (``validation.find_member``: static members, the 4.2
        rejoin rule, the lost-response rule).
     4. Update the member with the non-null fields; a new regex is compiled (INVALID_REGULAR_EXPRESSION).
@@ -87,6 +88,7 @@ from .group import (
     MemberState,
 )
 from .membership import Membership
+from .migration import Commit, Migration
 from .reconciliation import Owned, reconcile
 from .records import (
     current_assignment_record,
@@ -119,10 +121,13 @@ class Waiting(msgspec.Struct, frozen=True):
 
 
 class Heartbeats:
-    def __init__(self, ctx: ConsumerContext, targets: TargetAssigner, membership: Membership) -> None:
+    def __init__(
+        self, ctx: ConsumerContext, targets: TargetAssigner, membership: Membership, migration: Migration
+    ) -> None:
         self.ctx = ctx
         self.targets = targets
         self.membership = membership
+        self.migration = migration
         # Soft, empty between runtime batches: group id -> heartbeats waiting for its target.
         self._waiting: dict[str, list[Waiting]] = {}
         self._waiting_members: set[tuple[str, str]] = set()
@@ -145,7 +150,7 @@ class Heartbeats:
         validate_heartbeat(req, self.targets.assignors)
         joining = req.member_epoch == 0
         records: list[Record] = []
-        group = self._group_for_heartbeat(req.group_id, joining, records)
+        group, converted = self._group_for_heartbeat(req.group_id, joining, records)
         check_group_size(group, req.member_id, self.ctx.config.consumer_group_max_size)
         member_id = req.member_id or req.new_member_id
         assert member_id, "a v0 join needs an adapter-generated new_member_id"
@@ -197,6 +202,8 @@ class Heartbeats:
             )
             fx.event(RebalanceStarted(gid, "consumer", group.group_epoch, reason))
 
+        if converted is not None:
+            converted(fx)  # nothing can fail any more: the classic group is given up
         if group_epoch > group.assignment_epoch or replaced is not None:
             # The target is behind (or the member takes over a static slot): wait for the group's
             # one target computation of this batch (``_complete``).
@@ -241,7 +248,7 @@ class Heartbeats:
             records.append(current_assignment_record(gid, reconciled))
             self._rebalance_timer(gid, before, reconciled, fx)
             if reconciled.assigned_partitions != before.assigned_partitions:
-                fx.event(_assignment_changed(gid, before, reconciled))
+                fx.event(assignment_changed(gid, before, reconciled))
         return reconciled
 
     def _answer(
@@ -356,21 +363,27 @@ class Heartbeats:
 
     # ---- helpers ----------------------------------------------------------------------------------
 
-    def _group_for_heartbeat(self, group_id: str, joining: bool, records: list[Record]) -> ConsumerGroup:
+    def _group_for_heartbeat(
+        self, group_id: str, joining: bool, records: list[Record]
+    ) -> tuple[ConsumerGroup, Commit | None]:
+        """Kafka's ``getOrMaybeCreateConsumerGroup``: the group, and what a conversion still has to do
+        once the heartbeat is accepted (the group's records are the caller's to write)."""
         existing = self.ctx.groups.get(group_id)
         if isinstance(existing, ConsumerGroup):
-            return existing
+            return existing, None
         if existing is None:
             if not joining:
                 raise CoordinatorError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
             # Not inserted: the group exists once its records are replayed.
-            return self.ctx.new_group(group_id)
-        if joining and not existing.members and existing.is_empty:
+            return self.ctx.new_group(group_id), None
+        if not joining:
+            raise CoordinatorError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        if not existing.members and existing.is_empty:
             # Offline upgrade: an empty group of another type is replaced (its offsets stay).
             records += existing.tombstones()
-            return self.ctx.new_group(group_id)
-        # Online upgrade of a live classic group is not implemented (Kafka: policy permitting).
-        raise CoordinatorError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            return self.ctx.new_group(group_id), None
+        # Online upgrade of a live classic group, policy permitting.
+        return self.migration.upgrade(existing, records)
 
     def _after_membership(
         self,
@@ -404,7 +417,7 @@ class Heartbeats:
             fx.cancel(key)
 
 
-def _assignment_changed(
+def assignment_changed(
     group_id: str, before: ConsumerGroupMember, after: ConsumerGroupMember
 ) -> MemberAssignmentChanged:
     assigned = 0

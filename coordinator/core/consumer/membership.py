@@ -8,10 +8,17 @@ session timer keeps running and fences it unless a replacement arrives in time.
 
 Timers: ``consumer-session/<group>/<member>`` (re-armed by every successful heartbeat; expiry
 fences) and ``consumer-rebalance/<group>/<member>`` (armed when the member starts revoking; expiry
-fences it if it is still revoking). Keys in ``context.py``.
+fences it if it is still revoking); for members speaking the classic protocol (online migration)
+``consumer-join/<group>/<member>`` and ``consumer-sync/<group>/<member>`` instead of the rebalance
+timer (``classic_members.py`` arms them; expiry fences). Keys in ``context.py``.
+
+Fencing the last consumer-protocol members of a group that still has classic members converts it
+back to a classic group instead, when the migration policy allows (``migration.py``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from msgspec.structs import replace
 
@@ -21,23 +28,26 @@ from coordinator.core.events import MemberFenced, MemberLeft, RebalanceStarted, 
 from coordinator.core.requests import ConsumerGroupHeartbeat, TopicsChanged
 from coordinator.core.responses import ConsumerGroupHeartbeatResponse
 
-from .context import ConsumerContext, rebalance_timer_key, session_timer_key
+from .context import ConsumerContext, member_timer_keys, rebalance_timer_key, session_timer_key
 from .group import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     NO_PARTITIONS,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
+    frozen_epochs,
     partition_count,
 )
+from .migration import Migration
 from .records import current_assignment_record, group_epoch_record, member_tombstones
 
 NONE = ErrorCode.NONE
 
 
 class Membership:
-    def __init__(self, ctx: ConsumerContext) -> None:
+    def __init__(self, ctx: ConsumerContext, migration: Migration) -> None:
         self.ctx = ctx
+        self.migration = migration
 
     def leave(self, req: ConsumerGroupHeartbeat, fx: Effects) -> None:
         group = self.ctx.existing_group(req.group_id)
@@ -59,8 +69,15 @@ class Membership:
                 )
             member = holder
             if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # Assignment epochs go back to 0 (Kafka 4.3): the instance's next incarnation holds
+                # them from epoch 0 under its new member id, and this member id's commits are fenced.
                 left = replace(
-                    member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation=NO_PARTITIONS
+                    member,
+                    member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                    partitions_pending_revocation=NO_PARTITIONS,
+                    assignment_epochs=frozen_epochs(
+                        {t: dict.fromkeys(ps, 0) for t, ps in member.assigned_partitions.items()}
+                    ),
                 )
                 fx.record(current_assignment_record(group.group_id, left))
                 fx.cancel(rebalance_timer_key(group.group_id, member.member_id))
@@ -76,17 +93,37 @@ class Membership:
 
     def fence(self, group: ConsumerGroup, member: ConsumerGroupMember, reason: str, fx: Effects) -> None:
         """Remove ``member`` and bump the group epoch (Kafka's ``consumerGroupFenceMember``)."""
+        self.fence_members(group, [member], reason, fx)
+
+    def fence_members(
+        self, group: ConsumerGroup, members: Sequence[ConsumerGroupMember], reason: str, fx: Effects
+    ) -> None:
+        """Remove ``members`` and bump the group epoch once (Kafka's ``consumerGroupFenceMembers``),
+        or, when only classic members would stay, convert the group back to a classic group."""
+        if not members:
+            return  # nothing to fence: no epoch bump
         gid = group.group_id
-        for record in member_tombstones(gid, member.member_id):
-            fx.record(record)
-        metadata_hash = self.ctx.topics.metadata_hash(self.ctx.subscribed_topic_names(group, member, None))
+        if self.migration.can_downgrade(group, members):
+            self.migration.downgrade(
+                group, members, fx, rebalance=f"Downgrade group {gid} from consumer to classic for member leaving."
+            )
+            for member in members:
+                if reason != "leave-group":
+                    fx.event(MemberFenced(gid, member.member_id, reason, partition_count(member.assigned_partitions)))
+            return
+        for member in members:
+            for record in member_tombstones(gid, member.member_id):
+                fx.record(record)
+        metadata_hash = self.ctx.topics.metadata_hash(self.ctx.subscribed_topic_names_without(group, members))
         fx.record(group_epoch_record(gid, group.group_epoch + 1, metadata_hash))
-        fx.cancel(session_timer_key(gid, member.member_id))
-        fx.cancel(rebalance_timer_key(gid, member.member_id))
-        fx.event(MemberLeft(gid, member.member_id, reason, group_type="consumer"))
-        if reason != "leave-group":
-            fx.event(MemberFenced(gid, member.member_id, reason, partition_count(member.assigned_partitions)))
-        fx.event(RebalanceStarted(gid, "consumer", group.group_epoch, f"member {member.member_id} {reason}"))
+        for member in members:
+            for key in member_timer_keys(gid, member.member_id):
+                fx.cancel(key)
+            fx.event(MemberLeft(gid, member.member_id, reason, group_type="consumer"))
+            if reason != "leave-group":
+                fx.event(MemberFenced(gid, member.member_id, reason, partition_count(member.assigned_partitions)))
+        who = ", ".join(m.member_id for m in members)
+        fx.event(RebalanceStarted(gid, "consumer", group.group_epoch, f"member {who} {reason}"))
 
     # ---- timers ----------------------------------------------------------------------------------
 
@@ -97,6 +134,21 @@ class Membership:
             return
         fx.event(SessionExpired(group.group_id, member.member_id, group_type="consumer"))
         self.fence(group, member, "session-timeout", fx)
+
+    def on_join_timer(self, key: TimerKey, fx: Effects) -> None:
+        """A classic member told to rejoin did not (Kafka: "the classic member failed to join within
+        the rebalance timeout")."""
+        group = self.ctx.group(key[1])
+        member = None if group is None else group.members.get(key[2])
+        if group is not None and member is not None:
+            self.fence(group, member, "join-timeout", fx)
+
+    def on_sync_timer(self, key: TimerKey, fx: Effects) -> None:
+        """A classic member answered a JoinGroup did not send its SyncGroup in time."""
+        group = self.ctx.group(key[1])
+        member = None if group is None else group.members.get(key[2])
+        if group is not None and member is not None:
+            self.fence(group, member, "sync-timeout", fx)
 
     def on_rebalance_timer(self, key: TimerKey, fx: Effects) -> None:
         group = self.ctx.group(key[1])
@@ -111,9 +163,16 @@ class Membership:
         for group in self.ctx.consumer_groups():
             group.metadata_refresh_needed = True
             for member in group.members.values():
-                # Fresh session for everyone, as Kafka's onLoaded.
-                fx.schedule(session_timer_key(group.group_id, member.member_id), self.ctx.session_timeout_ms(group.group_id))
-                if member.state is MemberState.UNREVOKED_PARTITIONS and member.member_epoch >= 0:
+                # Fresh session for everyone, as Kafka's onLoaded (a classic member: its own timeout).
+                fx.schedule(
+                    session_timer_key(group.group_id, member.member_id),
+                    self.ctx.member_session_timeout_ms(group.group_id, member),
+                )
+                if (
+                    member.state is MemberState.UNREVOKED_PARTITIONS
+                    and member.member_epoch >= 0
+                    and member.classic is None  # classic members are timed by their join and sync
+                ):
                     fx.schedule(rebalance_timer_key(group.group_id, member.member_id), member.rebalance_timeout_ms)
 
     def on_topics_changed(self, event: TopicsChanged, names: frozenset[str], fx: Effects) -> None:

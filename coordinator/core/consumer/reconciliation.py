@@ -32,6 +32,9 @@ Computing the next assignment, per topic of target ∪ assigned:
 * add = target - keep - {partitions owned by ANOTHER member} (the latter are "unreleased"; a
   partition in the member's own pending revocation is not "unreleased", KAFKA-19449).
 
+Each partition the member holds carries the epoch it was assigned at (KIP-1251, for offset commits
+at an older epoch): kept and revoked partitions keep theirs, added ones get ``T``.
+
 Then, in priority order:
 
 1. revoke is non-empty and the member still owns some of it -> ``UNREVOKED_PARTITIONS`` at its
@@ -63,6 +66,8 @@ from coordinator.core.consumer.group import (
     Assignment,
     ConsumerGroupMember,
     MemberState,
+    PartitionEpochs,
+    frozen_epochs,
     normalized,
 )
 from coordinator.core.errors import CoordinatorError, ErrorCode
@@ -146,18 +151,32 @@ def _next(
             if free:
                 add[topic_id] = free
 
+    old_epochs = member.assignment_epochs
     if revoke and owns_any(owned, revoke):
+        assigned = normalized(new_assigned)
+        pending = normalized(revoke)
         updated = replace(
             member,
             state=MemberState.UNREVOKED_PARTITIONS,
             member_epoch=member.member_epoch,
             previous_member_epoch=member.member_epoch,
-            assigned_partitions=normalized(new_assigned),
-            partitions_pending_revocation=normalized(revoke),
+            assigned_partitions=assigned,
+            partitions_pending_revocation=pending,
+            # What it keeps and what it revokes keep the epochs they were assigned at.
+            assignment_epochs=_kept_epochs(old_epochs, assigned, pending),
         )
     else:
+        kept = normalized(new_assigned)
         for topic_id, partitions in add.items():
             new_assigned[topic_id] = new_assigned.get(topic_id, frozenset()) | partitions
+        epochs = _kept_epochs(old_epochs, kept, NO_PARTITIONS)
+        if add:
+            # A partition given now is assigned at the target epoch (KIP-1251), even one it gave up
+            # earlier and gets back.
+            grown = {topic_id: dict(parts) for topic_id, parts in epochs.items()}
+            for topic_id, partitions in add.items():
+                grown.setdefault(topic_id, {}).update(dict.fromkeys(partitions, target_epoch))
+            epochs = frozen_epochs(grown)
         updated = replace(
             member,
             state=MemberState.UNRELEASED_PARTITIONS if has_unreleased else MemberState.STABLE,
@@ -165,5 +184,18 @@ def _next(
             previous_member_epoch=member.member_epoch,
             assigned_partitions=normalized(new_assigned),
             partitions_pending_revocation=NO_PARTITIONS,
+            assignment_epochs=epochs,
         )
     return member if updated == member else updated
+
+
+def _kept_epochs(old: PartitionEpochs, assigned: Assignment, pending: Assignment) -> PartitionEpochs:
+    """``old`` restricted to the partitions of ``assigned`` and ``pending`` (all of which it has)."""
+    out: dict[UUID, dict[int, int]] = {}
+    for assignment in (assigned, pending):
+        for topic_id, partitions in assignment.items():
+            by_partition = old.get(topic_id, {})
+            into = out.setdefault(topic_id, {})
+            for p in partitions:
+                into[p] = by_partition.get(p, 0)
+    return frozen_epochs(out)

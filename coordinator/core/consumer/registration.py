@@ -3,7 +3,10 @@
 ``register(ctx)`` is the one line ``shard.GROUP_TYPES`` lists. The parts, by job:
 ``heartbeat.Heartbeats`` (ConsumerGroupHeartbeat, the waiting heartbeats of a batch),
 ``membership.Membership`` (leaving, fencing, timers, load, topic changes), ``targets.TargetAssigner``,
-``describe.Describer`` (ConsumerGroupDescribe) and ``replay.Replayer`` (records 3, 5, 6, 7, 8).
+``describe.Describer`` (ConsumerGroupDescribe), ``replay.Replayer`` (records 3, 5, 6, 7, 8),
+``migration.Migration`` (online upgrade and downgrade) and ``classic_members.ClassicMembers``
+(JoinGroup, SyncGroup, Heartbeat and LeaveGroup of classic members inside a consumer group, which
+the classic type hands over through ``ShardContext.bridges``).
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ from coordinator.core.responses import (
     DescribedConsumerGroup,
 )
 
-from .context import REBALANCE_TIMER, SESSION_TIMER, ConsumerContext
+from .classic_members import ClassicMembers
+from .context import JOIN_TIMER, REBALANCE_TIMER, SESSION_TIMER, SYNC_TIMER, ConsumerContext
 from .describe import Describer
 from .group import ConsumerGroupMember
 from .heartbeat import Heartbeats
 from .membership import Membership
+from .migration import Migration
 from .replay import RECORD_KEYS, Replayer
 from .targets import TargetAssigner
 
@@ -32,10 +37,12 @@ class ConsumerGroupType:
     """The consumer-group type of one shard: its parts and its registration."""
 
     def __init__(self, ctx: ShardContext) -> None:
-        self.ctx = ConsumerContext(ctx.config, ctx.groups, ctx.topics, ctx.stopwatch)
+        self.ctx = ConsumerContext(ctx.config, ctx.groups, ctx.topics, ctx.stopwatch, ctx.bridges)
         self.targets = TargetAssigner(self.ctx)
-        self.membership = Membership(self.ctx)
-        self.heartbeats = Heartbeats(self.ctx, self.targets, self.membership)
+        self.migration = Migration(self.ctx)
+        self.membership = Membership(self.ctx, self.migration)
+        self.heartbeats = Heartbeats(self.ctx, self.targets, self.membership, self.migration)
+        self.classic_members = ClassicMembers(self.ctx, self.targets, self.membership, self.migration)
         self.describer = Describer(self.ctx, self.targets)
         self.replayer = Replayer(self.ctx)
         replay = self.replayer.replay
@@ -54,6 +61,8 @@ class ConsumerGroupType:
             timers={
                 SESSION_TIMER: self.membership.on_session_timer,
                 REBALANCE_TIMER: self.membership.on_rebalance_timer,
+                JOIN_TIMER: self.membership.on_join_timer,
+                SYNC_TIMER: self.membership.on_sync_timer,
             },
             replayers=dict.fromkeys(RECORD_KEYS, replay),
             on_loaded=self.membership.on_loaded,
@@ -63,6 +72,7 @@ class ConsumerGroupType:
             before_event=self.heartbeats.before_event,
             end_of_batch=self.heartbeats.end_of_batch,
             abandon=self.heartbeats.abandon,
+            hosted_requests=self.classic_members.hosted(),
         )
 
     # ---- read-only views (metrics, tests) ---------------------------------------------------------

@@ -20,6 +20,7 @@ from coordinator.core.records import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
+    Record,
 )
 
 from .context import ConsumerContext
@@ -33,6 +34,28 @@ RECORD_KEYS: tuple[type, ...] = (
     ConsumerGroupCurrentMemberAssignmentKey,
 )
 """The record types this group type owns (3, 5, 6, 7, 8)."""
+
+
+def apply_to(group: ConsumerGroup, record: Record) -> None:
+    """Replay one record into ``group`` itself (not the shard's namespace): how the online upgrade
+    builds the converted group the heartbeat reads before its records reach the shard."""
+    key, value = record.key, record.value
+    if isinstance(key, ConsumerGroupMetadataKey):
+        assert isinstance(value, ConsumerGroupMetadataValue)
+        group.replay_metadata(value)
+    elif isinstance(key, ConsumerGroupMemberMetadataKey):
+        assert value is None or isinstance(value, ConsumerGroupMemberMetadataValue)
+        group.replay_member_metadata(key.member_id, value)
+    elif isinstance(key, ConsumerGroupTargetAssignmentMetadataKey):
+        assert value is None or isinstance(value, ConsumerGroupTargetAssignmentMetadataValue)
+        group.replay_target_metadata(value)
+    elif isinstance(key, ConsumerGroupTargetAssignmentMemberKey):
+        assert value is None or isinstance(value, ConsumerGroupTargetAssignmentMemberValue)
+        group.replay_target_member(key.member_id, value)
+    else:
+        assert isinstance(key, ConsumerGroupCurrentMemberAssignmentKey)
+        assert value is None or isinstance(value, ConsumerGroupCurrentMemberAssignmentValue)
+        group.replay_current_assignment(key.member_id, value)
 
 
 class Replayer:

@@ -51,9 +51,15 @@ class TargetAssigner:
         return next(name for name in self.assignors if counts.get(name) == best)
 
     def compute(
-        self, group: ConsumerGroup, group_epoch: int, members: Mapping[str, ConsumerGroupMember], fx: Effects
+        self,
+        group: ConsumerGroup,
+        group_epoch: int,
+        members: Mapping[str, ConsumerGroupMember],
+        fx: Effects,
+        previous: Mapping[str, Assignment] | None = None,
     ) -> dict[str, Assignment]:
-        """Run the assignor for ``members`` (each member's previous target is its current one).
+        """Run the assignor for ``members`` (each member's previous target is its current one, or
+        ``previous[member]``: a static member taking over another member id's target).
 
         Raises UNKNOWN_SERVER_ERROR if the assignor fails, as Kafka does."""
         assignor_name = self.preferred_assignor(members.values())
@@ -66,7 +72,10 @@ class TargetAssigner:
             ids = by_subscription.get(key)
             if ids is None:
                 ids = by_subscription[key] = self.ctx.member_topic_ids(m)
-            specs[mid] = MemberSubscriptionSpec(ids, group.target(mid), m.rack_id, m.instance_id)
+            before = previous.get(mid) if previous is not None else None
+            specs[mid] = MemberSubscriptionSpec(
+                ids, before if before is not None else group.target(mid), m.rack_id, m.instance_id
+            )
         topics: dict[UUID, TopicMetadata] = {}
         for ids in by_subscription.values():
             for topic_id in ids:
@@ -98,8 +107,8 @@ class TargetAssigner:
         targets: dict[str, Assignment] = {}
         for mid, spec in specs.items():
             new = result.get(mid, {})
-            previous = spec.assigned_partitions
-            targets[mid] = previous if new == previous else normalized(new)
+            before = spec.assigned_partitions
+            targets[mid] = before if new == before else normalized(new)
         return targets
 
     @staticmethod

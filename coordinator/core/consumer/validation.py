@@ -98,7 +98,9 @@ def find_member(
                 check_epoch(existing, 0, owned)
                 return existing, None
             return ConsumerGroupMember(member_id), None
-        if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and holder.classic is None:
+            # A classic member's slot is taken over at once (it cannot leave with epoch -2): Kafka
+            # checks the release only when both speak the consumer protocol.
             raise CoordinatorError(
                 ErrorCode.UNRELEASED_INSTANCE_ID,
                 f"Static member {member_id} with instance id {instance_id} cannot join the group because "
@@ -129,6 +131,7 @@ def updated_member(member: ConsumerGroupMember, req: ConsumerGroupHeartbeat) -> 
         and req.subscribed_topic_regex is None
         and req.client_id == member.client_id
         and req.client_host == member.client_host
+        and member.classic is None
     ):
         return member  # the steady-state heartbeat: nothing to update
     return replace(
@@ -149,6 +152,7 @@ def updated_member(member: ConsumerGroupMember, req: ConsumerGroupHeartbeat) -> 
         ),
         client_id=req.client_id,
         client_host=req.client_host,
+        classic=None,  # it speaks the consumer protocol now
     )
 
 

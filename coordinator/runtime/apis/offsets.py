@@ -1,14 +1,18 @@
-"""Offset APIs: OffsetCommit (8) v0–9, OffsetFetch (9) v0–9, OffsetDelete (47) v0.
+"""Offset APIs: OffsetCommit (8) v0–10, OffsetFetch (9) v0–10, OffsetDelete (47) v0.
 
 Version notes:
 - OffsetCommit v0 has no generation or member id (a simple commit: generation -1, member "");
   v1 adds a per-partition commit timestamp; v2–4 a retention time; v5 drops it; v6 adds the
   committed leader epoch; v7 the group instance id; v9 carries the member epoch of a KIP-848
-  member (STALE_MEMBER_EPOCH). Throttle time from v3. v0–1 come from `protocol.legacy`.
+  member (STALE_MEMBER_EPOCH). Throttle time from v3. v0–1 come from `protocol.legacy`. v10 (Kafka
+  4.2) names topics by id instead of name, in the request and the response; the core resolves ids
+  (UNKNOWN_TOPIC_ID for an id it does not know).
 - OffsetFetch v0–1 report group-level errors inside every partition; v2–7 carry a top-level
   ErrorCode and accept null topics (= all committed offsets); v5 adds the leader epoch; v7
   RequireStable; v8+ batch several groups (KIP-709) with a per-group error; v9 adds member id and
-  epoch. v0 comes from `protocol.legacy`.
+  epoch. v10 names topics by id (request and response; UNKNOWN_TOPIC_ID per partition for an unknown
+  id; a fetch of every committed offset lists only topics that still exist, by id). v0 comes from
+  `protocol.legacy`.
 - OffsetDelete v0: GROUP_SUBSCRIBED_TO_TOPIC per partition for topics the live group consumes.
 """
 
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from uuid import UUID
 
 from protocol.errors import ErrorCode
 
@@ -24,17 +29,24 @@ from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .group_api import group_api, ms
 
+ZERO_UUID = UUID(int=0)
+
+
+TOPIC_IDS = 10
+"""OffsetCommit and OffsetFetch name topics by id from this version on (Kafka 4.2)."""
+
 
 def offset_commit(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.OffsetCommit:
+        by_id = ctx.api_version >= TOPIC_IDS
         topics = tuple(
-            core.OffsetCommitTopic(t.name, tuple(
+            core.OffsetCommitTopic("" if by_id else t.name, tuple(
                 core.OffsetCommitPartition(
                     p.partition_index, p.committed_offset,
                     getattr(p, "committed_leader_epoch", -1),
                     p.committed_metadata,
                     getattr(p, "commit_timestamp", -1),
-                ) for p in t.partitions))
+                ) for p in t.partitions), _topic_id(t) if by_id else None)
             for t in r.topics
         )
         return core.OffsetCommit(
@@ -53,17 +65,44 @@ def offset_commit(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
             return ErrorCode.ILLEGAL_GENERATION if error == ErrorCode.GROUP_ID_NOT_FOUND and ctx.api_version < 9 else error
 
         return {"throttle_time": 0, "topics": [
-            {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": code(p.error_code)}
-                                            for p in t.partitions]} for t in resp.topics]}
+            {**_topic(ctx, t.name, t.topic_id),
+             "partitions": [{"partition_index": p.partition_index, "error_code": code(p.error_code)}
+                            for p in t.partitions]} for t in resp.topics]}
 
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
-        return {"topics": [{"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": code}
-                                                           for p in t.partitions]} for t in r.topics]}
+        return {"topics": [{**_request_topic(ctx, t),
+                            "partitions": [{"partition_index": p.partition_index, "error_code": code}
+                                           for p in t.partitions]} for t in r.topics]}
 
-    return group_api(shard, 8, 0, 9, to_core, to_wire, on_error)
+    return group_api(shard, 8, 0, TOPIC_IDS, to_core, to_wire, on_error)
+
+
+def _topic_id(topic: Any) -> UUID:
+    # kio reads the all-zero id as None; Kafka's ZERO_UUID is an id no topic has.
+    return topic.topic_id if topic.topic_id is not None else ZERO_UUID
+
+
+def _topic(ctx: RequestContext, name: str, topic_id: UUID | None) -> dict[str, Any]:
+    """A response topic's identity: its id from v10 on, its name before."""
+    if ctx.api_version >= TOPIC_IDS:
+        return {"topic_id": topic_id if topic_id is not None else ZERO_UUID}
+    return {"name": name}
+
+
+def _request_topic(ctx: RequestContext, topic: Any) -> dict[str, Any]:
+    if ctx.api_version >= TOPIC_IDS:
+        return {"topic_id": _topic_id(topic)}
+    return {"name": topic.name}
 
 
 def _fetch_groups(ctx: RequestContext, r: Any) -> tuple[core.OffsetFetchGroup, ...]:
+    if ctx.api_version >= TOPIC_IDS:
+        return tuple(
+            core.OffsetFetchGroup(
+                g.group_id, g.member_id, g.member_epoch,
+                None if g.topics is None else tuple(
+                    core.OffsetFetchTopic("", tuple(t.partition_indexes), _topic_id(t)) for t in g.topics))
+            for g in r.groups)
     if ctx.api_version >= 8:
         return tuple(
             core.OffsetFetchGroup(
@@ -76,8 +115,12 @@ def _fetch_groups(ctx: RequestContext, r: Any) -> tuple[core.OffsetFetchGroup, .
     return (core.OffsetFetchGroup(r.group_id, None, -1, topics),)
 
 
-def _wire_topics(topics: Any) -> list[dict[str, Any]]:
-    return [{"name": t.name, "partitions": [
+def _wire_topics(ctx: RequestContext, topics: Any) -> list[dict[str, Any]]:
+    if ctx.api_version >= TOPIC_IDS:
+        # A topic without an id (committed by name, since deleted) cannot be named: left out, as
+        # KafkaApis leaves it out.
+        topics = [t for t in topics if t.topic_id is not None]
+    return [{**_topic(ctx, t.name, t.topic_id), "partitions": [
         {"partition_index": p.partition_index, "committed_offset": p.committed_offset,
          "committed_leader_epoch": p.committed_leader_epoch, "metadata": p.metadata, "error_code": p.error_code}
         for p in t.partitions]} for t in topics]
@@ -90,12 +133,12 @@ def offset_fetch(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def to_wire(ctx: RequestContext, r: Any, resp: Any) -> dict[str, Any]:
         if ctx.api_version >= 8:
             return {"throttle_time": 0, "groups": [
-                {"group_id": g.group_id, "error_code": g.error_code, "topics": _wire_topics(g.topics)}
+                {"group_id": g.group_id, "error_code": g.error_code, "topics": _wire_topics(ctx, g.topics)}
                 for g in resp.groups]}
         (group,) = resp.groups
         if ctx.api_version >= 2:
-            return {"throttle_time": 0, "error_code": group.error_code, "topics": _wire_topics(group.topics)}
-        return {"topics": _lift_into_partitions(r, group)}
+            return {"throttle_time": 0, "error_code": group.error_code, "topics": _wire_topics(ctx, group.topics)}
+        return {"topics": _lift_into_partitions(ctx, r, group)}
 
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
         if ctx.api_version >= 8:
@@ -106,13 +149,13 @@ def offset_fetch(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
             {"partition_index": i, "committed_offset": -1, "metadata": "", "error_code": code}
             for i in t.partition_indexes]} for t in r.topics]}
 
-    return group_api(shard, 9, 0, 9, to_core, to_wire, on_error)
+    return group_api(shard, 9, 0, TOPIC_IDS, to_core, to_wire, on_error)
 
 
-def _lift_into_partitions(r: Any, group: Any) -> list[dict[str, Any]]:
+def _lift_into_partitions(ctx: RequestContext, r: Any, group: Any) -> list[dict[str, Any]]:
     """v0–1 have no group-level error: Kafka reports it in every requested partition."""
     if not group.error_code:
-        return _wire_topics(group.topics)
+        return _wire_topics(ctx, group.topics)
     return [{"name": t.name, "partitions": [
         {"partition_index": i, "committed_offset": -1, "metadata": "", "error_code": group.error_code}
         for i in t.partition_indexes]} for t in r.topics]
