@@ -497,7 +497,8 @@ server in the same run):
 - one `transport.write` per response (28-37 % of samples): a connection now writes every response
   of a pass with one syscall;
 - a Task per request, then a future + callback + loop turn per request: an idle shard that needs
-  nothing from the disk now answers in place (`ShardRuntime.submit` returns the response itself);
+  nothing from the disk now answers in place (`ShardRuntime.submit` hands back `Answered`, a
+  completion born done);
 - kio's pure-Python encoder, then building the kio response entity only to feed the fast encoder:
   Heartbeat / ConsumerGroupHeartbeat / OffsetCommit responses are written by `struct` straight from
   the adapter's description (`protocol/fastencode.py`, Hypothesis-proven equal to kio);
