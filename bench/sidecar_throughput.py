@@ -87,7 +87,9 @@ def produce(producer: Producer, topic: str, count: int, keys: int = 1000) -> flo
                 producer.poll(0.01)
         if i % 1000 == 0:
             producer.poll(0)
-    assert producer.flush(120) == 0, "messages left unsent"
+    left = producer.flush(120)
+    if left:
+        raise RuntimeError(f"{left} messages to {topic} left unsent after 120 s")
     if failed:
         raise RuntimeError(f"{len(failed)} messages failed, e.g. {failed[0]}")
     return time.perf_counter() - started
@@ -176,6 +178,9 @@ def measure(messages: int, rounds: int, latency: int, workdir: Path) -> dict[str
                              "fetch.wait.max.ms": 0, "fetch.queue.backoff.ms": 0})) for s in SIDES}
         clients += [*consumers.values(), *latency_consumers.values()]
         partitions = dataset_partitions(consumers["direct"], topics)
+        for s in SIDES:  # connections, metadata and topics in place before anything is timed
+            produce(producers[s], f"bench-produce-{s}-warm-up", min(messages, 1000))
+            fetch_pass(consumers[s], partitions, per_pass)
         seconds = {("produce", s): 0.0 for s in SIDES} | {("fetch", s): 0.0 for s in SIDES}
         cpu = {"produce": 0.0, "fetch": 0.0}
         pair_ratios: dict[str, list[float]] = {"produce": [], "fetch": []}
@@ -193,10 +198,14 @@ def measure(messages: int, rounds: int, latency: int, workdir: Path) -> dict[str
             took = {s: timed("produce", s, lambda s=s, i=i: produce(producers[s], f"bench-produce-{s}-{i}", messages))
                     for s in order}
             pair_ratios["produce"].append(took["direct"] / took["sidecar"])
+            print(f"produce turn {i + 1}/{produce_turns}: direct {took['direct']:.2f} s, "
+                  f"sidecar {took['sidecar']:.2f} s, load {os.getloadavg()[0]:.1f}", flush=True)
         fetch_turns = max(1, math.ceil(produce_turns * messages / per_pass))
-        for order in turns(fetch_turns):
+        for i, order in enumerate(turns(fetch_turns)):
             took = {s: timed("fetch", s, lambda s=s: fetch_pass(consumers[s], partitions, per_pass)) for s in order}
             pair_ratios["fetch"].append(took["direct"] / took["sidecar"])
+            print(f"fetch turn {i + 1}/{fetch_turns}: direct {took['direct']:.2f} s, "
+                  f"sidecar {took['sidecar']:.2f} s, load {os.getloadavg()[0]:.1f}", flush=True)
 
         samples: dict[tuple[str, str], list[float]] = {(k, s): [] for k in ("produce", "fetch") for s in SIDES}
         blocks = rounds * TURNS_PER_ROUND
@@ -210,7 +219,8 @@ def measure(messages: int, rounds: int, latency: int, workdir: Path) -> dict[str
                 samples["produce", s] += produce_latency(latency_producers[s], f"bench-latency-{s}", block + 3)
             for s in order:
                 samples["fetch", s] += fetch_latency(latency_consumers[s], TopicPartition(f"bench-latency-{s}", 0), block)
-            print(f"turn {len(samples['fetch', 'direct']) // block}/{blocks}, load {os.getloadavg()[0]:.1f}", flush=True)
+            print(f"latency turn {len(samples['fetch', 'direct']) // block}/{blocks}, "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
 
         mb = len(VALUE) / 1e6
         result: dict[str, dict[str, Any]] = {}
@@ -227,6 +237,10 @@ def measure(messages: int, rounds: int, latency: int, workdir: Path) -> dict[str
         result["ratios"]["turns"] = produce_turns
         result["ratios"]["fetch_turns"] = fetch_turns
         return result
+    except Exception:
+        problems = [line for line in server.log().splitlines() if '"warning"' in line or '"error"' in line]
+        print("the sidecar's warnings and errors:", *problems[-20:], sep="\n", file=sys.stderr)
+        raise
     finally:
         for client in clients:
             client.close()

@@ -62,6 +62,12 @@ class ListenerSet:
         self._active = True
         await self._open_missing()
 
+    async def settled(self) -> None:
+        """Until the listeners of the brokers known so far are open (or failed to open): readiness
+        waits for this, so a client handed a broker's listener finds it open."""
+        while self._opening is not None and not self._opening.done():
+            await asyncio.wait({self._opening})
+
     @property
     def open_ports(self) -> dict[int, int]:
         return {node_id: self.port(node_id) for node_id in self._servers}

@@ -38,9 +38,10 @@ Backpressure: the client's transport pauses its protocol when more than `CLIENT_
 bytes wait to be sent; the connection then pauses the pump (`pause`), which stops reading from
 the upstream until the client has caught up (`resume`).
 
-Failures (upstream gone, broken stream, a response we cannot read) fail every waiting request
-with `ForwardError`/`UpstreamProtocolError`: the client connection is closed, as a broker going
-away closes it, including when half a response had been streamed.
+Failures fail every waiting request: `ForwardError` when the upstream goes away,
+`UpstreamProtocolError` (and one log line) when its stream breaks or holds a response we cannot
+read. The client connection is then closed, as a broker going away closes it, including when half
+a response had been streamed.
 """
 
 from __future__ import annotations
@@ -166,9 +167,10 @@ class ResponsePump(asyncio.BufferedProtocol):
             else:
                 self._held += nbytes
                 self._split()
-        except UpstreamProtocolError as exc:
-            log.warning("upstream_stream_broken", upstream=self.address, detail=str(exc))
-            self.close(ForwardError(f"upstream {self.address}: {exc}"))
+        except Exception as exc:  # whatever the upstream sent: this connection ends, the process does not
+            detail = str(exc) if isinstance(exc, UpstreamProtocolError) else f"{type(exc).__name__}: {exc}"
+            log.warning("upstream_stream_broken", upstream=self.address, detail=detail)
+            self.close(UpstreamProtocolError(f"upstream {self.address}: {detail}"))
 
     def eof_received(self) -> bool | None:
         return None

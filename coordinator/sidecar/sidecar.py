@@ -122,6 +122,7 @@ class Sidecar:
 
     async def wait_ready(self) -> None:
         await self.cluster.ready.wait()
+        await self.listeners.settled()
 
     def attach(self, shard: ShardRuntime) -> None:
         self.offsets.attach(shard)

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from coordinator.sidecar.pump import BLANK_TAG, STREAM_AFTER, ResponsePump
-from coordinator.sidecar.wire import ForwardError, fetch_tags_offset
+from coordinator.sidecar.wire import ForwardError, UpstreamProtocolError, fetch_tags_offset
 from protocol.build import build
 from protocol.codec import encode_request, encode_response
 from protocol.schemas import request_schema, response_schema
@@ -231,5 +231,5 @@ async def test_a_response_to_another_request_breaks_the_stream() -> None:
         _, _, upstream_id = await r.upstream_request()
         await r.upstream_send(fetch_response(upstream_id + 1, b"z", hints=False))
         assert waiting is not None
-        with pytest.raises(ForwardError, match="correlation id"):
+        with pytest.raises(UpstreamProtocolError, match="correlation id"):
             await asyncio.wait_for(waiting, 10)
