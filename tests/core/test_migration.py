@@ -210,7 +210,7 @@ def test_upgrade_refusals_are_group_id_not_found(setup: str, message: str) -> No
     elif setup == "malformed":
         h.stable_group("g", 1)  # its protocol metadata is no ConsumerProtocolSubscription
     elif setup == "user-data":
-        member = h.join_new("g", protocols=((PROTOCOL, h.subscription()),))[1]
+        member = h.join_new("g", protocols=(("my-assignor", h.subscription()),))[1]
         h.finish_initial_delay("g")
         generation = h.group("g").generation_id
         with_user_data = write_assignment({"foo": [0]}, 1)[:-4] + b"\x00\x00\x00\x02ud"
@@ -224,6 +224,19 @@ def test_upgrade_refusals_are_group_id_not_found(setup: str, message: str) -> No
     refused = h.cjoin("new")
     assert (refused.error_code, refused.error_message) == (E.GROUP_ID_NOT_FOUND, message)
     assert len(h.records) == records and isinstance(h.shard.group("g"), ClassicGroup)
+
+
+def test_the_sticky_state_librdkafka_copies_into_assignments_does_not_stop_an_upgrade() -> None:
+    """librdkafka's leader echoes each member's subscription UserData (its cooperative-sticky state)
+    into the member's assignment; for the clients' own assignors it is dropped, not refused."""
+    h = Mixed({"foo": 4}, config())
+    member = h.join_new("g", protocols=((PROTOCOL, h.subscription()),))[1]
+    h.finish_initial_delay("g")
+    sticky_state = b"\x00\x00\x00\x01\x00\x03foo\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01"
+    with_user_data = write_assignment({"foo": [0, 1, 2, 3]}, 0)[:-4] + len(sticky_state).to_bytes(4, "big") + sticky_state
+    h.sync("g", member, h.group("g").generation_id, [(member, with_user_data)])
+    assert h.upgraded().error_code == OK
+    assert h.named(h.cgroup().members[member].assigned_partitions) == {"foo": {0, 1, 2, 3}}
 
 
 def test_the_last_consumer_member_leaving_converts_the_group_back() -> None:

@@ -52,6 +52,9 @@ from .records import (
 )
 from .replay import apply_to
 
+BUILT_IN_ASSIGNORS = frozenset({"range", "roundrobin", "sticky", "cooperative-sticky"})
+"""The classic protocol names of the clients' own assignors (Java's and librdkafka's)."""
+
 Commit = Callable[[Effects], None]
 """What an accepted conversion does besides its records, once the request cannot fail any more."""
 
@@ -148,7 +151,7 @@ class Migration:
                 raise self._malformed(gid) from None
         owners: dict[tuple[UUID, int], str] = {}
         for m in view.members:
-            for topic_id, partitions in self._classic_assignment(gid, m).items():
+            for topic_id, partitions in self._classic_assignment(gid, m, protocol).items():
                 for p in partitions:
                     other = owners.setdefault((topic_id, p), m.member_id)
                     if other != m.member_id:
@@ -195,17 +198,24 @@ class Migration:
         records += [current_assignment_record(gid, member) for member in members]
         return records
 
-    def _classic_assignment(self, gid: str, member: ClassicMemberView) -> Assignment:
+    def _classic_assignment(self, gid: str, member: ClassicMemberView, protocol: str) -> Assignment:
         """A classic member's last assignment by topic id (topics no longer known are dropped, as
-        Kafka's ``toTopicPartitionMap``). Empty bytes are no assignment yet (KAFKA-17733)."""
+        Kafka's ``toTopicPartitionMap``). Empty bytes are no assignment yet (KAFKA-17733).
+
+        UserData refuses the upgrade (KAFKA-18134: a custom assignor's state would be lost), except
+        with the clients' own assignors: librdkafka's leader copies each member's subscription
+        UserData (its sticky assignor's previous assignment and generation) into the member's
+        assignment, so Kafka refuses to upgrade any group a librdkafka cooperative-sticky consumer
+        leads. That state only makes the leader's next assignment sticky; the consumer protocol
+        assigns on the server, and a classic group formed again reads ownership from the
+        subscriptions (OwnedPartitions). It is dropped for those assignors."""
         if not member.assignment:
             return NO_PARTITIONS
         try:
             assignment = read_assignment(member.assignment)
         except ValueError:
             raise self._malformed(gid) from None
-        if assignment.user_data:
-            # KAFKA-18134: a custom assignor's UserData would be lost.
+        if assignment.user_data and protocol not in BUILT_IN_ASSIGNORS:
             raise _not_found(
                 f"Cannot upgrade classic group {gid} to consumer group because an unsupported custom assignor is "
                 "in use. Please refer to the documentation or switch to a default assignor before re-attempting "
