@@ -8,6 +8,10 @@ requests in order, so the requests waiting for an answer are a FIFO; the respons
 the stream belongs to the oldest one, and it must carry that request's id (anything else is a
 broken stream: everything waiting fails). Produce with acks=0 gets no answer and is not queued.
 
+With `upstream.security.protocol` set, the connection is opened, TLS-wrapped and authenticated by
+`UpstreamConnection` and then handed over to the pump (`hand_over`), so TLS and SASL live in one
+place.
+
 Reading is `asyncio.BufferedProtocol`: between responses the socket is read into a small scratch
 buffer; once a response's size is known, a buffer of exactly that size is allocated and the rest of
 the response is read straight into it (`recv_into`, no intermediate copy, reads never cross its
@@ -55,6 +59,7 @@ from typing import cast
 from .. import metrics
 from ..logging import get_logger
 from .rewrite import FETCH, NODE_ENDPOINTS_TAG, Endpoints, needs_rewrite, rewrite
+from .upstream import UpstreamConnection
 from .wire import ForwardError, UpstreamProtocolError, fetch_tags_offset, find_tag, reframe_request
 
 log = get_logger("coordinator.sidecar.pump")
@@ -116,6 +121,11 @@ class ResponsePump(asyncio.BufferedProtocol):
     @classmethod
     async def open(cls, host: str, port: int, client: asyncio.Transport, endpoints: Endpoints,
                    timeout_s: float = 10.0) -> ResponsePump:
+        if UpstreamConnection.security is not None:  # TLS and SASL happen in one place
+            secured = await UpstreamConnection.open(host, port, timeout_s)
+            pump = cls(f"{host}:{port}", client, endpoints)
+            secured.hand_over(pump)
+            return pump
         loop = asyncio.get_running_loop()
         try:
             _, protocol = await asyncio.wait_for(

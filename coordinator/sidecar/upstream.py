@@ -75,6 +75,17 @@ class UpstreamConnection(asyncio.Protocol):
                                    f"({security.mechanism}) failed: {exc or 'timed out'}") from exc
         return protocol
 
+    def hand_over(self, protocol: asyncio.BaseProtocol) -> None:
+        """Give this opened (and, when configured, TLS-wrapped and authenticated) connection to
+        another protocol, which reads it from now on: how a client's response pump gets a secured
+        upstream connection without a second TLS/SASL implementation. Nothing may be in flight."""
+        if self._transport is None or self._waiting or self.closed:
+            raise ForwardError(f"upstream {self.address} connection cannot be handed over")
+        transport, self._transport = self._transport, None
+        self.closed = True
+        transport.set_protocol(protocol)
+        protocol.connection_made(transport)
+
     # -- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
