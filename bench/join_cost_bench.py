@@ -18,6 +18,7 @@ Run: ``PYTHONPATH=. .venv/bin/python bench/join_cost_bench.py [--quick]``.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import time
 from dataclasses import dataclass
@@ -28,7 +29,11 @@ from coordinator.core.consumer.group import ConsumerGroup
 from coordinator.core.consumer.registration import ConsumerGroupType
 from coordinator.core.consumer.topics import TopicInfo
 from coordinator.core.events import TargetAssignmentComputed
-from coordinator.core.requests import ConsumerGroupHeartbeat, HeartbeatTopicPartitions, TopicsChanged
+from coordinator.core.requests import (
+    ConsumerGroupHeartbeat,
+    HeartbeatTopicPartitions,
+    TopicsChanged,
+)
 from coordinator.core.shard import CoordinatorShard
 
 NOW = 1_000_000
@@ -111,8 +116,13 @@ def build(members: int, partitions: int, incremental: bool) -> Group:
 def measure(members: int, partitions: int, joins: int, incremental: bool) -> Cost:
     g = build(members, partitions, incremental)
     total = Cost()
-    for i in range(joins):
-        total.add(g.settle(g.join(f"newcomer-{i:06d}")))
+    gc.collect()
+    gc.disable()  # the server freezes its long-lived state (runtime/gc_policy.py); collections here are noise
+    try:
+        for i in range(joins):
+            total.add(g.settle(g.join(f"newcomer-{i:06d}")))
+    finally:
+        gc.enable()
     return total
 
 

@@ -50,7 +50,8 @@ def rebalance_homogeneous(
     when ``current`` (member id -> target; absent = none) is not valid for ``counts`` (topic id ->
     partitions, the topics every member subscribes to)."""
     empty: Assignment = {}
-    held: dict[UUID, list[frozenset[int]]] = {topic_id: [] for topic_id in counts}
+    # Keyed by the topic id's int: ``UUID.__hash__`` is a Python call, and this loop is per member.
+    held: dict[int, list[frozenset[int]]] = {topic_id.int: [] for topic_id in counts}
     loads: dict[str, int] = {}
     targets: dict[str, Assignment] = {}
     for member_id in member_ids:
@@ -58,7 +59,7 @@ def rebalance_homogeneous(
         targets[member_id] = assignment
         load = 0
         for topic_id, partitions in assignment.items():
-            sets = held.get(topic_id)
+            sets = held.get(topic_id.int)
             if sets is None:  # a topic the group no longer subscribes to
                 return None
             sets.append(partitions)
@@ -71,7 +72,7 @@ def rebalance_homogeneous(
     pool: list[tuple[UUID, Sequence[int]]] = []
     for topic_id in sorted(counts):
         count = counts[topic_id]
-        sets = held[topic_id]
+        sets = held[topic_id.int]
         claimed = frozenset().union(*sets)
         if len(claimed) != sum(map(len, sets)):  # a partition held twice
             return None
