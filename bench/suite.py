@@ -527,9 +527,9 @@ Scale (50,000 KIP-848 members), what stands in the way of p99 < 10 ms:
   about 2.4 ms of server time per joining member. At 2,000 joins/s (a 25 s ramp) the server is
   saturated for the whole ramp, requests queue for tens of seconds, members pass their session
   timeout and rejoin, and the groups never settle; the full run therefore ramps over 300 s, and is
-  still at 95 % of a core by the end of it. Computing a join's target incrementally (a new member
-  takes P/(N+1) partitions from the most loaded members) instead of re-running the assignor over
-  every member would cut the core's share about 4x.
+  still at 95 % of a core by the end of it. A join's target is now computed incrementally (a new
+  member takes its share from the most loaded members), which halves the joining heartbeat in
+  groups of 50 but not the join's cost: see "Join cost in the core" below.
 - Fixed on the way: full garbage collections walked every member's assignment (200-300 ms every
   few seconds at 20,000 members, in the server and in the load generator): the server freezes the
   survivors of each full collection (`coordinator/runtime/gc_policy.py`) and the load generator

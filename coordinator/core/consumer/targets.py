@@ -2,7 +2,11 @@
 input built from the group, its output turned into target records.
 
 The assignor runs once per group and runtime batch (``heartbeat.py`` decides when); this module
-only computes. ``stopwatch`` times the assignor for the ``TargetAssignmentComputed`` event (metrics);
+only computes. When the group is homogeneous (every member has the same subscribed names and
+regex), the assignor is ``uniform`` and the previous target is valid for the subscribed topics
+(what a join or a leave leaves behind), the new target is derived from the previous one
+(:mod:`coordinator.core.assignors.uniform_incremental`: same guarantees, only the moved
+partitions are touched); any other change runs the full assignor. ``stopwatch`` times the assignor for the ``TargetAssignmentComputed`` event (metrics);
 it never influences state.
 """
 
@@ -19,8 +23,10 @@ from coordinator.core.assignors import (
     PartitionAssignorError,
     SubscribedTopicMetadata,
     TopicMetadata,
+    UniformAssignor,
     consumer_group_assignors,
 )
+from coordinator.core.assignors.uniform_incremental import rebalance_homogeneous
 from coordinator.core.effects import Effects
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.events import TargetAssignmentComputed
@@ -38,6 +44,9 @@ class TargetAssigner:
             a.name: a for a in consumer_group_assignors(ctx.config.consumer_group_assignors)
         }
         self.default_assignor = next(iter(self.assignors))
+        # Derive a join's or leave's target from the previous one when that is valid (see
+        # ``incremental``); benches turn it off to compare with the full run.
+        self.incremental = True
 
     def preferred_assignor(self, members: Iterable[ConsumerGroupMember]) -> str:
         """Most requested configured ``ServerAssignor`` (ties: config order), else the default."""
@@ -65,6 +74,10 @@ class TargetAssigner:
         assignor_name = self.preferred_assignor(members.values())
         assignor = self.assignors[assignor_name]
         topics_image = self.ctx.topics
+        if self.incremental and isinstance(assignor, UniformAssignor):
+            incremental = self._incremental(group, group_epoch, members, assignor_name, fx)
+            if incremental is not None:
+                return incremental
         by_subscription: dict[tuple[tuple[str, ...], str], frozenset[UUID]] = {}
         specs: dict[str, MemberSubscriptionSpec] = {}
         for mid, m in members.items():
@@ -109,6 +122,45 @@ class TargetAssigner:
             new = result.get(mid, {})
             before = spec.assigned_partitions
             targets[mid] = before if new == before else normalized(new)
+        return targets
+
+    def _incremental(
+        self,
+        group: ConsumerGroup,
+        group_epoch: int,
+        members: Mapping[str, ConsumerGroupMember],
+        assignor_name: str,
+        fx: Effects,
+    ) -> dict[str, Assignment] | None:
+        """The uniform target derived from the previous one, or None (then the full run decides):
+        the group is not homogeneous by subscription, or its previous target is not valid."""
+        subscriptions = {(m.subscribed_topic_names, m.subscribed_topic_regex) for m in members.values()}
+        if len(subscriptions) != 1:
+            return None
+        started = self.ctx.stopwatch()
+        counts: dict[UUID, int] = {}
+        for topic_id in self.ctx.member_topic_ids(next(iter(members.values()))):
+            info = self.ctx.topics.by_id(topic_id)
+            assert info is not None
+            counts[topic_id] = info.num_partitions
+        current = group.target_assignment
+        result = rebalance_homogeneous(members, current, counts)
+        if result is None:
+            return None
+        targets: dict[str, Assignment] = {}
+        for mid, new in result.items():
+            previous = current.get(mid)
+            targets[mid] = new if new is previous else normalized(new)
+        fx.event(
+            TargetAssignmentComputed(
+                group.group_id,
+                group_epoch,
+                assignor_name,
+                len(members),
+                sum(counts.values()),
+                self.ctx.stopwatch() - started,
+            )
+        )
         return targets
 
     @staticmethod
