@@ -38,13 +38,19 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tests.support.server import ServerProcess, free_port
+from tests.sidecar.conftest import free_base_port
+from tests.support.server import ServerProcess
 
 VALUE = b"x" * 1024
 DATASET_TOPICS = 4
 DATASET_PER_TOPIC = 16_000  # 4 partitions of ~4 MB each: under the mock cluster's ~5 MB retention
 TURNS_PER_ROUND = 4  # Produce turns per round; Fetch reads as many messages in its turns
 SIDES = ("direct", "sidecar")
+# Client queues larger than a turn's data: librdkafka's defaults (100,000 queued messages, 64 MB of
+# prefetched messages) would make a client wait (a 10 ms poll, a 1 s fetch.queue.backoff.ms) in
+# some turns and not others, which is noise, not the data path.
+PRODUCER = {"linger.ms": 5, "acks": "all", "queue.buffering.max.messages": 1_000_000}
+CONSUMER = {"fetch.wait.max.ms": 100, "queued.max.messages.kbytes": 1_048_576}
 
 
 def start_mock() -> tuple[subprocess.Popen[bytes], str]:
@@ -140,7 +146,7 @@ def write_dataset(bootstrap: str, messages: int) -> tuple[list[str], int]:
     """The Fetch data set, written directly: (topics, messages in them)."""
     per_topic = min(DATASET_PER_TOPIC, max(1, messages // DATASET_TOPICS))
     topics = [f"bench-fetch-{i}" for i in range(DATASET_TOPICS)]
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
+    producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER})
     for topic in topics:
         produce(producer, topic, per_topic)
     return topics, per_topic * DATASET_TOPICS
@@ -161,7 +167,7 @@ def measure(messages: int, rounds: int, latency: int, workdir: Path) -> dict[str
     percentiles over all samples, and the spread of the per-turn ratios."""
     mock, upstream = start_mock()
     server = ServerProcess(workdir / "sidecar-data", overrides={
-        "upstream.bootstrap.servers": upstream, "sidecar.listener.base.port": str(free_port() - 1)})
+        "upstream.bootstrap.servers": upstream, "sidecar.listener.base.port": str(free_base_port())})
     clients: list[Any] = []
     try:
         server.start()
@@ -169,10 +175,10 @@ def measure(messages: int, rounds: int, latency: int, workdir: Path) -> dict[str
         pid = server.proc.pid
         bootstrap = {"direct": upstream, "sidecar": server.bootstrap}
         topics, per_pass = write_dataset(upstream, messages)
-        producers = {s: Producer({"bootstrap.servers": bootstrap[s], "linger.ms": 5, "acks": "all"}) for s in SIDES}
+        producers = {s: Producer({"bootstrap.servers": bootstrap[s], **PRODUCER}) for s in SIDES}
         latency_producers = {s: Producer({"bootstrap.servers": bootstrap[s], "linger.ms": 0, "acks": "all"})
                              for s in SIDES}
-        consumers = {s: Consumer(consumer_config(bootstrap[s], **{"fetch.wait.max.ms": 100})) for s in SIDES}
+        consumers = {s: Consumer(consumer_config(bootstrap[s], **CONSUMER)) for s in SIDES}
         latency_consumers = {s: Consumer(consumer_config(
             bootstrap[s], **{"fetch.max.bytes": 1000, "message.max.bytes": 1000, "max.partition.fetch.bytes": 1,
                              "fetch.wait.max.ms": 0, "fetch.queue.backoff.ms": 0})) for s in SIDES}
