@@ -14,7 +14,10 @@ moves by 2x within seconds, and taking turns is what makes the ratio mean someth
 - Latency, one 1 KB message per request to partition 0, p50/p99 over all turns: the Produce round
   trip (produce + flush); the Fetch round trip (those one-message batches read back with
   fetch.max.bytes at its minimum, so each message is one Fetch: the interval between messages
-  at the consumer is one round trip plus the same client overhead on both sides).
+  at the consumer is one round trip plus the same client overhead on both sides). And the round
+  trip of a Fetch whose response is one ~1 MB batch (a raw kio client to the partition leader's
+  address or its sidecar listener), where holding a response whole before passing it on would
+  show.
 
 The sidecar's own CPU time per MB it forwards is the number that survives a noisy machine; the
 ratios move with whatever else runs on it, so the spread of the per-turn ratios is printed too.
@@ -25,6 +28,7 @@ Usage: .venv/bin/python bench/sidecar_throughput.py [--messages 100000] [--round
 from __future__ import annotations
 
 import argparse
+import asyncio
 import itertools
 import math
 import os
@@ -38,13 +42,23 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tests.support.server import ServerProcess, free_port
+from protocol.build import build
+from protocol.schemas import request_schema
+from tests.sidecar.conftest import free_base_port
+from tests.support.server import ServerProcess
+from tests.support.wire import WireClient
 
 VALUE = b"x" * 1024
 DATASET_TOPICS = 4
 DATASET_PER_TOPIC = 16_000  # 4 partitions of ~4 MB each: under the mock cluster's ~5 MB retention
 TURNS_PER_ROUND = 4  # Produce turns per round; Fetch reads as many messages in its turns
+LARGE_BATCH_MESSAGES = 950  # 1 KB each: one ~1 MB record batch (under message.max.bytes)
 SIDES = ("direct", "sidecar")
+# Client queues larger than a turn's data: librdkafka's defaults (100,000 queued messages, 64 MB of
+# prefetched messages) would make a client wait (a 10 ms poll, a 1 s fetch.queue.backoff.ms) in
+# some turns and not others, which is noise, not the data path.
+PRODUCER = {"linger.ms": 5, "acks": "all", "queue.buffering.max.messages": 1_000_000}
+CONSUMER = {"fetch.wait.max.ms": 100, "queued.max.messages.kbytes": 1_048_576}
 
 
 def start_mock() -> tuple[subprocess.Popen[bytes], str]:
@@ -136,11 +150,52 @@ def fetch_latency(consumer: Consumer, partition: TopicPartition, count: int) -> 
     return [b - a for a, b in itertools.pairwise(arrived[2:])]
 
 
+def write_large_batch(bootstrap: str, topic: str) -> tuple[str, int]:
+    """About 1 MB of 1 KB messages as one record batch at the start of partition 0 of `topic`:
+    (host, port) of that partition's leader (directly) and its node id."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1000, "batch.size": 1_000_000})
+    for _ in range(LARGE_BATCH_MESSAGES):
+        producer.produce(topic, value=VALUE, partition=0)
+    if producer.flush(30):
+        raise RuntimeError(f"the 1 MB batch to {topic} was not written")
+    metadata = producer.list_topics(topic, timeout=10)
+    leader = metadata.topics[topic].partitions[0].leader
+    broker = metadata.brokers[leader]
+    return f"{broker.host}:{broker.port}", leader
+
+
+def large_fetch_latency(port: int, topic: str, count: int) -> list[float]:
+    """Round trips of a Fetch whose response is that ~1 MB batch (a raw kio client, one request
+    at a time): what store-and-forward would add to, and streaming does not."""
+    async def run() -> list[float]:
+        client = await WireClient.connect(port)
+        try:
+            metadata = await client.request(build(request_schema(3, 12), {
+                "topics": [{"name": topic, "topic_id": None}], "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False}))
+            request = build(request_schema(1, 16), {
+                "max_wait": 0, "min_bytes": 1, "max_bytes": 2_000_000, "forgotten_topics_data": [],
+                "topics": [{"topic_id": metadata.topics[0].topic_id, "partitions": [
+                    {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 2_000_000}]}]})
+            samples = []
+            for _ in range(count + 1):
+                started = time.perf_counter()
+                await client.send(request)
+                if len(await client.read_frame()) < LARGE_BATCH_MESSAGES * len(VALUE):
+                    raise RuntimeError("the Fetch response does not hold the 1 MB batch")
+                samples.append(time.perf_counter() - started)
+            return samples[1:]
+        finally:
+            await client.close()
+
+    return asyncio.run(run())
+
+
 def write_dataset(bootstrap: str, messages: int) -> tuple[list[str], int]:
     """The Fetch data set, written directly: (topics, messages in them)."""
     per_topic = min(DATASET_PER_TOPIC, max(1, messages // DATASET_TOPICS))
     topics = [f"bench-fetch-{i}" for i in range(DATASET_TOPICS)]
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
+    producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER})
     for topic in topics:
         produce(producer, topic, per_topic)
     return topics, per_topic * DATASET_TOPICS
@@ -160,8 +215,9 @@ def measure(messages: int, rounds: int, latency: int, workdir: Path) -> dict[str
     """{"direct": {...}, "sidecar": {...}, "ratios": {...}}: rates summed over all turns, latency
     percentiles over all samples, and the spread of the per-turn ratios."""
     mock, upstream = start_mock()
+    base_port = free_base_port()
     server = ServerProcess(workdir / "sidecar-data", overrides={
-        "upstream.bootstrap.servers": upstream, "sidecar.listener.base.port": str(free_port() - 1)})
+        "upstream.bootstrap.servers": upstream, "sidecar.listener.base.port": str(base_port)})
     clients: list[Any] = []
     try:
         server.start()
@@ -169,10 +225,10 @@ def measure(messages: int, rounds: int, latency: int, workdir: Path) -> dict[str
         pid = server.proc.pid
         bootstrap = {"direct": upstream, "sidecar": server.bootstrap}
         topics, per_pass = write_dataset(upstream, messages)
-        producers = {s: Producer({"bootstrap.servers": bootstrap[s], "linger.ms": 5, "acks": "all"}) for s in SIDES}
+        producers = {s: Producer({"bootstrap.servers": bootstrap[s], **PRODUCER}) for s in SIDES}
         latency_producers = {s: Producer({"bootstrap.servers": bootstrap[s], "linger.ms": 0, "acks": "all"})
                              for s in SIDES}
-        consumers = {s: Consumer(consumer_config(bootstrap[s], **{"fetch.wait.max.ms": 100})) for s in SIDES}
+        consumers = {s: Consumer(consumer_config(bootstrap[s], **CONSUMER)) for s in SIDES}
         latency_consumers = {s: Consumer(consumer_config(
             bootstrap[s], **{"fetch.max.bytes": 1000, "message.max.bytes": 1000, "max.partition.fetch.bytes": 1,
                              "fetch.wait.max.ms": 0, "fetch.queue.backoff.ms": 0})) for s in SIDES}
@@ -207,9 +263,12 @@ def measure(messages: int, rounds: int, latency: int, workdir: Path) -> dict[str
             print(f"fetch turn {i + 1}/{fetch_turns}: direct {took['direct']:.2f} s, "
                   f"sidecar {took['sidecar']:.2f} s, load {os.getloadavg()[0]:.1f}", flush=True)
 
-        samples: dict[tuple[str, str], list[float]] = {(k, s): [] for k in ("produce", "fetch") for s in SIDES}
+        samples: dict[tuple[str, str], list[float]] = {(k, s): [] for k in ("produce", "fetch", "large")
+                                                       for s in SIDES}
         blocks = rounds * TURNS_PER_ROUND
         block = max(1, latency // blocks)
+        leader_address, leader = write_large_batch(upstream, "bench-large")
+        large_port = {"direct": int(leader_address.rsplit(":", 1)[1]), "sidecar": base_port + leader}
         for s in SIDES:  # the one-message batches the Fetch round trips read
             produce_latency(latency_producers[s], f"bench-latency-{s}", 1)
             latency_consumers[s].assign([TopicPartition(f"bench-latency-{s}", 0, -2)])
@@ -219,6 +278,8 @@ def measure(messages: int, rounds: int, latency: int, workdir: Path) -> dict[str
                 samples["produce", s] += produce_latency(latency_producers[s], f"bench-latency-{s}", block + 3)
             for s in order:
                 samples["fetch", s] += fetch_latency(latency_consumers[s], TopicPartition(f"bench-latency-{s}", 0), block)
+            for s in order:
+                samples["large", s] += large_fetch_latency(large_port[s], "bench-large", max(1, block // 10))
             print(f"latency turn {len(samples['fetch', 'direct']) // block}/{blocks}, "
                   f"load {os.getloadavg()[0]:.1f}", flush=True)
 
@@ -227,7 +288,7 @@ def measure(messages: int, rounds: int, latency: int, workdir: Path) -> dict[str
         for s in SIDES:
             result[s] = {"produce_msgs": produce_turns * messages / seconds["produce", s],
                          "fetch_msgs": fetch_turns * per_pass / seconds["fetch", s]}
-            for kind in ("produce", "fetch"):
+            for kind in ("produce", "fetch", "large"):
                 result[s][f"{kind}_p50_ms"] = statistics.median(samples[kind, s]) * 1000
                 result[s][f"{kind}_p99_ms"] = percentile(samples[kind, s], 0.99) * 1000
         result["sidecar"]["sidecar_cpu_ms_per_mb_produced"] = cpu["produce"] * 1000 / (produce_turns * messages * mb)
@@ -259,7 +320,8 @@ def table(result: dict[str, dict[str, Any]]) -> list[str]:
         lines.append(f"| {label}, 1 KB messages/s | {d[f'{key}_msgs']:,.0f} | {s[f'{key}_msgs']:,.0f} | "
                      f"{s[f'{key}_msgs'] / d[f'{key}_msgs']:.2f} | "
                      f"{r[f'{key}_min']:.2f} / {r[f'{key}_median']:.2f} / {r[f'{key}_max']:.2f} |")
-    for label, key in (("Produce round trip", "produce"), ("Fetch round trip, 1 message", "fetch")):
+    for label, key in (("Produce round trip", "produce"), ("Fetch round trip, 1 message", "fetch"),
+                       ("Fetch round trip, one 1 MB batch (raw client)", "large")):
         for q in ("p50", "p99"):
             lines.append(f"| {label} {q} (ms) | {d[f'{key}_{q}_ms']:.2f} | {s[f'{key}_{q}_ms']:.2f} | "
                          f"{s[f'{key}_{q}_ms'] - d[f'{key}_{q}_ms']:+.2f} | |")

@@ -413,6 +413,10 @@ async def section_sidecar(s: Sizes, workdir: Path) -> list[Row]:
         rows.append(Row("sidecar", label, "coordinator (sidecar)",
                         f"{added:+.2f} ms ({c[f'{key}_p99_ms']:.2f} vs {d[f'{key}_p99_ms']:.2f} ms direct)", "< 1 ms",
                         verdict(added < 1.0)))
+    rows.append(Row("sidecar", "Fetch round trip of a 1 MB response, added by the sidecar", "coordinator (sidecar)",
+                    f"p50 {c['large_p50_ms'] - d['large_p50_ms']:+.2f} ms, p99 {c['large_p99_ms'] - d['large_p99_ms']:+.2f} ms "
+                    f"({c['large_p50_ms']:.2f} / {c['large_p99_ms']:.2f} vs {d['large_p50_ms']:.2f} / "
+                    f"{d['large_p99_ms']:.2f} ms direct)"))
     return rows
 
 
