@@ -47,7 +47,7 @@ from coordinator.recordlog.record import IDENTITY_HEAD_SIZE, record_identity
 # leaving room for superseded values to be found (a partition's next commit is usually tens of
 # thousands of records later).
 DEFAULT_WINDOW = 65_536
-READ_CHUNK = 4 * 1024 * 1024
+READ_CHUNK = 256 * 1024  # small: a batch overshoots its window by up to a chunk
 
 
 class LoadBatch:
