@@ -279,7 +279,7 @@ def scan(buf: bytes, base_position: int, state: LoadState) -> tuple[int, FrameSt
                                 if value_length < 0:
                                     records[identity, batch_records + records_read] = None
                                 elif record_type in skip_superseded:
-                                    discard(identity, None)  # a value it supersedes goes
+                                    discard(identity, None)  # an earlier value of the key is superseded
                                     records[identity] = buf[value_start:end]
                                 else:
                                     records[identity, batch_records + records_read] = buf[value_start:end]
