@@ -47,7 +47,7 @@ from coordinator.recordlog.record import IDENTITY_HEAD_SIZE, record_identity
 # leaving room for superseded values to be found (a partition's next commit is usually tens of
 # thousands of records later).
 DEFAULT_WINDOW = 65_536
-READ_CHUNK = 4 * 1024 * 1024
+READ_CHUNK = 256 * 1024  # small: a batch overshoots its window by up to a chunk
 
 
 class LoadBatch:
@@ -279,7 +279,7 @@ def scan(buf: bytes, base_position: int, state: LoadState) -> tuple[int, FrameSt
                                 if value_length < 0:
                                     records[identity, batch_records + records_read] = None
                                 elif record_type in skip_superseded:
-                                    discard(identity, None)  # a value it supersedes goes
+                                    discard(identity, None)  # an earlier value of the key is superseded
                                     records[identity] = buf[value_start:end]
                                 else:
                                     records[identity, batch_records + records_read] = buf[value_start:end]
