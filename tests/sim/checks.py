@@ -87,7 +87,7 @@ class Checker:
             else:
                 continue
             kind = self.group_kinds.get(group_id)
-            if kind is not None and kind[0] != group.group_type and kind[1]:
+            if kind is not None and kind[0] != group.group_type and (kind[1] or group_id in self.world.emptied):
                 self.group_epochs.pop(group_id, None)  # an empty group replaced offline: starts over
             self.group_kinds[group_id] = (group.group_type, group.is_empty)
             before = self.group_epochs.get(group_id)
@@ -106,6 +106,7 @@ class Checker:
         for group_id in set(self.group_epochs) - set(self.world.shard.groups):
             del self.group_epochs[group_id]
             self.group_kinds.pop(group_id, None)
+        self.world.emptied.clear()
 
     def check_full_replay(self) -> None:
         live = self.world.shard.durable_view()

@@ -5,8 +5,8 @@ asks it for its next request, and the world delivers replies (or failures) back 
 read every client through the same few questions: which partitions do you own (by topic id, the
 identity both protocols resolve to), does the coordinator still count you as an owner, are you
 done (liveness), which partitions does your subscription want. So a classic member and a KIP-848
-member can sit side by side, today in separate groups of one shard, later (rolling upgrade) in one
-group, under the same checks.
+member sit side by side, in separate groups of one shard or in one group (a rolling upgrade, the
+``mixed`` kind of ``scenario.py``), under the same checks.
 
 Each implementation checks its own client-side promise as it goes (the epoch or generation it is
 told never goes back while it stays the same member) and raises ``SimulationFailure`` otherwise.

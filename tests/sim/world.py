@@ -90,6 +90,9 @@ class World:
         # group id -> (classic generation, tick the checker first saw it): when a group moved on
         self.generation_since: dict[str, tuple[int, int]] = {}
         self.trace: list[str] = []
+        # Groups seen without members since the checker last looked (after every event): an empty
+        # group may be replaced by one of the other type, which starts its epochs over.
+        self.emptied: set[str] = set()
         self._ref = 0
         self._ids = 0
         self.shard = CoordinatorShard(config)
@@ -138,6 +141,7 @@ class World:
         result = self.shard.handle(event, self.now)
         self.ticks += 1
         self.absorb(result)
+        self.emptied.update(gid for gid, group in self.shard.groups.items() if group.is_empty)
         if route:
             self.route(result)
         return result

@@ -185,7 +185,6 @@ class ClassicMembers:
             records.append(member_metadata_record(gid, updated))
         if bump:
             records.append(group_epoch_record(gid, group_epoch, metadata_hash))
-            fx.event(RebalanceStarted(gid, "consumer", group.group_epoch, f"member {member_id} joined or changed its subscription"))
 
         owned = self._owned(subscription.owned_partitions)
         # The ownership index still names the replaced member id for what the new one took over.
@@ -233,6 +232,8 @@ class ClassicMembers:
                 fx.event(assignment_changed(gid, member, reconciled))
         for record in records:
             fx.record(record)
+        if bump:
+            fx.event(RebalanceStarted(gid, "consumer", group.group_epoch, f"member {member_id} changed its subscription"))
         if is_new:
             fx.event(MemberJoined(gid, member_id, instance_id, req.client_id, req.client_host, group_type="consumer"))
         if replaced is not None:

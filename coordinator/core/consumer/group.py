@@ -106,11 +106,58 @@ Assignment = Mapping[UUID, frozenset[int]]
 
 NO_PARTITIONS: Assignment = MappingProxyType({})
 
-PartitionEpochs = Mapping[UUID, Mapping[int, int]]
-"""topic id -> partition -> the epoch at which the partition was assigned to the member (KIP-1251),
-for every partition the member holds (assigned or pending revocation). Never mutated once built."""
+TopicEpochs = int | Mapping[int, int]
+"""The epochs at which a member got the partitions it holds of one topic: one int when it got them
+all at the same epoch (the common case, and what a record without epochs means), else partition ->
+epoch."""
+
+PartitionEpochs = Mapping[UUID, TopicEpochs]
+"""topic id -> :data:`TopicEpochs`, for every topic the member holds partitions of (assigned or
+pending revocation): KIP-1251's assignment epochs. Never mutated once built."""
 
 NO_EPOCHS: PartitionEpochs = MappingProxyType({})
+
+
+def topic_epoch(epochs: TopicEpochs, partition: int) -> int:
+    """The epoch a held partition was assigned at."""
+    return epochs if isinstance(epochs, int) else epochs[partition]
+
+
+def uniform(epochs: Mapping[int, int]) -> TopicEpochs:
+    """One int when every partition has the same epoch."""
+    values = iter(epochs.values())
+    first = next(values, None)
+    if first is not None and all(e == first for e in values):
+        return first
+    return epochs
+
+
+def carried_epochs(
+    old: PartitionEpochs, kept: Assignment, pending: Assignment, added: Mapping[UUID, frozenset[int]], epoch: int
+) -> PartitionEpochs:
+    """The epochs after a reconciliation step: what it keeps and what it revokes keep the epochs they
+    were assigned at (``old``), what it is given now is assigned at ``epoch``."""
+    out: dict[UUID, TopicEpochs] = {}
+    for topic_id in kept.keys() | pending.keys():
+        known = old.get(topic_id, 0)
+        if isinstance(known, int):
+            out[topic_id] = known
+        else:
+            held = kept.get(topic_id, frozenset()) | pending.get(topic_id, frozenset())
+            out[topic_id] = uniform({p: known.get(p, 0) for p in held})
+    for topic_id, partitions in added.items():
+        if not partitions:
+            continue
+        have = out.get(topic_id)
+        if have is None or (isinstance(have, int) and have == epoch):
+            out[topic_id] = epoch
+            continue
+        held = kept.get(topic_id, frozenset()) | pending.get(topic_id, frozenset())
+        grown = dict.fromkeys(held, have) if isinstance(have, int) else dict(have)
+        grown.update(dict.fromkeys(partitions, epoch))
+        out[topic_id] = grown
+    return MappingProxyType(out) if out else NO_EPOCHS
+
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -158,35 +205,64 @@ def held_to_record(assignment: Assignment, epochs: PartitionEpochs) -> tuple[Ass
         if not partitions:
             continue
         ordered = tuple(sorted(partitions))
-        by_partition = epochs.get(topic_id, {})
-        out.append(AssignedTopicPartitions(topic_id, ordered, tuple(by_partition.get(p, 0) for p in ordered)))
+        known = epochs.get(topic_id, 0)
+        if isinstance(known, int):
+            given = (known,) * len(ordered)
+        else:
+            given = tuple(known.get(p, 0) for p in ordered)
+        out.append(AssignedTopicPartitions(topic_id, ordered, given))
     return tuple(out)
 
 
 def held_from_record(
-    topics: Iterable[AssignedTopicPartitions], default_epoch: int, epochs: dict[UUID, dict[int, int]]
-) -> Assignment:
-    """Record 8's partitions; their assignment epochs go into ``epochs``. A record written before
-    KIP-1251 (or with a list of the wrong length, which Kafka logs and ignores) reads every
-    partition as assigned at ``default_epoch`` (Kafka's ``assignmentFromTopicPartitions``)."""
+    topics: Iterable[AssignedTopicPartitions], default_epoch: int
+) -> tuple[Assignment, dict[UUID, TopicEpochs]]:
+    """Record 8's partitions of one kind (assigned, or pending revocation) and their assignment
+    epochs. A record written before KIP-1251 (or with a list of the wrong length, which Kafka logs
+    and ignores) reads every partition as assigned at ``default_epoch`` (Kafka's
+    ``assignmentFromTopicPartitions``). Start-up replays one of these per record 8 in the log: a
+    topic whose partitions share one epoch (the usual case) costs one int, not a dict."""
     result: dict[UUID, frozenset[int]] = {}
+    epochs: dict[UUID, TopicEpochs] = {}
     for tp in topics:
         partitions = tp.partitions
         if not partitions:
             continue
-        result[tp.topic_id] = frozenset(partitions)
+        topic_id = tp.topic_id
+        result[topic_id] = frozenset(partitions)
         given = tp.assignment_epochs
-        by_partition = epochs.setdefault(tp.topic_id, {})
-        if given is not None and len(given) == len(partitions):
-            by_partition.update(zip(partitions, given, strict=True))
+        if given is None or len(given) != len(partitions):
+            epochs[topic_id] = default_epoch
+        elif given.count(given[0]) == len(given):
+            epochs[topic_id] = given[0]
         else:
-            by_partition.update(dict.fromkeys(partitions, default_epoch))
-    return MappingProxyType(result) if result else NO_PARTITIONS
+            epochs[topic_id] = dict(zip(partitions, given, strict=False))
+    return (MappingProxyType(result) if result else NO_PARTITIONS), epochs
 
 
-def frozen_epochs(epochs: Mapping[UUID, Mapping[int, int]]) -> PartitionEpochs:
-    result = {topic_id: MappingProxyType(dict(parts)) for topic_id, parts in epochs.items() if parts}
-    return MappingProxyType(result) if result else NO_EPOCHS
+def merged_epochs(
+    assigned: Assignment, of_assigned: dict[UUID, TopicEpochs], pending: Assignment, of_pending: dict[UUID, TopicEpochs]
+) -> PartitionEpochs:
+    """The epochs of everything held: a topic with partitions of both kinds at different epochs
+    becomes one partition -> epoch map."""
+    for topic_id, theirs in of_pending.items():
+        mine = of_assigned.get(topic_id)
+        if mine is None or (isinstance(mine, int) and mine == theirs):
+            of_assigned[topic_id] = theirs
+            continue
+        merged = dict.fromkeys(assigned[topic_id], mine) if isinstance(mine, int) else dict(mine)
+        if isinstance(theirs, int):
+            merged.update(dict.fromkeys(pending[topic_id], theirs))
+        else:
+            merged.update(theirs)
+        of_assigned[topic_id] = merged
+    return MappingProxyType(of_assigned) if of_assigned else NO_EPOCHS
+
+
+def at_one_epoch(assignment: Assignment, epoch: int) -> PartitionEpochs:
+    """Every partition of ``assignment`` held since ``epoch``."""
+    out: dict[UUID, TopicEpochs] = {topic_id: epoch for topic_id, parts in assignment.items() if parts}
+    return MappingProxyType(out) if out else NO_EPOCHS
 
 
 def normalized(assignment: Mapping[UUID, Iterable[int]]) -> Assignment:
@@ -236,8 +312,12 @@ class ConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
     def assignment_epoch(self, topic_id: UUID, partition: int) -> int | None:
         """The epoch at which the member got ``partition`` (assigned or pending revocation); None
         when it holds no such partition (Kafka's ``assignmentEpoch`` / ``pendingRevocationEpoch``)."""
-        by_partition = self.assignment_epochs.get(topic_id)
-        return None if by_partition is None else by_partition.get(partition)
+        if partition not in self.assigned_partitions.get(topic_id, ()) and partition not in (
+            self.partitions_pending_revocation.get(topic_id, ())
+        ):
+            return None
+        known = self.assignment_epochs.get(topic_id)
+        return None if known is None else topic_epoch(known, partition)
 
     def metadata_view(self) -> tuple[Any, ...]:
         """The record-5 fields: a change here means a member-metadata record."""
@@ -304,9 +384,8 @@ class ConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
         # Old records (no assignment epochs): every partition counts as assigned at the member's
         # epoch, never negative (a static member that left is at -2), as Kafka reads them.
         default_epoch = max(value.member_epoch, 0)
-        epochs: dict[UUID, dict[int, int]] = {}
-        assigned = held_from_record(value.assigned_partitions, default_epoch, epochs)
-        pending = held_from_record(value.partitions_pending_revocation, default_epoch, epochs)
+        assigned, of_assigned = held_from_record(value.assigned_partitions, default_epoch)
+        pending, of_pending = held_from_record(value.partitions_pending_revocation, default_epoch)
         return replace(
             self,
             member_epoch=value.member_epoch,
@@ -314,7 +393,7 @@ class ConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
             state=MemberState.parse(value.state),
             assigned_partitions=assigned,
             partitions_pending_revocation=pending,
-            assignment_epochs=frozen_epochs(epochs),
+            assignment_epochs=merged_epochs(assigned, of_assigned, pending, of_pending),
         )
 
 

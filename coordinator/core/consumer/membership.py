@@ -35,7 +35,7 @@ from .group import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
-    frozen_epochs,
+    at_one_epoch,
     partition_count,
 )
 from .migration import Migration
@@ -75,9 +75,7 @@ class Membership:
                     member,
                     member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                     partitions_pending_revocation=NO_PARTITIONS,
-                    assignment_epochs=frozen_epochs(
-                        {t: dict.fromkeys(ps, 0) for t, ps in member.assigned_partitions.items()}
-                    ),
+                    assignment_epochs=at_one_epoch(member.assigned_partitions, 0),
                 )
                 fx.record(current_assignment_record(group.group_id, left))
                 fx.cancel(rebalance_timer_key(group.group_id, member.member_id))

@@ -40,7 +40,7 @@ from .group import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
-    frozen_epochs,
+    at_one_epoch,
     normalized,
 )
 from .records import (
@@ -187,7 +187,7 @@ class Migration:
                     previous_member_epoch=generation,
                     state=MemberState.STABLE,
                     assigned_partitions=assigned,
-                    assignment_epochs=frozen_epochs({t: dict.fromkeys(ps, generation) for t, ps in assigned.items()}),
+                    assignment_epochs=at_one_epoch(assigned, generation),
                 )
             )
         names = {name for member in members for name in member.subscribed_topic_names}

@@ -66,8 +66,7 @@ from coordinator.core.consumer.group import (
     Assignment,
     ConsumerGroupMember,
     MemberState,
-    PartitionEpochs,
-    frozen_epochs,
+    carried_epochs,
     normalized,
 )
 from coordinator.core.errors import CoordinatorError, ErrorCode
@@ -163,20 +162,15 @@ def _next(
             assigned_partitions=assigned,
             partitions_pending_revocation=pending,
             # What it keeps and what it revokes keep the epochs they were assigned at.
-            assignment_epochs=_kept_epochs(old_epochs, assigned, pending),
+            assignment_epochs=carried_epochs(old_epochs, assigned, pending, {}, target_epoch),
         )
     else:
         kept = normalized(new_assigned)
         for topic_id, partitions in add.items():
             new_assigned[topic_id] = new_assigned.get(topic_id, frozenset()) | partitions
-        epochs = _kept_epochs(old_epochs, kept, NO_PARTITIONS)
-        if add:
-            # A partition given now is assigned at the target epoch (KIP-1251), even one it gave up
-            # earlier and gets back.
-            grown = {topic_id: dict(parts) for topic_id, parts in epochs.items()}
-            for topic_id, partitions in add.items():
-                grown.setdefault(topic_id, {}).update(dict.fromkeys(partitions, target_epoch))
-            epochs = frozen_epochs(grown)
+        # A partition given now is assigned at the target epoch (KIP-1251), even one it gave up
+        # earlier and gets back.
+        epochs = carried_epochs(old_epochs, kept, NO_PARTITIONS, add, target_epoch)
         updated = replace(
             member,
             state=MemberState.UNRELEASED_PARTITIONS if has_unreleased else MemberState.STABLE,
@@ -187,15 +181,3 @@ def _next(
             assignment_epochs=epochs,
         )
     return member if updated == member else updated
-
-
-def _kept_epochs(old: PartitionEpochs, assigned: Assignment, pending: Assignment) -> PartitionEpochs:
-    """``old`` restricted to the partitions of ``assigned`` and ``pending`` (all of which it has)."""
-    out: dict[UUID, dict[int, int]] = {}
-    for assignment in (assigned, pending):
-        for topic_id, partitions in assignment.items():
-            by_partition = old.get(topic_id, {})
-            into = out.setdefault(topic_id, {})
-            for p in partitions:
-                into[p] = by_partition.get(p, 0)
-    return frozen_epochs(out)
