@@ -555,9 +555,9 @@ left per applied offset commit, by py-spy: decoding the value (msgspec builds th
 ints; 25-30 % of the time), storing it (a cache miss per record when groups interleave record by
 record), splitting entries of several records, the CRC of every frame (the format checksums each
 entry). Kept as bytes until first read, offset values would take ~15 % off logs whose records are
-all live; that changes the offsets state and is not done. Logs whose commits are mostly superseded
-(the active segment between compactions) load at 1.5-1.9M records/s of CPU; fully live logs at
-0.65-0.9M.
+all live; that changes the offsets state and is not done. On a quiet run, logs whose commits are
+mostly superseded (the active segment between compactions) load at 1.8-1.9M records/s, fully live
+logs at 0.74-0.92M, the log-level pass at 2.6-3.0M.
 
 OffsetCommit per flush policy: the shard never waits for the disk, but a reply waits for the fsync
 that covers it, so under `interval` a closed loop of 16 connections is bounded by 16 requests per
