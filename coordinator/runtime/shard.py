@@ -320,7 +320,7 @@ class ShardRuntime:
                 waiter[0].set_result(reply.response)
 
     def _core_failed(self, event: Any, result: Result) -> None:
-        log.error("core_handler_failed", event=type(event).__name__, exc_info=result.failure)
+        log.error("core_handler_failed", request=type(event).__name__, exc_info=result.failure)
         for ref in result.failed:
             waiter = self._waiters.pop(ref, None)
             if waiter is not None and not waiter[0].done():
