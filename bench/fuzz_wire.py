@@ -322,6 +322,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=4)
     parser.add_argument("--bootstrap", help="host:port of a running server (default: start one)")
     parser.add_argument("--keep", metavar="DIR", help="start the server in DIR and keep its data and log")
+    parser.add_argument("--guarded", action="store_true",
+                        help="ACLs on: everything allowed but creating and deleting topics (tests/security/test_fuzz.py)")
     args = parser.parse_args(argv)
     if args.bootstrap:
         host, port = args.bootstrap.rsplit(":", 1)
@@ -335,10 +337,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.keep:
         Path(args.keep).mkdir(parents=True, exist_ok=True)
-        print(json.dumps(fuzz_until(Path(args.keep), args.frames, args.seed, args.connections)))
+        print(json.dumps(fuzz_until(Path(args.keep), args.frames, args.seed, args.connections, args.guarded)))
         return 0
     with tempfile.TemporaryDirectory() as directory:
-        print(json.dumps(fuzz_until(Path(directory), args.frames, args.seed, args.connections)))
+        print(json.dumps(fuzz_until(Path(directory), args.frames, args.seed, args.connections, args.guarded)))
     return 0
 
 

@@ -6,7 +6,9 @@ OffsetFetch made it ask for 264 GB, and a failed allocation in Rust aborts the p
 killed the server (found by `bench/fuzz_wire.py`). Kafka's generated readers refuse such a frame
 first, and so does `check`, with Kafka's message: "Tried to allocate a collection of size N, but
 there are only M bytes remaining." (A legitimate count never exceeds the bytes left: every element
-takes at least one.) The same holds for the count of tagged fields.
+takes at least one.) The same holds for the count of tagged fields. kio also decodes a null where
+the schema has a non-nullable array, as None, which handlers then iterate: refused too, with
+Kafka's "non-nullable field X was serialized as null".
 
 How: for each (api key, version) whose schema has an array, a walker is generated once from the
 kio schema as straight-line Python (lengths of strings and bytes skipped, fixed-size fields
@@ -49,6 +51,10 @@ def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
+def _null(name: str) -> MalformedRequest:
+    return MalformedRequest(f"non-nullable field {name} was serialized as null")
+
+
 def _too_large(count: int, remaining: int) -> MalformedRequest:
     return MalformedRequest(f"Tried to allocate a collection of size {count}, but there are only "
                             f"{max(remaining, 0)} bytes remaining.")
@@ -66,7 +72,8 @@ class _Source:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.names = itertools.count()
-        self.helpers: dict[str, Any] = {"_uv": _uvarint, "_i16": _I16, "_i32": _I32, "_too_large": _too_large}
+        self.helpers: dict[str, Any] = {"_uv": _uvarint, "_i16": _I16, "_i32": _I32, "_too_large": _too_large,
+                                        "_null": _null}
         self.has_array = False
 
     def emit(self, indent: int, line: str) -> None:
@@ -82,7 +89,9 @@ class _Source:
         if flexible:
             self.tags(tagged, indent)
 
-    def count(self, flexible: bool, indent: int, name: str) -> None:
+    def count(self, flexible: bool, indent: int, name: str, field: str | None) -> None:
+        """An array's count, checked against the bytes left; `field` names a non-nullable array
+        (kio would decode its null as None where every handler expects a sequence)."""
         if flexible:
             self.emit(indent, "b = d[p]")
             self.emit(indent, "if b < 128:")
@@ -96,15 +105,19 @@ class _Source:
             self.emit(indent, "p += 4")
         self.emit(indent, f"if {name} > len(d) - p:")
         self.emit(indent + 1, f"raise _too_large({name}, len(d) - p)")
+        if field is not None:
+            self.emit(indent, f"if {name} < 0:")
+            self.emit(indent + 1, f"raise _null({field!r})")
 
     def field(self, spec: dataclasses.Field[Any], tp: Any, flexible: bool, indent: int) -> None:
+        nullable = get_origin(tp) is UnionType and NoneType in get_args(tp)
         tp = _unwrap(tp)
         kafka_type = spec.metadata.get("kafka_type", "")
         if get_origin(tp) is tuple:
             self.has_array = True
             inner = _unwrap(get_args(tp)[0])
             n = f"n{next(self.names)}"
-            self.count(flexible, indent, n)
+            self.count(flexible, indent, n, None if nullable else spec.name)
             if not dataclasses.is_dataclass(inner) and kafka_type in _FIXED:
                 self.emit(indent, f"if {n} > 0:")
                 self.emit(indent + 1, f"p += {n} * {_FIXED[kafka_type]}")

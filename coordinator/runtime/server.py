@@ -378,7 +378,10 @@ class CoordinatorServer:
         if self.shard is not None and self._loaded:
             # Parked JoinGroup/SyncGroup requests would otherwise hold their connections until the
             # timeout; Kafka answers them NOT_COORDINATOR when a coordinator unloads.
-            await asyncio.wait_for(self.shard.unload(), timeout)
+            try:
+                await asyncio.wait_for(self.shard.unload(), timeout)
+            except TimeoutError:  # a shard still busy (a flood of requests): stop anyway, no traceback
+                log.warning("shutdown_timeout", waiting_for="shard_unload", timeout_s=timeout)
         waits = [c.idle.wait() for c in self._connections]
         if waits:
             _, still_busy = await asyncio.wait([asyncio.ensure_future(w) for w in waits], timeout=timeout)

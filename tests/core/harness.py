@@ -339,7 +339,7 @@ def check_invariants(shard: CoordinatorShard) -> None:
         assert group.static_members == {
             m.group_instance_id: m.member_id for m in group.members.values() if m.group_instance_id is not None
         }
-        recount = Counter(name for m in group.members.values() for name, _ in m.protocols)
+        recount = Counter(name for m in group.members.values() for name in dict.fromkeys(n for n, _ in m.protocols))
         assert +group.supported_protocols == recount, f"{group_id}: protocol counter drifted"
         assert not (set(group.pending_join_members) & set(group.members))
         if group.state in (STABLE, EMPTY):

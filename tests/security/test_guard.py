@@ -80,3 +80,14 @@ def test_the_server_survives_the_frame_that_killed_it(tmp_path) -> None:
         assert "Tried to allocate a collection of size 33000000000" in server.log()
     finally:
         server.stop()
+
+
+def test_a_null_where_the_schema_has_a_non_nullable_array_is_refused() -> None:
+    body = encode_request(19, 1, "c", build(request_schema(19, 7), {"topics": [], "timeout": 1000,
+                                                                    "validate_only": False}))[4:]
+    topics_count = 12  # header v2: key, version, correlation id, client id "c", no tags
+    assert body[topics_count] == 1  # compact array of zero topics
+    nulled = body[:topics_count] + b"\x00" + body[topics_count + 1:]
+    with pytest.raises(MalformedRequest, match="non-nullable field topics was serialized as null"):
+        guard.check(19, 7, nulled)
+    guard.check(19, 7, body)

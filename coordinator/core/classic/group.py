@@ -353,13 +353,13 @@ class ClassicGroup:
         if self.leader_id is None:
             self.leader_id = member.member_id
         self.members[member.member_id] = member
-        self.supported_protocols.update(name for name, _ in member.protocols)
+        self.supported_protocols.update(_names(member.protocols))
         self.pending_join_members.pop(member.member_id, None)
 
     def remove(self, member_id: str) -> ClassicGroupMember | None:
         member = self.members.pop(member_id, None)
         if member is not None:
-            self.supported_protocols.subtract(name for name, _ in member.protocols)
+            self.supported_protocols.subtract(_names(member.protocols))
             if member.group_instance_id is not None:
                 self.static_members.pop(member.group_instance_id, None)
         if self.leader_id == member_id:
@@ -377,9 +377,9 @@ class ClassicGroup:
         session_timeout_ms: int,
         join_ref: int | None,
     ) -> None:
-        self.supported_protocols.subtract(name for name, _ in member.protocols)
+        self.supported_protocols.subtract(_names(member.protocols))
         member.protocols = protocols
-        self.supported_protocols.update(name for name, _ in protocols)
+        self.supported_protocols.update(_names(protocols))
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.session_timeout_ms = session_timeout_ms
         member.join_ref = join_ref
@@ -498,3 +498,9 @@ EMPTY_PERSISTED_VIEW = GroupMetadataValue(protocol_type="", generation=0, protoc
 def persisted_view(value: GroupMetadataValue | None) -> GroupMetadataValue:
     """A persisted record with the timestamp blanked; no record reads as a fresh simple group."""
     return EMPTY_PERSISTED_VIEW if value is None else _without_timestamp(value)
+
+
+def _names(protocols: Protocols) -> list[str]:
+    """Each protocol name once: a member naming one twice (a hostile JoinGroup) must not count as
+    two members supporting it, which left no candidate protocol and wedged the group's rebalance."""
+    return list(dict.fromkeys(name for name, _ in protocols))
