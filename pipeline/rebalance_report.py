@@ -31,8 +31,8 @@ Definitions (the numbers in every table mean exactly this)
   episode; `rebalance_triggers` counts them all. An episode belongs to the day it started.
 - Rebalance time: end − start of a completed episode, in ms. For classic groups the end is the
   leader's SyncGroup (Stable); for consumer groups it is the moment every member has reconciled to
-  the target assignment epoch (Kafka's Stable). Percentiles are nearest-rank
-  (`percentile_approx`, exact below 10,000 values per cell).
+  the target assignment epoch (Kafka's Stable). Percentiles (p50, p95) are exact nearest-rank:
+  the value at rank ceil(p × n) of the cell's n values in order.
 - Partitions moved: assignments of a partition to an owner other than the owner of the partition's
   previous event (its revocation, or its previous assignment; owner = group.instance.id when
   static, else member id); the first assignment of a partition is no move.
@@ -132,9 +132,6 @@ def spark_session(master: str | None = None, app: str = "rebalance-report") -> A
         .config("spark.sql.adaptive.coalescePartitions.enabled", "true")
         .config("spark.sql.shuffle.partitions", os.environ.get("REPORT_SHUFFLE_PARTITIONS", "16"))
         .config("spark.sql.parquet.compression.codec", "zstd")
-        # Percentiles per group and day are object aggregates with one key per group-day in a task
-        # (thousands): stay in the hash map instead of falling back to sorting the rows at 128 keys.
-        .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "1000000")
         .getOrCreate()
     )
 
@@ -189,12 +186,16 @@ def write(tables: T.Tables, output: Path, top: int = 10, day: datetime.date | No
     output.mkdir(parents=True, exist_ok=True)
     directory = output / "tables"
     spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic" if day is not None else "static")
+    # One writing task per core, not one per shuffle partition: every task writes a file into each
+    # day's directory, and on a local file system without Hadoop's native library each directory a
+    # task creates costs a `chmod` process (hundreds of forks per table otherwise).
+    writers = int(spark.sparkContext.defaultParallelism)
     try:
         for name in TABLES:
             frame = getattr(tables, name)
             if day is not None:
                 frame = frame.filter(F.col("day") == F.lit(day))
-            frame.write.mode("overwrite").partitionBy("day").parquet(str(directory / name))
+            frame.coalesce(writers).write.mode("overwrite").partitionBy("day").parquet(str(directory / name))
     finally:
         T.unpersist(tables)
     written = {name: spark.read.parquet(str(directory / name)) for name in TABLES}

@@ -1,31 +1,40 @@
 """The report's tables, computed on Spark from history rows (definitions: `pipeline.rebalance_report`).
 
-Plan and shuffles
------------------
-The job is built so that the 10M-row input crosses the network (or, locally, the disk) once:
+Plan: one pass over the events, two wide stages that matter
+------------------------------------------------------------
+The events are read once, shuffled once, and reduced to a few million aggregated rows (`facts`) in
+the same tasks that receive the shuffle; every table is then computed from those. Stages:
 
 1. Scan (narrow): only the columns used (`COLUMNS`; Parquet reads nothing else) and only the kinds
    used (`KINDS_USED`; state changes only into Stable/Empty), filtered before anything moves.
-2. **Shuffle 1 — the only wide stage over events**: `repartition(n, group_id)`. Everything computed
-   per event needs a group's rows in order (episode numbering, the type of each lifetime, each
-   partition's previous and next event), so a group's rows must meet in one task. Keyed by the group
-   hash, not by (day, group hash): rebalances and revocations that cross midnight need both days'
-   rows; the day is only a grouping key further up. `n` is sized to the input (`shuffle_partitions`).
-3. Narrow, inside the tasks of the shuffle's reduce side (the hash partitioning on group_id satisfies
-   every window below, as they are all partitioned by group_id plus more): a sort by (group_id,
-   ts_ms, seq) and one pass of running aggregates per group (episode number, lifetime type); the
-   partition lists are exploded; a sort by (group_id, topic, partition, ts_ms, seq) and one lag/lead
-   pass (previous owner, next event). Every window is partitioned by group: there is no global sort
-   and no window over all events. The result (`enriched`, narrow columns) is persisted (memory,
-   spilling to disk) because three branches read it; without that each branch would scan and
-   shuffle the input again.
-4. Aggregations per episode (group_id, group_type, ep), per (group_id, group_type, day) and per
-   partition and day: hash aggregations whose partial step runs on the persisted rows, so what they
-   shuffle is one partial row per key and task, not events.
-5. Small wide stages over aggregated rows only: the join of the per-group-day aggregates, the per-day
-   and per-type roll-ups with their percentiles (rebalance times: partial sketches per task;
-   unavailability: exact nearest-rank from one (day, type, value) count of the revocations), the top-N (`limit` over
-   an ordering: a take-ordered, not a sort of the data). These move kilobytes to a few megabytes.
+2. **Wide stage 1, the only shuffle of events**: `repartition(n, group_id)`. It is needed because
+   everything computed per event needs a group's rows in time order (episode numbering, the type of
+   each lifetime, each partition's previous and next event), and a group's rows are spread over
+   every day's files (or JSON lines) of the input: they must meet in one task. Keyed by the group,
+   not by (day, group): rebalances and revocations that cross midnight need both days' rows; the
+   day is only a grouping key further up. `n` is sized to the input (`shuffle_partitions`).
+3. Narrow, in the tasks of the shuffle's reduce side (the hash partitioning on group_id satisfies
+   every window and aggregation below, as they are all keyed by group_id plus more, so none of them
+   shuffles again): a sort by (group, ts_ms, seq) and one pass of running aggregates per group
+   (episode number, lifetime type); the partition lists are exploded; a sort by (group, topic,
+   partition, ts_ms, seq) and one lag/lead pass (previous owner, next event); then one hash
+   aggregation into `facts`, keyed per row kind: a rebalance start or end goes to (group, type, day,
+   episode), a partition row to (group, type, day, topic, partition), any other row to (group, type,
+   day). Each sort is per task, with a 64-bit hash of its key first so that comparisons rarely reach
+   the strings. There is no global sort and no window over all events. `facts` (about a quarter
+   of the events' count, 2.4M rows for 10M events) is the only thing persisted: the exploded rows
+   (21M for 10M events) are never stored, and without `facts` each table would scan and shuffle the
+   input again.
+4. Narrow, over `facts`: `episodes` (merging an episode's start and end days), `group_day` (a join
+   of two aggregates that are both still partitioned by group, so without a shuffle),
+   `partition_unavailability`. Percentiles per group and day are exact nearest-rank over the
+   sorted values of the cell (a few hundred at most).
+5. **Wide stage 2, small**: the per-day and per-type roll-ups (`daily`, `daily_by_type`) group by
+   day, so they shuffle, but only partial aggregates of `group_day` and `episodes` and one (day,
+   type, value) count of the unavailability times; their percentiles are exact nearest-rank over
+   those counts (`_nearest_rank`, a window per (day, type), never over all events). These stages
+   move kilobytes to a few megabytes. The summary's figures (`by_type`, `top_groups`: a take-ordered
+   over one row per lifetime, not a sort; `histogram`) read the written tables and are as small.
 
 Group types: each row is labelled with the type the group had at that moment (its own
 `group_type`, else the last one seen in the group), so a group that changed type (a
@@ -40,7 +49,6 @@ from typing import Any
 
 from coordinator.history.schema import REBALANCE_END_STATES, REBALANCE_START_KINDS
 
-PERCENTILE_ACCURACY = 10_000
 DURATION_BUCKETS_MS = (0, 10, 30, 100, 300, 1_000, 3_000, 10_000, 30_000, 60_000, 300_000)
 COLUMNS = ("ts_ms", "seq", "kind", "group_id", "group_type", "member_id", "group_instance_id", "new_state",
            "partitions")
@@ -58,6 +66,16 @@ GROUP_DAY_COLUMNS = (
 )
 DAILY_SUMS = ("rebalances", "rebalances_completed", "partitions_moved", "partitions_revoked", "unavailable_ms_total",
               "members_joined", "members_left", "members_fenced_session_timeout", "group_type_changes")
+KIND_COUNTS = (("member_joined", "members_joined"), ("member_left", "members_left"),
+               ("session_expired", "members_fenced_session_timeout"), ("group_type_changed", "group_type_changes"),
+               ("partitions_assigned", "partitions_assigned"), ("partitions_revoked", "partitions_revoked"))
+"""Row counts per group and day: (kind, column). Partition rows count once per partition."""
+START, END, ASSIGNED, REVOKED, VALUE = 1, 2, 3, 4, 9
+KIND_CODES = {**dict.fromkeys(REBALANCE_START_KINDS, START), "group_state_changed": END,
+              "partitions_assigned": ASSIGNED, "partitions_revoked": REVOKED, "member_joined": 5, "member_left": 6,
+              "session_expired": 7, "group_type_changed": 8}
+"""Each used kind as a byte (`KINDS_USED`; state changes are only those into Stable or Empty, the
+ends). VALUE marks the generated rows that count unavailability times (`facts`)."""
 
 
 @dataclass
@@ -70,78 +88,119 @@ class Tables:
     daily_by_type: Any
 
 
-def _percentiles(column: str, prefix: str) -> list[Any]:
-    from pyspark.sql import functions as F
-
-    p = F.percentile_approx(column, [0.5, 0.95], PERCENTILE_ACCURACY)
-    return [p[0].alias(f"{prefix}_p50_ms"), p[1].alias(f"{prefix}_p95_ms"), F.max(column).alias(f"{prefix}_max_ms")]
-
-
 def shuffle_partitions(spark: Any, input_bytes: int) -> int:
-    """Tasks for the one big shuffle: one per ~4 MB of compressed Parquet input (history compresses
-    about 20:1, so that is ~600k rows, ~1.5M once partition lists are exploded: sorts that fit in a
-    default 1 GB heap), at least two per core."""
+    """Tasks for the one big shuffle: one per ~2 MB of compressed Parquet input (history compresses
+    about 20:1, so that is ~230k rows, ~500k once partition lists are exploded: both sorts of two
+    concurrent tasks stay in memory with Spark's default 1 GB heap, instead of spilling), at least
+    two per core."""
     cores = int(spark.sparkContext.defaultParallelism)
-    return max(2 * cores, min(2000, input_bytes // (4 << 20) + 1))
+    return max(2 * cores, min(4000, input_bytes // (2 << 20) + 1))
 
 
-def enriched(rows: Any, partitions: int) -> Any:
-    """The used rows after the one big shuffle, one row per event and, for partition rows, one per
-    partition, with everything later stages need (nothing else: the frame is persisted, three
-    branches read it):
-
-    group_id, group_type (of the lifetime), day, kind, ts_ms, is_start, is_end, ep (the rebalance
-    episode: ends seen before the row in the group), topic, partition (null for other kinds), moved
-    (an assignment to another owner than the partition's previous event's), unavailable_ms (a
-    revocation: time to the partition's next event, when that is an assignment)."""
-    from pyspark import StorageLevel
+def per_event(rows: Any, partitions: int) -> Any:
+    """The used rows after the one big shuffle, in group order, with what later stages need:
+    ts_ms, seq, k (the kind as a `KIND_CODES` byte: cheaper to carry, compare and count than the
+    string), group_id, day, owner (group.instance.id when static, else member id), partitions, ep (rebalance starts and ends only: the episode, i.e. the ends seen before the
+    row in the group), group_type (of the lifetime)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     kind = F.col("kind")
     used = rows.filter(kind.isin(*KINDS_USED) & ((kind != "group_state_changed")
                                                   | F.col("new_state").isin(*REBALANCE_END_STATES)))
-    is_end = kind == "group_state_changed"
-    by_group = Window.partitionBy("group_id").orderBy("ts_ms", "seq")
+    code = F.coalesce(*[F.when(kind == name, F.lit(c).cast("byte")) for name, c in KIND_CODES.items()])
+    k = F.col("k")
+    is_end = k == END
+    # The hash first: the sort compares 64-bit prefixes instead of group ids that share their first bytes.
+    by_group = Window.partitionBy(F.xxhash64("group_id"), "group_id").orderBy("ts_ms", "seq")
     typed = F.when(F.col("group_type") != "", F.col("group_type"))
-    per_event = (
-        used.select("ts_ms", "seq", "kind", "group_id", "group_type", "day",
+    return (
+        used.select("ts_ms", "seq", code.alias("k"), "group_id", "group_type", "day",
                     F.coalesce("group_instance_id", "member_id").alias("owner"), "partitions")
         .repartition(partitions, "group_id")
-        .select("ts_ms", "seq", "kind", "group_id", "day", "owner", "partitions",
-                kind.isin(*REBALANCE_START_KINDS).alias("is_start"), is_end.alias("is_end"),
-                F.coalesce(F.sum(is_end.cast("int")).over(by_group.rowsBetween(Window.unboundedPreceding, -1)),
-                           F.lit(0)).alias("ep"),
+        .select("ts_ms", "seq", "k", "group_id", "day", "owner", "partitions",
+                F.when((k == START) | is_end, F.coalesce(F.sum(is_end.cast("int")).over(
+                    by_group.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0))).alias("ep"),
                 F.coalesce(F.last(typed, ignorenulls=True).over(
                     by_group.rowsBetween(Window.unboundedPreceding, Window.currentRow)), F.lit("")).alias("group_type"))
     )
-    # Other kinds keep one row (null topic and partition): explode_outer of a null list.
-    per_partition = (
-        per_event.select("*", F.explode_outer("partitions").alias("tp")).drop("partitions")
-        .select("*", F.col("tp.topic").alias("topic"), F.explode_outer("tp.partitions").alias("partition")).drop("tp")
-    )
-    ordered = Window.partitionBy("group_id", "topic", "partition").orderBy("ts_ms", "seq")
-    assigned = kind == "partitions_assigned"
-    revoked = kind == "partitions_revoked"
-    previous_owner = F.lag("owner").over(ordered)
-    return per_partition.select(
-        "group_id", "group_type", "day", "kind", "ts_ms", "is_start", "is_end", "ep", "topic", "partition",
-        (assigned & previous_owner.isNotNull() & (previous_owner != F.col("owner"))).alias("moved"),
-        F.when(revoked & (F.lead("kind").over(ordered) == "partitions_assigned"),
-               F.lead("ts_ms").over(ordered) - F.col("ts_ms")).alias("unavailable_ms"),
-    ).persist(StorageLevel.MEMORY_AND_DISK)
 
 
-def episodes_of(events: Any) -> Any:
-    """One row per rebalance episode: group_id, group_type, ep, start_ts, end_ts, triggers,
-    duration_ms (null when not completed), day (of the start)."""
+def enriched(rows: Any, partitions: int) -> Any:
+    """`per_event` with the partition lists exploded (other kinds keep one row, with null topic and
+    partition) and, per partition row: moved (an assignment to another owner than the partition's
+    previous event's) and unavailable_ms (a revocation: time to the partition's next event, when
+    that is an assignment). Lazy and never persisted: `facts` aggregates it in the same tasks."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    episodes = events.filter(F.col("is_start") | F.col("is_end")).groupBy("group_id", "group_type", "ep").agg(
-        F.min(F.when(F.col("is_start"), F.col("ts_ms"))).alias("start_ts"),
-        F.min(F.when(F.col("is_end"), F.col("ts_ms"))).alias("end_ts"),
-        F.sum(F.col("is_start").cast("int")).alias("triggers"),
+    exploded = (
+        per_event(rows, partitions).select("*", F.explode_outer("partitions").alias("tp"))
+        .select("ts_ms", "seq", "k", "group_id", "day", "owner", "ep", "group_type", F.col("tp.topic").alias("topic"),
+                F.explode_outer("tp.partitions").alias("partition"))
     )
+    ordered = (Window.partitionBy(F.xxhash64("group_id", "topic", "partition"), "group_id", "topic", "partition")
+               .orderBy("ts_ms", "seq"))
+    k = F.col("k")
+    previous_owner = F.lag("owner").over(ordered)
+    return exploded.select(
+        "group_id", "group_type", "day", "k", "ts_ms", "ep", "topic", "partition",
+        ((k == ASSIGNED) & previous_owner.isNotNull() & (previous_owner != F.col("owner"))).alias("moved"),
+        F.when((k == REVOKED) & (F.lead("k").over(ordered) == ASSIGNED),
+               F.lead("ts_ms").over(ordered) - F.col("ts_ms")).alias("unavailable_ms"),
+    )
+
+
+def facts(rows: Any, partitions: int) -> Any:
+    """`enriched` aggregated in the tasks that produce it (module docstring, step 3), one row per
+    key (group_id, group_type, day, ep, topic, partition, value_ms), of four sorts:
+
+    - an episode's part on one day (ep set; rebalance starts and ends): start_ts, end_ts, triggers;
+    - a partition's day (topic and partition set): the `KIND_COUNTS` columns, partitions_moved,
+      revocations_closed, revocations_open, unavailable_ms_total, unavailable_max_ms;
+    - the other rows of a group's day (all three null): the same columns;
+    - how many of a group's revocations that day were closed after value_ms (value_ms set):
+      `times`. Each closed revocation is counted a second time under this key (a generated copy
+      of its row, with the kind `VALUE` so that no other column counts it), which gives the exact
+      percentiles per group and day from the same single aggregation, without keeping the values.
+
+    A hash aggregation of fixed-width buffers (no collect_list, which would make it an object
+    aggregation with boxed values)."""
+    from pyspark.sql import functions as F
+
+    events = enriched(rows, partitions)
+    closed = F.col("unavailable_ms").isNotNull()
+    copy = F.col("copy")
+    events = events.select("*", F.explode(F.when(closed, F.array(F.lit(False), F.lit(True)))
+                                          .otherwise(F.array(F.lit(False)))).alias("copy")).select(
+        "group_id", "group_type", "day", "ep", "ts_ms", "moved",
+        F.when(~copy, F.col("topic")).alias("topic"), F.when(~copy, F.col("partition")).alias("partition"),
+        F.when(copy, F.col("unavailable_ms")).alias("value_ms"),
+        F.when(copy, F.lit(VALUE).cast("byte")).otherwise(F.col("k")).alias("k"),
+        F.when(~copy, F.col("unavailable_ms")).alias("unavailable_ms"))
+    k = F.col("k")
+    return events.groupBy("group_id", "group_type", "day", "ep", "topic", "partition", "value_ms").agg(
+        F.min(F.when(k == START, F.col("ts_ms"))).alias("start_ts"),
+        F.min(F.when(k == END, F.col("ts_ms"))).alias("end_ts"),
+        F.sum((k == START).cast("int")).alias("triggers"),
+        *[F.sum((k == KIND_CODES[kind]).cast("int")).alias(name) for kind, name in KIND_COUNTS],
+        F.sum(F.col("moved").cast("int")).alias("partitions_moved"),
+        F.count("unavailable_ms").alias("revocations_closed"),
+        F.sum(((k == REVOKED) & F.col("unavailable_ms").isNull()).cast("int")).alias("revocations_open"),
+        F.sum("unavailable_ms").alias("unavailable_ms_total"),
+        F.max("unavailable_ms").alias("unavailable_max_ms"),
+        F.sum((k == VALUE).cast("int")).alias("times"),
+    )
+
+
+def episodes_of(facts: Any) -> Any:
+    """One row per rebalance episode: group_id, group_type, ep, start_ts, end_ts, triggers,
+    duration_ms (null when not completed), day (of the start). An episode across midnight has a
+    `facts` row per day; they are merged here (same group, so no shuffle)."""
+    from pyspark.sql import functions as F
+
+    episodes = facts.filter(F.col("ep").isNotNull()).groupBy("group_id", "group_type", "ep").agg(
+        F.min("start_ts").alias("start_ts"), F.min("end_ts").alias("end_ts"), F.sum("triggers").alias("triggers"))
     return (
         episodes.filter(F.col("start_ts").isNotNull())
         .withColumn("duration_ms", F.col("end_ts") - F.col("start_ts"))
@@ -150,54 +209,57 @@ def episodes_of(events: Any) -> Any:
 
 
 def build(rows: Any, partitions: int = 8) -> Tables:
-    """Every table, lazily (nothing runs until a table is written). The frames read by several
-    tables are persisted on first use, so each is computed once; `unpersist` frees them."""
+    """Runs the one pass over the events now (`facts`, persisted) and returns every table, lazily,
+    over it. The small frames several tables read are persisted on first use; `unpersist` frees
+    them all."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    events = enriched(rows, partitions)
-    episodes = episodes_of(events).persist(StorageLevel.MEMORY_AND_DISK)  # ~1/15 of the rows; six readers
+    cells = facts(rows, partitions).persist(StorageLevel.MEMORY_AND_DISK)
+    # Materialised before anything is planned over it, so that the plans know it is partitioned by
+    # group and read it without a shuffle (an adaptive plan's partitioning is known once it ran).
+    cells.count()
+    episodes = episodes_of(cells).persist(StorageLevel.MEMORY_AND_DISK)  # ~1/15 of the events; five readers
+    episodes.count()
     per_episode = episodes.groupBy(*GROUP_DAY).agg(
         F.count(F.lit(1)).alias("rebalances"),
         F.count("end_ts").alias("rebalances_completed"),
         F.sum("triggers").alias("rebalance_triggers"),
-        *_percentiles("duration_ms", "rebalance"),
     )
-    kind = F.col("kind")
-    revoked = kind == "partitions_revoked"
-    per_row = events.groupBy(*GROUP_DAY).agg(
-        *[F.sum((kind == k).cast("int")).alias(name) for k, name in (
-            ("member_joined", "members_joined"), ("member_left", "members_left"),
-            ("session_expired", "members_fenced_session_timeout"), ("group_type_changed", "group_type_changes"),
-            ("partitions_assigned", "partitions_assigned"), ("partitions_revoked", "partitions_revoked"))],
-        F.sum(F.col("moved").cast("int")).alias("partitions_moved"),
-        F.count("unavailable_ms").alias("revocations_closed"),
-        F.sum((revoked & F.col("unavailable_ms").isNull()).cast("int")).alias("revocations_open"),
-        F.sum("unavailable_ms").alias("unavailable_ms_total"),
-        *_percentiles("unavailable_ms", "unavailable"),
+    rebalance_ranks = _nearest_rank(
+        episodes.filter(F.col("duration_ms").isNotNull()).groupBy(*GROUP_DAY, "duration_ms").count(),
+        list(GROUP_DAY), "duration_ms", "rebalance")
+    # Every (group, type, day) with a used row has a row, rebalance starts and ends included.
+    per_row = cells.groupBy(*GROUP_DAY).agg(
+        *[F.sum(name).alias(name) for _, name in KIND_COUNTS],
+        *[F.sum(c).alias(c) for c in ("partitions_moved", "revocations_closed", "revocations_open",
+                                      "unavailable_ms_total")],
     )
+    values = cells.filter(F.col("value_ms").isNotNull())
+    unavailable_ranks = _nearest_rank(
+        values.select(*GROUP_DAY, F.col("value_ms").alias("unavailable_ms"), F.col("times").alias("count")),
+        list(GROUP_DAY), "unavailable_ms", "unavailable")
     group_day = (
         per_row.join(per_episode, list(GROUP_DAY), "full")
+        .join(rebalance_ranks, list(GROUP_DAY), "left").join(unavailable_ranks, list(GROUP_DAY), "left")
         .fillna(0, subset=list(COUNTS)).select(*GROUP_DAY_COLUMNS)
-        .persist(StorageLevel.MEMORY_AND_DISK)  # one row per group and day; four readers
+        .persist(StorageLevel.MEMORY_AND_DISK)  # one row per group and day; three readers
     )
-    revocations = events.filter(revoked)
-    per_partition = revocations.groupBy("group_id", "group_type", "day", "topic", "partition").agg(
-        F.count(F.lit(1)).alias("revocations"),
-        F.count("unavailable_ms").alias("revocations_closed"),
-        F.sum("unavailable_ms").alias("unavailable_ms_total"),
-        F.max("unavailable_ms").alias("unavailable_max_ms"),
-    )
-    # The unavailability times counted per (day, type, value): small, read by both roll-ups.
-    unavailable = (revocations.filter(F.col("unavailable_ms").isNotNull())
-                   .groupBy("day", "group_type", "unavailable_ms").count().persist(StorageLevel.MEMORY_AND_DISK))
+    per_partition = cells.filter(F.col("partitions_revoked") > 0).select(
+        "group_id", "group_type", "day", "topic", "partition", F.col("partitions_revoked").alias("revocations"),
+        "revocations_closed", "unavailable_ms_total", "unavailable_max_ms")
+    # The rebalance and unavailability times counted per (day, type, value): small, read by both roll-ups.
+    durations = (episodes.filter(F.col("duration_ms").isNotNull()).groupBy("day", "group_type", "duration_ms")
+                 .count().persist(StorageLevel.MEMORY_AND_DISK))
+    unavailable = (values.groupBy("day", "group_type", F.col("value_ms").alias("unavailable_ms"))
+                   .agg(F.sum("times").alias("count")).persist(StorageLevel.MEMORY_AND_DISK))
     return Tables(
-        cached=[events, episodes, group_day, unavailable],
+        cached=[cells, episodes, group_day, durations, unavailable],
         group_day=group_day,
         episodes=episodes,
         partition_unavailability=per_partition,
-        daily=_rollup(group_day, episodes, unavailable, ["day"]),
-        daily_by_type=_rollup(group_day, episodes, unavailable, ["day", "group_type"]),
+        daily=_rollup(group_day, durations, unavailable, ["day"]),
+        daily_by_type=_rollup(group_day, durations, unavailable, ["day", "group_type"]),
     )
 
 
@@ -206,18 +268,19 @@ def unpersist(tables: Tables) -> None:
         frame.unpersist()
 
 
-def _rollup(group_day: Any, episodes: Any, unavailable: Any, keys: list[str]) -> Any:
+def _rollup(group_day: Any, durations: Any, unavailable: Any, keys: list[str]) -> Any:
     """Sums of the group-day rows per `keys`, with percentiles over the episodes and revocations
-    themselves (a percentile of per-group percentiles would mean nothing). `unavailable` is the
-    (day, group_type, unavailable_ms, count) pre-aggregate: one pass over the revocations serves
-    every roll-up."""
+    themselves (a percentile of per-group percentiles would mean nothing). `durations` and
+    `unavailable` are the (day, group_type, value, count) pre-aggregates: one pass over the
+    episodes and one over the revocations serve every roll-up."""
     from pyspark.sql import functions as F
 
     sums = group_day.groupBy(*keys).agg(
         F.countDistinct("group_id").alias("groups"), *[F.sum(c).alias(c) for c in DAILY_SUMS])
-    times = episodes.groupBy(*keys).agg(*_percentiles("duration_ms", "rebalance"))
+    times = durations.groupBy(*keys, "duration_ms").agg(F.sum("count").alias("count"))
     counted = unavailable.groupBy(*keys, "unavailable_ms").agg(F.sum("count").alias("count"))
-    return sums.join(times, keys, "left").join(_nearest_rank(counted, keys, "unavailable_ms", "unavailable"), keys, "left")
+    return (sums.join(_nearest_rank(times, keys, "duration_ms", "rebalance"), keys, "left")
+            .join(_nearest_rank(counted, keys, "unavailable_ms", "unavailable"), keys, "left"))
 
 
 def _nearest_rank(counted: Any, keys: list[str], column: str, prefix: str) -> Any:
@@ -276,6 +339,7 @@ def by_type(group_day: Any, episodes: Any) -> list[dict[str, Any]]:
         *[F.sum(c).alias(c) for c in ("rebalances", "rebalances_completed", "partitions_moved",
                                       "partitions_revoked", "unavailable_ms_total", "members_fenced_session_timeout",
                                       "group_type_changes")])
-    times = episodes.groupBy("group_type").agg(*_percentiles("duration_ms", "rebalance"))
+    times = _nearest_rank(episodes.filter(F.col("duration_ms").isNotNull()).groupBy("group_type", "duration_ms").count(),
+                          ["group_type"], "duration_ms", "rebalance")
     return sorted((r.asDict() for r in sums.join(times, "group_type", "left").collect()),
                   key=lambda r: r["group_type"])
