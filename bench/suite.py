@@ -580,6 +580,17 @@ jobs on the machine, so the ratios move run to run by 2x; the CPU per MB does no
 """
 
 
+HAND_WRITTEN = ("<!-- Everything below this line was written by hand from one-off runs (each section says how "
+                "to repeat it); bench/run keeps it as it is. -->")
+
+
+def with_hand_written(generated: str, previous: str | None) -> str:
+    """The new report followed by the hand-written part of the previous one (from HAND_WRITTEN on),
+    so that regenerating the tables never drops a measurement someone wrote up."""
+    _, marker, rest = (previous or "").partition(HAND_WRITTEN)
+    return generated.rstrip("\n") + "\n\n" + (marker + rest if marker else HAND_WRITTEN + "\n")
+
+
 def render(rows: list[Row], info: dict[str, str], args: argparse.Namespace, sizes: Sizes, elapsed: float) -> str:
     argv = " ".join(sys.argv[1:])
     out = ["# Benchmarks", "",
@@ -654,6 +665,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="coordinator-bench-") as tmp:
         rows = uvloop.run(run_sections(args, sizes, Path(tmp)))
     text = render(rows, info, args, sizes, time.perf_counter() - started)
-    Path(args.output).write_text(text)
+    output = Path(args.output)
+    previous = output.read_text() if output.exists() else None
+    output.write_text(with_hand_written(text, previous))
     print(f"wrote {args.output}")
     return 0
