@@ -21,7 +21,14 @@ from coordinator.core.consumer.records import (
 )
 from coordinator.core.records import Record, decode_record, encode_record
 from coordinator.core.shard import CoordinatorShard
-from coordinator.recordlog import LogConfig, LogRecord, LogTailer, MemoryFileSystem, RecordLog, compact
+from coordinator.recordlog import (
+    LogConfig,
+    LogRecord,
+    LogTailer,
+    MemoryFileSystem,
+    RecordLog,
+    compact,
+)
 
 LOG_DIR = "/log"
 TOPIC = uuid.UUID(int=7)
@@ -108,4 +115,4 @@ def test_member_that_left_and_rejoined_while_the_log_is_compacted_is_a_new_membe
     live = _live(entries)
     assert tailed.durable_view() == live.durable_view()
     group = tailed.group(G)
-    assert group is not None and group.members["A"].member_epoch == 0  # type: ignore[attr-defined]
+    assert group is not None and group.members["A"].member_epoch == 0

@@ -618,8 +618,8 @@ class ConsumerGroup:
         # A member fenced by its record-8 tombstone always gets its record-5 tombstone in the same
         # batch, so a record 5 for it means that tombstone was compacted away (superseded by this
         # rejoin): this is a new member at epoch 0, as live, not the fenced one at -1.
-        fenced = old is None or old.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
-        base = ConsumerGroupMember(member_id) if fenced else old
+        fenced = old is not None and old.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
+        base = old if old is not None and not fenced else ConsumerGroupMember(member_id)
         self._set_member(old, base.with_metadata(value))
 
     def replay_current_assignment(
