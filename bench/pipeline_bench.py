@@ -1,13 +1,14 @@
 """The rebalance pipeline at scale: synthetic history → `pipeline.rebalance_report` with `local[*]`.
 
-    python -m bench.pipeline_bench --events 10000000 [--groups 10000] [--days 7] [--data DIR]
+    python -m bench.pipeline_bench --events 10000000 [--groups 10000] [--days 7] [--data DIR] [--runs N]
 
 Generates the synthetic dataset once (`pipeline.synthetic`; kept in DIR and reused while its
-parameters match), then runs the report as a child process exactly as a user would (default
-settings: Spark's default driver memory, `local[*]`), sampling the resident memory of the whole
-process tree (Python driver + JVM) every 0.5 s. Prints the wall time, the peak memory, whether the
-log has an OutOfMemoryError, and the load average before and after (the machine may be shared), and
-a row for BENCHMARKS.md. Asserts nothing on time.
+parameters match; its time is reported on its own), then runs the report N times as a child
+process exactly as a user would (default settings: Spark's default driver memory, `local[*]`),
+sampling the resident memory of the whole process tree (Python driver + JVM) and of its largest
+process (the JVM) every 0.5 s. Prints, per run, the wall time, the CPU seconds, the peak memory,
+whether the log has an OutOfMemoryError, and the load average before and after (the machine may be
+shared), and a row for BENCHMARKS.md. Asserts nothing on time.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def generate(events: int, groups: int, days: int, data: Path) -> float | None:
     return time.monotonic() - started
 
 
-def run_report(data: Path, output: Path, log: Path) -> tuple[float, int, int, float]:
-    """(wall seconds, peak tree RSS bytes, exit code, CPU seconds of the tree) of one report run.
+def run_report(data: Path, output: Path, log: Path) -> tuple[float, int, int, int, float]:
+    """(wall seconds, peak tree RSS bytes, peak RSS bytes of the largest process, exit code, CPU
+    seconds of the tree) of one report run.
 
     CPU seconds (user + system of the driver and the JVM) say what the run costs on a shared
     machine, where the wall time depends on the other load."""
@@ -51,14 +53,16 @@ def run_report(data: Path, output: Path, log: Path) -> tuple[float, int, int, fl
         child = subprocess.Popen([sys.executable, "-m", "pipeline.rebalance_report", "--input", str(data),
                                   "--output", str(output)], stdout=handle, stderr=subprocess.STDOUT, env=env)
         root = psutil.Process(child.pid)
-        peak = 0
+        peak = largest = 0
         cpu: dict[int, float] = {}
         while child.poll() is None:
             total = 0
             try:
                 for proc in [root, *root.children(recursive=True)]:
                     try:
-                        total += proc.memory_info().rss
+                        rss = proc.memory_info().rss
+                        total += rss
+                        largest = max(largest, rss)
                         times = proc.cpu_times()
                         cpu[proc.pid] = times.user + times.system
                     except psutil.NoSuchProcess:
@@ -67,7 +71,7 @@ def run_report(data: Path, output: Path, log: Path) -> tuple[float, int, int, fl
                 break
             peak = max(peak, total)
             time.sleep(0.5)
-    return time.monotonic() - started, peak, child.returncode, sum(cpu.values())
+    return time.monotonic() - started, peak, largest, child.returncode, sum(cpu.values())
 
 
 def main() -> int:
@@ -76,26 +80,32 @@ def main() -> int:
     parser.add_argument("--groups", type=int, default=10_000)
     parser.add_argument("--days", type=int, default=7)
     parser.add_argument("--data", type=Path, default=None, help="dataset directory (default: under /tmp, reused)")
+    parser.add_argument("--runs", type=int, default=1, help="report runs on the same dataset (default: %(default)s)")
     args = parser.parse_args()
     data = args.data or Path(tempfile.gettempdir()) / f"pipeline-bench-{args.events}-{args.groups}-{args.days}"
+    load = os.getloadavg()[0]
     generated = generate(args.events, args.groups, args.days, data)
     size = sum(f.stat().st_size for f in data.rglob("*.parquet"))
     print(f"dataset {data}: {size / 2**20:.0f} MiB Parquet"
-          + (f", generated in {generated:.0f}s" if generated is not None else " (reused)"), flush=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        load_before = os.getloadavg()
-        wall, peak, code, cpu = run_report(data, Path(tmp) / "report", Path(tmp) / "report.log")
-        load_after = os.getloadavg()
-        log = (Path(tmp) / "report.log").read_text(errors="replace")
-    oom = "OutOfMemoryError" in log
-    print(log.strip().splitlines()[-1] if log.strip() else "(no output)")
-    print(f"report: {wall:.1f}s wall, {cpu:.0f} CPU-s, peak tree RSS {peak / 2**20:.0f} MiB, exit {code}, "
-          f"OutOfMemoryError in log: {'yes' if oom else 'no'}; load average before "
-          f"{load_before[0]:.1f}, after {load_after[0]:.1f} ({os.cpu_count()} cores)")
-    print(f"| `pipeline.rebalance_report` `local[*]`, default memory | {args.events:,} events, {args.groups:,} groups, "
-          f"{args.days} days ({size / 2**20:.0f} MiB Parquet) | {wall:.0f} s ({cpu:.0f} CPU-s) | {peak / 2**20:.0f} MiB | "
-          f"load {load_before[0]:.1f}→{load_after[0]:.1f} |")
-    return 0 if code == 0 and not oom else 1
+          + (f", generated in {generated:.0f}s (load average {load:.1f} before)" if generated is not None
+             else " (reused)"), flush=True)
+    failed = False
+    for run in range(1, args.runs + 1):
+        with tempfile.TemporaryDirectory() as tmp:
+            load_before = os.getloadavg()
+            wall, peak, largest, code, cpu = run_report(data, Path(tmp) / "report", Path(tmp) / "report.log")
+            load_after = os.getloadavg()
+            log = (Path(tmp) / "report.log").read_text(errors="replace")
+        oom = "OutOfMemoryError" in log
+        failed |= code != 0 or oom
+        print(log.strip().splitlines()[-1] if log.strip() else "(no output)")
+        print(f"run {run}: {wall:.1f}s wall, {cpu:.0f} CPU-s, peak RSS {peak / 2**20:.0f} MiB (tree), "
+              f"{largest / 2**20:.0f} MiB (JVM), exit {code}, OutOfMemoryError in log: {'yes' if oom else 'no'}; "
+              f"load average before {load_before[0]:.1f}, after {load_after[0]:.1f} ({os.cpu_count()} cores)", flush=True)
+        print(f"| `pipeline.rebalance_report` `local[*]`, default memory | {args.events:,} events, {args.groups:,} groups, "
+              f"{args.days} days ({size / 2**20:.0f} MiB Parquet) | {wall:.0f} s ({cpu:.0f} CPU-s) | "
+              f"{largest / 2**20:.0f} MiB JVM, {peak / 2**20:.0f} MiB tree | load {load_before[0]:.1f}→{load_after[0]:.1f} |")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

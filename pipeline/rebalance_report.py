@@ -131,6 +131,9 @@ def spark_session(master: str | None = None, app: str = "rebalance-report") -> A
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.sql.adaptive.coalescePartitions.enabled", "true")
         .config("spark.sql.shuffle.partitions", os.environ.get("REPORT_SHUFFLE_PARTITIONS", "16"))
+        # Joins of per-(group, day) frames that are all partitioned by group alone need no shuffle
+        # (`pipeline.tables`, step 4); Spark's default asks for every join key in the partitioning.
+        .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
         .config("spark.sql.parquet.compression.codec", "zstd")
         .getOrCreate()
     )

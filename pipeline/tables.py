@@ -18,23 +18,24 @@ the same tasks that receive the shuffle; every table is then computed from those
    shuffles again): a sort by (group, ts_ms, seq) and one pass of running aggregates per group
    (episode number, lifetime type); the partition lists are exploded; a sort by (group, topic,
    partition, ts_ms, seq) and one lag/lead pass (previous owner, next event); then one hash
-   aggregation into `facts`, keyed per row kind: a rebalance start or end goes to (group, type, day,
-   episode), a partition row to (group, type, day, topic, partition), any other row to (group, type,
-   day). Each sort is per task, with a 64-bit hash of its key first so that comparisons rarely reach
-   the strings. There is no global sort and no window over all events. `facts` (about a quarter
-   of the events' count, 2.4M rows for 10M events) is the only thing persisted: the exploded rows
-   (21M for 10M events) are never stored, and without `facts` each table would scan and shuffle the
-   input again.
-4. Narrow, over `facts`: `episodes` (merging an episode's start and end days), `group_day` (a join
-   of two aggregates that are both still partitioned by group, so without a shuffle),
-   `partition_unavailability`. Percentiles per group and day are exact nearest-rank over the
-   sorted values of the cell (a few hundred at most).
+   aggregation into `facts` (see there), keyed by what a row counts for: a rebalance start or end
+   by (group, type, day, episode), a partition row by (group, type, day, topic, partition), any
+   other row by (group, type, day). Each sort is within one task, with a 64-bit hash of its key
+   first (the sort's prefix), and there is no global sort and no window over all events. `facts`
+   (3.4M rows for 10M events) is the only large frame persisted: the exploded rows (21M for 10M
+   events) are never stored, and without `facts` each table would scan and shuffle the input
+   again.
+4. Narrow, over `facts` (persisted frames keep their partitioning by group): `episodes` (merging an
+   episode's parts on two days), `group_day` (aggregates per (group, type, day) and their joins, all
+   partitioned by group, so none shuffles), `partition_unavailability`.
 5. **Wide stage 2, small**: the per-day and per-type roll-ups (`daily`, `daily_by_type`) group by
-   day, so they shuffle, but only partial aggregates of `group_day` and `episodes` and one (day,
-   type, value) count of the unavailability times; their percentiles are exact nearest-rank over
-   those counts (`_nearest_rank`, a window per (day, type), never over all events). These stages
-   move kilobytes to a few megabytes. The summary's figures (`by_type`, `top_groups`: a take-ordered
-   over one row per lifetime, not a sort; `histogram`) read the written tables and are as small.
+   day, so they shuffle, but only `group_day` rows and (day, type, value) counts of the rebalance
+   and unavailability times. These stages move kilobytes to a few megabytes. The summary's figures
+   (`by_type`, `top_groups`: a take-ordered over one row per lifetime, not a sort; `histogram`)
+   read the written tables and are as small.
+
+Percentiles are exact nearest-rank everywhere (`_nearest_rank`): from (keys, value, count) rows, a
+window per cell (group and day, or day and type), never over all events.
 
 Group types: each row is labelled with the type the group had at that moment (its own
 `group_type`, else the last one seen in the group), so a group that changed type (a
@@ -145,7 +146,7 @@ def enriched(rows: Any, partitions: int) -> Any:
     previous_owner = F.lag("owner").over(ordered)
     return exploded.select(
         "group_id", "group_type", "day", "k", "ts_ms", "ep", "topic", "partition",
-        ((k == ASSIGNED) & previous_owner.isNotNull() & (previous_owner != F.col("owner"))).alias("moved"),
+        ((k == ASSIGNED) & F.coalesce(previous_owner != F.col("owner"), F.lit(False))).alias("moved"),
         F.when((k == REVOKED) & (F.lead("k").over(ordered) == ASSIGNED),
                F.lead("ts_ms").over(ordered) - F.col("ts_ms")).alias("unavailable_ms"),
     )
@@ -239,9 +240,11 @@ def build(rows: Any, partitions: int = 8) -> Tables:
     unavailable_ranks = _nearest_rank(
         values.select(*GROUP_DAY, F.col("value_ms").alias("unavailable_ms"), F.col("times").alias("count")),
         list(GROUP_DAY), "unavailable_ms", "unavailable")
+    # Each side joined with its percentiles first: every join is then between frames partitioned
+    # by group (the full join's coalesced keys would not be).
     group_day = (
-        per_row.join(per_episode, list(GROUP_DAY), "full")
-        .join(rebalance_ranks, list(GROUP_DAY), "left").join(unavailable_ranks, list(GROUP_DAY), "left")
+        per_row.join(unavailable_ranks, list(GROUP_DAY), "left")
+        .join(per_episode.join(rebalance_ranks, list(GROUP_DAY), "left"), list(GROUP_DAY), "full")
         .fillna(0, subset=list(COUNTS)).select(*GROUP_DAY_COLUMNS)
         .persist(StorageLevel.MEMORY_AND_DISK)  # one row per group and day; three readers
     )

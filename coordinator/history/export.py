@@ -17,14 +17,14 @@ is skipped), keeps rows with `since <= ts_ms < until`, and writes them in sequen
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from .schema import FIELDS, TOPIC_PARTITIONS, day_of, group_bucket
+from .schema import DAY_MS, FIELDS, TOPIC_PARTITIONS, day_of, group_bucket
 from .segments import read_rows
 
 BATCH_ROWS = 100_000
@@ -79,50 +79,71 @@ def write_partitioned(rows: Iterable[dict[str, Any]], output: Path, *, basename:
     what a partition held before this call wrote into it; False adds files beside it (the synthetic
     generator's workers write disjoint buckets)."""
     import pyarrow as pa
+
+    schema = arrow_schema()
+    first_seq: list[int] = []
+
+    def tables() -> Iterator[Any]:
+        for batch in _batches(rows, BATCH_ROWS):
+            if not first_seq:
+                first_seq.append(int(batch[0].get("seq", 0)))
+            yield pa.Table.from_pylist(batch, schema=schema)
+
+    stream = tables()
+    head = next(stream, None)  # the first batch names the files (its first seq)
+    if head is None:
+        return 0
+    name = basename if basename is not None else f"part-{first_seq[0]:020d}"
+    return write_partitioned_tables(_chain(head, stream), output, basename=name, replace=replace)
+
+
+def write_partitioned_tables(tables: Iterable[Any], output: Path, *, basename: str, replace: bool = True) -> int:
+    """pyarrow tables with the columns of `arrow_schema()` as a `day=/bucket=` dataset (what
+    `write_partitioned` does with rows; a columnar producer such as `pipeline.synthetic` calls this
+    directly). The partition keys are computed per table, vectorised, with `day_of` and
+    `group_bucket` once per distinct day and group."""
+    import pyarrow as pa
     import pyarrow.dataset as ds
 
     schema = arrow_schema()
     keys = pa.schema([("day", pa.string()), ("bucket", pa.int32())])
     full = pa.schema([*schema, *keys])
     count = 0
-    days: dict[int, str] = {}
-    buckets: dict[str, int] = {}
-    first_seq: list[int] = []
 
     def batches() -> Iterator[Any]:
         nonlocal count
-        for batch in _batches(rows, BATCH_ROWS):
-            if not first_seq:
-                first_seq.append(int(batch[0].get("seq", 0)))
-            day = []
-            bucket = []
-            for row in batch:
-                d = row["ts_ms"] // 86_400_000
-                day.append(days.get(d) or days.setdefault(d, day_of(row["ts_ms"])))
-                gid = row["group_id"]
-                b = buckets.get(gid)
-                bucket.append(b if b is not None else buckets.setdefault(gid, group_bucket(gid)))
-            table = pa.Table.from_pylist(batch, schema=schema)
-            table = table.append_column(full.field("day"), pa.array(day, pa.string()))
-            table = table.append_column(full.field("bucket"), pa.array(bucket, pa.int32()))
-            count += len(batch)
-            yield from table.to_batches()
+        for table in tables:
+            count += table.num_rows
+            yield from _with_partition_keys(table, full).to_batches()
 
-    stream = batches()
-    head = next(stream, None)  # the first batch names the files (its first seq)
-    if head is None:
-        return 0
-    name = basename if basename is not None else f"part-{first_seq[0]:020d}"
     output.mkdir(parents=True, exist_ok=True)
     ds.write_dataset(
-        _chain(head, stream), output, schema=full, format="parquet",
+        batches(), output, schema=full, format="parquet",
         partitioning=ds.partitioning(keys, flavor="hive"),
-        basename_template=f"{name}-{{i}}.parquet",
+        basename_template=f"{basename}-{{i}}.parquet",
         existing_data_behavior="delete_matching" if replace else "overwrite_or_ignore",
         file_options=ds.ParquetFileFormat().make_write_options(compression="zstd"),
         min_rows_per_group=min(BATCH_ROWS, 65_536), max_rows_per_group=1 << 20,
     )
     return count
+
+
+def _with_partition_keys(table: Any, schema: Any) -> Any:
+    """`table` (columns of `arrow_schema()`) plus its `day` and `bucket` columns."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def mapped(column: Any, key: Callable[[Any], Any], kind: Any) -> Any:
+        distinct = pc.unique(column)
+        values = pa.array([key(v) for v in distinct.to_pylist()], kind)
+        return pc.take(values, pc.index_in(column, value_set=distinct))
+
+    ts = table["ts_ms"]
+    # Whole days since the epoch, rounded down like `//` (integer division rounds towards zero).
+    days = pc.divide(pc.subtract(ts, pc.if_else(pc.less(ts, 0), DAY_MS - 1, 0)), pa.scalar(DAY_MS, pa.int64()))
+    day = mapped(days, lambda d: day_of(d * DAY_MS), pa.string())
+    bucket = mapped(table["group_id"], group_bucket, pa.int32())
+    return pa.Table.from_arrays([*table.select(schema.names[:-2]).columns, day, bucket], schema=schema)
 
 
 def _chain(head: Any, rest: Iterator[Any]) -> Iterator[Any]:
