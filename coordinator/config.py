@@ -168,6 +168,8 @@ _SERVER: tuple[Setting, ...] = (
     Setting("num.partitions", "1", "Partition count of auto-created topics and CreateTopics without a count.", _parse_int, at_least(1)),
     Setting("topics", "", "Topics declared at start-up, as name:partitions,... (ours).", _parse_topics),
     # -- groups -------------------------------------------------------------------------------
+    Setting("offsets.topic.num.partitions", "50", "Log partitions groups are hashed onto (Kafka's formula); fixed once a data directory has a layout.", _parse_int, at_least(1)),
+    Setting("coordinator.shards", "1", "Coordinator processes the partitions are spread over; shard k is node node.id+k on each listener's port+k (ours).", _parse_int, at_least(1)),
     Setting("group.coordinator.rebalance.protocols", "classic,consumer", "Group protocols served.", _parse_list, _protocols),
 )
 _COMPACTION: tuple[Setting, ...] = (

@@ -58,6 +58,7 @@ from ..security.gate import ListenerGate, SecurityConfigError, build_gates
 from ..security.settings import AuthorizerConfig, ConnectionLimits
 from ..security.store import SecurityStore
 from ..security.upstream import upstream_security
+from ..shards.placement import LayoutError, check_partitions, read_layout
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
@@ -187,6 +188,12 @@ class CoordinatorServer:
         standby first if another process owns it), open the Kafka listener, load the log, then
         serve group APIs. Raises `StartupError` when the configuration cannot be served."""
         prepare_data_dir(self.config.data_dir)
+        try:
+            check_partitions(read_layout(self.config.data_dir), self.config["offsets.topic.num.partitions"])
+        except LayoutError as exc:
+            raise StartupError(str(exc)) from exc
+        if self.config["coordinator.shards"] != 1:
+            raise StartupError("coordinator.shards above 1 is not served yet")
         await self._open_metrics(may_defer=True)
         # Owner (listener open) but not loaded yet = Kafka's "loading" partition state.
         kafka_metrics.register(lambda: self.shard if self._loaded else None,
