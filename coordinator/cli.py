@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--metrics-listen", metavar="HOST:PORT", help="metrics HTTP listener (key metrics.listen)")
     serve.add_argument("--config", metavar="FILE", type=Path, help="Kafka-style key=value properties file")
     serve.add_argument("--override", metavar="KEY=VALUE", action="append", default=[], help="set a key (repeatable)")
+    serve.add_argument("--shard", type=int, metavar="K", help=argparse.SUPPRESS)  # a supervisor's child
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--log-format", default="auto", choices=["auto", "json", "console"])
     from .admin.commands import add_commands
@@ -98,9 +99,22 @@ def _serve(args: argparse.Namespace) -> int:
     import uvloop
 
     from .runtime.server import StartupError, serve
+    from .shards.placement import LayoutError, ShardLayout
+    from .shards.reshard import ensure_layout
 
     try:
-        return uvloop.run(serve(config))
+        if args.shard is None:
+            layout = ShardLayout(config["offsets.topic.num.partitions"], config["coordinator.shards"])
+            ensure_layout(config.data_dir, layout)
+            if layout.shards > 1:
+                raise StartupError("coordinator.shards above 1 needs the shard supervisor, which is not served yet")
+        return uvloop.run(serve(config, args.shard))
+    except LayoutError as exc:
+        print(f"coordinator: cannot start: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"coordinator: cannot start: log.dirs {config['log.dirs']}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     except StartupError as exc:
         print(f"coordinator: cannot start: {exc}", file=sys.stderr)
         return 2

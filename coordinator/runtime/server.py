@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import itertools
 import os
@@ -55,10 +56,17 @@ from ..recordlog.segments import list_segments
 from ..security.apis import security_handlers
 from ..security.authorizer import Authorizer
 from ..security.gate import ListenerGate, SecurityConfigError, build_gates
+from ..security.listeners import Listener
 from ..security.settings import AuthorizerConfig, ConnectionLimits
 from ..security.store import SecurityStore
 from ..security.upstream import upstream_security
-from ..shards.placement import LayoutError, check_partitions, read_layout
+from ..shards.placement import (
+    LayoutError,
+    ShardLayout,
+    check_partitions,
+    read_layout,
+    shard_data_dir,
+)
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
@@ -72,20 +80,45 @@ from .shard import ShardRuntime
 
 log = get_logger("coordinator.server")
 
+METRICS_PORT_FILE = "metrics.port"
+"""Written in a shard's directory when there are several shards: its metrics listener's port."""
+
 
 class StartupError(Exception):
     """The server cannot start as configured; the message is the one line the operator reads."""
 
 
 class CoordinatorServer:
-    def __init__(self, config: Config) -> None:
+    """One coordinator node. With `coordinator.shards` above 1 it is shard `shard` of the layout
+    (`coordinator/shards/placement.py`): node `node.id + shard`, each listener's port `+ shard`,
+    its log and lock in its shard directory; the topic catalog is the root's, shared by every
+    shard, and the embedded data plane is served by shard 0 alone."""
+
+    def __init__(self, config: Config, shard: int | None = None) -> None:
         self.config = config
+        try:
+            self.layout = ShardLayout(config["offsets.topic.num.partitions"], config["coordinator.shards"])
+        except LayoutError as exc:
+            raise StartupError(str(exc)) from exc
+        if shard is None and self.layout.shards > 1:
+            raise StartupError("coordinator.shards above 1: each shard is started by `coordinator serve`")
+        self.shard_index = shard or 0
+        if not 0 <= self.shard_index < self.layout.shards:
+            raise StartupError(f"shard {self.shard_index} is not one of coordinator.shards ({self.layout.shards})")
+        self.root = config.data_dir
+        self.data_dir = shard_data_dir(self.root, self.shard_index)
+        """This shard's own directory: its record log, lock, history (the root for shard 0)."""
+        self.listeners = tuple(_shifted(listener, self.shard_index) for listener in config.listeners)
+        if self.layout.shards > 1 and any(listener.port == 0 for listener in config.listeners):
+            raise StartupError("coordinator.shards above 1 needs fixed listener ports (shard k listens on port + k)")
         host, port = config.advertised
-        self.listeners = config.listeners
+        port = port + self.shard_index if port else port
         # Sidecar mode (upstream.bootstrap.servers set): no embedded catalog or data plane; topics
         # come from the upstream, and what is not a group API is forwarded (coordinator/sidecar).
         self.sidecar: Sidecar | None = None
-        node_id = config["node.id"]
+        node_id = config["node.id"] + self.shard_index
+        if config.build(SidecarConfig).upstream_bootstrap_servers and self.layout.shards > 1:
+            raise StartupError("coordinator.shards above 1 is not served in sidecar mode yet")
         if config.build(SidecarConfig).upstream_bootstrap_servers:
             node_id = config.build(SidecarConfig).sidecar_node_id
             try:  # the coordinator's own credentials upstream (one sidecar per process)
@@ -106,6 +139,11 @@ class CoordinatorServer:
             self.gates: dict[str, ListenerGate] = build_gates(config, self._security_store, self.wait_loaded)
         except SecurityConfigError as exc:
             raise StartupError(str(exc)) from exc
+        if self.layout.shards > 1 and (config.build(AuthorizerConfig).enabled or any(
+                gate.sasl is not None and any(m.startswith("SCRAM") for m in gate.sasl.mechanisms)
+                for gate in self.gates.values())):
+            # ACLs and SCRAM credentials are records of shard 0's log; the other shards do not see them yet.
+            raise StartupError("coordinator.shards above 1 is not served with an authorizer or SCRAM yet")
         self.limits = config.build(ConnectionLimits)
         if self.sidecar is not None:  # its per-broker listeners serve as the first listener does
             self.sidecar.listeners.ssl_context = self.gates[self.listeners[0].name].ssl_context
@@ -128,8 +166,9 @@ class CoordinatorServer:
             handlers = self.sidecar.serve_locally(
                 [*self.sidecar.handlers(self.view, lambda: self.registry.version_ranges()), *groups])
         else:
-            handlers = [*bootstrap_handlers(self.view, lambda: self.registry.version_ranges()), *groups,
-                        *dataplane_handlers(self.catalog, self.store, self.store.config)]
+            handlers = [*bootstrap_handlers(self.view, lambda: self.registry.version_ranges()), *groups]
+            if self.serves_data_plane:
+                handlers += dataplane_handlers(self.catalog, self.store, self.store.config)
         self.registry = ApiRegistry(handlers)
         self.codec = RequestCodec(self.registry.version_ranges())
         self._connections: set[KafkaConnection] = set()
@@ -147,6 +186,12 @@ class CoordinatorServer:
         self._committer: GroupCommitter | None = None
         durable.LOG_BYTES.set_function(lambda: durable.log_size(str(self.log_dir))[0])
         durable.LOG_SEGMENTS.set_function(lambda: durable.log_size(str(self.log_dir))[1])
+
+    @property
+    def serves_data_plane(self) -> bool:
+        """Embedded mode's partitions are served by shard 0 alone: one process owns every data
+        file, so the data plane's crash guarantees stay those of a single process."""
+        return self.sidecar is None and self.shard_index == 0
 
     @property
     def node(self) -> Node:
@@ -187,13 +232,16 @@ class CoordinatorServer:
         """Check the data directory, open the metrics listener, take the data directory (as a
         standby first if another process owns it), open the Kafka listener, load the log, then
         serve group APIs. Raises `StartupError` when the configuration cannot be served."""
-        prepare_data_dir(self.config.data_dir)
+        prepare_data_dir(self.root)
+        prepare_data_dir(self.data_dir)
         try:
-            check_partitions(read_layout(self.config.data_dir), self.config["offsets.topic.num.partitions"])
+            recorded = read_layout(self.root)
+            check_partitions(recorded, self.layout.partitions)
         except LayoutError as exc:
             raise StartupError(str(exc)) from exc
-        if self.config["coordinator.shards"] != 1:
-            raise StartupError("coordinator.shards above 1 is not served yet")
+        if (recorded or ShardLayout(self.layout.partitions)) != self.layout:
+            raise StartupError(f"{self.root} is laid out for {(recorded or ShardLayout()).shards} shard(s), not "
+                               f"{self.layout.shards}: start it with `coordinator serve`, which moves the partitions")
         await self._open_metrics(may_defer=True)
         # Owner (listener open) but not loaded yet = Kafka's "loading" partition state.
         kafka_metrics.register(lambda: self.shard if self._loaded else None,
@@ -202,11 +250,11 @@ class CoordinatorServer:
             self.sidecar.start()
         core = CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
         self._lock, record_log, _ = await ownership.acquire(
-            self._fs, self.config.data_dir, self.log_dir, self.config.build(LogConfig), core, self._become_owner)
+            self._fs, self.data_dir, self.log_dir, self.config.build(LogConfig), core, self._become_owner)
         self._committer = GroupCommitter(record_log, on_fatal=_fail_stop)
         self._committer.start()
         await self._load_shard(core)
-        if self.sidecar is None:
+        if self.serves_data_plane:
             self._background.append(asyncio.create_task(self._enforce_retention(), name="retention"))
         self._background.append(asyncio.create_task(self._compact_periodically(), name="compaction"))
         metrics.READY.set(1)
@@ -220,13 +268,14 @@ class CoordinatorServer:
             "server_started",
             listen=",".join(address(listener.name, listener.host, ports[listener.name]) for listener in self.listeners),
             advertised=",".join(address(name, node.host, node.port) for name, node in self.view.endpoints.items()),
-            node_id=self.node.node_id, metrics_port=self.metrics_port, data_dir=str(self.config.data_dir),
+            node_id=self.node.node_id, metrics_port=self.metrics_port, data_dir=str(self.data_dir),
+            shard=self.shard_index,
             apis=len(list(self.registry)), writer_epoch=record_log.writer_epoch,
         )
 
     @property
     def log_dir(self) -> Path:
-        return self.config.data_dir / "log"
+        return self.data_dir / "log"
 
     async def _become_owner(self) -> None:
         """The data directory is ours: take the catalog as the previous owner left it, declare
@@ -234,6 +283,7 @@ class CoordinatorServer:
         COORDINATOR_LOAD_IN_PROGRESS until the log is loaded)."""
         if self.sidecar is None:
             self.catalog.reload()
+        if self.serves_data_plane:
             self.store.open()
             self.store.start()
             self._declare_topics()
@@ -270,7 +320,7 @@ class CoordinatorServer:
 
     def _data_dir_free(self) -> bool:
         """Whether no other process owns the data directory now (we would not be a standby)."""
-        lock = try_lock_data_dir(self._fs, str(self.config.data_dir))
+        lock = try_lock_data_dir(self._fs, str(self.data_dir))
         if lock is None:
             return False
         lock.release()
@@ -294,6 +344,8 @@ class CoordinatorServer:
                 return
             raise StartupError(f"metrics.listen {self.config['metrics.listen']}: {_reason(exc)}") from exc
         self._metrics_server = server
+        if self.layout.shards > 1:  # the supervisor scrapes each shard's endpoint
+            _write_atomically(self.data_dir / METRICS_PORT_FILE, str(server.port))
 
     async def _load_shard(self, core: CoordinatorShard) -> None:
         """Start serving the loaded core: the new owner's CoordinatorEpoch is made durable first."""
@@ -304,7 +356,7 @@ class CoordinatorServer:
         shard.add_observer(kafka_metrics.observe)
         # The rebalance history observes every event (buffered, written off the loop); opened only
         # now, under the data directory lock, so one process appends to it.
-        self.history = open_writer(self.config.data_dir, self.config, CoreAssignments(core))
+        self.history = open_writer(self.data_dir, self.config, CoreAssignments(core))
         if self.history is not None:
             shard.add_observer(self.history.observe)
             self.history.start()
@@ -406,7 +458,7 @@ class CoordinatorServer:
             await self.history.close()
         if self._committer is not None:
             await self._committer.close()
-        if self.sidecar is None:
+        if self.serves_data_plane:
             await self.store.close()
         if self._lock is not None:
             self._lock.release()
@@ -462,7 +514,7 @@ class CoordinatorServer:
                     connection.close_idle(idle_ms)
 
 
-async def serve(config: Config) -> int:
+async def serve(config: Config, shard: int | None = None) -> int:
     """Run until SIGTERM or SIGINT; returns the process exit code. A signal while the server is
     still starting (a standby waiting for the data directory, a long load) stops it as well.
     Raises `StartupError` when start-up fails, after closing what it had opened."""
@@ -471,7 +523,7 @@ async def serve(config: Config) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop_requested.set)
     try:
-        server = CoordinatorServer(config)
+        server = CoordinatorServer(config, shard)
     except OSError as exc:
         raise StartupError(f"log.dirs {config['log.dirs']}: {_reason(exc)}") from exc
     except ValueError as exc:  # a corrupt topic catalog
@@ -515,6 +567,20 @@ def prepare_data_dir(path: Path) -> None:
         probe.unlink()
     except OSError as exc:
         raise StartupError(f"log.dirs {path}: not writable: {_reason(exc)}") from exc
+
+
+def _shifted(listener: Listener, shard: int) -> Listener:
+    """Shard k's copy of a listener: the same host, port + k (bound and advertised)."""
+    if not shard:
+        return listener
+    return dataclasses.replace(listener, port=listener.port + shard,
+                               advertised_port=listener.advertised_port + shard)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def _reason(exc: OSError) -> str:

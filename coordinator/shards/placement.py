@@ -85,8 +85,8 @@ def read_layout(root: Path) -> ShardLayout | None:
     try:
         raw = json.loads((root / LAYOUT_FILE).read_text())
         return ShardLayout(partitions=int(raw["partitions"]), shards=int(raw["shards"]))
-    except FileNotFoundError:
-        return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # no layout yet (the server's own checks report a bad data directory)
     except (ValueError, KeyError, TypeError) as exc:
         raise LayoutError(f"{root / LAYOUT_FILE} is not a shard layout ({exc})") from exc
 
