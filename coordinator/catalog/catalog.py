@@ -9,10 +9,25 @@ to a topic can bump their epoch.
 
 Validation follows Kafka (`Topic.validate`): names of 1..249 characters from `[a-zA-Z0-9._-]`, not
 `.` or `..`; partition counts >= 1.
+
+Shared catalogs (`shared=True`: several shard processes, one `topics.json`): every node serves the
+same topics, and a change made on one node is seen by all before its response is sent.
+- Writes are serialised across processes by an `fcntl.flock` on `topics.json.lock`; under it the
+  writer re-reads the file (another node may have written since), validates, changes, and saves
+  (temporary file, fsync, rename) before it lets go.
+- Every read first stats the file (inode, size, mtime and ctime in ns) and re-reads it when it
+  changed since this process last read or wrote it: a client told "created" by one node and then
+  asking another finds the topic there, because its request arrives after the rename.
+- `watch()` stats it periodically too and tells listeners of changes made elsewhere, so consumer
+  groups get new partitions (and shard 0's data plane drops deleted topics) without being asked.
+A one-process catalog (`shared=False`, the default) does none of this.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -22,6 +37,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from protocol.errors import ErrorCode
+
+from ..logging import get_logger
+
+log = get_logger("coordinator.catalog")
+
+WATCH_INTERVAL_S = 0.2
+"""How often a shared catalog looks for changes made by other processes when nobody reads it."""
 
 # Kafka error codes the catalog reports (same numbers as Kafka's Errors.java).
 
@@ -80,26 +102,41 @@ def validate_topic_name(name: str) -> None:
 class TopicCatalog:
     """Name and id indexed topics, optionally persisted to a JSON file."""
 
-    def __init__(self, path: Path | None = None, id_factory: Callable[[], uuid.UUID] = uuid.uuid4) -> None:
+    def __init__(self, path: Path | None = None, id_factory: Callable[[], uuid.UUID] = uuid.uuid4, *,
+                 shared: bool = False) -> None:
+        """`shared`: other processes write the same file (see the module notes)."""
         self._path = path
         self._new_id = id_factory
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._listeners: list[Listener] = []
+        self._shared = shared and path is not None
+        self._file = str(path) if path is not None else ""
+        self._seen: tuple[int, int, int, int] | None = None
+        """The file's signature when this process last read or wrote it (shared catalogs)."""
         if path is not None and path.exists():
+            self._seen = self._signature()
             self._load(path)
 
     # -- reads -------------------------------------------------------------------------------
     def get(self, name: str) -> Topic | None:
+        if self._shared:
+            self.refresh()
         return self._by_name.get(name)
 
     def by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        if self._shared:
+            self.refresh()
         return self._by_id.get(topic_id)
 
     def __iter__(self) -> Iterator[Topic]:
+        if self._shared:
+            self.refresh()
         return iter(sorted(self._by_name.values(), key=lambda t: t.name))
 
     def __len__(self) -> int:
+        if self._shared:
+            self.refresh()
         return len(self._by_name)
 
     def add_listener(self, listener: Listener) -> None:
@@ -107,6 +144,8 @@ class TopicCatalog:
 
     # -- writes ------------------------------------------------------------------------------
     def validate_new(self, name: str, num_partitions: int) -> None:
+        if self._shared:
+            self.refresh()
         validate_topic_name(name)
         if name in self._by_name:
             raise CatalogError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
@@ -114,37 +153,42 @@ class TopicCatalog:
             raise CatalogError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
 
     def create(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic:
-        self.validate_new(name, num_partitions)
-        topic = Topic(name, self._new_id(), num_partitions, dict(configs or {}))
-        self._by_name[name] = topic
-        self._by_id[topic.topic_id] = topic
-        self._save()
+        with self._writing():
+            self.validate_new(name, num_partitions)
+            topic = Topic(name, self._new_id(), num_partitions, dict(configs or {}))
+            self._by_name[name] = topic
+            self._by_id[topic.topic_id] = topic
+            self._save()
         self._notify(TopicChange(None, topic))
         return topic
 
     def delete(self, name: str) -> Topic:
-        topic = self._by_name.pop(name, None)
-        if topic is None:
-            raise CatalogError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
-        del self._by_id[topic.topic_id]
-        self._save()
+        with self._writing():
+            topic = self._by_name.pop(name, None)
+            if topic is None:
+                raise CatalogError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                   "This server does not host this topic-partition.")
+            del self._by_id[topic.topic_id]
+            self._save()
         self._notify(TopicChange(topic, None))
         return topic
 
     def grow(self, name: str, num_partitions: int) -> Topic:
-        topic = self._by_name.get(name)
-        if topic is None:
-            raise CatalogError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
-        if num_partitions <= topic.num_partitions:
-            raise CatalogError(
-                ErrorCode.INVALID_PARTITIONS,
-                f"Topic currently has {topic.num_partitions} partitions, which is higher than or "
-                f"equal to the requested {num_partitions}.",
-            )
-        grown = Topic(topic.name, topic.topic_id, num_partitions, topic.configs)
-        self._by_name[name] = grown
-        self._by_id[grown.topic_id] = grown
-        self._save()
+        with self._writing():
+            topic = self._by_name.get(name)
+            if topic is None:
+                raise CatalogError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                   "This server does not host this topic-partition.")
+            if num_partitions <= topic.num_partitions:
+                raise CatalogError(
+                    ErrorCode.INVALID_PARTITIONS,
+                    f"Topic currently has {topic.num_partitions} partitions, which is higher than or "
+                    f"equal to the requested {num_partitions}.",
+                )
+            grown = Topic(topic.name, topic.topic_id, num_partitions, topic.configs)
+            self._by_name[name] = grown
+            self._by_id[grown.topic_id] = grown
+            self._save()
         self._notify(TopicChange(topic, grown))
         return grown
 
@@ -154,16 +198,63 @@ class TopicCatalog:
         listeners of every difference."""
         if self._path is None or not self._path.exists():
             return
+        seen = self._signature()  # before reading: a file replaced meanwhile is read again next time
         before = dict(self._by_name)
         self._by_name.clear()
         self._by_id.clear()
-        self._load(self._path)
+        try:
+            self._load(self._path)
+        except (OSError, ValueError, KeyError, TypeError):
+            self._by_name.update(before)  # keep serving what we had (the caller reports it)
+            self._by_id.update({t.topic_id: t for t in before.values()})
+            raise
+        self._seen = seen
         for name, topic in self._by_name.items():
             if before.get(name) != topic:
                 self._notify(TopicChange(before.get(name), topic))
         for name, topic in before.items():
             if name not in self._by_name:
                 self._notify(TopicChange(topic, None))
+
+    # -- sharing between processes ---------------------------------------------------------------
+    def refresh(self) -> None:
+        """Re-read the file if another process replaced it since this one last read or wrote it,
+        telling listeners of every difference. A file that cannot be read keeps the current view
+        (logged once per change of the file)."""
+        if self._path is None or self._signature() == self._seen:
+            return
+        try:
+            self.reload()
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            self._seen = self._signature()
+            log.error("topic_catalog_unreadable", path=self._file, error=str(exc))
+
+    async def watch(self, interval_s: float = WATCH_INTERVAL_S) -> None:
+        """Look for other processes' changes every `interval_s` until cancelled (shared catalogs)."""
+        while True:
+            await asyncio.sleep(interval_s)
+            self.refresh()
+
+    def _signature(self) -> tuple[int, int, int, int] | None:
+        try:
+            st = os.stat(self._file)
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A shared catalog changes under the lock, starting from the file as the last writer left it."""
+        if not self._shared:
+            yield
+            return
+        fd = os.open(self._file + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self.refresh()
+            yield
+        finally:
+            os.close(fd)  # releases the lock
 
     def _notify(self, change: TopicChange) -> None:
         for listener in self._listeners:
@@ -208,3 +299,5 @@ class TopicCatalog:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+        if self._shared:
+            self._seen = self._signature()  # our own write (the lock keeps others out meanwhile)

@@ -73,6 +73,7 @@ from ..sidecar.sidecar import Sidecar
 from ..sidecar.upstream import UpstreamConnection
 from . import durable, gc_policy, group_metrics, kafka_metrics, ownership
 from .apis import Node, NodeView, TopicDefaults, bootstrap_handlers, consumer_groups, group_handlers
+from .apis.group_owner import owner
 from .connection import KafkaConnection
 from .durable import DurableSink
 from .registry import ApiRegistry
@@ -127,12 +128,18 @@ class CoordinatorServer:
                 raise StartupError(str(exc)) from exc
             self.sidecar = Sidecar(config, lambda: (self.node.node_id, self.node.host, self.node.port),
                                    self._connection_factory, lambda: self.shard)
-        self.catalog = TopicCatalog(None if self.sidecar else config.data_dir / "topics.json")
+        self.catalog = TopicCatalog(None if self.sidecar else config.data_dir / "topics.json",
+                                    shared=self.layout.shards > 1)
         self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
         self.view = NodeView(Node(node_id, host, port), config["cluster.id"], self.catalog,
                              TopicDefaults(config["num.partitions"], config["auto.create.topics.enable"]),
                              {listener.name: Node(node_id, listener.advertised_host or host, listener.advertised_port)
-                              for listener in self.listeners})
+                              for listener in self.listeners}, self.layout, self.shard_index,
+                             # every shard's node on every listener, from the configuration alone
+                             {listener.name: tuple(Node(config["node.id"] + k, listener.advertised_host or host,
+                                                        listener.advertised_port + k)
+                                                   for k in range(self.layout.shards))
+                              for listener in config.listeners} if self.layout.shards > 1 else {})
         # What each listener asks of its connections (TLS, SASL); a bad key file or mechanism
         # stops start-up here, before anything is opened.
         try:
@@ -160,7 +167,8 @@ class CoordinatorServer:
             on_fatal=_fail_stop, remove_dir=_remove_empty_dir)
         self.shard: ShardRuntime | None = None
         self.history: HistoryWriter | None = None
-        groups = group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]))
+        groups = group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]),
+                                owner(self.layout, self.shard_index) if self.layout.shards > 1 else None)
         groups += security_handlers(lambda: self.shard)
         if self.sidecar is not None:
             handlers = self.sidecar.serve_locally(
@@ -257,6 +265,8 @@ class CoordinatorServer:
         if self.serves_data_plane:
             self._background.append(asyncio.create_task(self._enforce_retention(), name="retention"))
         self._background.append(asyncio.create_task(self._compact_periodically(), name="compaction"))
+        if self.layout.shards > 1:  # other shards' catalog changes reach this one's groups
+            self._background.append(asyncio.create_task(self.catalog.watch(), name="catalog-watch"))
         metrics.READY.set(1)
         ports = self.ports
         named = len(self.listeners) > 1  # one listener is logged as host:port, as before listener names

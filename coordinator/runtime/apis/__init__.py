@@ -29,12 +29,13 @@ from . import (
     offsets,
     topics,
 )
+from .group_owner import Owns, owner
 from .view import Node, NodeView, TopicDefaults
 
 if TYPE_CHECKING:
     from ..shard import ShardRuntime
 
-__all__ = ["Node", "NodeView", "TopicDefaults", "bootstrap_handlers", "group_handlers"]
+__all__ = ["Node", "NodeView", "Owns", "TopicDefaults", "bootstrap_handlers", "group_handlers", "owner"]
 
 
 def bootstrap_handlers(view: NodeView, table: Callable[[], Mapping[int, tuple[int, int]]]) -> list[ApiHandler]:
@@ -50,24 +51,27 @@ def bootstrap_handlers(view: NodeView, table: Callable[[], Mapping[int, tuple[in
 
 
 def group_handlers(shard: Callable[[], ShardRuntime | None],
-                   protocols: tuple[str, ...] = ("classic", "consumer")) -> list[ApiHandler]:
+                   protocols: tuple[str, ...] = ("classic", "consumer"),
+                   owns: Owns | None = None) -> list[ApiHandler]:
     """The group coordinator's APIs, served by the shard. The KIP-848 APIs exist only when
-    `group.coordinator.rebalance.protocols` names `consumer` (then they are advertised too)."""
+    `group.coordinator.rebalance.protocols` names `consumer` (then they are advertised too).
+    `owns` (several shards only, `group_owner.owner`): the groups this node coordinates; the
+    others are answered NOT_COORDINATOR."""
     handlers = [
-        classic_groups.join_group(shard),
-        classic_groups.sync_group(shard),
-        classic_groups.heartbeat(shard),
-        classic_groups.leave_group(shard),
-        offsets.offset_commit(shard),
-        offsets.offset_fetch(shard),
-        offsets.offset_delete(shard),
-        group_admin.list_groups(shard),
-        group_admin.describe_groups(shard),
-        group_admin.delete_groups(shard),
+        classic_groups.join_group(shard, owns),
+        classic_groups.sync_group(shard, owns),
+        classic_groups.heartbeat(shard, owns),
+        classic_groups.leave_group(shard, owns),
+        offsets.offset_commit(shard, owns),
+        offsets.offset_fetch(shard, owns),
+        offsets.offset_delete(shard, owns),
+        group_admin.list_groups(shard, owns),
+        group_admin.describe_groups(shard, owns),
+        group_admin.delete_groups(shard, owns),
     ]
     if "consumer" in protocols:
         handlers += [
-            consumer_groups.consumer_group_heartbeat(shard),
-            consumer_groups.consumer_group_describe(shard),
+            consumer_groups.consumer_group_heartbeat(shard, owns),
+            consumer_groups.consumer_group_describe(shard, owns),
         ]
     return handlers

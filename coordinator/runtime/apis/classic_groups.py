@@ -26,6 +26,7 @@ from ...core import requests as core
 from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .group_api import group_api, ms
+from .group_owner import Owns
 
 
 def _new_member_id(ctx: RequestContext, request: Any) -> str:
@@ -33,7 +34,7 @@ def _new_member_id(ctx: RequestContext, request: Any) -> str:
     return f"{prefix}-{uuid.uuid4()}"
 
 
-def join_group(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
+def join_group(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.JoinGroup:
         session = ms(r.session_timeout)
         return core.JoinGroup(
@@ -66,10 +67,10 @@ def join_group(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
         return {"error_code": code, "generation_id": -1, "protocol_name": None if ctx.api_version >= 7 else "",
                 "member_id": r.member_id, "leader": "", "members": []}
 
-    return group_api(shard, 11, 0, 9, to_core, to_wire, on_error)
+    return group_api(shard, 11, 0, 9, to_core, to_wire, on_error, owns=owns)
 
 
-def sync_group(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
+def sync_group(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.SyncGroup:
         return core.SyncGroup(
             ref=ref, group_id=r.group_id, generation_id=r.generation_id, member_id=r.member_id,
@@ -91,10 +92,10 @@ def sync_group(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         return None
 
-    return group_api(shard, 14, 0, 5, to_core, to_wire, on_error, precheck)
+    return group_api(shard, 14, 0, 5, to_core, to_wire, on_error, precheck, owns=owns)
 
 
-def heartbeat(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
+def heartbeat(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.Heartbeat:
         return core.Heartbeat(ref=ref, group_id=r.group_id, generation_id=r.generation_id, member_id=r.member_id,
                               group_instance_id=getattr(r, "group_instance_id", None))
@@ -105,10 +106,10 @@ def heartbeat(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
         return {"error_code": code}
 
-    return group_api(shard, 12, 0, 4, to_core, to_wire, on_error)
+    return group_api(shard, 12, 0, 4, to_core, to_wire, on_error, owns=owns)
 
 
-def leave_group(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
+def leave_group(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.LeaveGroup:
         if ctx.api_version < 3:
             members: tuple[core.LeavingMember, ...] = (core.LeavingMember(r.member_id, None, None),)
@@ -128,4 +129,4 @@ def leave_group(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
         return {"error_code": code, "members": []}
 
-    return group_api(shard, 13, 0, 5, to_core, to_wire, on_error)
+    return group_api(shard, 13, 0, 5, to_core, to_wire, on_error, owns=owns)

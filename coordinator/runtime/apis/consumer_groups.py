@@ -27,6 +27,7 @@ from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .group_admin import ALL_GROUP_OPERATIONS, NOT_REQUESTED
 from .group_api import group_api, ms
+from .group_owner import Owns
 
 CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
@@ -37,7 +38,7 @@ def new_member_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
-def consumer_group_heartbeat(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
+def consumer_group_heartbeat(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.ConsumerGroupHeartbeat:
         owned = None
         if r.topic_partitions is not None:
@@ -84,14 +85,14 @@ def consumer_group_heartbeat(shard: Callable[[], ShardRuntime | None]) -> ApiHan
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
         return {"error_code": code, "member_id": None, "member_epoch": 0, "heartbeat_interval": 0, "assignment": None}
 
-    return group_api(shard, CONSUMER_GROUP_HEARTBEAT, 0, 1, to_core, to_wire, on_error)
+    return group_api(shard, CONSUMER_GROUP_HEARTBEAT, 0, 1, to_core, to_wire, on_error, owns=owns)
 
 
 def _topic_partitions(items: Iterable[Any]) -> list[dict[str, Any]]:
     return [{"topic_id": t.topic_id, "topic_name": t.topic_name, "partitions": t.partitions} for t in items]
 
 
-def consumer_group_describe(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
+def consumer_group_describe(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.ConsumerGroupDescribe:
         return core.ConsumerGroupDescribe(ref=ref, group_ids=tuple(r.group_ids))
 
@@ -138,7 +139,7 @@ def consumer_group_describe(shard: Callable[[], ShardRuntime | None]) -> ApiHand
             ]
         }
 
-    return group_api(shard, CONSUMER_GROUP_DESCRIBE, 0, 1, to_core, to_wire, on_error)
+    return group_api(shard, CONSUMER_GROUP_DESCRIBE, 0, 1, to_core, to_wire, on_error, owns=owns)
 
 
 # ---- catalog -> core -------------------------------------------------------------------------------

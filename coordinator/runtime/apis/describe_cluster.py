@@ -1,6 +1,7 @@
 """DescribeCluster (key 60), versions 0–2 (flexible in all).
 
-One broker, this node, never fenced; ControllerId is this node. EndpointType (v1+) 1 = brokers is
+Every node of the cluster (one per shard, `NodeView.cluster`, on the request's listener), never
+fenced; ControllerId is shard 0's node (this node with one shard). EndpointType (v1+) 1 = brokers is
 the only kind served; asking for controllers (2) gets ErrorCode.UNSUPPORTED_ENDPOINT_TYPE as from a broker.
 """
 
@@ -20,7 +21,6 @@ BROKERS = 1
 
 def describe_cluster(view: NodeView) -> ApiHandler:
     def handle(ctx: RequestContext, request: Any) -> Any:
-        node = view.node_for(ctx.listener)
         endpoint_type = getattr(request, "endpoint_type", BROKERS)
         if endpoint_type != BROKERS:
             return respond(ctx, {"error_code": ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, "error_message":
@@ -32,9 +32,9 @@ def describe_cluster(view: NodeView) -> ApiHandler:
             "error_code": 0,
             "endpoint_type": BROKERS,
             "cluster_id": view.cluster_id,
-            "controller_id": node.node_id,
+            "controller_id": view.data_node(ctx.listener).node_id,
             "brokers": [{"broker_id": node.node_id, "host": node.host, "port": node.port, "rack": None,
-                         "is_fenced": False}],
+                         "is_fenced": False} for node in view.cluster(ctx.listener)],
         })
 
     return ApiHandler(DESCRIBE_CLUSTER_KEY, 0, 2, handle)

@@ -2,8 +2,10 @@
 
 - v0–3 carry one Key (KeyType from v1); v4+ carry CoordinatorKeys and answer a Coordinators array
   (KIP-699).
-- Group keys (type 0) are coordinated by this node.
-- Transaction keys (type 1) are answered with this node too, as any Kafka broker would: the
+- Group keys (type 0) are coordinated by the node of the group's shard (`NodeView.node_of_group`:
+  Kafka's partition of the group, then the partition's shard), on the listener the request came in
+  on; with one shard that is this node.
+- Transaction keys (type 1) are answered with this node, as any Kafka broker would: the
   transactional client then sends InitProducerId with its transactional id, which the data plane
   refuses with UNSUPPORTED_VERSION (`dataplane/init_producer_id.py`), a fatal error for the Java
   client instead of retrying COORDINATOR_NOT_AVAILABLE until its timeout. Share keys (type 2) need
@@ -33,7 +35,6 @@ GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 def find_coordinator(view: NodeView) -> ApiHandler:
     def locate(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
-        node = view.node_for(ctx.listener)
         version = ctx.api_version
         if ctx.authz is not None and key_type in (GROUP, TRANSACTION):
             denied = _denied(ctx, key, key_type)
@@ -41,6 +42,7 @@ def find_coordinator(view: NodeView) -> ApiHandler:
                 return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": denied[0],
                         "error_message": denied[1]}
         if key_type in (GROUP, TRANSACTION):
+            node = view.node_of_group(key, ctx.listener) if key_type == GROUP else view.node_for(ctx.listener)
             return {"key": key, "node_id": node.node_id, "host": node.host, "port": node.port,
                     "error_code": 0, "error_message": None}
         if key_type == SHARE and version >= 6:

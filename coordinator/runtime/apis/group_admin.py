@@ -19,12 +19,13 @@ from ...core import requests as core
 from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .group_api import group_api
+from .group_owner import Owns
 
 ALL_GROUP_OPERATIONS = 3400  # READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka 4)
 NOT_REQUESTED = -(2**31)
 
 
-def list_groups(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
+def list_groups(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.ListGroups:
         return core.ListGroups(ref=ref, states_filter=tuple(getattr(r, "states_filter", ())),
                                types_filter=tuple(getattr(r, "types_filter", ())))
@@ -37,10 +38,10 @@ def list_groups(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
         return {"error_code": code, "groups": []}
 
-    return group_api(shard, 16, 0, 5, to_core, to_wire, on_error)
+    return group_api(shard, 16, 0, 5, to_core, to_wire, on_error, owns=owns)
 
 
-def describe_groups(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
+def describe_groups(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.DescribeGroups:
         return core.DescribeGroups(ref=ref, group_ids=tuple(r.groups))
 
@@ -64,10 +65,10 @@ def describe_groups(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
         return {"groups": [{"error_code": code, "group_id": g, "group_state": "", "members": [],
                             "authorized_operations": NOT_REQUESTED} for g in r.groups]}
 
-    return group_api(shard, 15, 0, 6, to_core, to_wire, on_error)
+    return group_api(shard, 15, 0, 6, to_core, to_wire, on_error, owns=owns)
 
 
-def delete_groups(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
+def delete_groups(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.DeleteGroups:
         return core.DeleteGroups(ref=ref, group_ids=tuple(r.groups_names))
 
@@ -78,4 +79,4 @@ def delete_groups(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
         return {"results": [{"group_id": g, "error_code": code} for g in dict.fromkeys(r.groups_names)]}
 
-    return group_api(shard, 42, 0, 2, to_core, to_wire, on_error)
+    return group_api(shard, 42, 0, 2, to_core, to_wire, on_error, owns=owns)

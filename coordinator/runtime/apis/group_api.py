@@ -11,6 +11,12 @@ through `on_error(ctx, request, code)`, with ErrorCode.COORDINATOR_LOAD_IN_PROGR
 Authorization is one table (`security/checks.py`, by api key), asked only when an authorizer is
 configured (`ctx.authz`): the request may be refused whole (through `on_error`), trimmed to what
 the principal may touch (the refusals merged into the wire description), or answered outright.
+
+Group ownership (several shards: `owns` given) is a second table of the same shape
+(`group_owner.py`): groups of another node are refused with NOT_COORDINATOR, whole or per group.
+It is asked first, before the load check (Kafka answers NOT_COORDINATOR for a partition it does
+not own, COORDINATOR_LOAD_IN_PROGRESS only for one it is loading), and its refusals are merged
+into whatever the rest answers. With one shard `owns` is None and nothing is asked.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from ...security.checks import Answered as AnsweredByCheck
 from ..registry import ApiHandler, RequestContext
 from ..shard import Answered, ShardRuntime
 from .common import respond
+from .group_owner import Owns, ownership_checks
 
 ToCore = Callable[[RequestContext, Any, int], Any]
 ToWire = Callable[[RequestContext, Any, Any], dict[str, Any]]
@@ -34,9 +41,12 @@ OnError = Callable[[RequestContext, Any, int], dict[str, Any]]
 
 def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_version: int, max_version: int,
               to_core: ToCore, to_wire: ToWire, on_error: OnError,
-              precheck: Callable[[RequestContext, Any], int | None] | None = None) -> ApiHandler:
-    """`precheck` returns an error code for requests the wire layer itself must refuse."""
+              precheck: Callable[[RequestContext, Any], int | None] | None = None,
+              owns: Owns | None = None) -> ApiHandler:
+    """`precheck` returns an error code for requests the wire layer itself must refuse; `owns`
+    (several shards only) says whether this node coordinates a group."""
     check = CHECKS.get(api_key)
+    placed = ownership_checks(owns).get(api_key) if owns is not None else None
 
     def finish(ctx: RequestContext, request: Any, pending: asyncio.Future[Any], merge: Merge | None = None) -> Any:
         # A chained future rather than a coroutine: no Task per request on the hot path.
@@ -67,16 +77,23 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
     def handle(ctx: RequestContext, request: Any) -> Any:
         if precheck is not None and (code := precheck(ctx, request)) is not None:
             return respond(ctx, on_error(ctx, request, code))
-        runtime = shard()
-        if runtime is None or not runtime.loaded:
-            return respond(ctx, on_error(ctx, request, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
         merge: Merge | None = None
-        if ctx.authz is not None and check is not None and (decision := check(ctx, request)) is not None:
+        if placed is not None and (decision := placed(ctx, request)) is not None:
             if isinstance(decision, int):
                 return respond(ctx, on_error(ctx, request, decision))
             if isinstance(decision, AnsweredByCheck):
                 return respond(ctx, decision.description)
             request, merge = decision
+        runtime = shard()
+        if runtime is None or not runtime.loaded:
+            return respond(ctx, _merged(on_error(ctx, request, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), merge))
+        if ctx.authz is not None and check is not None and (decision := check(ctx, request)) is not None:
+            if isinstance(decision, int):
+                return respond(ctx, _merged(on_error(ctx, request, decision), merge))
+            if isinstance(decision, AnsweredByCheck):
+                return respond(ctx, _merged(decision.description, merge))
+            request, authorized = decision
+            merge = authorized if merge is None else _chained(authorized, merge)
         pending = runtime.submit(to_core(ctx, request, runtime.new_ref()))
         if isinstance(pending, Answered):  # answered at once: no loop turn
             description = to_wire(ctx, request, pending.response)
@@ -84,6 +101,14 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
         return finish(ctx, request, pending, merge)
 
     return ApiHandler(api_key, min_version, max_version, handle)
+
+
+def _merged(description: dict[str, Any], merge: Merge | None) -> dict[str, Any]:
+    return description if merge is None else merge(description)
+
+
+def _chained(first: Merge, then: Merge) -> Merge:
+    return lambda description: then(first(description))
 
 
 def ms(value: Any) -> int:

@@ -1,14 +1,16 @@
 """Metadata (key 3), versions 0–13 (flexible from 9).
 
-- Brokers: this node only, at its advertised listener; ControllerId is this node; ClusterId from
-  `cluster.id` (v2+).
+- Brokers: every node of the cluster (one per shard, `NodeView.cluster`), as advertised on the
+  listener the request came in on; ControllerId is shard 0's node; ClusterId from `cluster.id`
+  (v2+). With one shard the cluster is this node.
 - Topics: v0 empty list = all topics; v1+ null = all, empty = none. v10+ may name topics by id
   (name null): librdkafka resolves KIP-848 assignments that way; an unknown id is ErrorCode.UNKNOWN_TOPIC_ID.
 - Unknown names are created when `auto.create.topics.enable` and the request allows it
   (AllowAutoTopicCreation, v4+; always allowed before v4), with `num.partitions` partitions;
   otherwise ErrorCode.UNKNOWN_TOPIC_OR_PARTITION with the all-zero topic id. Illegal names get
   ErrorCode.INVALID_TOPIC_EXCEPTION and are never created.
-- Every partition is led by this node with leader epoch 0 (the data plane answers with the same).
+- Every partition is led by shard 0's node (the embedded data plane lives there; this node with one
+  shard) with leader epoch 0 (the data plane answers with the same).
 - v13: top-level ErrorCode (KIP-1102) is always NONE.
 - v10–11 carry a topic id field but cannot answer by id (the response name is not nullable before
   v12): a null name or a topic id there is an invalid request and closes the connection, as Kafka's
@@ -62,23 +64,24 @@ def topic_description(topic: Topic, node_id: int) -> dict[str, Any]:
 
 def metadata(view: NodeView) -> ApiHandler:
     def handle(ctx: RequestContext, request: Any) -> Any:
-        node = view.node_for(ctx.listener)
+        leader = view.data_node(ctx.listener).node_id
         catalog = view.catalog
         requested = request.topics
         if requested is None or (ctx.api_version == 0 and not requested):
-            topics = [topic_description(t, node.node_id) for t in catalog if allowed(ctx, DESCRIBE, TOPIC, t.name)]
+            topics = [topic_description(t, leader) for t in catalog if allowed(ctx, DESCRIBE, TOPIC, t.name)]
         else:
             if 10 <= ctx.api_version < 12:
                 _only_names(requested, ctx.api_version)
             allow_create = view.topic_defaults.auto_create and (
                 ctx.api_version < 4 or request.allow_auto_topic_creation
             )
-            topics = [_one_topic(view, entry, allow_create, ctx) for entry in requested]
+            topics = [_one_topic(view, entry, allow_create, ctx, leader) for entry in requested]
         return respond(ctx, {
             "throttle_time": 0,
-            "brokers": [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": None}],
+            "brokers": [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": None}
+                        for node in view.cluster(ctx.listener)],
             "cluster_id": view.cluster_id,
-            "controller_id": node.node_id,
+            "controller_id": leader,
             "topics": topics,
             "error_code": 0,
         })
@@ -94,7 +97,7 @@ def _only_names(requested: Any, version: int) -> None:
             raise MalformedRequest(f"Topic IDs are not supported in requests for version {version}")
 
 
-def _one_topic(view: NodeView, entry: Any, allow_create: bool, ctx: RequestContext) -> dict[str, Any]:
+def _one_topic(view: NodeView, entry: Any, allow_create: bool, ctx: RequestContext, leader: int) -> dict[str, Any]:
     catalog = view.catalog
     name = entry.name
     topic_id = getattr(entry, "topic_id", None)
@@ -104,7 +107,7 @@ def _one_topic(view: NodeView, entry: Any, allow_create: bool, ctx: RequestConte
             return {"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id or _ZERO_UUID, "partitions": []}
         if not allowed(ctx, DESCRIBE, TOPIC, topic.name):
             return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name": None, "topic_id": topic_id, "partitions": []}
-        return topic_description(topic, view.node.node_id)
+        return topic_description(topic, leader)
     if not allowed(ctx, DESCRIBE, TOPIC, name):
         return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name": name, "topic_id": _ZERO_UUID, "partitions": []}
     topic = catalog.get(name)
@@ -119,4 +122,4 @@ def _one_topic(view: NodeView, entry: Any, allow_create: bool, ctx: RequestConte
             return {"error_code": code, "name": name, "topic_id": _ZERO_UUID, "partitions": []}
     if topic is None:
         return {"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "name": name, "topic_id": _ZERO_UUID, "partitions": []}
-    return topic_description(topic, view.node.node_id)
+    return topic_description(topic, leader)

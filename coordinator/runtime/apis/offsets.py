@@ -28,6 +28,7 @@ from ...core import requests as core
 from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .group_api import group_api, ms
+from .group_owner import Owns
 
 ZERO_UUID = UUID(int=0)
 
@@ -36,7 +37,7 @@ TOPIC_IDS = 10
 """OffsetCommit and OffsetFetch name topics by id from this version on (Kafka 4.2)."""
 
 
-def offset_commit(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
+def offset_commit(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.OffsetCommit:
         by_id = ctx.api_version >= TOPIC_IDS
         topics = tuple(
@@ -74,7 +75,7 @@ def offset_commit(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
                             "partitions": [{"partition_index": p.partition_index, "error_code": code}
                                            for p in t.partitions]} for t in r.topics]}
 
-    return group_api(shard, 8, 0, TOPIC_IDS, to_core, to_wire, on_error)
+    return group_api(shard, 8, 0, TOPIC_IDS, to_core, to_wire, on_error, owns=owns)
 
 
 def _topic_id(topic: Any) -> UUID:
@@ -126,7 +127,7 @@ def _wire_topics(ctx: RequestContext, topics: Any) -> list[dict[str, Any]]:
         for p in t.partitions]} for t in topics]
 
 
-def offset_fetch(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
+def offset_fetch(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.OffsetFetch:
         return core.OffsetFetch(ref=ref, groups=_fetch_groups(ctx, r), require_stable=getattr(r, "require_stable", False))
 
@@ -149,7 +150,7 @@ def offset_fetch(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
             {"partition_index": i, "committed_offset": -1, "metadata": "", "error_code": code}
             for i in t.partition_indexes]} for t in r.topics]}
 
-    return group_api(shard, 9, 0, TOPIC_IDS, to_core, to_wire, on_error)
+    return group_api(shard, 9, 0, TOPIC_IDS, to_core, to_wire, on_error, owns=owns)
 
 
 def _lift_into_partitions(ctx: RequestContext, r: Any, group: Any) -> list[dict[str, Any]]:
@@ -161,7 +162,7 @@ def _lift_into_partitions(ctx: RequestContext, r: Any, group: Any) -> list[dict[
         for i in t.partition_indexes]} for t in r.topics]
 
 
-def offset_delete(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
+def offset_delete(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.OffsetDelete:
         return core.OffsetDelete(ref=ref, group_id=r.group_id, topics=tuple(
             core.OffsetDeleteTopic(t.name, tuple(p.partition_index for p in t.partitions)) for t in r.topics))
@@ -174,4 +175,4 @@ def offset_delete(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
         return {"error_code": code, "topics": []}
 
-    return group_api(shard, 47, 0, 0, to_core, to_wire, on_error)
+    return group_api(shard, 47, 0, 0, to_core, to_wire, on_error, owns=owns)

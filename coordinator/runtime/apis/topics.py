@@ -8,7 +8,7 @@ CreateTopics, per topic, as Kafka's controller validates it:
 - ReplicationFactor -1 takes 1; 0 or below -1: ErrorCode.INVALID_REPLICATION_FACTOR; above 1:
   ErrorCode.INVALID_REPLICATION_FACTOR (this is a one-node cluster);
 - manual Assignments exclude NumPartitions/ReplicationFactor (ErrorCode.INVALID_REQUEST), must name
-  partitions 0..n-1 and only this node;
+  partitions 0..n-1 and only the node that hosts partitions (this node; shard 0's with several);
 - a request that would create more than 10,000 partitions and topics in all is refused whole with
   ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation." (Kafka's controller bounds
   one user operation to 10,000 records: a hostile CreateTopics cannot make 2^31 partitions);
@@ -64,8 +64,10 @@ def create_topics(view: NodeView) -> ApiHandler:
             if indexes != list(range(len(indexes))):
                 return fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Partitions should be numbered 0 to n-1 without gaps.")
             brokers = {b for a in topic.assignments for b in a.broker_ids}
-            if brokers != {view.node.node_id}:
-                return fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Only broker {view.node.node_id} exists.")
+            host = view.data_node_id
+            if brokers != {host}:
+                return fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Only broker {host} hosts partitions."
+                            if view.layout.shards > 1 else f"Only broker {host} exists.")
             partitions, replication = len(indexes), 1
         if partitions == -1:
             partitions = view.topic_defaults.num_partitions

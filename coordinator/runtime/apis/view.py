@@ -5,6 +5,13 @@ Handlers never receive the server. Each API factory takes only what it needs: th
 the table it advertises, the group APIs the shard getter, the data plane its catalog and store. The
 server builds one `NodeView` and keeps its `node` current (a listener on port 0 learns its port
 only once bound).
+
+With several shards (`coordinator.shards`, `coordinator/shards/placement.py`) this node is one of
+a cluster of nodes on this machine: node `node.id + k` on each listener's port `+ k`. Every node
+derives the whole cluster from the configuration (`nodes`), so it can list every node in Metadata
+and DescribeCluster and name any group's node in FindCoordinator without asking the others. Node 0
+(the first of `cluster`) leads every embedded partition and is the controller clients are told of.
+With one shard the cluster is this node alone and nothing is hashed.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...catalog import TopicCatalog
+from ...shards.placement import ShardLayout
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +51,32 @@ class NodeView:
     endpoints: dict[str, Node] = field(default_factory=dict)
     """This node as advertised on each listener, by listener name (Kafka answers Metadata and
     FindCoordinator with the endpoints of the listener the request came in on)."""
+    layout: ShardLayout = field(default_factory=ShardLayout)
+    """Groups -> partitions -> shards; one shard unless `coordinator.shards` says more."""
+    shard: int = 0
+    """This node's shard index in `layout`."""
+    nodes: dict[str, tuple[Node, ...]] = field(default_factory=dict)
+    """With several shards: every node of the cluster on each listener, shard k at index k
+    (derived from the configuration; fixed ports). Empty with one shard: the cluster is this node."""
 
     def node_for(self, listener: str) -> Node:
         return self.endpoints.get(listener, self.node)
+
+    def cluster(self, listener: str) -> tuple[Node, ...]:
+        """Every node, shard 0 first, as advertised on `listener`."""
+        return self.nodes.get(listener) or (self.node_for(listener),)
+
+    def data_node(self, listener: str) -> Node:
+        """The node that leads every embedded partition and is named controller: shard 0's."""
+        return self.cluster(listener)[0]
+
+    @property
+    def data_node_id(self) -> int:
+        """Shard 0's node id (the same on every listener)."""
+        return next(iter(self.nodes.values()))[0].node_id if self.nodes else self.node.node_id
+
+    def node_of_group(self, group_id: str, listener: str) -> Node:
+        """The node that coordinates `group_id` (Kafka's partition of the group, then its shard)."""
+        if self.layout.shards == 1:
+            return self.node_for(listener)
+        return self.cluster(listener)[self.layout.shard_of_group(group_id)]
