@@ -199,22 +199,20 @@ class TopicCatalog:
         if self._path is None or not self._path.exists():
             return
         seen = self._signature()  # before reading: a file replaced meanwhile is read again next time
-        before = dict(self._by_name)
-        self._by_name.clear()
-        self._by_id.clear()
-        try:
-            self._load(self._path)
-        except (OSError, ValueError, KeyError, TypeError):
-            self._by_name.update(before)  # keep serving what we had (the caller reports it)
-            self._by_id.update({t.topic_id: t for t in before.values()})
-            raise
+        before = self._by_name
+        self._by_name = self._read(self._path)  # raises, keeping the current view, if unreadable
+        self._by_id = {topic.topic_id: topic for topic in self._by_name.values()}
         self._seen = seen
-        for name, topic in self._by_name.items():
-            if before.get(name) != topic:
-                self._notify(TopicChange(before.get(name), topic))
         for name, topic in before.items():
-            if name not in self._by_name:
+            now = self._by_name.get(name)
+            if now is None or now.topic_id != topic.topic_id:  # deleted (perhaps created again)
                 self._notify(TopicChange(topic, None))
+        for name, topic in self._by_name.items():
+            was = before.get(name)
+            if was is None or was.topic_id != topic.topic_id:
+                self._notify(TopicChange(None, topic))
+            elif was != topic:
+                self._notify(TopicChange(was, topic))
 
     # -- sharing between processes ---------------------------------------------------------------
     def refresh(self) -> None:
@@ -225,7 +223,7 @@ class TopicCatalog:
             return
         try:
             self.reload()
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             self._seen = self._signature()
             log.error("topic_catalog_unreadable", path=self._file, error=str(exc))
 
@@ -261,14 +259,15 @@ class TopicCatalog:
             listener(change)
 
     def _load(self, path: Path) -> None:
+        self._by_name = self._read(path)
+        self._by_id = {topic.topic_id: topic for topic in self._by_name.values()}
+
+    @staticmethod
+    def _read(path: Path) -> dict[str, Topic]:
         data = json.loads(path.read_text())
-        for entry in data.get("topics", []):
-            topic = Topic(
-                entry["name"], uuid.UUID(entry["topic_id"]), int(entry["num_partitions"]),
-                dict(entry.get("configs", {})),
-            )
-            self._by_name[topic.name] = topic
-            self._by_id[topic.topic_id] = topic
+        topics = (Topic(entry["name"], uuid.UUID(entry["topic_id"]), int(entry["num_partitions"]),
+                        dict(entry.get("configs", {}))) for entry in data.get("topics", []))
+        return {topic.name: topic for topic in topics}
 
     def _save(self) -> None:
         if self._path is None:

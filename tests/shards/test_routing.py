@@ -219,3 +219,36 @@ async def test_a_killed_shard_leaves_the_other_shards_groups_answering(tmp_path:
         cluster.start_shard(1)
         back = await ask(cluster, 1, req(9, 7, group_id=victim, topics=None, require_stable=False))
         assert back.topics[0].partitions[0].committed_offset == 12  # from shard 1's own log
+
+
+@pytest.mark.asyncio
+async def test_a_topic_created_on_one_node_reaches_the_other_nodes_groups_unasked(cluster: ShardCluster) -> None:
+    """Only heartbeats reach node 1 (no catalog read there): its watcher sees node 0's CreateTopics
+    and its KIP-848 group assigns the new partitions."""
+    group, member = group_on(1, prefix="watched"), str(uuid.uuid4())
+    client = await WireClient.connect(cluster.port + 1)
+    try:
+        def heartbeat(epoch: int, owned: list[Any] | None, **subscription: Any) -> Any:
+            return req(68, 1, group_id=group, member_id=member, member_epoch=epoch, instance_id=None, rack_id=None,
+                       rebalance_timeout=30000 if epoch == 0 else -1, server_assignor=None, topic_partitions=owned,
+                       subscribed_topic_names=subscription.get("topics"),
+                       subscribed_topic_regex=subscription.get("regex"))
+
+        joined = await client.request(heartbeat(0, [], topics=["watched"], regex=""))
+        assert joined.error_code == 0
+        assert joined.assignment is None or not joined.assignment.topic_partitions
+        epoch = joined.member_epoch
+        created = await create_topic(cluster, 0, "watched", 2)
+        deadline = asyncio.get_running_loop().time() + 10
+        while True:
+            beat = await client.request(heartbeat(epoch, None))
+            assert beat.error_code == 0
+            epoch = beat.member_epoch
+            if beat.assignment is not None and beat.assignment.topic_partitions:
+                break
+            assert asyncio.get_running_loop().time() < deadline, "node 1's group never saw the new topic"
+            await asyncio.sleep(0.05)
+        assert [(tp.topic_id, sorted(tp.partitions)) for tp in beat.assignment.topic_partitions] == [
+            (created.topic_id, [0, 1])]
+    finally:
+        await client.close()

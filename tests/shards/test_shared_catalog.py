@@ -103,3 +103,18 @@ def test_an_unshared_catalog_does_not_look_at_the_file_again(tmp_path: Path) -> 
     assert alone.get("elsewhere") is None  # one process: its memory is the catalog
     alone.reload()
     assert alone.get("elsewhere") is not None
+
+
+def test_a_topic_deleted_and_created_again_elsewhere_is_two_changes(tmp_path: Path) -> None:
+    """Listeners keyed by topic id (the data plane's logs, KIP-848 assignments) must hear that the
+    old topic is gone, not that it changed."""
+    one, two = pair(tmp_path)
+    old = one.create("again", 2)
+    assert two.get("again") == old
+    changes: list[TopicChange] = []
+    two.add_listener(changes.append)
+    one.delete("again")
+    new = one.create("again", 2)
+    assert two.get("again") == new
+    assert changes == [TopicChange(old, None), TopicChange(None, new)]
+    assert two.by_id(old.topic_id) is None
