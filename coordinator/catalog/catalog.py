@@ -12,14 +12,13 @@ Validation follows Kafka (`Topic.validate`): names of 1..249 characters from `[a
 
 Shared catalogs (`shared=True`: several shard processes, one `topics.json`): every node serves the
 same topics, and a change made on one node is seen by all before its response is sent.
-- Writes are serialised across processes by an `fcntl.flock` on `topics.json.lock`; under it the
-  writer re-reads the file (another node may have written since), validates, changes, and saves
-  (temporary file, fsync, rename) before it lets go.
-- Every read first stats the file (inode, size, mtime and ctime in ns) and re-reads it when it
-  changed since this process last read or wrote it: a client told "created" by one node and then
-  asking another finds the topic there, because its request arrives after the rename.
-- `watch()` stats it periodically too and tells listeners of changes made elsewhere, so consumer
-  groups get new partitions (and shard 0's data plane drops deleted topics) without being asked.
+- Writes are serialised across processes by a lock (`shared.SharedFile`); under it the writer
+  re-reads the file (another node may have written since), validates, changes, saves (temporary
+  file, fsync, rename) and counts the change before it lets go.
+- Every read first checks the change counter (a memory read) and, when it moved, re-reads the
+  file: a client told "created" by one node and then asking another finds the topic there.
+- `watch()` looks at the file periodically too and tells listeners of changes made elsewhere, so
+  consumer groups get new partitions (and shard 0's data plane drops deleted topics) unasked.
 A one-process catalog (`shared=False`, the default) does none of this.
 """
 
@@ -27,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -39,6 +37,7 @@ from pathlib import Path
 from protocol.errors import ErrorCode
 
 from ..logging import get_logger
+from .shared import SharedFile
 
 log = get_logger("coordinator.catalog")
 
@@ -110,32 +109,31 @@ class TopicCatalog:
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._listeners: list[Listener] = []
-        self._shared = shared and path is not None
-        self._file = str(path) if path is not None else ""
-        self._seen: tuple[int, int, int, int] | None = None
-        """The file's signature when this process last read or wrote it (shared catalogs)."""
+        self._sharing = SharedFile(path) if shared and path is not None else None
         if path is not None and path.exists():
-            self._seen = self._signature()
+            if self._sharing is not None:
+                self._sharing.look()
+                self._sharing.seen = self._sharing.signature()
             self._load(path)
 
     # -- reads -------------------------------------------------------------------------------
     def get(self, name: str) -> Topic | None:
-        if self._shared:
+        if self._sharing is not None and self._sharing.moved():
             self.refresh()
         return self._by_name.get(name)
 
     def by_id(self, topic_id: uuid.UUID) -> Topic | None:
-        if self._shared:
+        if self._sharing is not None and self._sharing.moved():
             self.refresh()
         return self._by_id.get(topic_id)
 
     def __iter__(self) -> Iterator[Topic]:
-        if self._shared:
+        if self._sharing is not None and self._sharing.moved():
             self.refresh()
         return iter(sorted(self._by_name.values(), key=lambda t: t.name))
 
     def __len__(self) -> int:
-        if self._shared:
+        if self._sharing is not None and self._sharing.moved():
             self.refresh()
         return len(self._by_name)
 
@@ -144,7 +142,7 @@ class TopicCatalog:
 
     # -- writes ------------------------------------------------------------------------------
     def validate_new(self, name: str, num_partitions: int) -> None:
-        if self._shared:
+        if self._sharing is not None and self._sharing.moved():
             self.refresh()
         validate_topic_name(name)
         if name in self._by_name:
@@ -198,11 +196,13 @@ class TopicCatalog:
         listeners of every difference."""
         if self._path is None or not self._path.exists():
             return
-        seen = self._signature()  # before reading: a file replaced meanwhile is read again next time
+        # The signature before reading: a file replaced meanwhile is read again next time.
+        seen = self._sharing.signature() if self._sharing is not None else None
         before = self._by_name
         self._by_name = self._read(self._path)  # raises, keeping the current view, if unreadable
         self._by_id = {topic.topic_id: topic for topic in self._by_name.values()}
-        self._seen = seen
+        if self._sharing is not None:
+            self._sharing.seen = seen
         for name, topic in before.items():
             now = self._by_name.get(name)
             if now is None or now.topic_id != topic.topic_id:  # deleted (perhaps created again)
@@ -219,13 +219,14 @@ class TopicCatalog:
         """Re-read the file if another process replaced it since this one last read or wrote it,
         telling listeners of every difference. A file that cannot be read keeps the current view
         (logged once per change of the file)."""
-        if self._path is None or self._signature() == self._seen:
+        sharing = self._sharing
+        if sharing is None or not sharing.look():
             return
         try:
             self.reload()
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            self._seen = self._signature()
-            log.error("topic_catalog_unreadable", path=self._file, error=str(exc))
+            sharing.seen = sharing.signature()
+            log.error("topic_catalog_unreadable", path=str(self._path), error=str(exc))
 
     async def watch(self, interval_s: float = WATCH_INTERVAL_S) -> None:
         """Look for other processes' changes every `interval_s` until cancelled (shared catalogs)."""
@@ -233,26 +234,15 @@ class TopicCatalog:
             await asyncio.sleep(interval_s)
             self.refresh()
 
-    def _signature(self) -> tuple[int, int, int, int] | None:
-        try:
-            st = os.stat(self._file)
-        except FileNotFoundError:
-            return None
-        return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
-
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
         """A shared catalog changes under the lock, starting from the file as the last writer left it."""
-        if not self._shared:
+        if self._sharing is None:
             yield
             return
-        fd = os.open(self._file + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with self._sharing.locked():
             self.refresh()
             yield
-        finally:
-            os.close(fd)  # releases the lock
 
     def _notify(self, change: TopicChange) -> None:
         for listener in self._listeners:
@@ -298,5 +288,5 @@ class TopicCatalog:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
-        if self._shared:
-            self._seen = self._signature()  # our own write (the lock keeps others out meanwhile)
+        if self._sharing is not None:
+            self._sharing.wrote()  # under the lock: counted before anyone is answered

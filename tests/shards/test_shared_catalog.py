@@ -92,8 +92,22 @@ def test_an_unreadable_file_keeps_the_current_view(tmp_path: Path) -> None:
     one, two = pair(tmp_path)
     kept = one.create("kept", 1)
     assert two.get("kept") == kept
-    (tmp_path / "topics.json").write_text("{not json")
-    assert two.get("kept") == kept  # logged, not raised into a request
+    (tmp_path / "topics.json").write_text("{not json")  # not by a catalog: the counter did not move
+    two.refresh()  # what the watch does: it looks at the file itself
+    assert two.get("kept") == kept  # logged, not raised
+    one.create("next", 1)  # a writer starts again from the view it had
+    assert {t.name for t in two} == {"kept", "next"}
+
+
+def test_a_change_that_did_not_move_the_counter_is_found_by_the_watch(tmp_path: Path) -> None:
+    one, two = pair(tmp_path)
+    one.create("first", 1)
+    assert two.get("first") is not None
+    edited = TopicCatalog(tmp_path / "topics.json")  # an unshared writer (an operator's tool)
+    edited.create("edited", 1)
+    assert two.get("edited") is None  # reads trust the counter
+    two.refresh()
+    assert two.get("edited") is not None
 
 
 def test_an_unshared_catalog_does_not_look_at_the_file_again(tmp_path: Path) -> None:
