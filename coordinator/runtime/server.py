@@ -74,6 +74,7 @@ from ..sidecar.upstream import UpstreamConnection
 from . import durable, gc_policy, group_metrics, kafka_metrics, ownership
 from .apis import Node, NodeView, TopicDefaults, bootstrap_handlers, consumer_groups, group_handlers
 from .apis.group_owner import owner
+from .apis.view import cluster_nodes
 from .connection import KafkaConnection
 from .durable import DurableSink
 from .registry import ApiRegistry
@@ -135,11 +136,7 @@ class CoordinatorServer:
                              TopicDefaults(config["num.partitions"], config["auto.create.topics.enable"]),
                              {listener.name: Node(node_id, listener.advertised_host or host, listener.advertised_port)
                               for listener in self.listeners}, self.layout, self.shard_index,
-                             # every shard's node on every listener, from the configuration alone
-                             {listener.name: tuple(Node(config["node.id"] + k, listener.advertised_host or host,
-                                                        listener.advertised_port + k)
-                                                   for k in range(self.layout.shards))
-                              for listener in config.listeners} if self.layout.shards > 1 else {})
+                             cluster_nodes(config.listeners, config["node.id"], self.layout.shards, host))
         # What each listener asks of its connections (TLS, SASL); a bad key file or mechanism
         # stops start-up here, before anything is opened.
         try:

@@ -16,9 +16,11 @@ With one shard the cluster is this node alone and nothing is hashed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ...catalog import TopicCatalog
+from ...security.listeners import Listener
 from ...shards.placement import ShardLayout
 
 
@@ -80,3 +82,15 @@ class NodeView:
         if self.layout.shards == 1:
             return self.node_for(listener)
         return self.cluster(listener)[self.layout.shard_of_group(group_id)]
+
+
+def cluster_nodes(listeners: Iterable[Listener], first_node_id: int, shards: int,
+                  default_host: str) -> dict[str, tuple[Node, ...]]:
+    """Every shard's node on every listener, from the listeners as configured (shard 0's): shard k
+    is node `first_node_id + k` at the listener's advertised host and port `+ k`; `default_host`
+    stands in for an empty advertised host. Empty with one shard (`NodeView.cluster` is this node)."""
+    if shards == 1:
+        return {}
+    return {listener.name: tuple(Node(first_node_id + k, listener.advertised_host or default_host,
+                                      listener.advertised_port + k) for k in range(shards))
+            for listener in listeners}
