@@ -28,7 +28,7 @@ def group_on(shard: int, shards: int = 2, prefix: str = "group") -> str:
     return next(g for n in itertools.count() if layout.shard_of_group(g := f"{prefix}-{n}") == shard)
 
 
-def _consecutive_free_ports(count: int) -> int:
+def free_port_block(count: int) -> int:
     """A port P with P..P+count-1 free on 127.0.0.1 (shard k listens on P+k)."""
     for _ in range(50):
         base = free_port()
@@ -52,10 +52,13 @@ def _consecutive_free_ports(count: int) -> int:
 class ShardCluster:
     """`shards` shard processes over one data directory."""
 
-    def __init__(self, data_dir: Path, shards: int = 2, overrides: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, shards: int = 2, overrides: dict[str, str] | None = None,
+                 listen: str | None = None, port: int | None = None) -> None:
+        """`listen` (several listeners) replaces `127.0.0.1:<port>`; `port` is then its first one."""
         self.root = data_dir
         self.shards = shards
-        self.port = _consecutive_free_ports(shards)
+        self.port = port or free_port_block(shards)
+        self.listen = listen or f"127.0.0.1:{self.port}"
         self.overrides = {"group.initial.rebalance.delay.ms": "0", **(overrides or {})}
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self._logs: dict[int, object] = {}
@@ -83,7 +86,7 @@ class ShardCluster:
         with contextlib.suppress(FileNotFoundError):
             metrics_file.unlink()  # a restarted shard writes its new port
         args = [sys.executable, "-m", "coordinator", "serve", "--data-dir", str(self.root),
-                "--listen", f"127.0.0.1:{self.port}", "--metrics-listen", "127.0.0.1:0",
+                "--listen", self.listen, "--metrics-listen", "127.0.0.1:0",
                 "--override", f"coordinator.shards={self.shards}", "--shard", str(shard), "--log-format", "json"]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]

@@ -15,7 +15,7 @@ import pytest
 from protocol.build import build
 from protocol.errors import ErrorCode
 from protocol.schemas import request_schema
-from tests.shards.cluster import ShardCluster, group_on, running_cluster
+from tests.shards.cluster import ShardCluster, free_port_block, group_on, running_cluster
 from tests.support.wire import WireClient
 
 NODE_ID = 1  # node.id's default: shard k is node 1 + k
@@ -252,3 +252,29 @@ async def test_a_topic_created_on_one_node_reaches_the_other_nodes_groups_unaske
             (created.topic_id, [0, 1])]
     finally:
         await client.close()
+
+
+@pytest.mark.asyncio
+async def test_each_listener_lists_every_node_at_its_own_addresses(tmp_path: Path) -> None:
+    """Two listeners: a request on INTERNAL is answered with every node's INTERNAL address."""
+    plain = internal = free_port_block(2)
+    while abs(internal - plain) < 2:  # two separate blocks
+        internal = free_port_block(2)
+    listen = f"PLAINTEXT://127.0.0.1:{plain},INTERNAL://127.0.0.1:{internal}"
+    overrides = {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+                 "advertised.listeners": f"PLAINTEXT://127.0.0.1:{plain},INTERNAL://localhost:{internal}"}
+    with running_cluster(tmp_path, overrides=overrides, listen=listen, port=plain) as cluster:
+        group = group_on(1, prefix="listeners")
+        for shard in (0, 1):
+            for base, host in ((plain, "127.0.0.1"), (internal, "localhost")):
+                client = await WireClient.connect(base + shard)
+                try:
+                    metadata = await client.request(req(3, 12, topics=None, allow_auto_topic_creation=False,
+                                                        include_topic_authorized_operations=False))
+                    assert sorted((b.node_id, b.host, b.port) for b in metadata.brokers) == [
+                        (NODE_ID, host, base), (NODE_ID + 1, host, base + 1)]
+                    found = await client.request(req(10, 4, key_type=0, coordinator_keys=[group]))
+                    assert (found.coordinators[0].host, found.coordinators[0].port) == (host, base + 1)
+                finally:
+                    await client.close()
+        assert cluster.port == plain
