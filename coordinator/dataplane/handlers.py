@@ -43,10 +43,12 @@ def dataplane_handlers(
             list_offsets.MAX_VERSION,
             list_offsets.ListOffsetsHandler(catalog, store),
         ),
-        ApiHandler(
-            init_producer_id.API_KEY,
-            init_producer_id.MIN_VERSION,
-            init_producer_id.MAX_VERSION,
-            init_producer_id.InitProducerIdHandler(store),
-        ),
+        init_producer_id_handler(store),
     ]
+
+
+def init_producer_id_handler(store: PartitionStore) -> ApiHandler:
+    """InitProducerId alone: served by every shard, also those without the data plane (clients
+    send it to any broker), from the store's `producer_ids`."""
+    return ApiHandler(init_producer_id.API_KEY, init_producer_id.MIN_VERSION, init_producer_id.MAX_VERSION,
+                      init_producer_id.InitProducerIdHandler(store))

@@ -5,6 +5,10 @@ is taken from a file, `<partitions dir>/producer-ids`, holding the first id not 
 any block. Taking a block rewrites the file (temporary file, fsync, rename, directory fsync) before
 any id of the block is handed out, so a restart never hands out an id twice, whatever the flush
 policy: reusing an id would make a new producer's batches look like duplicates of an old one's.
+
+With several shards every node answers InitProducerId (clients send it to any broker): shard k
+hands out ids from its own file in its own directory, starting at `k << SHARD_ID_BITS`, so the ids
+of different shards never meet (shard 0 would need 2^40 ids to reach shard 1's).
 """
 
 from __future__ import annotations
@@ -13,15 +17,17 @@ from coordinator.recordlog import FileSystem
 
 BLOCK_SIZE = 1000
 FILE_NAME = "producer-ids"
+SHARD_ID_BITS = 40
 
 
 class ProducerIdAllocator:
-    def __init__(self, fs: FileSystem, directory: str) -> None:
+    def __init__(self, fs: FileSystem, directory: str, first_id: int = 0) -> None:
+        """`first_id`: the lowest id this allocator hands out (`shard << SHARD_ID_BITS`)."""
         self._fs = fs
         self._directory = directory
         self._path = f"{directory}/{FILE_NAME}"
-        self._next = 0
-        self._block_end = 0
+        self._next = first_id
+        self._block_end = first_id
         try:
             reader = fs.open_read(self._path)
         except FileNotFoundError:
@@ -32,7 +38,7 @@ class ProducerIdAllocator:
             reader.close()
         if not text.isdigit():
             raise ValueError(f"{self._path}: expected the next producer id block, found {text!r}")
-        self._next = self._block_end = int(text)
+        self._next = self._block_end = max(first_id, int(text))
 
     def allocate(self) -> int:
         if self._next >= self._block_end:

@@ -38,8 +38,9 @@ from ..config import Config
 from ..core.config import GroupConfig
 from ..core.shard import CoordinatorShard
 from ..dataplane.config import DataPlaneConfig
-from ..dataplane.handlers import dataplane_handlers
+from ..dataplane.handlers import dataplane_handlers, init_producer_id_handler
 from ..dataplane.log import PartitionStore
+from ..dataplane.producer_ids import SHARD_ID_BITS, ProducerIdAllocator
 from ..history.assignments import CoreAssignments
 from ..history.writer import HistoryWriter, open_writer
 from ..logging import get_logger
@@ -174,6 +175,8 @@ class CoordinatorServer:
             handlers = [*bootstrap_handlers(self.view, lambda: self.registry.version_ranges()), *groups]
             if self.serves_data_plane:
                 handlers += dataplane_handlers(self.catalog, self.store, self.store.config)
+            else:  # clients send InitProducerId to any node: ids from this shard's own range
+                handlers.append(init_producer_id_handler(self.store))
         self.registry = ApiRegistry(handlers)
         self.codec = RequestCodec(self.registry.version_ranges())
         self._connections: set[KafkaConnection] = set()
@@ -294,6 +297,9 @@ class CoordinatorServer:
             self.store.open()
             self.store.start()
             self._declare_topics()
+        elif self.sidecar is None:  # this shard's producer ids, in its own directory
+            self.store.producer_ids = ProducerIdAllocator(RealFileSystem(), str(self.data_dir),
+                                                          first_id=self.shard_index << SHARD_ID_BITS)
         if self._metrics_deferred:
             self._metrics_deferred = False
             await self._open_metrics(may_defer=False)

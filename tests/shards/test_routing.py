@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from coordinator.dataplane.producer_ids import SHARD_ID_BITS
 from protocol.build import build
 from protocol.errors import ErrorCode
 from protocol.schemas import request_schema
@@ -20,6 +21,7 @@ from tests.support.wire import WireClient
 
 NODE_ID = 1  # node.id's default: shard k is node 1 + k
 NOT_COORDINATOR = ErrorCode.NOT_COORDINATOR
+SHARD_ID_BITS_START = 1 << SHARD_ID_BITS  # shard 1's first producer id
 
 
 def req(api_key: int, version: int, **fields: Any) -> Any:
@@ -278,3 +280,18 @@ async def test_each_listener_lists_every_node_at_its_own_addresses(tmp_path: Pat
                 finally:
                     await client.close()
         assert cluster.port == plain
+
+
+@pytest.mark.asyncio
+async def test_every_node_hands_out_producer_ids_from_its_own_range(cluster: ShardCluster) -> None:
+    """Idempotent producers send InitProducerId to any node; shard 1's ids never meet shard 0's."""
+    ids = {}
+    for shard in (0, 1):
+        first = await ask(cluster, shard, req(22, 4, transactional_id=None, transaction_timeout=60000,
+                                              producer_id=-1, producer_epoch=-1))
+        second = await ask(cluster, shard, req(22, 4, transactional_id=None, transaction_timeout=60000,
+                                               producer_id=-1, producer_epoch=-1))
+        assert (first.error_code, second.error_code, first.producer_epoch) == (0, 0, 0)
+        assert second.producer_id > first.producer_id
+        ids[shard] = first.producer_id
+    assert ids[0] < SHARD_ID_BITS_START <= ids[1] < 2 * SHARD_ID_BITS_START

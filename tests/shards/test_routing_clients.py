@@ -1,6 +1,6 @@
 """Real clients against two shard processes: each bootstraps from one node, finds its group's node
-with FindCoordinator, consumes what was produced through the data plane on node 0, and commits to
-its group's node. A confluent-kafka KIP-848 group, a confluent-kafka classic group and an aiokafka
+with FindCoordinator, consumes what an idempotent producer bootstrapped from node 1 wrote through
+the data plane on node 0, and commits to its group's node. A confluent-kafka KIP-848 group, a confluent-kafka classic group and an aiokafka
 group, with ids chosen to land on the shard that is not the bootstrap node (both directions)."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShardCluster]:
     overrides = {"group.consumer.heartbeat.interval.ms": "500", "group.consumer.min.heartbeat.interval.ms": "500"}
     with running_cluster(tmp_path_factory.mktemp("clients"), overrides=overrides) as started:
         create(started.bootstrap(1), TOPIC, PARTITIONS)  # on node 1: node 0's data plane serves it at once
-        produce(started.bootstrap(0), TOPIC, MESSAGES)
+        produce(started.bootstrap(1), TOPIC, MESSAGES)  # bootstrapped from the node without the data
         yield started
 
 
@@ -46,7 +46,8 @@ def create(bootstrap: str, topic: str, partitions: int) -> None:
 
 
 def produce(bootstrap: str, topic: str, count: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    # Idempotent: InitProducerId goes to whichever node the client picks, Produce to node 0.
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
     for i in range(count):
         producer.produce(topic, key=f"k{i}".encode(), value=b"v", partition=i % PARTITIONS)
     assert producer.flush(15) == 0
