@@ -163,3 +163,24 @@ def test_a_consumer_group_gets_a_topic_created_on_another_node(cluster: ShardClu
         assert all(isinstance(tp, TopicPartition) and tp.topic == "late" for tp in consumer.assignment())
     finally:
         consumer.close()
+
+
+def test_admin_client_sees_the_groups_of_every_node(cluster: ShardCluster) -> None:
+    """confluent-kafka's AdminClient lists groups on every broker and describes each group at its
+    coordinator: groups of both shards appear, as in one Kafka cluster."""
+    groups = {shard: group_on(shard, prefix="admin") for shard in (0, 1)}
+    for shard, group in groups.items():  # a committed offset makes a group (Empty, classic)
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap(0), "group.id": group})
+        try:
+            consumer.commit(offsets=[TopicPartition(TOPIC, 0, 5)], asynchronous=False)
+        finally:
+            consumer.close()
+        assert committed(cluster, shard, group)[1].get(0) == 5
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap(1)})
+    listed = admin.list_consumer_groups(request_timeout=10).result(15)
+    assert set(groups.values()) <= {g.group_id for g in listed.valid}
+    described = admin.describe_consumer_groups(list(groups.values()), request_timeout=10)
+    for group, future in described.items():
+        description = future.result(15)
+        assert description.group_id == group
+        assert description.coordinator.id == NODE_ID + next(k for k, g in groups.items() if g == group)
