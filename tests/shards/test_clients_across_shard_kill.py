@@ -4,7 +4,8 @@ Two shards under the supervisor. Three groups whose ids land on different shards
 then partition % 2): a confluent-kafka KIP-848 group (`group.protocol=consumer`), a confluent-kafka
 classic group and an aiokafka (classic) group, each one consumer that commits every message it
 processes before it takes the next (retrying the commit while its coordinator is down). Messages
-are produced in phases; between phases a shard is SIGKILLed and the supervisor restarts it.
+are produced in phases; in each phase after the first, a shard is SIGKILLed while every group is
+consuming and committing, and the supervisor restarts it.
 
 What must hold, whichever node serves a group's requests (every node while FindCoordinator answers
 itself; the group's own node once groups are routed to their shard):
