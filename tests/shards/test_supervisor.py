@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -19,6 +20,8 @@ import psutil
 from kio.index import load_request_schema
 from prometheus_client.parser import text_string_to_metric_families
 
+from coordinator.recordlog.lock import LOCK_FILE_NAME
+from coordinator.shards.supervisor import try_lock
 from protocol.build import build
 from tests.shards.supervised import Supervised, create_topics, free_ports, gone, group_on_shard
 from tests.support.server import http_get, wait_until
@@ -189,3 +192,34 @@ def test_a_second_supervisor_waits_for_the_first_and_then_takes_over(tmp_path: P
     finally:
         second.stop()
         first.stop()
+
+
+def test_a_shard_killed_again_while_restarting_is_restarted_not_fatal(tmp_path: Path) -> None:
+    """Only a shard that never became ready since the supervisor started, or one that says it
+    cannot start (exit code 2), stops the server: a restart killed before it is ready is retried.
+    The test holds shard 1's lock, so its restarted process waits as a standby and cannot be ready."""
+    server = Supervised(tmp_path / "data").start()
+    lock = tmp_path / "data" / "shards" / "1" / LOCK_FILE_NAME
+    held: int | None = None
+    try:
+        while held is None:  # kill shard 1 until the test, not a restarted shard, has its lock
+            old = server.kill_shard(1)
+            wait_until(lambda old=old: gone(old), message="the killed shard to exit")
+            held = wait_until(lambda old=old: try_lock(lock) or (server.children().get(1) not in (None, old) and -1),
+                              message="shard 1's lock or its next process")
+            if held == -1:
+                held = None
+        standby = wait_until(lambda: server.children().get(1), message="shard 1 restarted")
+        wait_until(lambda: len(log_events(server, "standby_waiting")) == 1, message="the restarted shard waiting")
+        psutil.Process(standby).kill()
+        wait_until(lambda: server.children().get(1) not in (None, standby), message="shard 1 restarted again")
+        statuses = [(e["status"], e["was_ready"]) for e in log_events(server, "shard_exited")]
+        assert statuses[-1] == ("killed by SIGKILL", False) and statuses[0] == ("killed by SIGKILL", True)
+        os.close(held)
+        held = None
+        wait_until(server.ready, timeout=30, message="every shard ready once the lock is free")
+        assert server.proc is not None and server.proc.poll() is None
+    finally:
+        if held is not None:
+            os.close(held)
+        server.stop()
