@@ -1,7 +1,9 @@
 """Command line: `coordinator serve` and the operator sub-commands.
 
 `serve` resolves the configuration (see `coordinator.config`), configures logging, and runs the
-server on uvloop until SIGTERM/SIGINT. Configuration problems and every other start-up failure (a
+server on uvloop until SIGTERM/SIGINT; with `coordinator.shards` above 1 it runs the shard
+supervisor instead (`coordinator/shards/supervisor.py`), which starts each shard as
+`serve <the same arguments> --shard K`. Configuration problems and every other start-up failure (a
 port in use, a data directory that is not a writable directory) exit with code 2 and one line on
 stderr naming the key; never a traceback.
 """

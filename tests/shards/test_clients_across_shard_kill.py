@@ -287,7 +287,7 @@ def run_across_kills(tmp_path: Path, kills: list[int]) -> None:
         assert reader.revoked == [], f"{reader.name} lost partitions before it closed: {reader.revoked}"
 
 
-def test_three_groups_on_two_shards_consume_exactly_once_across_a_sigkill_of_shard_1(tmp_path: Path) -> None:
+def test_three_groups_on_two_shards_consume_exactly_once_across_sigkills_of_shard_1_then_shard_0(tmp_path: Path) -> None:
     run_across_kills(tmp_path, [1, 0])
 
 
