@@ -322,8 +322,9 @@ class Supervisor:
             if text.startswith(_CHILD_ERROR_PREFIX):
                 shard.error_line = text
                 continue
-            out.write(line)
-            out.flush()
+            with contextlib.suppress(OSError, ValueError):  # our own stderr gone: the shard keeps running
+                out.write(line)
+                out.flush()
 
     async def _await_ready(self, shard: Shard) -> None:
         while True:

@@ -211,6 +211,8 @@ def test_a_shard_killed_again_while_restarting_is_restarted_not_fatal(tmp_path: 
                 held = None
         standby = wait_until(lambda: server.children().get(1), message="shard 1 restarted")
         wait_until(lambda: len(log_events(server, "standby_waiting")) == 1, message="the restarted shard waiting")
+        assert http_get(server.metrics_port, "/readyz")[0] == 503, "ready with shard 1 not loaded"
+        assert http_get(server.metrics_port, "/healthz")[0] == 200
         psutil.Process(standby).kill()
         wait_until(lambda: server.children().get(1) not in (None, standby), message="shard 1 restarted again")
         statuses = [(e["status"], e["was_ready"]) for e in log_events(server, "shard_exited")]
