@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from kio.index import load_request_schema
 
 from protocol.build import build
@@ -47,6 +47,11 @@ WORK_S = 0.01
 FIND_COORDINATOR = 10
 SESSION_MS = 45000
 """Classic sessions (librdkafka's default): a restart on a loaded machine is not a lost session."""
+
+
+REBALANCED = {KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION, KafkaError.REBALANCE_IN_PROGRESS,
+              KafkaError.FENCED_MEMBER_EPOCH, KafkaError.STALE_MEMBER_EPOCH}
+"""Commit errors that say the member's id, generation or epoch is gone: a rebalance, not a restart."""
 
 
 class Reader(threading.Thread):
@@ -126,12 +131,15 @@ class ConfluentReader(Reader):
         while not self.stopping.is_set():
             try:
                 (result,) = self.consumer.commit(message=msg, asynchronous=False)
-                if result.error is None:
-                    self.committed(msg.partition(), msg.offset())
-                    return
-                self.commit_errors.append(str(result.error))
+                error = result.error
             except KafkaException as exc:
-                self.commit_errors.append(exc.args[0].name())
+                error = exc.args[0]
+            if error is None:
+                self.committed(msg.partition(), msg.offset())
+                return
+            self.commit_errors.append(error.name())
+            if error.code() in REBALANCED:  # fail now: retrying would wait for a poll that serves the rebalance
+                raise AssertionError(f"{self.name}: the coordinator forgot the member: {error}")
             self.stopping.wait(0.1)  # a retry backoff while the coordinator is down (heartbeats go on)
 
 
@@ -146,7 +154,12 @@ class AiokafkaReader(Reader):
 
     async def _consume(self) -> None:
         from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
-        from aiokafka.errors import KafkaError
+        from aiokafka.errors import (
+            IllegalGenerationError,
+            KafkaError,
+            RebalanceInProgressError,
+            UnknownMemberIdError,
+        )
 
         reader = self
 
@@ -175,6 +188,8 @@ class AiokafkaReader(Reader):
                                 await consumer.commit({tp: record.offset + 1})
                                 self.committed(tp.partition, record.offset)
                                 break
+                            except (IllegalGenerationError, UnknownMemberIdError, RebalanceInProgressError) as exc:
+                                raise AssertionError(f"{self.name}: the coordinator forgot the member: {exc!r}") from exc
                             except KafkaError as exc:
                                 self.commit_errors.append(type(exc).__name__)
                                 await asyncio.sleep(0.1)  # a retry backoff while the coordinator is down
