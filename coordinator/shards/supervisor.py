@@ -334,8 +334,9 @@ class Supervisor:
                 shard.failures = 0
                 log.info("shard_ready", shard=shard.index, node_id=shard.node_id,
                          pid=shard.proc.pid if shard.proc else None)
-                if all(s.ready for s in self.shards):
-                    self._ever_ready = True
+                if not self._ever_ready and all(s.ready for s in self.shards):
+                    self._ever_ready = True  # from now on an exit during start-up is a crash to restart
+                    log.info("supervisor_ready", shards=len(self.shards))
                 return
             await asyncio.sleep(_READY_POLL_S)
 
