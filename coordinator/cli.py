@@ -1,7 +1,9 @@
 """Command line: `coordinator serve` and the operator sub-commands.
 
 `serve` resolves the configuration (see `coordinator.config`), configures logging, and runs the
-server on uvloop until SIGTERM/SIGINT. Configuration problems and every other start-up failure (a
+server on uvloop until SIGTERM/SIGINT; with `coordinator.shards` above 1 it runs the shard
+supervisor instead (`coordinator/shards/supervisor.py`), which starts each shard as
+`serve <the same arguments> --shard K`. Configuration problems and every other start-up failure (a
 port in use, a data directory that is not a writable directory) exit with code 2 and one line on
 stderr naming the key; never a traceback.
 """
@@ -56,9 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(raw)
     if args.command == "serve":
-        return _serve(args)
+        return _serve(args, raw)
     if args.command == "log":
         from .logtool import run as run_log
 
@@ -78,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _serve(args: argparse.Namespace, argv: list[str]) -> int:
+    """`argv` is the command line as given: the shard supervisor starts each shard with it."""
     try:
         config = resolve(
             config_file=args.config,
@@ -100,14 +104,14 @@ def _serve(args: argparse.Namespace) -> int:
 
     from .runtime.server import StartupError, serve
     from .shards.placement import LayoutError, ShardLayout
-    from .shards.reshard import ensure_layout
+    from .shards.supervisor import lay_out_single_process, supervise
 
     try:
         if args.shard is None:
             layout = ShardLayout(config["offsets.topic.num.partitions"], config["coordinator.shards"])
-            ensure_layout(config.data_dir, layout)
-            if layout.shards > 1:
-                raise StartupError("coordinator.shards above 1 needs the shard supervisor, which is not served yet")
+            if layout.shards > 1:  # the supervisor takes its lock, lays the directory out, starts the shards
+                return uvloop.run(supervise(config, layout, argv))
+            lay_out_single_process(config.data_dir, layout)
         return uvloop.run(serve(config, args.shard))
     except LayoutError as exc:
         print(f"coordinator: cannot start: {exc}", file=sys.stderr)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import inspect
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import cast
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, generate_latest
@@ -109,11 +110,15 @@ READY = Gauge("coordinator_ready", "1 when listeners are open and state is loade
 class MetricsServer:
     """Serves /metrics, /healthz and /readyz over HTTP/1.1 (one request per connection)."""
 
-    def __init__(self, host: str | None, port: int, is_ready: Callable[[], bool]) -> None:
-        """`host` None binds every interface."""
+    def __init__(self, host: str | None, port: int, is_ready: Callable[[], bool | Awaitable[bool]],
+                 exposition: Callable[[], Awaitable[bytes]] | None = None) -> None:
+        """`host` None binds every interface. `is_ready` may be a coroutine function, and
+        `exposition` replaces this process's registry as the /metrics body: the shard supervisor
+        answers both by asking its shards (`coordinator/shards/scrape.py`)."""
         self._host = host
         self._port = port
         self._is_ready = is_ready
+        self._exposition = exposition
         self._server: asyncio.Server | None = None
 
     @property
@@ -137,7 +142,7 @@ class MetricsServer:
             parts = request_line.decode("latin-1").split()
             path = parts[1].split("?", 1)[0] if len(parts) >= 2 else ""
             method = parts[0] if parts else ""
-            status, content_type, body = self._route(method, path)
+            status, content_type, body = await self._route(method, path)
             head = (
                 f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
@@ -149,15 +154,19 @@ class MetricsServer:
         finally:
             writer.close()
 
-    def _route(self, method: str, path: str) -> tuple[str, str, bytes]:
+    async def _route(self, method: str, path: str) -> tuple[str, str, bytes]:
         if method != "GET":
             return "405 Method Not Allowed", "text/plain", b"only GET\n"
         if path == "/metrics":
-            return "200 OK", CONTENT_TYPE_LATEST, generate_latest()
+            body = await self._exposition() if self._exposition is not None else generate_latest()
+            return "200 OK", CONTENT_TYPE_LATEST, body
         if path == "/healthz":
             return "200 OK", "text/plain", b"ok\n"
         if path == "/readyz":
-            if self._is_ready():
+            ready = self._is_ready()
+            if inspect.isawaitable(ready):
+                ready = await ready
+            if ready:
                 return "200 OK", "text/plain", b"ready\n"
             return "503 Service Unavailable", "text/plain", b"not ready\n"
         return "404 Not Found", "text/plain", b"not found\n"
