@@ -26,6 +26,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from ..core.offsets import LoadPlaces
 from ..core.records import SUPERSEDED_VALUES_SKIPPABLE
 from ..core.shard import CoordinatorShard
 from ..logging import get_logger
@@ -63,10 +64,13 @@ class Replayer:
         self.entries = 0
         self.skipped_unknown = 0
         self._last_report = time.monotonic()
+        # Where offset commit values go, carried from batch to batch: nothing but this load
+        # changes the core until it ends (start-up; a standby tails, then loads the rest).
+        self._places: LoadPlaces = {}
 
     def __call__(self, batch: LoadBatch) -> None:
         records = batch.records
-        self.skipped_unknown += self.core.replay_encoded(records.items())
+        self.skipped_unknown += self.core.replay_encoded(records.items(), self._places)
         self.applied += len(records)
         self.records += batch.records_read
         self.entries += batch.entries

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from coordinator.core.offsets import LoadPlaces
 from coordinator.core.records import (
     SUPERSEDED_VALUES_SKIPPABLE,
     ConsumerGroupMetadataKey,
@@ -26,7 +27,10 @@ from coordinator.core.shard import CoordinatorShard
 from coordinator.recordlog.record import record_identity
 
 GROUPS = ["g1", "g2"]
-offset_keys = st.builds(OffsetCommitKey, st.sampled_from(GROUPS), st.sampled_from(["t1", "t2"]), st.integers(0, 2))
+# Partitions around every msgpack integer width: a loaded value's place is found from its key's
+# bytes but the last (``OffsetManager.replay_loaded``), which must hold for each.
+PARTITIONS = st.sampled_from([0, 1, 2, 127, 128, 129, 255, 256, 257, 511, 65535, 65536, 65537, 2**32 + 5, -1, -33])
+offset_keys = st.builds(OffsetCommitKey, st.sampled_from(GROUPS), st.sampled_from(["t1", "t2"]), PARTITIONS)
 offset_values = st.builds(OffsetCommitValue, st.integers(0, 10**12), st.integers(-1, 5), st.sampled_from(["", "m"]))
 group_records = st.one_of(
     st.builds(Record, st.builds(GroupMetadataKey, st.sampled_from(GROUPS)),
@@ -46,20 +50,27 @@ def one_by_one(records: list[Record]) -> CoordinatorShard:
     return shard
 
 
-def loaded(records: list[Record], *, skip: frozenset[int] = frozenset()) -> tuple[CoordinatorShard, int]:
+def loaded(records: list[Record], *, skip: frozenset[int] = frozenset(),
+           batches: int = 1) -> tuple[CoordinatorShard, int]:
     """Encoded as the record log loads them: a value of a type in ``skip`` keyed by its identity
-    (a later value of the key replacing it, at its own position), every other record kept."""
-    batch: dict[bytes | tuple[bytes, int], bytes | None] = {}
-    for n, record in enumerate(records):
-        record_type, key, value = encode_record(record)
-        identity = record_identity(record_type, key)
-        if value is not None and record_type in skip:
-            batch.pop(identity, None)
-            batch[identity] = value
-        else:
-            batch[identity, n] = value
+    (a later value of the key replacing it, at its own position), every other record kept; in
+    ``batches`` calls that carry the places of values from one to the next, as a load does."""
     shard = CoordinatorShard()
-    return shard, shard.replay_encoded(batch.items())
+    places: LoadPlaces = {}
+    unknown = 0
+    size = -(-len(records) // batches) or 1
+    for start in range(0, len(records), size):
+        batch: dict[bytes | tuple[bytes, int], bytes | None] = {}
+        for n, record in enumerate(records[start:start + size]):
+            record_type, key, value = encode_record(record)
+            identity = record_identity(record_type, key)
+            if value is not None and record_type in skip:
+                batch.pop(identity, None)
+                batch[identity] = value
+            else:
+                batch[identity, n] = value
+        unknown += shard.replay_encoded(batch.items(), places)
+    return shard, unknown
 
 
 @settings(max_examples=300)
@@ -71,12 +82,52 @@ def test_loading_equals_replaying_every_record(records: list[Record]) -> None:
 
 
 @settings(max_examples=300)
-@given(logs)
-def test_skipping_superseded_offset_commits_leaves_the_same_state(records: list[Record]) -> None:
+@given(logs, st.integers(1, 4))
+def test_skipping_superseded_offset_commits_leaves_the_same_state(records: list[Record], batches: int) -> None:
     """Values are superseded by later values of the same partition, across tombstones and group
-    records of the same group (deletions, conversions), and the groups they create stay the same."""
-    shard, unknown = loaded(records, skip=SUPERSEDED_VALUES_SKIPPABLE)
+    records of the same group (deletions, conversions), and the groups they create stay the same;
+    whether the places of values are carried across batches or not."""
+    shard, unknown = loaded(records, skip=SUPERSEDED_VALUES_SKIPPABLE, batches=batches)
     assert unknown == 0 and shard.durable_view() == one_by_one(records).durable_view()
+
+
+@settings(max_examples=200)
+@given(logs)
+def test_loaded_values_read_as_replayed_ones(records: list[Record]) -> None:
+    """Loading keeps offset commit values encoded until read: every way of reading one decodes it
+    the same (a partition's offset, the group's fetch, the durable view)."""
+    reference = one_by_one(records)
+    shard, _ = loaded(records, skip=SUPERSEDED_VALUES_SKIPPABLE)
+    for group in GROUPS:
+        for topic in ("t1", "t2"):
+            for partition in (0, 128, 65536, -1):
+                assert shard.committed_offset(group, topic, partition) == reference.committed_offset(
+                    group, topic, partition)
+        assert shard.offsets.group_offsets(group) == reference.offsets.group_offsets(group)
+    assert shard.durable_view() == reference.durable_view()
+
+
+def test_integers_of_any_width_in_keys_find_their_partition() -> None:
+    """Keys as another msgpack writer could encode them (wider than needed): the partition is the
+    key's, whatever the bytes before the last one were."""
+    value = encode_record(Record(OffsetCommitKey("g", "t", 0), OffsetCommitValue(5)))[2]
+    assert value is not None
+    keys = [
+        b"\x93\xa1g\xa1t\x05", b"\x93\xa1g\xa1t\x7f",  # fixint
+        b"\x93\xa1g\xa1t\xcc\x06", b"\x93\xa1g\xa1t\xcc\xc8",  # uint8: 6, 200
+        b"\x93\xa1g\xa1t\xcd\x00\x07", b"\x93\xa1g\xa1t\xcd\x00\x85",  # uint16 of a byte: 7, 133
+        b"\x93\xa1g\xa1t\xcd\x01\x2c", b"\x93\xa1g\xa1t\xcd\x01\xff",  # uint16: 300, 511
+        b"\x93\xa1g\xa1t\xd0\x08", b"\x93\xa1g\xa1t\xd0\xf0",  # int8: 8, -16
+        b"\x93\xa1g\xa1t\xf0", b"\x93\xa1g\xa1t\xff",  # negative fixint: -16, -1
+    ]
+    batch = [(record_identity(RecordType.OFFSET_COMMIT, key), value) for key in keys for _ in range(2)]
+    shard = CoordinatorShard()
+    assert shard.replay_encoded(batch) == 0
+    reference = CoordinatorShard()
+    for key in keys:
+        reference.replay(decode_record(RecordType.OFFSET_COMMIT, key, value))
+    assert sorted(reference.offsets.group_offsets("g")["t"]) == [-16, -1, 5, 6, 7, 8, 127, 133, 200, 300, 511]
+    assert shard.durable_view() == reference.durable_view()
 
 
 def test_the_fast_path_and_the_general_path_store_the_same() -> None:
