@@ -174,7 +174,7 @@ class OffsetManager:
         self.cleanup_group_metadata(fx)
         self._schedule_expiration(fx)
 
-    # ---- replay (with replay_loaded, the only writer of self.offsets) --------------------------------------------
+    # ---- replay (with replay_loaded, the only writer of self.offsets) ------------------------
 
     def replay(self, key: OffsetCommitKey, value: OffsetCommitValue | None, live: bool = False) -> None:
         if value is None:
@@ -228,15 +228,19 @@ class OffsetManager:
         byte (``limit``). msgpack is big-endian, so the last byte is the partition itself for a
         positive fixint (base 0, below 128) and the low byte of a longer integer (any byte), and
         the partition is base + last byte. An entry is made after ``_partitions`` (which creates
-        the simple group), and every entry is dropped when another kind of record is replayed (it
-        may delete groups or offsets), so a hit stores into a group that exists, as ``replay``
-        would. ``places`` may be carried from one call to the next (``LoadPlaces``); by default
-        it lasts one call.
+        the simple group), and every entry is dropped when a tombstone is replayed (an offset
+        commit tombstone may drop a partitions dict, a group's tombstone the group) or a group
+        is gone after another record, so a hit stores into a group that exists, in the
+        partitions dict ``replay`` would. (Values never drop offsets; a group's value records
+        replace a group, never drop one, and the count of groups would show it if they came to.)
+        ``places`` may be carried from one call to the next (``LoadPlaces``); by default it lasts
+        one call.
         """
         decode_key = decode_offset_commit_key
         offset_commit = int(RecordType.OFFSET_COMMIT)  # a plain int: enum members are slow to reach
         version = OFFSET_COMMIT_VALUE_VERSION.to_bytes(2, "big")
         encoded_groups = self._encoded_groups
+        groups = self.groups
         unknown = 0
         if places is None:
             places = {}
@@ -263,13 +267,15 @@ class OffsetManager:
                         if 0 <= partition < 128:
                             if partition == last:  # a fixint (or the low byte of a longer encoding)
                                 places[head] = (partitions, 0, 128)
-                        elif partition & 255 == last:
+                        elif partition >= 128 and partition & 255 == last:
                             places[head] = (partitions, partition - last, 256)
                         continue
             # Anything else: another type, a tombstone, a value too short (the general decoder
             # says why) or of a version other than today's.
+            groups_before = len(groups)
             unknown += replay_other(identity, value)
-            places.clear()
+            if value is None or len(groups) < groups_before:
+                places.clear()  # offsets or a group may be gone (see the docstring)
         return unknown
 
     def get(self, group_id: str, topic: str, partition: int) -> OffsetAndMetadata | None:
