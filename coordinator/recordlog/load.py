@@ -26,7 +26,7 @@ read chunks of `read_chunk` bytes), so a batch holds at most a window plus one c
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import crc32c
 
@@ -53,24 +53,35 @@ READ_CHUNK = 256 * 1024  # small: a batch overshoots its window by up to a chunk
 class LoadBatch:
     """The records of a run of entries to replay, in log order (see the module docstring).
 
-    `records` maps a key to the record's value bytes (None: a tombstone). The key is the
-    record's identity bytes (`record.record_identity`: type, key length, key) for a value of a
-    type whose superseded values are skipped (a later value of the key replaces the entry, at
-    its own position), and `(identity, n)`, unique, for every other record; `identity(key)`
+    `items()`: each record as `(key, value bytes or None for a tombstone)`, in order. When no
+    type's superseded values are skipped, every record is kept, in `identities` and `values`,
+    and the key is the record's identity bytes (`record.record_identity`: type, key length,
+    key). Otherwise the records are in `records`, where the key is the identity for a value of
+    a type whose superseded values are skipped (a later value of the key replaces the entry, at
+    its own position) and `(identity, n)`, unique, for every other record; `identity(key)`
     gives the identity of either. `entries` and `records_read` count what was read into the
     batch, skipped records included; `last_offset` is the offset of its last entry (-1 if none).
     """
 
-    __slots__ = ("entries", "last_offset", "records", "records_read")
+    __slots__ = ("entries", "identities", "last_offset", "records", "records_read", "values")
 
     def __init__(self) -> None:
         self.records: dict[bytes | tuple[bytes, int], bytes | None] = {}
+        self.identities: list[bytes] = []
+        self.values: list[bytes | None] = []
         self.entries = 0
         self.records_read = 0
         self.last_offset = -1
 
     def __bool__(self) -> bool:
         return self.entries > 0
+
+    def __len__(self) -> int:
+        """The records kept."""
+        return len(self.records) + len(self.identities)
+
+    def items(self) -> Iterable[tuple[bytes | tuple[bytes, int], bytes | None]]:
+        return zip(self.identities, self.values, strict=True) if self.identities else self.records.items()
 
     @staticmethod
     def identity(key: bytes | tuple[bytes, int]) -> bytes:
@@ -132,7 +143,7 @@ class LoadState:
     def hand_over(self, *, full_only: bool) -> None:
         """Give the gathered batch to the sink (if `full_only`, only once it keeps `window` records)."""
         batch = self.batch
-        if not batch or (full_only and len(batch.records) < self.window):
+        if not batch or (full_only and len(batch) < self.window):
             return
         self.batch = LoadBatch()
         if self.sink is not None:
@@ -179,6 +190,7 @@ _PREFIX = struct.Struct(">II")
 _V1_RECORDS_AT = FRAME_PREFIX_SIZE + _V1_HEADER.size  # where a v1 frame's records start
 _MIN_RECORD_SIZE = _IDENTITY_HEAD_SIZE + _VALUE_LENGTH_SIZE
 _unpack_record_head = struct.Struct(">HI").unpack_from
+_unpack_key_length = struct.Struct(">2xI").unpack_from
 _unpack_value_length = _VALUE_LENGTH.unpack_from
 
 
@@ -209,6 +221,35 @@ def _split_v1_records(buf: bytes, pos: int, end: int, count: int) -> list[tuple[
     return records if pos == end else None
 
 
+def _split_v1_in_order(buf: bytes, pos: int, end: int, count: int) -> tuple[list[bytes], list[bytes | None]] | None:
+    """`_split_v1_records` as two lists, identities and values (for a batch that keeps every record)."""
+    if count == 0 or count * _MIN_RECORD_SIZE > end - pos:
+        return None
+    identities: list[bytes] = []
+    values: list[bytes | None] = []
+    keep_identity = identities.append
+    keep_value = values.append
+    for _ in range(count):
+        if pos + _IDENTITY_HEAD_SIZE > end:
+            return None
+        (key_length,) = _unpack_key_length(buf, pos)
+        key_end = pos + _IDENTITY_HEAD_SIZE + key_length
+        if key_end + _VALUE_LENGTH_SIZE > end:
+            return None
+        (value_length,) = _unpack_value_length(buf, key_end)
+        value_start = key_end + _VALUE_LENGTH_SIZE
+        keep_identity(buf[pos:key_end])
+        if value_length == -1:
+            keep_value(None)
+            pos = value_start
+        elif value_length < -1 or value_start + value_length > end:
+            return None
+        else:
+            pos = value_start + value_length
+            keep_value(buf[value_start:pos])
+    return (identities, values) if pos == end else None
+
+
 def scan(buf: bytes, base_position: int, state: LoadState) -> tuple[int, FrameStatus]:
     """Gather the frames at the start of `buf` into `state.batch`; returns (consumed, status).
 
@@ -229,6 +270,11 @@ def scan(buf: bytes, base_position: int, state: LoadState) -> tuple[int, FrameSt
     from_offset = state.from_offset
     gather = state.sink is not None  # with no sink, only read and count (the log-level pass)
     skip_superseded = state.skip_superseded
+    in_order = not skip_superseded  # every record kept, in two lists (cheaper than a dict)
+    keep_identity = batch.identities.append
+    keep_value = batch.values.append
+    keep_identities = batch.identities.extend
+    keep_values = batch.values.extend
     max_offset = state.max_offset
     max_epoch = state.max_epoch
     last_offset = batch.last_offset
@@ -276,7 +322,10 @@ def scan(buf: bytes, base_position: int, state: LoadState) -> tuple[int, FrameSt
                             if gather:
                                 # The record head and key, as they are in the frame: the identity.
                                 identity = buf[key_end - key_length - _IDENTITY_HEAD_SIZE : key_end]
-                                if value_length < 0:
+                                if in_order:
+                                    keep_identity(identity)
+                                    keep_value(None if value_length < 0 else buf[value_start:end])
+                                elif value_length < 0:
                                     records[identity, batch_records + records_read] = None
                                 elif record_type in skip_superseded:
                                     discard(identity, None)  # an earlier value of the key is superseded
@@ -288,7 +337,29 @@ def scan(buf: bytes, base_position: int, state: LoadState) -> tuple[int, FrameSt
             # version): split inline when `_decode_body` would accept it, else let it decide.
             entry_records = None
             if version == FORMAT_V1 and offset >= 0:
-                entry_records = _split_v1_records(buf, pos + _V1_RECORDS_AT, end, count)
+                if in_order:
+                    split = _split_v1_in_order(buf, pos + _V1_RECORDS_AT, end, count)
+                    if split is not None:
+                        pos = end
+                        if offset <= max_offset:
+                            duplicates += 1
+                            continue
+                        max_offset = offset
+                        if writer_epoch < max_epoch:
+                            fenced += 1
+                            continue
+                        max_epoch = writer_epoch
+                        read += 1
+                        if offset >= from_offset:
+                            loaded += 1
+                            last_offset = offset
+                            records_read += count
+                            if gather:
+                                keep_identities(split[0])
+                                keep_values(split[1])
+                        continue
+                else:
+                    entry_records = _split_v1_records(buf, pos + _V1_RECORDS_AT, end, count)
             if entry_records is None:
                 try:
                     offset, _, writer_epoch, decoded = _decode_body(
@@ -310,6 +381,12 @@ def scan(buf: bytes, base_position: int, state: LoadState) -> tuple[int, FrameSt
                 loaded += 1
                 last_offset = offset
                 if not gather:
+                    records_read += len(entry_records)
+                    continue
+                if in_order:
+                    for _, identity, value in entry_records:
+                        keep_identity(identity)
+                        keep_value(value)
                     records_read += len(entry_records)
                     continue
                 for record_type, identity, value in entry_records:

@@ -27,7 +27,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ..core.offsets import LoadPlaces
-from ..core.records import SUPERSEDED_VALUES_SKIPPABLE
 from ..core.shard import CoordinatorShard
 from ..logging import get_logger
 from ..recordlog import (
@@ -50,12 +49,13 @@ _PROGRESS_EVERY_S = 5.0
 class Replayer:
     """Applies loaded log batches to a core shard, counting and reporting progress.
 
-    The record log hands over `LoadBatch`es: the records of a run of entries, without the
-    offset commits a later commit of the same partition supersedes (`skip_superseded`, the
-    core's `SUPERSEDED_VALUES_SKIPPABLE`); those are never decoded. Start-up
-    (`RecordLog.open(load=...)`) and the standby (`LogTailer.load`) both go through here."""
+    The record log hands over `LoadBatch`es: every record of a run of entries, in order. None
+    is skipped (`skip_superseded` is empty): the core stores offset commit values encoded
+    where a later one overwrites them (`OffsetManager.replay_loaded`), which costs less than
+    the loader finding the superseded ones. Start-up (`RecordLog.open(load=...)`) and the
+    standby (`LogTailer.load`) both go through here."""
 
-    skip_superseded = SUPERSEDED_VALUES_SKIPPABLE
+    skip_superseded: frozenset[int] = frozenset()
 
     def __init__(self, core: CoordinatorShard) -> None:
         self.core = core
@@ -69,9 +69,8 @@ class Replayer:
         self._places: LoadPlaces = {}
 
     def __call__(self, batch: LoadBatch) -> None:
-        records = batch.records
-        self.skipped_unknown += self.core.replay_encoded(records.items(), self._places)
-        self.applied += len(records)
+        self.skipped_unknown += self.core.replay_encoded(batch.items(), self._places)
+        self.applied += len(batch)
         self.records += batch.records_read
         self.entries += batch.entries
         now = time.monotonic()

@@ -34,7 +34,7 @@ def state_apply(state: State, record: LogRecord) -> None:
 
 
 def batch_apply(state: State, batch: LoadBatch) -> None:
-    for key, value in batch.records.items():
+    for key, value in batch.items():
         state_apply(state, LogRecord(*split_identity(LoadBatch.identity(key)), value))
 
 

@@ -77,7 +77,7 @@ def expected(buf: bytes, state: LoadState, from_offset: int = 0) -> tuple[list[t
 
 
 def gathered(state: LoadState) -> list[tuple[bytes, bytes | None]]:
-    return [(LoadBatch.identity(key), value) for key, value in state.batch.records.items()]
+    return [(LoadBatch.identity(key), value) for key, value in state.batch.items()]
 
 
 def scanned(buf: bytes, from_offset: int = 0, skip: frozenset[int] = SKIP) -> tuple[LoadState, int, FrameStatus]:
