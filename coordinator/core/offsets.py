@@ -207,19 +207,19 @@ class OffsetManager:
 
     def replay_loaded(
         self,
-        records: Iterable[tuple[bytes | tuple[bytes, int], bytes | None]],
-        replay_other: Callable[[bytes | tuple[bytes, int], bytes | None], int],
+        records: Iterable[tuple[bytes, bytes | None]],
+        replay_other: Callable[[bytes, bytes | None], int],
         places: LoadPlaces | None = None,
     ) -> int:
-        """Replay records as the record log loads them (``records.replay_encoded_record`` says how
-        they are keyed), in order; returns how many were skipped as unknown.
+        """Replay records as the record log loads them (identity and value bytes:
+        ``records.replay_encoded_record``), in order; returns how many were skipped as unknown.
 
         Loading runs this once per record of the log, and nearly all of them are offset commit
-        values (keyed by their bare identity: loading skips superseded ones,
-        ``records.SUPERSEDED_VALUES_SKIPPABLE``). Those of the value version written today are
-        stored as they are, encoded, where ``replay`` would store them (decoded on first read:
-        ``_get``, ``group_offsets``); every other record goes to ``replay_other`` (the
-        registered replayers, this class's ``replay`` for tombstones).
+        values, most of them overwritten by a later commit of the partition. Those of the value
+        version written today are stored as they are, encoded, where ``replay`` would store them
+        (decoded on first read: ``_get``, ``group_offsets``), so one overwritten costs a store;
+        every other record goes to ``replay_other`` (the registered replayers, this class's
+        ``replay`` for tombstones).
 
         Where a value goes is found without decoding its key when a key that differs from it
         only in its last byte was stored before: ``places`` maps the identity minus its last byte
@@ -246,7 +246,7 @@ class OffsetManager:
             places = {}
         place_of = places.get
         for identity, value in records:
-            if identity.__class__ is bytes and value is not None and value[:2] == version:
+            if value is not None and value[:2] == version:
                 last = identity[-1]
                 head = identity[:-1]
                 place = place_of(head)

@@ -279,10 +279,9 @@ class CoordinatorShard:
         """Apply one record from the log (loading or standby tailing)."""
         self._replayers[type(record.key)](record.key, record.value, False)
 
-    def replay_encoded(self, encoded: Iterable[tuple[bytes | tuple[bytes, int], bytes | None]],
-                       places: LoadPlaces | None = None) -> int:
-        """``replay`` of encoded records as the record log loads them, in order (keys as
-        ``records.replay_encoded_record`` reads them): how a loaded log is applied. Offset commits
+    def replay_encoded(self, encoded: Iterable[tuple[bytes, bytes | None]], places: LoadPlaces | None = None) -> int:
+        """``replay`` of encoded records as the record log loads them, in order (identity and value
+        bytes, as ``records.replay_encoded_record`` reads them): how a loaded log is applied. Offset commits
         take ``OffsetManager.replay_loaded``'s inline path, everything else the registered
         replayers. Returns how many records were skipped as of an unknown type or version.
         ``places``: carried by the caller from one batch of a load to the next, during which

@@ -49,18 +49,13 @@ _PROGRESS_EVERY_S = 5.0
 class Replayer:
     """Applies loaded log batches to a core shard, counting and reporting progress.
 
-    The record log hands over `LoadBatch`es: every record of a run of entries, in order. None
-    is skipped (`skip_superseded` is empty): the core stores offset commit values encoded
-    where a later one overwrites them (`OffsetManager.replay_loaded`), which costs less than
-    the loader finding the superseded ones. Start-up (`RecordLog.open(load=...)`) and the
-    standby (`LogTailer.load`) both go through here."""
-
-    skip_superseded: frozenset[int] = frozenset()
+    The record log hands over `LoadBatch`es: the records of a run of entries, in order, as
+    bytes; the core decodes what it must (`CoordinatorShard.replay_encoded`). Start-up
+    (`RecordLog.open(load=...)`) and the standby (`LogTailer.load`) both go through here."""
 
     def __init__(self, core: CoordinatorShard) -> None:
         self.core = core
-        self.records = 0  # records read from the log, superseded ones included
-        self.applied = 0  # records decoded and replayed into the core
+        self.records = 0  # records read from the log and replayed into the core
         self.entries = 0
         self.skipped_unknown = 0
         self._last_report = time.monotonic()
@@ -70,8 +65,7 @@ class Replayer:
 
     def __call__(self, batch: LoadBatch) -> None:
         self.skipped_unknown += self.core.replay_encoded(batch.items(), self._places)
-        self.applied += len(batch)
-        self.records += batch.records_read
+        self.records += len(batch)
         self.entries += batch.entries
         now = time.monotonic()
         if now - self._last_report >= _PROGRESS_EVERY_S:
@@ -93,7 +87,7 @@ async def acquire(fs: FileSystem, data_dir: Path, log_dir: Path, log_config: Log
         log.info("standby_waiting", data_dir=str(data_dir))
         tailer = LogTailer(fs, str(log_dir))
         while lock is None:
-            await asyncio.to_thread(tailer.load, replayer, skip_superseded=replayer.skip_superseded)
+            await asyncio.to_thread(tailer.load, replayer)
             lock = try_lock_data_dir(fs, str(data_dir))
             if lock is None:
                 await asyncio.sleep(STANDBY_POLL_S)
@@ -102,8 +96,7 @@ async def acquire(fs: FileSystem, data_dir: Path, log_dir: Path, log_config: Log
         started = time.monotonic()
     await on_owner()
     record_log = await asyncio.to_thread(
-        RecordLog.open, fs, str(log_dir), config=log_config, load=replayer,
-        skip_superseded=replayer.skip_superseded, from_offset=from_offset)
+        RecordLog.open, fs, str(log_dir), config=log_config, load=replayer, from_offset=from_offset)
     recovery = record_log.recovery
     if recovery.truncated_bytes:
         durable.TRUNCATED_BYTES.inc(recovery.truncated_bytes)

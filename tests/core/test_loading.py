@@ -1,6 +1,6 @@
 """Loading encoded records into the shard (``CoordinatorShard.replay_encoded``) does what replaying
-the decoded records one by one does, on the offset commit fast path and off it; what loading may
-skip (``SUPERSEDED_VALUES_SKIPPABLE``) leaves the same state."""
+the decoded records one by one does, on the offset commit fast path (values stored encoded, their
+place found from the key's bytes, carried across batches) and off it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from coordinator.core.offsets import LoadPlaces
 from coordinator.core.records import (
-    SUPERSEDED_VALUES_SKIPPABLE,
     ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
     GroupMetadataKey,
@@ -50,44 +49,29 @@ def one_by_one(records: list[Record]) -> CoordinatorShard:
     return shard
 
 
-def loaded(records: list[Record], *, skip: frozenset[int] = frozenset(),
-           batches: int = 1) -> tuple[CoordinatorShard, int]:
-    """Encoded as the record log loads them: a value of a type in ``skip`` keyed by its identity
-    (a later value of the key replacing it, at its own position), every other record kept; in
-    ``batches`` calls that carry the places of values from one to the next, as a load does."""
+def loaded(records: list[Record], *, batches: int = 1) -> tuple[CoordinatorShard, int]:
+    """Encoded as the record log loads them (identity and value bytes), in ``batches`` calls that
+    carry the places of values from one to the next, as a load does."""
     shard = CoordinatorShard()
     places: LoadPlaces = {}
     unknown = 0
     size = -(-len(records) // batches) or 1
     for start in range(0, len(records), size):
-        batch: dict[bytes | tuple[bytes, int], bytes | None] = {}
-        for n, record in enumerate(records[start:start + size]):
+        batch = []
+        for record in records[start:start + size]:
             record_type, key, value = encode_record(record)
-            identity = record_identity(record_type, key)
-            if value is not None and record_type in skip:
-                batch.pop(identity, None)
-                batch[identity] = value
-            else:
-                batch[identity, n] = value
-        unknown += shard.replay_encoded(batch.items(), places)
+            batch.append((record_identity(record_type, key), value))
+        unknown += shard.replay_encoded(batch, places)
     return shard, unknown
 
 
-@settings(max_examples=300)
-@given(logs)
-def test_loading_equals_replaying_every_record(records: list[Record]) -> None:
-    reference = one_by_one(records).durable_view()
-    shard, unknown = loaded(records)
-    assert unknown == 0 and shard.durable_view() == reference
-
-
-@settings(max_examples=300)
+@settings(max_examples=500)
 @given(logs, st.integers(1, 4))
-def test_skipping_superseded_offset_commits_leaves_the_same_state(records: list[Record], batches: int) -> None:
-    """Values are superseded by later values of the same partition, across tombstones and group
-    records of the same group (deletions, conversions), and the groups they create stay the same;
-    whether the places of values are carried across batches or not."""
-    shard, unknown = loaded(records, skip=SUPERSEDED_VALUES_SKIPPABLE, batches=batches)
+def test_loading_equals_replaying_every_record(records: list[Record], batches: int) -> None:
+    """Values overwrite values of the same partition, across tombstones and group records of the
+    same group (deletions, conversions), and the groups they create are the same; with the places
+    of values carried across batches or not."""
+    shard, unknown = loaded(records, batches=batches)
     assert unknown == 0 and shard.durable_view() == one_by_one(records).durable_view()
 
 
@@ -97,7 +81,7 @@ def test_loaded_values_read_as_replayed_ones(records: list[Record]) -> None:
     """Loading keeps offset commit values encoded until read: every way of reading one decodes it
     the same (a partition's offset, the group's fetch, the durable view)."""
     reference = one_by_one(records)
-    shard, _ = loaded(records, skip=SUPERSEDED_VALUES_SKIPPABLE)
+    shard, _ = loaded(records)
     for group in GROUPS:
         for topic in ("t1", "t2"):
             for partition in (0, 128, 65536, -1):
@@ -136,8 +120,8 @@ def test_the_fast_path_and_the_general_path_store_the_same() -> None:
     assert encoded is not None
     identity = record_identity(RecordType.OFFSET_COMMIT, key)
     fast, general = CoordinatorShard(), CoordinatorShard()
-    assert fast.replay_encoded([(identity, encoded)]) == 0  # keyed by identity: the fast path
-    assert general.replay_encoded([((identity, 0), encoded)]) == 0  # a unique key: the general path
+    assert fast.replay_encoded([(identity, encoded)]) == 0  # the fast path
+    general.replay(decode_record(RecordType.OFFSET_COMMIT, key, encoded))  # the general path
     assert fast.durable_view() == general.durable_view() == one_by_one([Record(OffsetCommitKey("g", "t", 7), value)]).durable_view()
     assert fast.committed_offset("g", "t", 7) is not None
 
@@ -160,7 +144,7 @@ def test_unknown_types_and_versions_are_skipped_and_counted() -> None:
     unknown = shard.replay_encoded([
         (record_identity(4, group_key), b"\x00\x00\x90"),  # ConsumerGroupPartitionMetadata: not read
         (record_identity(RecordType.OFFSET_COMMIT, key), b"\x00\x07" + value[2:]),  # a future version
-        ((record_identity(RecordType.GROUP_METADATA, group_key), 1), b"\x00\x09\x90"),
+        (record_identity(RecordType.GROUP_METADATA, group_key), b"\x00\x09\x90"),
         (record_identity(RecordType.OFFSET_COMMIT, key), value),
     ])
     assert unknown == 3

@@ -33,7 +33,6 @@ def loaded(entries: Iterable[Sequence[Record]], config: GroupConfig, *, window: 
     writer.close()
     shard = CoordinatorShard(config)
     replayer = Replayer(shard)
-    recover(fs, LOG_DIR, load=replayer, skip_superseded=replayer.skip_superseded, window=window,
-            read_chunk=read_chunk)
+    recover(fs, LOG_DIR, load=replayer, window=window, read_chunk=read_chunk)
     assert replayer.records == written and replayer.skipped_unknown == 0
     return shard
