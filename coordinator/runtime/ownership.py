@@ -15,8 +15,8 @@ Rules:
   COORDINATOR_LOAD_IN_PROGRESS meanwhile, and progress is logged. The standby's tailing replays
   in a worker thread too, while nothing serves from the core.
 - Loading and tailing replay the same way (`Replayer`): the record log hands over the records
-  of runs of entries in batches, without the offset commits a later commit of the same partition
-  supersedes, and only those are decoded and applied.
+  of runs of entries in batches, as bytes, and the core replays them (offset commit values are
+  kept encoded until first read: `core.offsets`).
 """
 
 from __future__ import annotations
