@@ -109,9 +109,18 @@ class OffsetAndMetadata:
 GroupOffsets = dict[str, dict[int, OffsetCommitValue]]
 # As stored: a value may still be the encoded bytes loading read (``OffsetManager.replay_loaded``).
 _StoredPartitions = dict[int, OffsetCommitValue | bytes]
-LoadPlaces = dict[bytes, tuple[_StoredPartitions, int, int]]
-"""Where loaded offset commit values go, by key bytes (``OffsetManager.replay_loaded``): may be carried
-across the calls of one load, as long as nothing else changes the shard between them."""
+
+
+class LoadPlaces:
+    """Where loaded offset commit values go, by key bytes (``OffsetManager.replay_loaded``), carried
+    across the calls of one load; nothing but the load may change the shard until it ends. Reads
+    may come between calls: a group's values decoded by a read empty the places (``decodes``)."""
+
+    __slots__ = ("decodes", "entries")
+
+    def __init__(self) -> None:
+        self.entries: dict[bytes, tuple[_StoredPartitions, int, int]] = {}
+        self.decodes = 0  # the manager's count of groups decoded when the entries were made
 
 
 def _java_string_length(text: str) -> int:
@@ -149,6 +158,7 @@ class OffsetManager:
         # ``replay_loaded``): read them through ``_get`` and ``group_offsets``, which decode.
         self.offsets: dict[str, dict[str, _StoredPartitions]] = {}
         self._encoded_groups: set[str] = set()  # groups that may hold encoded values
+        self._decodes = 0  # groups taken out of _encoded_groups (their values decoded)
 
     @property
     def registration(self) -> Registration:
@@ -234,7 +244,8 @@ class OffsetManager:
         partitions dict ``replay`` would. (Values never drop offsets; a group's value records
         replace a group, never drop one, and the count of groups would show it if they came to.)
         ``places`` may be carried from one call to the next (``LoadPlaces``); by default it lasts
-        one call.
+        one call. (A group read in between is no longer marked as holding encoded values, so its
+        entries must go: they all do.)
         """
         decode_key = decode_offset_commit_key
         offset_commit = int(RecordType.OFFSET_COMMIT)  # a plain int: enum members are slow to reach
@@ -243,8 +254,12 @@ class OffsetManager:
         groups = self.groups
         unknown = 0
         if places is None:
-            places = {}
-        place_of = places.get
+            places = LoadPlaces()
+        if places.decodes != self._decodes:
+            places.entries.clear()
+            places.decodes = self._decodes
+        entries = places.entries
+        place_of = entries.get
         for identity, value in records:
             if value is not None and value[:2] == version:
                 last = identity[-1]
@@ -266,16 +281,16 @@ class OffsetManager:
                         encoded_groups.add(group_id)
                         if 0 <= partition < 128:
                             if partition == last:  # a fixint (or the low byte of a longer encoding)
-                                places[head] = (partitions, 0, 128)
+                                entries[head] = (partitions, 0, 128)
                         elif partition >= 128 and partition & 255 == last:
-                            places[head] = (partitions, partition - last, 256)
+                            entries[head] = (partitions, partition - last, 256)
                         continue
             # Anything else: another type, a tombstone, a value too short (the general decoder
             # says why) or of a version other than today's.
             groups_before = len(groups)
             unknown += replay_other(identity, value)
             if value is None or len(groups) < groups_before:
-                places.clear()  # offsets or a group may be gone (see the docstring)
+                entries.clear()  # offsets or a group may be gone (see the docstring)
         return unknown
 
     def get(self, group_id: str, topic: str, partition: int) -> OffsetAndMetadata | None:
@@ -295,6 +310,7 @@ class OffsetManager:
         topics = self.offsets.get(group_id)
         if topics is not None and group_id in self._encoded_groups:
             self._encoded_groups.discard(group_id)
+            self._decodes += 1
             decode = decode_offset_commit_value
             for partitions in topics.values():
                 for partition, value in partitions.items():  # values replaced, never keys: safe

@@ -61,7 +61,7 @@ class Replayer:
         self._last_report = time.monotonic()
         # Where offset commit values go, carried from batch to batch: nothing but this load
         # changes the core until it ends (start-up; a standby tails, then loads the rest).
-        self._places: LoadPlaces = {}
+        self._places = LoadPlaces()
 
     def __call__(self, batch: LoadBatch) -> None:
         self.skipped_unknown += self.core.replay_encoded(batch.items(), self._places)

@@ -53,7 +53,7 @@ def loaded(records: list[Record], *, batches: int = 1) -> tuple[CoordinatorShard
     """Encoded as the record log loads them (identity and value bytes), in ``batches`` calls that
     carry the places of values from one to the next, as a load does."""
     shard = CoordinatorShard()
-    places: LoadPlaces = {}
+    places = LoadPlaces()
     unknown = 0
     size = -(-len(records) // batches) or 1
     for start in range(0, len(records), size):
@@ -156,3 +156,18 @@ def test_a_value_shorter_than_its_version_is_malformed(value: bytes) -> None:
     key = encode_record(Record(OffsetCommitKey("g", "t", 0), None))[1]
     with pytest.raises(msgspec.DecodeError):
         CoordinatorShard().replay_encoded([(record_identity(RecordType.OFFSET_COMMIT, key), value)])
+
+
+def test_a_group_read_between_batches_is_decoded_again_after_the_next() -> None:
+    """The places carried across batches go when a read decodes a group in between, so the values
+    the next batch stores are decoded on the next read too."""
+    def batch(partitions: list[int], offset: int) -> list[tuple[bytes, bytes | None]]:
+        encoded = [encode_record(Record(OffsetCommitKey("g", "t", p), OffsetCommitValue(offset))) for p in partitions]
+        return [(record_identity(record_type, key), value) for record_type, key, value in encoded]
+
+    shard, places = CoordinatorShard(), LoadPlaces()
+    assert shard.replay_encoded(batch([0, 1], 5), places) == 0
+    assert shard.offsets.group_offsets("g") == {"t": {0: OffsetCommitValue(5), 1: OffsetCommitValue(5)}}
+    assert shard.replay_encoded(batch([1, 2], 6), places) == 0
+    assert shard.offsets.group_offsets("g") == {
+        "t": {0: OffsetCommitValue(5), 1: OffsetCommitValue(6), 2: OffsetCommitValue(6)}}
