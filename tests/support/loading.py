@@ -2,8 +2,9 @@
 
 The records are written to a record log on the in-memory filesystem (one entry per group of
 records, as the runtime appends one entry per ``Result``) and loaded with
-``RecordLog.open(load=Replayer(shard))``: the server's start-up path, with superseded offset
-commits skipped. Small batches and read chunks make their boundaries fall everywhere.
+``RecordLog.open(load=Replayer(shard))``: the server's start-up path (offset commit values stored
+encoded, their places carried across batches). Small batches and read chunks make their boundaries
+fall everywhere.
 """
 
 from __future__ import annotations
