@@ -6,10 +6,12 @@ Durable state: ``offsets[group][topic][partition] -> OffsetCommitValue``, change
 the shard applies them through ``replay`` at the end of the operation, so live state and a replay of
 the log agree by construction.
 
-The state holds the decoded record value itself (an immutable msgspec struct; ``expire_timestamp``
--1 = none) rather than a converted copy: start-up replays every offset commit in the log, and building
-a second object per record (a GC-tracked dataclass, where msgspec structs of scalars are untracked)
-was a third of the load time. :meth:`OffsetManager.get` still answers with an ``OffsetAndMetadata``.
+The state holds the record value itself (an immutable msgspec struct; ``expire_timestamp`` -1 =
+none) rather than a converted copy, and loading stores the value's bytes as the log has them, decoded
+on first read (``_get``, ``group_offsets``; the one way to read the state): start-up replays every
+offset commit in the log, and building objects for each was most of the load time; most loaded
+offsets are read once or never before being committed again. :meth:`OffsetManager.get` still answers
+with an ``OffsetAndMetadata``.
 
 Replaying an offset for a group that does not exist creates a "simple" classic group (Empty, no
 protocol type), as Kafka does: consumers that commit without group management own such groups.
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import msgspec
 
@@ -104,6 +107,20 @@ class OffsetAndMetadata:
 
 
 GroupOffsets = dict[str, dict[int, OffsetCommitValue]]
+# As stored: a value may still be the encoded bytes loading read (``OffsetManager.replay_loaded``).
+_StoredPartitions = dict[int, OffsetCommitValue | bytes]
+
+
+class LoadPlaces:
+    """Where loaded offset commit values go, by key bytes (``OffsetManager.replay_loaded``), carried
+    across the calls of one load; nothing but the load may change the shard until it ends. Reads
+    may come between calls: a group's values decoded by a read empty the places (``decodes``)."""
+
+    __slots__ = ("decodes", "entries")
+
+    def __init__(self) -> None:
+        self.entries: dict[bytes, tuple[_StoredPartitions, int, int]] = {}
+        self.decodes = 0  # the manager's count of groups decoded when the entries were made
 
 
 def _java_string_length(text: str) -> int:
@@ -137,7 +154,11 @@ class OffsetManager:
         self.simple_group = simple_group
         # The shard's topic image (read-only here): OffsetCommit/OffsetFetch v10 name topics by id.
         self.topics = topics if topics is not None else TopicsImage()
-        self.offsets: dict[str, GroupOffsets] = {}
+        # Values as ``replay`` stores them, or still encoded where loading stored them (see
+        # ``replay_loaded``): read them through ``_get`` and ``group_offsets``, which decode.
+        self.offsets: dict[str, dict[str, _StoredPartitions]] = {}
+        self._encoded_groups: set[str] = set()  # groups that may hold encoded values
+        self._decodes = 0  # groups taken out of _encoded_groups (their values decoded)
 
     @property
     def registration(self) -> Registration:
@@ -163,7 +184,7 @@ class OffsetManager:
         self.cleanup_group_metadata(fx)
         self._schedule_expiration(fx)
 
-    # ---- replay (the only writer of self.offsets) --------------------------------------------
+    # ---- replay (with replay_loaded, the only writer of self.offsets) ------------------------
 
     def replay(self, key: OffsetCommitKey, value: OffsetCommitValue | None, live: bool = False) -> None:
         if value is None:
@@ -177,10 +198,11 @@ class OffsetManager:
                     del topics[key.topic]
             if not topics:
                 del self.offsets[key.group]
+                self._encoded_groups.discard(key.group)
             return
         self._partitions(key.group, key.topic)[key.partition] = value
 
-    def _partitions(self, group_id: str, topic: str) -> dict[int, OffsetCommitValue]:
+    def _partitions(self, group_id: str, topic: str) -> _StoredPartitions:
         """Where a value of ``group_id``'s ``topic`` goes: created if needed, and the group too (a
         simple group) if it does not exist."""
         if group_id not in self.groups:
@@ -195,52 +217,80 @@ class OffsetManager:
 
     def replay_loaded(
         self,
-        records: Iterable[tuple[bytes | tuple[bytes, int], bytes | None]],
-        replay_other: Callable[[bytes | tuple[bytes, int], bytes | None], int],
+        records: Iterable[tuple[bytes, bytes | None]],
+        replay_other: Callable[[bytes, bytes | None], int],
+        places: LoadPlaces | None = None,
     ) -> int:
-        """Replay records as the record log loads them (``records.replay_encoded_record`` says how
-        they are keyed), in order; returns how many were skipped as unknown.
+        """Replay records as the record log loads them (identity and value bytes:
+        ``records.replay_encoded_record``), in order; returns how many were skipped as unknown.
 
         Loading runs this once per record of the log, and nearly all of them are offset commit
-        values: those of the version written today are decoded here and stored as ``replay``
-        stores them (``_partitions``, asked again only when the group or topic changes: an
-        OffsetCommit's records are one group's partitions, and values never remove a group or a
-        topic); every other record goes to ``replay_other`` (the registered replayers, this
-        class's ``replay`` for tombstones). An offset commit value comes keyed by its bare
-        identity (loading skips superseded ones, ``records.SUPERSEDED_VALUES_SKIPPABLE``).
+        values, most of them overwritten by a later commit of the partition. Those of the value
+        version written today are stored as they are, encoded, where ``replay`` would store them
+        (decoded on first read: ``_get``, ``group_offsets``), so one overwritten costs a store;
+        every other record goes to ``replay_other`` (the registered replayers, this class's
+        ``replay`` for tombstones).
+
+        Where a value goes is found without decoding its key when a key that differs from it
+        only in its last byte was stored before: ``places`` maps the identity minus its last byte
+        (type, key length, group, topic, and the partition's encoding but its low byte) to the
+        partitions dict, the partition minus its low byte (``base``) and the bound of the last
+        byte (``limit``). msgpack is big-endian, so the last byte is the partition itself for a
+        positive fixint (base 0, below 128) and the low byte of a longer integer (any byte), and
+        the partition is base + last byte. An entry is made after ``_partitions`` (which creates
+        the simple group), and every entry is dropped when a tombstone is replayed (an offset
+        commit tombstone may drop a partitions dict, a group's tombstone the group) or a group
+        is gone after another record, so a hit stores into a group that exists, in the
+        partitions dict ``replay`` would. (Values never drop offsets; a group's value records
+        replace a group, never drop one, and the count of groups would show it if they came to.)
+        ``places`` may be carried from one call to the next (``LoadPlaces``); by default it lasts
+        one call. (A group read in between is no longer marked as holding encoded values, so its
+        entries must go: they all do.)
         """
         decode_key = decode_offset_commit_key
-        decode_value = decode_offset_commit_value
         offset_commit = int(RecordType.OFFSET_COMMIT)  # a plain int: enum members are slow to reach
-        version_high, version_low = divmod(OFFSET_COMMIT_VALUE_VERSION, 256)
+        version = OFFSET_COMMIT_VALUE_VERSION.to_bytes(2, "big")
+        encoded_groups = self._encoded_groups
+        groups = self.groups
         unknown = 0
-        last_group = last_topic = None
-        partitions: dict[int, OffsetCommitValue] = {}
+        if places is None:
+            places = LoadPlaces()
+        if places.decodes != self._decodes:
+            places.entries.clear()
+            places.decodes = self._decodes
+        entries = places.entries
+        place_of = entries.get
         for identity, value in records:
-            # A bare identity keys a value (of a skippable type: `recordlog.load`); only an offset
-            # commit of today's value version takes this path.
-            if (
-                identity.__class__ is not bytes
-                or identity[1] != offset_commit
-                or identity[0]
-                or value is None
-                or len(value) < 2
-                or value[1] != version_low
-                or value[0] != version_high
-            ):
-                unknown += replay_other(identity, value)
-                last_group = None
-                continue
-            try:
-                group_id, topic, partition = decode_key(identity[IDENTITY_HEAD_SIZE:])
-            except msgspec.ValidationError:  # not three fields: the general decoder decides
-                unknown += replay_other(identity, value)
-                last_group = None
-                continue
-            if group_id != last_group or topic != last_topic:
-                partitions = self._partitions(group_id, topic)
-                last_group, last_topic = group_id, topic
-            partitions[partition] = decode_value(value[2:])
+            if value is not None and value[:2] == version:
+                last = identity[-1]
+                head = identity[:-1]
+                place = place_of(head)
+                if place is not None:  # the head says the type: an offset commit
+                    partitions, base, limit = place
+                    if last < limit:
+                        partitions[base + last] = value
+                        continue
+                if identity[1] == offset_commit and not identity[0]:
+                    try:
+                        group_id, topic, partition = decode_key(identity[IDENTITY_HEAD_SIZE:])
+                    except msgspec.ValidationError:  # not three fields: the general decoder decides
+                        pass
+                    else:
+                        partitions = self._partitions(group_id, topic)
+                        partitions[partition] = value
+                        encoded_groups.add(group_id)
+                        if 0 <= partition < 128:
+                            if partition == last:  # a fixint (or the low byte of a longer encoding)
+                                entries[head] = (partitions, 0, 128)
+                        elif partition >= 128 and partition & 255 == last:
+                            entries[head] = (partitions, partition - last, 256)
+                        continue
+            # Anything else: another type, a tombstone, a value too short (the general decoder
+            # says why) or of a version other than today's.
+            groups_before = len(groups)
+            unknown += replay_other(identity, value)
+            if value is None or len(groups) < groups_before:
+                entries.clear()  # offsets or a group may be gone (see the docstring)
         return unknown
 
     def get(self, group_id: str, topic: str, partition: int) -> OffsetAndMetadata | None:
@@ -248,7 +298,25 @@ class OffsetManager:
         return None if value is None else OffsetAndMetadata.from_record(value)
 
     def _get(self, group_id: str, topic: str, partition: int) -> OffsetCommitValue | None:
-        return self.offsets.get(group_id, {}).get(topic, {}).get(partition)
+        partitions = self.offsets.get(group_id, {}).get(topic, {})
+        value = partitions.get(partition)
+        if isinstance(value, bytes):  # as loading stored it
+            value = partitions[partition] = decode_offset_commit_value(value[2:])
+        return value
+
+    def group_offsets(self, group_id: str) -> GroupOffsets | None:
+        """``group_id``'s offsets by topic and partition, decoded (what loading left encoded is
+        decoded now, once); None when it has none."""
+        topics = self.offsets.get(group_id)
+        if topics is not None and group_id in self._encoded_groups:
+            self._encoded_groups.discard(group_id)
+            self._decodes += 1
+            decode = decode_offset_commit_value
+            for partitions in topics.values():
+                for partition, value in partitions.items():  # values replaced, never keys: safe
+                    if isinstance(value, bytes):
+                        partitions[partition] = decode(value[2:])
+        return cast("GroupOffsets | None", topics)
 
     # ---- OffsetCommit --------------------------------------------------------------------------
 
@@ -336,7 +404,7 @@ class OffsetManager:
             except CoordinatorError as exc:
                 return OffsetFetchResponseGroup(request.group_id, exc.code)
             if group.state_name != DEAD:
-                offsets = self.offsets.get(request.group_id, {})
+                offsets = self.group_offsets(request.group_id) or {}
         if request.topics is None:
             topics = tuple(
                 OffsetFetchResponseTopic(
@@ -416,7 +484,7 @@ class OffsetManager:
 
     def _cleanup_expired_offsets(self, group: Group, fx: Effects) -> bool:
         """Tombstone expired offsets of ``group``; True when it has no offsets left."""
-        topics = self.offsets.get(group.group_id)
+        topics = self.group_offsets(group.group_id)
         if not topics:
             return True
         base = group.offset_expiration_base()

@@ -442,17 +442,15 @@ def encoded_replayers(replayers: Mapping[type, RecordReplayer]) -> EncodedReplay
     }
 
 
-def replay_encoded_record(table: EncodedReplayers, key: bytes | tuple[bytes, int], value: bytes | None) -> int:
+def replay_encoded_record(table: EncodedReplayers, identity: bytes, value: bytes | None) -> int:
     """Decode and replay one record as the record log loads it; 1 if skipped as unknown, else 0.
 
-    ``key`` is the record's identity, or ``(identity, n)`` (``recordlog.load.LoadBatch``); the
-    identity names the record as the record log does: the record type (u16, big-endian), the key
-    length (u32), then the key bytes. This does what ``replayer(decode_record(...))`` does,
+    ``identity`` names the record as the record log does (``recordlog.load.LoadBatch``): the
+    record type (u16, big-endian), the key length (u32), then the key bytes. This does what ``replayer(decode_record(...))`` does,
     without building a ``Record``. A record of an unknown type or value version is skipped (as
     Kafka's loader skips unknown types). Malformed bytes raise ``msgspec.DecodeError`` as
     ``decode_record`` does.
     """
-    identity = key if isinstance(key, bytes) else key[0]
     found = table.get(identity[0] << 8 | identity[1])
     if found is None:
         return 1
@@ -476,19 +474,3 @@ decode_offset_commit_value = msgspec.msgpack.Decoder(OffsetCommitValue).decode
 OFFSET_COMMIT_VALUE_VERSION = _WRITE_VERSION[OffsetCommitValue]
 assert _VALUE_TYPES[RecordType.OFFSET_COMMIT, OFFSET_COMMIT_VALUE_VERSION] is OffsetCommitValue
 
-
-SUPERSEDED_VALUES_SKIPPABLE: frozenset[int] = frozenset({int(RecordType.OFFSET_COMMIT)})
-"""The record types whose values a loader may skip when a later value of the same key follows
-(``recordlog.load``): replaying only the later one leaves exactly the same state.
-
-OffsetCommit: a value sets one committed offset, which the later value overwrites; a tombstone in
-between only removes what the later value puts back. Its one effect beyond its own key is to
-create a "simple" group when the group does not exist, and the later value does that too: no
-replay of another record type depends on whether a simple group exists (a consumer group record
-replaces it as if absent, a GroupMetadata record rebuilds or deletes the group either way). A
-replay that came to depend on it would have to be taken off this list; the core harness and the
-simulation load every log with this rule and compare with the live state.
-
-Not KIP-848 member records: a member is built from several keys, and a tombstone of one keeps the
-member fenced until the tombstone of another (Kafka's rules), so skipping a superseded record can
-change the member a later record builds on."""

@@ -60,7 +60,7 @@ from coordinator.core.effects import Effects, TimerKey, TimerTable
 from coordinator.core.errors import CoordinatorError
 from coordinator.core.group_admin import GroupAdmin
 from coordinator.core.groups import Group
-from coordinator.core.offsets import OffsetAndMetadata, OffsetManager
+from coordinator.core.offsets import LoadPlaces, OffsetAndMetadata, OffsetManager
 from coordinator.core.records import (
     CoordinatorEpochKey,
     CoordinatorEpochValue,
@@ -279,12 +279,14 @@ class CoordinatorShard:
         """Apply one record from the log (loading or standby tailing)."""
         self._replayers[type(record.key)](record.key, record.value, False)
 
-    def replay_encoded(self, encoded: Iterable[tuple[bytes | tuple[bytes, int], bytes | None]]) -> int:
-        """``replay`` of encoded records as the record log loads them, in order (keys as
-        ``records.replay_encoded_record`` reads them): how a loaded log is applied. Offset commits
+    def replay_encoded(self, encoded: Iterable[tuple[bytes, bytes | None]], places: LoadPlaces | None = None) -> int:
+        """``replay`` of encoded records as the record log loads them, in order (identity and value
+        bytes, as ``records.replay_encoded_record`` reads them): how a loaded log is applied. Offset commits
         take ``OffsetManager.replay_loaded``'s inline path, everything else the registered
-        replayers. Returns how many records were skipped as of an unknown type or version."""
-        return self.offsets.replay_loaded(encoded, self._replay_other)
+        replayers. Returns how many records were skipped as of an unknown type or version.
+        ``places``: carried by the caller from one batch of a load to the next, during which
+        nothing else changes the shard (``offsets.LoadPlaces``)."""
+        return self.offsets.replay_loaded(encoded, self._replay_other, places)
 
     def _apply(self, records: list[Record]) -> None:
         replayers = self._replayers
@@ -321,8 +323,8 @@ class CoordinatorShard:
         return {
             "groups": {gid: (g.group_type, g.persisted) for gid, g in sorted(self.groups.items())},
             "offsets": {
-                gid: {(t, p): o for t, parts in topics.items() for p, o in parts.items()}
-                for gid, topics in sorted(self.offsets.offsets.items())
+                gid: {(t, p): o for t, parts in (self.offsets.group_offsets(gid) or {}).items() for p, o in parts.items()}
+                for gid in sorted(self.offsets.offsets)
             },
             "coordinator_epoch": self.coordinator_epoch,
             "security": self.security.durable_view(),

@@ -4,8 +4,8 @@ The server runtime needs only what is exported here:
 
 - `LogRecord`, `LogEntry`: what is appended and what replay yields.
 - `RecordLog.open(...)`: recover a log directory (torn tail truncated, reported in
-  `.recovery`), hand what it holds to a callback (`load`: `LoadBatch`es, the records without
-  superseded values of the types the caller names; or `replay`: entry by entry), and open it
+  `.recovery`), hand what it holds to a callback (`load`: `LoadBatch`es, the records in order;
+  or `replay`: entry by entry), and open it
   for appending; `LogConfig`, `FlushPolicy`.
 - `GroupCommitter`: the asyncio group-commit task over a `RecordLog`.
 - `compact` (live, closed segments, run in a thread) and `compact_offline` (CLI).

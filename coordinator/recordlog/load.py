@@ -1,23 +1,19 @@
-"""Loading a log for replay: every record, except values superseded later, read in one pass.
+"""Loading a log for replay: every record, in order, read in one pass.
 
 A coordinator that loads its log (at start-up, or a standby tailing it) replays its records in
-order. Most records of a busy log are values that a later record of the same key replaces (every
-offset commit of a partition supersedes the one before), and for some record types replaying
-only the last value gives exactly the same state as replaying them all: the caller names those
-types (`skip_superseded`; for the coordinator, OffsetCommit). Loading reads the records of a run
-of entries into a `LoadBatch` that keeps, in log order, every record except a value of such a
-type followed, within the batch, by a later value of the same key. A skipped record is never
-decoded, let alone applied. Nothing else is dropped or moved: tombstones and records of other
-types are all kept (their replay may depend on the records around them, as a KIP-848 member's
-does), so replaying a batch is replaying the log, minus values that are overwritten anyway.
+order. Loading reads the records of a run of entries into a `LoadBatch`: each record's identity
+(`record.record_identity`: type, key length, key, as the frame holds them) and value bytes, in
+two lists, in log order. Nothing is decoded here and nothing is dropped: what the records mean,
+and which values a later one overwrites, is the consumer's business (the coordinator stores
+offset commit values encoded, so a superseded one costs a store, `core.offsets`).
 
 This is a second reader of the frame format (`format.iter_frames` is the first, for whoever
 needs entries: compaction, tools, tests), fused for speed: frame checks, CRC, the reading rules
 of `segments` (duplicates, fencing, `from_offset`) and the gathering happen in one loop, and an
 entry is never materialised. It accepts exactly the frames `iter_frames` accepts, stops where it
 stops and applies the same rules (tests/recordlog/test_load.py proves both on arbitrary bytes).
-Like `iter_frames`, one-record v1 entries (nearly all of a coordinator's log) are decoded inline
-and anything else goes through `format._decode_body`.
+Like `iter_frames`, one-record v1 entries (nearly all of a coordinator's log) are decoded inline,
+other v1 entries are split inline and anything else goes through `format._decode_body`.
 
 Memory is bounded: a batch is handed to the sink once it holds `window` records (checked between
 read chunks of `read_chunk` bytes), so a batch holds at most a window plus one chunk of records.
@@ -26,7 +22,7 @@ read chunks of `read_chunk` bytes), so a batch holds at most a window plus one c
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import crc32c
 
@@ -43,9 +39,8 @@ from coordinator.recordlog.format import (
 from coordinator.recordlog.fs import ReadHandle
 from coordinator.recordlog.record import IDENTITY_HEAD_SIZE, record_identity
 
-# Records kept before a batch is handed over: bounds memory (about 200 bytes a record) while
-# leaving room for superseded values to be found (a partition's next commit is usually tens of
-# thousands of records later).
+# Records kept before a batch is handed over: bounds memory (about 100 bytes a record, besides
+# what the consumer keeps of it).
 DEFAULT_WINDOW = 65_536
 READ_CHUNK = 256 * 1024  # small: a batch overshoots its window by up to a chunk
 
@@ -53,28 +48,27 @@ READ_CHUNK = 256 * 1024  # small: a batch overshoots its window by up to a chunk
 class LoadBatch:
     """The records of a run of entries to replay, in log order (see the module docstring).
 
-    `records` maps a key to the record's value bytes (None: a tombstone). The key is the
-    record's identity bytes (`record.record_identity`: type, key length, key) for a value of a
-    type whose superseded values are skipped (a later value of the key replaces the entry, at
-    its own position), and `(identity, n)`, unique, for every other record; `identity(key)`
-    gives the identity of either. `entries` and `records_read` count what was read into the
-    batch, skipped records included; `last_offset` is the offset of its last entry (-1 if none).
+    `identities[i]` and `values[i]` (None: a tombstone) are the i-th record; `items()` pairs
+    them. `entries` counts the entries read into the batch; `last_offset` is the offset of its
+    last entry (-1 if none).
     """
 
-    __slots__ = ("entries", "last_offset", "records", "records_read")
+    __slots__ = ("entries", "identities", "last_offset", "values")
 
     def __init__(self) -> None:
-        self.records: dict[bytes | tuple[bytes, int], bytes | None] = {}
+        self.identities: list[bytes] = []
+        self.values: list[bytes | None] = []
         self.entries = 0
-        self.records_read = 0
         self.last_offset = -1
 
     def __bool__(self) -> bool:
         return self.entries > 0
 
-    @staticmethod
-    def identity(key: bytes | tuple[bytes, int]) -> bytes:
-        return key if isinstance(key, bytes) else key[0]
+    def __len__(self) -> int:
+        return len(self.identities)
+
+    def items(self) -> Iterable[tuple[bytes, bytes | None]]:
+        return zip(self.identities, self.values, strict=True)
 
 
 LoadSink = Callable[[LoadBatch], None]
@@ -82,9 +76,6 @@ LoadSink = Callable[[LoadBatch], None]
 
 class LoadState:
     """The reading rules' state across segments and batches (see `segments.ReplayFilter`).
-
-    `skip_superseded`: the record types whose values need not be replayed once a later value of
-    the same key is read (the caller vouches that this leaves the same state).
 
     `max_offset` covers every valid entry read, skipped or not; `entries_read` counts the
     accepted entries, `entries_loaded` those at or above `from_offset` (the ones gathered).
@@ -101,7 +92,6 @@ class LoadState:
         "max_offset",
         "read_chunk",
         "sink",
-        "skip_superseded",
         "window",
     )
 
@@ -109,7 +99,6 @@ class LoadState:
         self,
         sink: LoadSink | None,
         *,
-        skip_superseded: frozenset[int] = frozenset(),
         from_offset: int = 0,
         max_offset: int = -1,
         max_epoch: int = 0,
@@ -117,7 +106,6 @@ class LoadState:
         read_chunk: int = READ_CHUNK,
     ) -> None:
         self.sink = sink
-        self.skip_superseded = skip_superseded
         self.from_offset = from_offset
         self.max_offset = max_offset
         self.max_epoch = max_epoch
@@ -132,7 +120,7 @@ class LoadState:
     def hand_over(self, *, full_only: bool) -> None:
         """Give the gathered batch to the sink (if `full_only`, only once it keeps `window` records)."""
         batch = self.batch
-        if not batch or (full_only and len(batch.records) < self.window):
+        if not batch or (full_only and len(batch) < self.window):
             return
         self.batch = LoadBatch()
         if self.sink is not None:
@@ -168,45 +156,49 @@ def load_segment(handle: ReadHandle, start_position: int, state: LoadState) -> t
 
 
 # The fast path's view of a one-record v1 frame: length, crc, the v1 header without the
-# timestamp (replay does not need it), and the record head (type, key length).
-_V1_ONE_RECORD = struct.Struct(">II" + "BIq8xI" + "HI")
+# timestamp (replay does not need it), and the record head without its type (key length).
+_V1_ONE_RECORD = struct.Struct(">II" + "BIq8xI" + "2xI")
 assert _V1_HEADER.format == ">BIqqI"
 _V1_ONE_RECORD_SIZE = _V1_ONE_RECORD.size
 assert FRAME_PREFIX_SIZE + _V1_HEADER.size + IDENTITY_HEAD_SIZE == _V1_ONE_RECORD_SIZE
 _VALUE_LENGTH_SIZE = _VALUE_LENGTH.size
 _IDENTITY_HEAD_SIZE = IDENTITY_HEAD_SIZE  # a record's head in a frame is its identity's head
 _PREFIX = struct.Struct(">II")
+_IDENTITY_AT = _V1_ONE_RECORD_SIZE - _IDENTITY_HEAD_SIZE  # where a one-record frame's identity starts
 _V1_RECORDS_AT = FRAME_PREFIX_SIZE + _V1_HEADER.size  # where a v1 frame's records start
 _MIN_RECORD_SIZE = _IDENTITY_HEAD_SIZE + _VALUE_LENGTH_SIZE
-_unpack_record_head = struct.Struct(">HI").unpack_from
+_unpack_key_length = struct.Struct(">2xI").unpack_from
 _unpack_value_length = _VALUE_LENGTH.unpack_from
 
 
-def _split_v1_records(buf: bytes, pos: int, end: int, count: int) -> list[tuple[int, bytes, bytes | None]] | None:
-    """`(record_type, identity, value)` of the `count` records of a v1 frame, from `pos` (after its
-    header) to `end`; None where `format._decode_body` would find them malformed (the same checks)."""
+def _split_v1_records(buf: bytes, pos: int, end: int, count: int) -> tuple[list[bytes], list[bytes | None]] | None:
+    """The identities and values of the `count` records of a v1 frame, from `pos` (after its header)
+    to `end`; None where `format._decode_body` would find them malformed (the same checks)."""
     if count == 0 or count * _MIN_RECORD_SIZE > end - pos:
         return None
-    records: list[tuple[int, bytes, bytes | None]] = []
-    append = records.append
+    identities: list[bytes] = []
+    values: list[bytes | None] = []
+    keep_identity = identities.append
+    keep_value = values.append
     for _ in range(count):
         if pos + _IDENTITY_HEAD_SIZE > end:
             return None
-        record_type, key_length = _unpack_record_head(buf, pos)
+        (key_length,) = _unpack_key_length(buf, pos)
         key_end = pos + _IDENTITY_HEAD_SIZE + key_length
         if key_end + _VALUE_LENGTH_SIZE > end:
             return None
         (value_length,) = _unpack_value_length(buf, key_end)
         value_start = key_end + _VALUE_LENGTH_SIZE
+        keep_identity(buf[pos:key_end])
         if value_length == -1:
-            append((record_type, buf[pos:key_end], None))
+            keep_value(None)
             pos = value_start
         elif value_length < -1 or value_start + value_length > end:
             return None
         else:
-            append((record_type, buf[pos:key_end], buf[value_start : value_start + value_length]))
             pos = value_start + value_length
-    return records if pos == end else None
+            keep_value(buf[value_start:pos])
+    return (identities, values) if pos == end else None
 
 
 def scan(buf: bytes, base_position: int, state: LoadState) -> tuple[int, FrameStatus]:
@@ -224,21 +216,20 @@ def scan(buf: bytes, base_position: int, state: LoadState) -> tuple[int, FrameSt
     unpack_value_length = _VALUE_LENGTH.unpack_from
     crc = crc32c.crc32c
     batch = state.batch
-    records = batch.records
-    discard = records.pop
+    keep_identity = batch.identities.append
+    keep_value = batch.values.append
+    keep_identities = batch.identities.extend
+    keep_values = batch.values.extend
     from_offset = state.from_offset
     gather = state.sink is not None  # with no sink, only read and count (the log-level pass)
-    skip_superseded = state.skip_superseded
     max_offset = state.max_offset
     max_epoch = state.max_epoch
     last_offset = batch.last_offset
-    batch_records = batch.records_read  # with `records_read`, numbers the records kept whole
-    duplicates = fenced = read = loaded = records_read = 0
+    duplicates = fenced = read = loaded = 0
     try:
         while pos < size:
             if size - pos >= _V1_ONE_RECORD_SIZE:
-                (length, expected_crc, version, writer_epoch, offset, count, record_type,
-                 key_length) = unpack_one(buf, pos)
+                (length, expected_crc, version, writer_epoch, offset, count, key_length) = unpack_one(buf, pos)
             elif size - pos < FRAME_PREFIX_SIZE:
                 return pos, FrameStatus.INCOMPLETE
             else:
@@ -259,43 +250,36 @@ def scan(buf: bytes, base_position: int, state: LoadState) -> tuple[int, FrameSt
                     # A value fills the frame exactly; a tombstone (-1) has nothing after it.
                     # Anything else is malformed: `_decode_body` below says why.
                     if value_start + value_length == end or (value_length == -1 and value_start == end):
-                        pos = end
                         if offset <= max_offset:
                             duplicates += 1
-                            continue
-                        max_offset = offset
-                        if writer_epoch < max_epoch:
+                        elif writer_epoch < max_epoch:
+                            max_offset = offset
                             fenced += 1
-                            continue
-                        max_epoch = writer_epoch
-                        read += 1
-                        if offset >= from_offset:
-                            loaded += 1
-                            records_read += 1
-                            last_offset = offset
-                            if gather:
-                                # The record head and key, as they are in the frame: the identity.
-                                identity = buf[key_end - key_length - _IDENTITY_HEAD_SIZE : key_end]
-                                if value_length < 0:
-                                    records[identity, batch_records + records_read] = None
-                                elif record_type in skip_superseded:
-                                    discard(identity, None)  # an earlier value of the key is superseded
-                                    records[identity] = buf[value_start:end]
-                                else:
-                                    records[identity, batch_records + records_read] = buf[value_start:end]
+                        else:
+                            max_offset = offset
+                            max_epoch = writer_epoch
+                            read += 1
+                            if offset >= from_offset:
+                                loaded += 1
+                                last_offset = offset
+                                if gather:
+                                    # The record head and key, as they are in the frame.
+                                    keep_identity(buf[pos + _IDENTITY_AT : key_end])
+                                    keep_value(buf[value_start:end] if value_length >= 0 else None)
+                        pos = end
                         continue
             # Several records (or a v1 frame the inline path above found malformed, or another
             # version): split inline when `_decode_body` would accept it, else let it decide.
-            entry_records = None
+            split = None
             if version == FORMAT_V1 and offset >= 0:
-                entry_records = _split_v1_records(buf, pos + _V1_RECORDS_AT, end, count)
-            if entry_records is None:
+                split = _split_v1_records(buf, pos + _V1_RECORDS_AT, end, count)
+            if split is None:
                 try:
                     offset, _, writer_epoch, decoded = _decode_body(
                         buf, pos + FRAME_PREFIX_SIZE, end, base_position + pos)
                 except CorruptEntry:
                     return pos, FrameStatus.CORRUPT
-                entry_records = [(r.record_type, record_identity(r.record_type, r.key), r.value) for r in decoded]
+                split = ([record_identity(r.record_type, r.key) for r in decoded], [r.value for r in decoded])
             pos = end
             if offset <= max_offset:
                 duplicates += 1
@@ -309,16 +293,9 @@ def scan(buf: bytes, base_position: int, state: LoadState) -> tuple[int, FrameSt
             if offset >= from_offset:
                 loaded += 1
                 last_offset = offset
-                if not gather:
-                    records_read += len(entry_records)
-                    continue
-                for record_type, identity, value in entry_records:
-                    records_read += 1
-                    if value is not None and record_type in skip_superseded:
-                        discard(identity, None)
-                        records[identity] = value
-                    else:
-                        records[identity, batch_records + records_read] = value
+                if gather:
+                    keep_identities(split[0])
+                    keep_values(split[1])
         return pos, FrameStatus.END
     finally:
         state.max_offset = max_offset
@@ -328,5 +305,4 @@ def scan(buf: bytes, base_position: int, state: LoadState) -> tuple[int, FrameSt
         state.entries_read += read
         state.entries_loaded += loaded
         batch.entries += loaded
-        batch.records_read += records_read
         batch.last_offset = last_offset

@@ -176,7 +176,6 @@ def recover(
     *,
     replay: Callable[[LogEntry], None] | None = None,
     load: LoadSink | None = None,
-    skip_superseded: frozenset[int] = frozenset(),
     from_offset: int = 0,
     window: int = DEFAULT_WINDOW,
     read_chunk: int = READ_CHUNK,
@@ -186,8 +185,7 @@ def recover(
     What was read goes to at most one of two consumers, from offset `from_offset` on (a standby
     that has already applied earlier entries by tailing passes its tailer's `next_offset`):
     `replay` is called with each accepted entry (tools and tests that need entries); `load`
-    receives `LoadBatch`es, the records of runs of entries without the values of types in
-    `skip_superseded` that a later value of their key supersedes (see `load`; that is what a
+    receives `LoadBatch`es, the records of runs of entries in order (see `load`; that is what a
     coordinator replays; `window` and `read_chunk` bound a batch). With neither, the log is
     only read and checked. The caller must hold the data directory lock: this modifies the
     directory.
@@ -209,7 +207,7 @@ def recover(
         fs.fsync_dir(directory)
 
     bases = list_segments(fs, directory)
-    state = LoadState(load, skip_superseded=skip_superseded, from_offset=from_offset, window=window,
+    state = LoadState(load, from_offset=from_offset, window=window,
                       read_chunk=read_chunk)
     active_size = 0
     truncated = 0

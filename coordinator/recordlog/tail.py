@@ -78,12 +78,11 @@ class LogTailer:
         self._follow(read, lambda: max_entries is None or len(out) < max_entries)
         return out
 
-    def load(self, sink: LoadSink, *, skip_superseded: frozenset[int] = frozenset(),
-             window: int = DEFAULT_WINDOW, read_chunk: int = READ_CHUNK) -> int:
+    def load(self, sink: LoadSink, *, window: int = DEFAULT_WINDOW, read_chunk: int = READ_CHUNK) -> int:
         """Like `poll`, but what was appended goes to `sink` as `LoadBatch`es (see `load`): the
         standby's way, the same reading as a coordinator's start-up. Returns the entries read."""
         replay_filter = self._filter
-        state = LoadState(sink, skip_superseded=skip_superseded, max_offset=replay_filter.max_offset,
+        state = LoadState(sink, max_offset=replay_filter.max_offset,
                           max_epoch=replay_filter.max_epoch, window=window, read_chunk=read_chunk)
 
         def read(handle: ReadHandle, position: int) -> SegmentEnd:

@@ -134,21 +134,18 @@ class RecordLog:
         writer_epoch: int | None = None,
         replay: Callable[[LogEntry], None] | None = None,
         load: LoadSink | None = None,
-        skip_superseded: frozenset[int] = frozenset(),
         from_offset: int = 0,
     ) -> RecordLog:
         """Recover the log in `directory` (creating it if needed) and open it for appending.
 
         Before this returns, `replay` receives every entry with offset >= `from_offset`, in
-        order, or `load` receives them as `LoadBatch`es: their records without the values of
-        types in `skip_superseded` that a later value of the same key supersedes (see `load`).
+        order, or `load` receives their records as `LoadBatch`es, in order (see `load`).
         `writer_epoch=None` takes max epoch on disk + 1; an explicit epoch lower than one on
         disk raises `FencedWriter`. The caller must hold the data directory lock.
         `recovery.truncated_bytes` is the torn tail that was dropped: log it.
         """
         config = config or LogConfig()
-        recovery = recover(fs, directory, replay=replay, load=load, skip_superseded=skip_superseded,
-                           from_offset=from_offset)
+        recovery = recover(fs, directory, replay=replay, load=load, from_offset=from_offset)
         if writer_epoch is None:
             writer_epoch = recovery.max_epoch + 1
         elif writer_epoch < recovery.max_epoch:

@@ -15,8 +15,8 @@ Rules:
   COORDINATOR_LOAD_IN_PROGRESS meanwhile, and progress is logged. The standby's tailing replays
   in a worker thread too, while nothing serves from the core.
 - Loading and tailing replay the same way (`Replayer`): the record log hands over the records
-  of runs of entries in batches, without the offset commits a later commit of the same partition
-  supersedes, and only those are decoded and applied.
+  of runs of entries in batches, as bytes, and the core replays them (offset commit values are
+  kept encoded until first read: `core.offsets`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from ..core.records import SUPERSEDED_VALUES_SKIPPABLE
+from ..core.offsets import LoadPlaces
 from ..core.shard import CoordinatorShard
 from ..logging import get_logger
 from ..recordlog import (
@@ -49,26 +49,23 @@ _PROGRESS_EVERY_S = 5.0
 class Replayer:
     """Applies loaded log batches to a core shard, counting and reporting progress.
 
-    The record log hands over `LoadBatch`es: the records of a run of entries, without the
-    offset commits a later commit of the same partition supersedes (`skip_superseded`, the
-    core's `SUPERSEDED_VALUES_SKIPPABLE`); those are never decoded. Start-up
+    The record log hands over `LoadBatch`es: the records of a run of entries, in order, as
+    bytes; the core decodes what it must (`CoordinatorShard.replay_encoded`). Start-up
     (`RecordLog.open(load=...)`) and the standby (`LogTailer.load`) both go through here."""
-
-    skip_superseded = SUPERSEDED_VALUES_SKIPPABLE
 
     def __init__(self, core: CoordinatorShard) -> None:
         self.core = core
-        self.records = 0  # records read from the log, superseded ones included
-        self.applied = 0  # records decoded and replayed into the core
+        self.records = 0  # records read from the log and replayed into the core
         self.entries = 0
         self.skipped_unknown = 0
         self._last_report = time.monotonic()
+        # Where offset commit values go, carried from batch to batch: nothing but this load
+        # changes the core until it ends (start-up; a standby tails, then loads the rest).
+        self._places = LoadPlaces()
 
     def __call__(self, batch: LoadBatch) -> None:
-        records = batch.records
-        self.skipped_unknown += self.core.replay_encoded(records.items())
-        self.applied += len(records)
-        self.records += batch.records_read
+        self.skipped_unknown += self.core.replay_encoded(batch.items(), self._places)
+        self.records += len(batch)
         self.entries += batch.entries
         now = time.monotonic()
         if now - self._last_report >= _PROGRESS_EVERY_S:
@@ -90,7 +87,7 @@ async def acquire(fs: FileSystem, data_dir: Path, log_dir: Path, log_config: Log
         log.info("standby_waiting", data_dir=str(data_dir))
         tailer = LogTailer(fs, str(log_dir))
         while lock is None:
-            await asyncio.to_thread(tailer.load, replayer, skip_superseded=replayer.skip_superseded)
+            await asyncio.to_thread(tailer.load, replayer)
             lock = try_lock_data_dir(fs, str(data_dir))
             if lock is None:
                 await asyncio.sleep(STANDBY_POLL_S)
@@ -99,8 +96,7 @@ async def acquire(fs: FileSystem, data_dir: Path, log_dir: Path, log_config: Log
         started = time.monotonic()
     await on_owner()
     record_log = await asyncio.to_thread(
-        RecordLog.open, fs, str(log_dir), config=log_config, load=replayer,
-        skip_superseded=replayer.skip_superseded, from_offset=from_offset)
+        RecordLog.open, fs, str(log_dir), config=log_config, load=replayer, from_offset=from_offset)
     recovery = record_log.recovery
     if recovery.truncated_bytes:
         durable.TRUNCATED_BYTES.inc(recovery.truncated_bytes)

@@ -34,8 +34,8 @@ def state_apply(state: State, record: LogRecord) -> None:
 
 
 def batch_apply(state: State, batch: LoadBatch) -> None:
-    for key, value in batch.records.items():
-        state_apply(state, LogRecord(*split_identity(LoadBatch.identity(key)), value))
+    for key, value in batch.items():
+        state_apply(state, LogRecord(*split_identity(key), value))
 
 
 def clone(fs: MemoryFileSystem, directory: str = LOG_DIR) -> MemoryFileSystem:
@@ -52,11 +52,9 @@ def clone(fs: MemoryFileSystem, directory: str = LOG_DIR) -> MemoryFileSystem:
 
 
 def load_all(fs: MemoryFileSystem, directory: str = LOG_DIR, *, window: int = 3, read_chunk: int = 100,
-             from_offset: int = 0, skip_superseded: frozenset[int] = frozenset({1})
-             ) -> tuple[State, list[LoadBatch], Recovery]:
+             from_offset: int = 0) -> tuple[State, list[LoadBatch], Recovery]:
     """What loading (`recover(load=...)`) hands over, applied in order; by default in small
-    windows over small read chunks, so that batch and chunk boundaries fall everywhere, and
-    skipping superseded values of record type 1 (the tests' usual type)."""
+    windows over small read chunks, so that batch and chunk boundaries fall everywhere."""
     state: State = {}
     batches: list[LoadBatch] = []
 
@@ -64,7 +62,7 @@ def load_all(fs: MemoryFileSystem, directory: str = LOG_DIR, *, window: int = 3,
         batches.append(batch)
         batch_apply(state, batch)
 
-    recovery = recover(fs, directory, load=sink, skip_superseded=skip_superseded, window=window,
+    recovery = recover(fs, directory, load=sink, window=window,
                        read_chunk=read_chunk, from_offset=from_offset)
     return state, batches, recovery
 
@@ -80,7 +78,7 @@ def read_all(fs: MemoryFileSystem, directory: str = LOG_DIR) -> list[LogEntry]:
     log.close()
     assert loaded == replay_state(entries), "loading differs from replaying entry by entry"
     assert sum(b.entries for b in batches) == len(entries)
-    assert sum(b.records_read for b in batches) == sum(len(e.records) for e in entries)
+    assert sum(len(b) for b in batches) == sum(len(e.records) for e in entries)
     if entries:
         assert batches[-1].last_offset == entries[-1].offset
     # The writer may have created the first segment of an empty log after recovering it.

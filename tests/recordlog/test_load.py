@@ -57,42 +57,32 @@ def frames(entries: list[LogEntry]) -> bytes:
     return b"".join(encode_entry(e.offset, e.writer_epoch, e.timestamp_ms, e.records) for e in entries)
 
 
-SKIP = frozenset({1, 1000})
-
-
 def expected(buf: bytes, state: LoadState, from_offset: int = 0) -> tuple[list[tuple[bytes, bytes | None]], ReplayFilter]:
-    """The model: `decode_frames`, `ReplayFilter`, then every record in order except a value of a
-    type in `state.skip_superseded` followed by a later value of the same key."""
+    """The model: `decode_frames`, `ReplayFilter`, then every record of the accepted entries in order."""
     replay_filter = ReplayFilter(state.max_offset, state.max_epoch)
     kept: list[tuple[bytes, bytes | None]] = []
     for _, entry in decode_frames(buf).entries:
         if replay_filter.accept(entry) and entry.offset >= from_offset:
             kept += [(record_identity(r.record_type, r.key), r.value) for r in entry.records]
-    skippable = [value is not None and identity[0] << 8 | identity[1] in state.skip_superseded
-                 for identity, value in kept]
-    return [
-        record for i, record in enumerate(kept)
-        if not (skippable[i] and any(skippable[j] and kept[j][0] == record[0] for j in range(i + 1, len(kept))))
-    ], replay_filter
+    return kept, replay_filter
 
 
 def gathered(state: LoadState) -> list[tuple[bytes, bytes | None]]:
-    return [(LoadBatch.identity(key), value) for key, value in state.batch.records.items()]
+    return list(state.batch.items())
 
 
-def scanned(buf: bytes, from_offset: int = 0, skip: frozenset[int] = SKIP) -> tuple[LoadState, int, FrameStatus]:
-    state = LoadState(lambda batch: None, skip_superseded=skip, from_offset=from_offset)
+def scanned(buf: bytes, from_offset: int = 0) -> tuple[LoadState, int, FrameStatus]:
+    state = LoadState(lambda batch: None, from_offset=from_offset)
     consumed, status = scan(buf, 0, state)
     return state, consumed, status
 
 
-@given(logs_st(), st.integers(0, 10), st.sampled_from([SKIP, frozenset(), frozenset({0, 1, 2, 1000})]))
-def test_scan_keeps_every_record_but_superseded_values(entries: list[LogEntry], from_offset: int,
-                                                        skip: frozenset[int]) -> None:
+@given(logs_st(), st.integers(0, 10))
+def test_scan_keeps_every_record_of_the_accepted_entries_in_order(entries: list[LogEntry], from_offset: int) -> None:
     buf = frames(entries)
-    state, consumed, status = scanned(buf, from_offset, skip)
+    state, consumed, status = scanned(buf, from_offset)
     assert (consumed, status) == (len(buf), FrameStatus.END)
-    kept, replay_filter = expected(buf, LoadState(None, skip_superseded=skip), from_offset)
+    kept, replay_filter = expected(buf, LoadState(None), from_offset)
     assert gathered(state) == kept
     assert (state.max_offset, state.max_epoch) == (replay_filter.max_offset, replay_filter.max_epoch)
     assert (state.duplicates_skipped, state.fenced_skipped) == (
@@ -158,24 +148,24 @@ def check_same_as_iter_frames(buf: bytes) -> None:
         got = ("unsupported", exc.args)
     else:
         got = (consumed, status)
-        kept, _ = expected(buf[:consumed], LoadState(None, skip_superseded=SKIP))
+        kept, _ = expected(buf[:consumed], LoadState(None))
         assert gathered(state) == kept
     assert got == reference
 
 
-def test_a_superseded_value_is_skipped_and_everything_else_kept_in_order() -> None:
+def test_every_record_is_kept_in_order() -> None:
     k1, k2 = record_identity(1, b"k"), record_identity(2, b"k")
     one = [LogEntry(0, 1, 1, (rec(1, "k", "v1"),)), LogEntry(1, 1, 1, (rec(2, "k", "x"),)),
            LogEntry(2, 1, 1, (rec(1, "k", "v2"),)), LogEntry(3, 1, 1, (rec(1, "k", None),)),
            LogEntry(4, 1, 1, (rec(2, "k", "y"),))]
-    state, _, _ = scanned(frames(one), skip=frozenset({1}))
-    # v1 is superseded by v2 (type 1); type 2 values and tombstones are all kept, in log order
-    assert gathered(state) == [(k2, b"x"), (k1, b"v2"), (k1, None), (k2, b"y")]
-    # the same records in multi-record entries (the general path)
+    records = [(k1, b"v1"), (k2, b"x"), (k1, b"v2"), (k1, None), (k2, b"y")]
+    state, _, _ = scanned(frames(one))
+    assert gathered(state) == records
+    # the same records in multi-record entries (split inline)
     many = [LogEntry(0, 1, 1, (rec(1, "k", "v1"), rec(2, "k", "x"), rec(1, "k", "v2"))),
             LogEntry(1, 1, 1, (rec(1, "k", None), rec(2, "k", "y")))]
-    state, _, _ = scanned(frames(many), skip=frozenset({1}))
-    assert gathered(state) == [(k2, b"x"), (k1, b"v2"), (k1, None), (k2, b"y")]
+    state, _, _ = scanned(frames(many))
+    assert gathered(state) == records
 
 
 def test_identity_round_trip() -> None:
@@ -183,12 +173,12 @@ def test_identity_round_trip() -> None:
     assert record_identity(1, b"k")[:6] == b"\x00\x01\x00\x00\x00\x01"
 
 
-def test_without_a_sink_records_are_counted_not_gathered() -> None:
+def test_without_a_sink_entries_are_counted_not_gathered() -> None:
     buf = frames([LogEntry(0, 1, 1, (rec(1, "a", "x"), rec(1, "b", None))), LogEntry(1, 1, 1, (rec(1, "a", "y"),))])
     state = LoadState(None)
     scan(buf, 0, state)
-    assert not state.batch.records
-    assert (state.batch.entries, state.batch.records_read, state.batch.last_offset) == (2, 3, 1)
+    assert len(state.batch) == 0
+    assert (state.batch.entries, state.batch.last_offset, state.entries_loaded) == (2, 1, 2)
 
 
 @pytest.mark.parametrize("chunk", [64, 100, 4096])
@@ -226,10 +216,11 @@ def test_batches_are_handed_over_by_window_and_apply_to_the_replayed_state() -> 
     assert state == replay_state(entries)
     assert recovery.entries_replayed == 200 == sum(b.entries for b in batches)
     assert len(batches) > 1
-    assert all(len(b.records) <= 7 for b in batches)
-    # in one batch, superseded values are gone: the 40 tombstones and the last value of each of 7 keys
+    # a batch is handed over once it holds a window of records, checked after each read chunk
+    # (100 bytes: two of these ~49-byte frames), so it holds at most 3 - 1 + 2
+    assert all(len(b) <= 4 for b in batches)
     whole, [one], _ = load_all(fs, window=10**6, read_chunk=10**6)
-    assert whole == state and len(one.records) == 40 + 7 and one.records_read == 200
+    assert whole == state and len(one) == 200
 
 
 def test_from_offset_gathers_only_the_rest() -> None:

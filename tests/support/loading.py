@@ -2,8 +2,9 @@
 
 The records are written to a record log on the in-memory filesystem (one entry per group of
 records, as the runtime appends one entry per ``Result``) and loaded with
-``RecordLog.open(load=Replayer(shard))``: the server's start-up path, with superseded offset
-commits skipped. Small batches and read chunks make their boundaries fall everywhere.
+``RecordLog.open(load=Replayer(shard))``: the server's start-up path (offset commit values stored
+encoded, their places carried across batches). Small batches and read chunks make their boundaries
+fall everywhere.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ def loaded(entries: Iterable[Sequence[Record]], config: GroupConfig, *, window: 
     writer.close()
     shard = CoordinatorShard(config)
     replayer = Replayer(shard)
-    recover(fs, LOG_DIR, load=replayer, skip_superseded=replayer.skip_superseded, window=window,
-            read_chunk=read_chunk)
+    recover(fs, LOG_DIR, load=replayer, window=window, read_chunk=read_chunk)
     assert replayer.records == written and replayer.skipped_unknown == 0
     return shard
