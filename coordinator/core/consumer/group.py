@@ -51,7 +51,8 @@ Rules:
 3. Derived indexes are maintained on every member change: static members (instance id -> member
    id), subscribed names and regexes with their member counts, requested server assignors, and the
    ownership index ``partition_owners[topic][partition] -> member id`` covering every member's
-   assigned AND pending-revocation partitions.
+   assigned AND pending-revocation partitions; and how many members are not STABLE at the
+   assignment epoch (``unreconciled``, what ``state_name`` reads).
 
 Invariants (asserted in replay, checked by the tests after every step):
 
@@ -423,6 +424,10 @@ class ConsumerGroup:
         # (a classic member may join only with a protocol every one of them supports).
         self.classic_members = 0
         self.classic_protocols: Counter[str] = Counter()
+        # Members not STABLE at ``assignment_epoch``: kept by ``_set_member``, recounted when the
+        # assignment epoch moves, so ``state_name`` never walks the members (it is asked after
+        # every replayed batch, and a join makes every member of the group heartbeat once).
+        self.unreconciled = 0
         # soft
         self.metadata_refresh_needed = False  # set by on_loaded and by topic changes
         self.last_state = ""
@@ -435,11 +440,7 @@ class ConsumerGroup:
             return EMPTY
         if self.group_epoch > self.assignment_epoch:
             return ASSIGNING
-        epoch = self.assignment_epoch
-        for member in self.members.values():
-            if not member.is_reconciled_to(epoch):
-                return RECONCILING
-        return STABLE
+        return RECONCILING if self.unreconciled else STABLE
 
     def owner(self, topic_id: UUID, partition: int) -> str | None:
         """The member that has the partition assigned or pending revocation, if any."""
@@ -602,6 +603,8 @@ class ConsumerGroup:
             self.assignment_epoch = -1
         else:
             self.assignment_epoch = value.assignment_epoch
+        epoch = self.assignment_epoch
+        self.unreconciled = sum(1 for m in self.members.values() if not m.is_reconciled_to(epoch))
 
     def replay_target_member(self, member_id: str, value: ConsumerGroupTargetAssignmentMemberValue | None) -> None:
         if value is None:
@@ -647,6 +650,11 @@ class ConsumerGroup:
     # ---- index maintenance -----------------------------------------------------------------------
 
     def _set_member(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None) -> None:
+        epoch = self.assignment_epoch
+        if old is not None and not old.is_reconciled_to(epoch):
+            self.unreconciled -= 1
+        if new is not None and not new.is_reconciled_to(epoch):
+            self.unreconciled += 1
         if (
             old is not None
             and new is not None

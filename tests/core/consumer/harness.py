@@ -256,5 +256,7 @@ def check_consumer_invariants(shard: CoordinatorShard) -> None:
         assert dict(group.subscribed_names) == names
         assert dict(group.subscribed_regexes) == regexes
         assert dict(group.server_assignors) == assignors
+        unreconciled = sum(1 for m in group.members.values() if not m.is_reconciled_to(group.assignment_epoch))
+        assert group.unreconciled == unreconciled, f"{group_id}: unreconciled count drifted"
         assert group.assignment_epoch <= group.group_epoch
         assert set(group.target_assignment) <= set(group.members), f"{group_id}: target of a non-member"

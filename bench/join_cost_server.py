@@ -1,0 +1,263 @@
+"""Server CPU attributable to one KIP-848 member joining a big group (issue 14 point 4).
+
+What is measured: the whole server in this process (decode, adapter, shard, core, records, log
+append, the committer's write and fsync in its thread, the history and metrics observers, encode),
+fed over one `KafkaConnection` whose responses land in memory, as `bench/hotpath.py` does. One
+group of ``N`` KIP-848 members on one topic of ``2N`` partitions is formed first; then the
+measured part alternates two kinds of window, each two *rounds* long (a round: every member sends
+its regular heartbeat, in windows of 16 as a closed loop keeps 16 in flight, then every member
+whose response carried a new assignment acknowledges it at once, as the real clients do, until
+none has anything to acknowledge):
+
+- a **steady** window: nothing else happens;
+- a **join** window: a newcomer's epoch-0 heartbeat goes first. The group epoch moves, so every
+  member's regular heartbeat of that round catches up to the new epoch, the members the newcomer
+  takes partitions from revoke and acknowledge, and the newcomer picks its partitions up with its
+  next regular heartbeat (the second round). The group is checked Stable at the end of each window.
+
+The definition: **CPU per join = (CPU of the join windows - CPU the steady windows spent per
+regular heartbeat x the join windows' regular heartbeats) / joins**. CPU is the process's
+(every thread: the event loop, the log committer, the history writer) less the load generator's
+own work (building frames, parsing responses; timed with ``thread_time`` around it). So the
+heartbeats a member sends anyway are not charged to the join; what a join adds to them (the
+catch-up, its record, the fsync it causes, the acknowledgements, the newcomer's heartbeats, the
+target) is. Steady and join windows alternate, so machine load and group size drift alike on both.
+
+Run: ``PYTHONPATH=. .venv/bin/python bench/join_cost_server.py [--members 100 1000] [--joins 20]``.
+Prints numbers; asserts nothing about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import time
+from typing import Any
+
+import uvloop
+
+# Last on the path: a checkout named by PYTHONPATH is the one measured.
+sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.loadgen import scenarios as sc
+from bench.loadgen.consumer import ConsumerMember
+from bench.loadgen.wire import member_uuid
+from coordinator import logging as coordinator_logging
+from coordinator.config import resolve
+from coordinator.runtime import gc_policy
+from coordinator.runtime.connection import KafkaConnection
+from coordinator.runtime.server import CoordinatorServer
+
+WINDOW = 16
+GROUP = "join-cost"
+TOPIC = "t"
+_SIZE = struct.Struct(">i")
+PROFILE: Any = None
+
+
+class Responses:
+    """The transport `KafkaConnection` writes to: frames kept in memory, counted as they come."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+        self.frames: list[bytes] = []
+        self.expected = 0
+        self.all_in: asyncio.Event = asyncio.Event()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 1) if name == "peername" else default
+
+    def write(self, data: bytes) -> None:
+        buffer = self.buffer
+        buffer += data
+        pos = 0
+        while len(buffer) - pos >= 4:
+            (size,) = _SIZE.unpack_from(buffer, pos)
+            if len(buffer) - pos - 4 < size:
+                break
+            self.frames.append(bytes(buffer[pos + 4:pos + 4 + size]))
+            pos += 4 + size
+        del buffer[:pos]
+        if len(self.frames) >= self.expected:
+            self.all_in.set()
+
+    def pause_reading(self) -> None: ...
+
+    def resume_reading(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+class Driver:
+    """Sends members' heartbeats over one connection and hands each response to its member."""
+
+    def __init__(self, server: CoordinatorServer, transport: Responses) -> None:
+        self.server = server
+        self.conns: dict[str, KafkaConnection] = {}
+        """One connection per member, as real clients have: a connection serves one request at a
+        time (as Kafka's does), so members sharing one would wait for each other's fsyncs."""
+        self.transport = transport
+        self.cid = 0
+        self.driver_cpu = 0.0
+        """Thread CPU spent here building frames and parsing responses (not the server's)."""
+        self.requests = 0
+
+    async def send(self, members: list[ConsumerMember]) -> None:
+        """One heartbeat of each member, 16 per read; returns when every response is in."""
+        started = time.thread_time()
+        pending: dict[int, ConsumerMember] = {}
+        frames: list[tuple[KafkaConnection, bytes]] = []
+        for member in members:
+            self.cid += 1
+            pending[self.cid] = member
+            frames.append((self._conn(member.member_id), member.template().frame(self.cid)))
+        transport = self.transport
+        transport.frames = []
+        transport.expected = len(members)
+        transport.all_in.clear()
+        self.requests += len(members)
+        self.driver_cpu += time.thread_time() - started
+        for i, (conn, frame) in enumerate(frames, 1):
+            conn.data_received(frame)
+            if i % WINDOW == 0:
+                await asyncio.sleep(0)  # the loop's other work runs between reads, as with sockets
+        if len(transport.frames) < len(members):
+            await asyncio.wait_for(transport.all_in.wait(), 60)
+        started = time.thread_time()
+        for payload in transport.frames:
+            (cid,) = _SIZE.unpack_from(payload, 0)
+            error = pending.pop(cid).on_response(payload)
+            if error:
+                raise RuntimeError(f"heartbeat answered with error {error}")
+        self.driver_cpu += time.thread_time() - started
+
+    def _conn(self, member_id: str) -> KafkaConnection:
+        conn = self.conns.get(member_id)
+        if conn is None:
+            conn = self.conns[member_id] = KafkaConnection(self.server, len(self.conns) + 1_000_000)
+            conn.connection_made(self.transport)  # type: ignore[arg-type]
+        return conn
+
+    async def round(self, members: list[ConsumerMember], first: ConsumerMember | None = None) -> int:
+        """Every member's regular heartbeat (``first`` ahead of them), then acknowledgements until
+        none is due. Returns the number of regular heartbeats."""
+        await self.send(([first] if first is not None else []) + members)
+        while True:
+            due = [m for m in ([first] if first is not None else []) + members if m.wants_heartbeat_now]
+            if not due:
+                return len(members)
+            await self.send(due)
+
+
+def _stable(server: CoordinatorServer) -> bool:
+    assert server.shard is not None
+    group = server.shard.core.group(GROUP)
+    return group is not None and group.state_name == "Stable"
+
+
+async def measure(members_count: int, joins: int, window_rounds: int) -> dict[str, float]:
+    workdir = tempfile.mkdtemp(prefix="join-cost-")
+    overrides = {"group.initial.rebalance.delay.ms": "0", "group.consumer.max.size": "100000",
+                 "group.consumer.session.timeout.ms": "600000", "group.consumer.max.session.timeout.ms": "600000"}
+    config = resolve(environ={}, overrides=[f"{k}={v}" for k, v in overrides.items()],
+                     flags={"listeners": "127.0.0.1:0", "metrics.listen": "127.0.0.1:0",
+                            "log.dirs": os.path.join(workdir, "data")})
+    server = CoordinatorServer(config)
+    await server.start()
+    try:
+        await sc.create_topics(server.port, {TOPIC: 2 * members_count})
+        transport = Responses()
+        driver = Driver(server, transport)
+        members = [ConsumerMember(GROUP, member_uuid(i), [TOPIC]) for i in range(members_count)]
+        await driver.round(members)
+        for _ in range(20):
+            if _stable(server):
+                break
+            await driver.round(members)
+        if not _stable(server):
+            raise RuntimeError("the group did not settle")
+        for _ in range(3):  # warm-up: caches, every member's timer armed
+            await driver.round(members)
+        gc.collect()
+        gc_policy.freeze_survivors(asyncio.get_running_loop())  # as the server does after loading
+
+        totals = {"steady_cpu": 0.0, "steady_heartbeats": 0, "join_cpu": 0.0, "join_regular": 0,
+                  "join_requests": 0, "unsettled": 0}
+        newcomer = members_count
+        for _ in range(joins):
+            for kind in ("steady", "join"):
+                cpu0, drv0, req0 = time.process_time(), driver.driver_cpu, driver.requests
+                th0 = time.thread_time()
+                if PROFILE is not None and kind == "join":
+                    PROFILE.enable()
+                regular = 0
+                for r in range(window_rounds):
+                    first = None
+                    if kind == "join" and r == 0:
+                        first = ConsumerMember(GROUP, member_uuid(newcomer), [TOPIC])
+                        newcomer += 1
+                    regular += await driver.round(members, first)
+                    if first is not None:
+                        members.append(first)
+                cpu = (time.process_time() - cpu0) - (driver.driver_cpu - drv0)
+                if PROFILE is not None:
+                    PROFILE.disable()
+                totals[kind + "_loop"] = totals.get(kind + "_loop", 0.0) + time.thread_time() - th0 - (driver.driver_cpu - drv0)
+                if not _stable(server):
+                    totals["unsettled"] += 1
+                    while not _stable(server):
+                        await driver.round(members)  # not measured
+                if kind == "steady":
+                    totals["steady_cpu"] += cpu
+                    totals["steady_heartbeats"] += regular
+                else:
+                    totals["join_cpu"] += cpu
+                    totals["join_regular"] += regular
+                    totals["join_requests"] += driver.requests - req0
+        for conn in driver.conns.values():
+            conn.connection_lost(None)
+        gc_policy.thaw()
+        return totals
+    finally:
+        await server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def report(members: int, joins: int, t: dict[str, float]) -> None:
+    per_heartbeat = t["steady_cpu"] / t["steady_heartbeats"]
+    attributable = (t["join_cpu"] - per_heartbeat * t["join_regular"]) / joins
+    extra = (t["join_requests"] - t["join_regular"]) / joins
+    print(f"group of {members} members, {2 * members} partitions, {joins} joins: steady heartbeat "
+          f"{per_heartbeat * 1e6:.1f} us CPU; per join {attributable * 1e3:.3f} ms CPU "
+          f"({extra:.1f} requests beyond the regular heartbeats; join windows {t['join_cpu'] * 1e3:.1f} ms "
+          f"vs {per_heartbeat * t['join_regular'] * 1e3:.1f} ms for their regular heartbeats); "
+          f"windows needing extra rounds to settle: {t['unsettled']}; loop thread: steady "
+          f"{t['steady_loop'] / t['steady_heartbeats'] * 1e6:.1f} us/heartbeat, join windows {t['join_loop'] * 1e3:.1f} ms", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--members", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--joins", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=2, help="rounds per window (default 2)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per group size")
+    args = parser.parse_args()
+    coordinator_logging.configure("warning", json=True)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    for members in args.members:
+        for _ in range(args.repeat):
+            totals = uvloop.run(measure(members, args.joins, args.rounds))
+            report(members, args.joins, totals)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
