@@ -59,6 +59,7 @@ GROUP = "join-cost"
 TOPIC = "t"
 _SIZE = struct.Struct(">i")
 PROFILE: Any = None
+KINDS = ("steady", "join")
 
 
 class Member(ConsumerMember):
@@ -217,7 +218,7 @@ async def measure(members_count: int, joins: int, window_rounds: int) -> dict[st
                   "join_requests": 0, "unsettled": 0}
         newcomer = members_count
         for _ in range(joins):
-            for kind in ("steady", "join"):
+            for kind in KINDS:
                 cpu0, drv0, req0 = time.process_time(), driver.driver_cpu, driver.requests
                 th0 = time.thread_time()
                 if PROFILE is not None and kind == "join":

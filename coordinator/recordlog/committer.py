@@ -56,6 +56,8 @@ class GroupCommitter:
         self.syncs = 0
         self.on_released: Callable[[int], None] | None = None
         """Told how many appends each write or sync made durable (group-commit batch sizes)."""
+        self.on_durable: Callable[[int], None] | None = None
+        """Told the new `durable_end` after each write or sync that made appends durable."""
 
     @property
     def log(self) -> RecordLog:
@@ -164,8 +166,11 @@ class GroupCommitter:
             released += 1
             if not future.done():  # the awaiting handler may have been cancelled
                 future.set_result(offset)
-        if released and self.on_released is not None:
-            self.on_released(released)
+        if released:
+            if self.on_released is not None:
+                self.on_released(released)
+            if self.on_durable is not None:
+                self.on_durable(durable_end)
 
     def _fail(self, exc: BaseException) -> None:
         self._failed = exc

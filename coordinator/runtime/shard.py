@@ -168,6 +168,10 @@ class ShardRuntime:
         """Per group: (entry number, durable point) of the last entry that touched it."""
         self._barrier: tuple[int, asyncio.Future[Any]] | None = None
         """The last entry with a coordinator-wide record: every reply waits for it."""
+        self._carried: collections.deque[tuple[asyncio.Future[Any], Sequence[Reply]]] = collections.deque()
+        """Replies waiting for the entries that carry them, in log order (the sink makes entries
+        durable in that order): one callback per durable point reached, not one per entry (a join
+        makes every member of its group write an entry)."""
         self.loaded = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -195,6 +199,7 @@ class ShardRuntime:
             if not future.done():
                 future.cancel()
         self._waiters.clear()
+        self._carried.clear()
 
     async def unload(self) -> None:
         """Hand the shard back: answer parked requests (NOT_COORDINATOR), cancel timers.
@@ -336,7 +341,13 @@ class ShardRuntime:
         if not replies:
             return
         if records:
-            self._release(point, replies)
+            if point is None:
+                self._deliver(replies)
+                return
+            carried = self._carried
+            carried.append((point, replies))
+            if len(carried) == 1:
+                point.add_done_callback(self._release_carried)
             return
         in_place = self._in_place
         for reply in replies:  # record-less: each waits for its own group's entries
@@ -395,6 +406,21 @@ class ShardRuntime:
             self._deliver(replies)
         else:
             point.add_done_callback(lambda p: self._after(p, lambda: self._deliver(replies)))
+
+    def _release_carried(self, _: object) -> None:
+        """Deliver the replies of every entry now durable, in log order; wait on the next one."""
+        carried = self._carried
+        while carried:
+            point, replies = carried[0]
+            if not point.done():
+                point.add_done_callback(self._release_carried)
+                return
+            carried.popleft()
+            if point.cancelled() or point.exception() is not None:
+                carried.clear()
+                self._fatal(point.exception() or RuntimeError("durable point cancelled"))
+                return
+            self._deliver(replies)
 
     def _after(self, point: asyncio.Future[Any], then: Callable[[], None]) -> None:
         if point.cancelled() or point.exception() is not None:
