@@ -38,6 +38,7 @@ import struct
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import uvloop
@@ -58,7 +59,6 @@ WINDOW = 16
 GROUP = "join-cost"
 TOPIC = "t"
 _SIZE = struct.Struct(">i")
-PROFILE: Any = None
 KINDS = ("steady", "join")
 
 
@@ -171,12 +171,13 @@ class Driver:
             conn.connection_made(self.transport)  # type: ignore[arg-type]
         return conn
 
-    async def round(self, members: list[ConsumerMember], first: ConsumerMember | None = None) -> int:
-        """Every member's regular heartbeat (``first`` ahead of them), then acknowledgements until
-        none is due. Returns the number of regular heartbeats."""
-        await self.send(([first] if first is not None else []) + members)
+    async def round(self, members: list[ConsumerMember], first: Sequence[ConsumerMember] = ()) -> int:
+        """Every member's regular heartbeat (``first``, newcomers, ahead of them), then
+        acknowledgements until none is due. Returns the number of regular heartbeats."""
+        everyone = [*first, *members]
+        await self.send(everyone)
         while True:
-            due = [m for m in ([first] if first is not None else []) + members if m.wants_heartbeat_now]
+            due = [m for m in everyone if m.wants_heartbeat_now]
             if not due:
                 return len(members)
             await self.send(due)
@@ -188,7 +189,7 @@ def _stable(server: CoordinatorServer) -> bool:
     return group is not None and group.state_name == "Stable"
 
 
-async def measure(members_count: int, joins: int, window_rounds: int) -> dict[str, float]:
+async def measure(members_count: int, joins: int, window_rounds: int, burst: int = 1) -> dict[str, float]:
     workdir = tempfile.mkdtemp(prefix="join-cost-")
     overrides = {"group.initial.rebalance.delay.ms": "0", "group.consumer.max.size": "100000",
                  "group.consumer.session.timeout.ms": "600000", "group.consumer.max.session.timeout.ms": "600000"}
@@ -214,28 +215,24 @@ async def measure(members_count: int, joins: int, window_rounds: int) -> dict[st
         gc.collect()
         gc_policy.freeze_survivors(asyncio.get_running_loop())  # as the server does after loading
 
-        totals = {"steady_cpu": 0.0, "steady_heartbeats": 0, "join_cpu": 0.0, "join_regular": 0,
-                  "join_requests": 0, "unsettled": 0}
+        totals = {"steady_cpu": 0.0, "steady_heartbeats": 0, "steady_loop": 0.0, "join_cpu": 0.0,
+                  "join_regular": 0, "join_requests": 0, "join_loop": 0.0, "unsettled": 0}
         newcomer = members_count
         for _ in range(joins):
             for kind in KINDS:
                 cpu0, drv0, req0 = time.process_time(), driver.driver_cpu, driver.requests
                 th0 = time.thread_time()
-                if PROFILE is not None and kind == "join":
-                    PROFILE.enable()
                 regular = 0
                 for r in range(window_rounds):
-                    first = None
+                    first: list[ConsumerMember] = []
                     if kind == "join" and r == 0:
-                        first = Member(GROUP, member_uuid(newcomer), [TOPIC])
-                        newcomer += 1
+                        first = [Member(GROUP, member_uuid(newcomer + i), [TOPIC]) for i in range(burst)]
+                        newcomer += burst
                     regular += await driver.round(members, first)
-                    if first is not None:
-                        members.append(first)
+                    members += first
                 cpu = (time.process_time() - cpu0) - (driver.driver_cpu - drv0)
-                if PROFILE is not None:
-                    PROFILE.disable()
-                totals[kind + "_loop"] = totals.get(kind + "_loop", 0.0) + time.thread_time() - th0 - (driver.driver_cpu - drv0)
+                # The event loop's thread alone (the committer and history threads left out).
+                totals[kind + "_loop"] += time.thread_time() - th0 - (driver.driver_cpu - drv0)
                 if not _stable(server):
                     totals["unsettled"] += 1
                     while not _stable(server):
@@ -256,22 +253,23 @@ async def measure(members_count: int, joins: int, window_rounds: int) -> dict[st
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def report(members: int, joins: int, t: dict[str, float]) -> None:
+def report(members: int, windows: int, burst: int, t: dict[str, float]) -> None:
+    joined = windows * burst
     per_heartbeat = t["steady_cpu"] / t["steady_heartbeats"]
-    attributable = (t["join_cpu"] - per_heartbeat * t["join_regular"]) / joins
-    extra = (t["join_requests"] - t["join_regular"]) / joins
-    print(f"group of {members} members, {2 * members} partitions, {joins} joins: steady heartbeat "
-          f"{per_heartbeat * 1e6:.1f} us CPU; per join {attributable * 1e3:.3f} ms CPU "
-          f"({extra:.1f} requests beyond the regular heartbeats; join windows {t['join_cpu'] * 1e3:.1f} ms "
-          f"vs {per_heartbeat * t['join_regular'] * 1e3:.1f} ms for their regular heartbeats); "
-          f"windows needing extra rounds to settle: {t['unsettled']}; loop thread: steady "
-          f"{t['steady_loop'] / t['steady_heartbeats'] * 1e6:.1f} us/heartbeat, join windows {t['join_loop'] * 1e3:.1f} ms", flush=True)
+    attributable = (t["join_cpu"] - per_heartbeat * t["join_regular"]) / joined
+    loop_share = (t["join_loop"] - t["steady_loop"] / t["steady_heartbeats"] * t["join_regular"]) / joined
+    extra = (t["join_requests"] - t["join_regular"]) / joined
+    print(f"group of {members} ({2 * members} partitions), {windows} join windows of {burst} newcomer(s): "
+          f"steady heartbeat {per_heartbeat * 1e6:.1f} us CPU; per joining member {attributable * 1e3:.3f} ms CPU "
+          f"(event loop {loop_share * 1e3:.3f} ms), {extra:.1f} requests beyond the regular heartbeats"
+          + (f"; {t['unsettled']} windows needed extra rounds to settle" if t["unsettled"] else ""), flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--members", type=int, nargs="+", default=[100, 1000])
-    parser.add_argument("--joins", type=int, default=20)
+    parser.add_argument("--joins", type=int, default=20, help="join windows (and as many steady ones)")
+    parser.add_argument("--burst", type=int, default=1, help="newcomers joining together per join window")
     parser.add_argument("--rounds", type=int, default=2, help="rounds per window (default 2)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per group size")
     args = parser.parse_args()
@@ -279,8 +277,8 @@ def main() -> None:
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     for members in args.members:
         for _ in range(args.repeat):
-            totals = uvloop.run(measure(members, args.joins, args.rounds))
-            report(members, args.joins, totals)
+            totals = uvloop.run(measure(members, args.joins, args.rounds, args.burst))
+            report(members, args.joins, args.burst, totals)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 

@@ -51,8 +51,10 @@ Rules:
 3. Derived indexes are maintained on every member change: static members (instance id -> member
    id), subscribed names and regexes with their member counts, requested server assignors, and the
    ownership index ``partition_owners[topic][partition] -> member id`` covering every member's
-   assigned AND pending-revocation partitions; and how many members are not STABLE at the
-   assignment epoch (``unreconciled``, what ``state_name`` reads).
+   assigned AND pending-revocation partitions; how many members are not STABLE at the
+   assignment epoch (``unreconciled``, what ``state_name`` reads); and each member's last record 8
+   with the partition objects it was replayed into (``held_records``: a member catching up to a new
+   epoch with the same partitions reuses both, see ``assignment_value``).
 
 Invariants (asserted in replay, checked by the tests after every step):
 
