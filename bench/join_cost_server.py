@@ -23,7 +23,23 @@ heartbeats a member sends anyway are not charged to the join; what a join adds t
 catch-up, its record, the fsync it causes, the acknowledgements, the newcomer's heartbeats, the
 target) is. Steady and join windows alternate, so machine load and group size drift alike on both.
 
-Run: ``PYTHONPATH=. .venv/bin/python bench/join_cost_server.py [--members 100 1000] [--joins 20]``.
+``--burst B`` lets B newcomers join together at the start of each join window (their joins are
+handled one after the other, each computing its target; the members then catch up once, to the
+last epoch): the cost per joining member of a join storm.
+
+``--instructions`` counts instructions instead, with valgrind, which other jobs on the machine
+cannot disturb: three runs of the same set-up (J steady windows, 2J steady windows, J join
+windows); per join = (I(J joins) - I(J steady) - the extra regular heartbeats of the newcomers x
+the steady heartbeat's instructions) / J, where the steady heartbeat's instructions are
+(I(2J steady) - I(J steady)) / its heartbeats. These counts include the load generator's work
+(small next to the server's: a few thousand instructions per response parsed, the same in both
+kinds of window) and only user space (not the kernel's share of write and fsync).
+
+It imports ``coordinator`` from the path, so one copy of this file measures any checkout:
+
+    PYTHONPATH=. .venv/bin/python bench/join_cost_server.py [--members 100 1000] [--joins 20] [--burst 1]
+    PYTHONPATH=/other/checkout .venv/bin/python bench/join_cost_server.py --instructions --members 100
+
 Prints numbers; asserts nothing about time.
 """
 
@@ -32,9 +48,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import os
+import re
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -189,7 +208,8 @@ def _stable(server: CoordinatorServer) -> bool:
     return group is not None and group.state_name == "Stable"
 
 
-async def measure(members_count: int, joins: int, window_rounds: int, burst: int = 1) -> dict[str, float]:
+async def measure(members_count: int, joins: int, window_rounds: int, burst: int = 1,
+                  kinds: Sequence[str] = ("steady", "join")) -> dict[str, float]:
     workdir = tempfile.mkdtemp(prefix="join-cost-")
     overrides = {"group.initial.rebalance.delay.ms": "0", "group.consumer.max.size": "100000",
                  "group.consumer.session.timeout.ms": "600000", "group.consumer.max.session.timeout.ms": "600000"}
@@ -219,7 +239,7 @@ async def measure(members_count: int, joins: int, window_rounds: int, burst: int
                   "join_regular": 0, "join_requests": 0, "join_loop": 0.0, "unsettled": 0}
         newcomer = members_count
         for _ in range(joins):
-            for kind in KINDS:
+            for kind in kinds:
                 cpu0, drv0, req0 = time.process_time(), driver.driver_cpu, driver.requests
                 th0 = time.thread_time()
                 regular = 0
@@ -265,6 +285,31 @@ def report(members: int, windows: int, burst: int, t: dict[str, float]) -> None:
           + (f"; {t['unsettled']} windows needed extra rounds to settle" if t["unsettled"] else ""), flush=True)
 
 
+def instructions(members: int, joins: int, burst: int) -> None:
+    """Instructions per joining member, by three valgrind runs (see the module docstring)."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("join_cost_server: --instructions needs valgrind")
+    runs: dict[tuple[str, int], tuple[int, dict[str, float]]] = {}
+    for kind, count in (("steady", joins), ("steady", 2 * joins), ("join", joins)):
+        run = subprocess.run(
+            ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+             sys.executable, os.path.abspath(__file__), "--members", str(members), "--joins", str(count),
+             "--burst", str(burst), "--only", kind],
+            capture_output=True, text=True, check=True)
+        match = re.search(r"I\s+refs:\s+([\d,]+)", run.stderr)
+        totals = re.search(r"^TOTALS (.*)$", run.stdout, re.MULTILINE)
+        if match is None or totals is None:
+            raise SystemExit(f"join_cost_server: no counts in valgrind's output:\n{run.stderr[-2000:]}")
+        runs[(kind, count)] = (int(match.group(1).replace(",", "")), json.loads(totals.group(1)))
+    (steady, steady_t), (steady2, steady2_t), (joined, joined_t) = runs.values()
+    per_heartbeat = (steady2 - steady) / (steady2_t["steady_heartbeats"] - steady_t["steady_heartbeats"])
+    extra_regular = joined_t["join_regular"] - steady_t["steady_heartbeats"]
+    per_member = (joined - steady - extra_regular * per_heartbeat) / (joins * burst)
+    print(f"group of {members} ({2 * members} partitions), {joins} join windows of {burst} newcomer(s): "
+          f"steady heartbeat {per_heartbeat:,.0f} instructions; per joining member {per_member:,.0f} instructions "
+          f"({per_member / per_heartbeat:.0f} steady heartbeats)", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--members", type=int, nargs="+", default=[100, 1000])
@@ -272,8 +317,19 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=1, help="newcomers joining together per join window")
     parser.add_argument("--rounds", type=int, default=2, help="rounds per window (default 2)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per group size")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions under valgrind (minutes per group size)")
+    parser.add_argument("--only", choices=KINDS, help=argparse.SUPPRESS)  # one valgrind run's windows
     args = parser.parse_args()
     coordinator_logging.configure("warning", json=True)
+    if args.only is not None:
+        totals = uvloop.run(measure(args.members[0], args.joins, args.rounds, args.burst, (args.only,)))
+        print("TOTALS", json.dumps(totals), flush=True)
+        return
+    if args.instructions:
+        for members in args.members:
+            instructions(members, args.joins, args.burst)
+        return
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     for members in args.members:
         for _ in range(args.repeat):

@@ -13,6 +13,7 @@ import collections
 import os
 import time
 from collections.abc import Sequence
+from typing import cast
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -95,7 +96,9 @@ class DurableSink:
 
     def append(self, records: Sequence[tuple[int, bytes, bytes | None]], timestamp_ms: int) -> None:
         committer = self.committer
-        self._last = committer.append([LogRecord(*record) for record in records], timestamp_ms)
+        # The shard's (type, key, value) tuples are what a LogRecord is (a NamedTuple, whose
+        # construction is a Python call per record); the log only unpacks them.
+        self._last = committer.append(cast(Sequence[LogRecord], records), timestamp_ms)
         self._appended.append((committer.log.next_offset - 1, time.perf_counter()))
 
     def _durable(self, durable_end: int) -> None:

@@ -30,7 +30,10 @@ shares work across the batch, e.g. one KIP-848 target assignment per group, see
 ``core/consumer/heartbeat.py``). An idle shard (its task waits with nothing queued) handles a
 submitted request at once, in place, as a batch of one: no queue, no task wake-up, no loop turn.
 Both paths run the same ``_handle``: append each Result's records as one entry, arm its timers, pass
-its events to the observers, release its replies by the rule above. Handling never waits for the
+its events to the observers, release its replies by the rule above. Replies carried by entries wait
+in log order (the sink makes entries durable in that order) and one callback per durable point
+reached releases all those it covers: a join makes every member of its group write an entry, and a
+callback each would be a loop turn each. Handling never waits for the
 disk: while batch N is being fsynced the shard already handles batch N+1 (so
 ``log.flush.policy=interval`` costs latency, not throughput).
 
