@@ -236,11 +236,15 @@ async def measure(members_count: int, joins: int, window_rounds: int, burst: int
         gc_policy.freeze_survivors(asyncio.get_running_loop())  # as the server does after loading
 
         totals = {"steady_cpu": 0.0, "steady_heartbeats": 0, "steady_loop": 0.0, "join_cpu": 0.0,
-                  "join_regular": 0, "join_requests": 0, "join_loop": 0.0, "unsettled": 0}
+                  "join_regular": 0, "join_requests": 0, "join_loop": 0.0, "join_entries": 0, "join_fsyncs": 0,
+                  "unsettled": 0}
+        committer = server._committer
+        assert committer is not None
         newcomer = members_count
         for _ in range(joins):
             for kind in kinds:
                 cpu0, drv0, req0 = time.process_time(), driver.driver_cpu, driver.requests
+                entries0, fsyncs0 = committer.log.next_offset, committer.batches_written + committer.syncs
                 th0 = time.thread_time()
                 regular = 0
                 for r in range(window_rounds):
@@ -264,6 +268,10 @@ async def measure(members_count: int, joins: int, window_rounds: int, burst: int
                     totals["join_cpu"] += cpu
                     totals["join_regular"] += regular
                     totals["join_requests"] += driver.requests - req0
+                    # Log entries and group commits (one write and fsync each, shared by every
+                    # entry appended meanwhile, whatever its group or partition).
+                    totals["join_entries"] += committer.log.next_offset - entries0
+                    totals["join_fsyncs"] += committer.batches_written + committer.syncs - fsyncs0
         for conn in driver.conns.values():
             conn.connection_lost(None)
         gc_policy.thaw()
@@ -281,7 +289,8 @@ def report(members: int, windows: int, burst: int, t: dict[str, float]) -> None:
     extra = (t["join_requests"] - t["join_regular"]) / joined
     print(f"group of {members} ({2 * members} partitions), {windows} join windows of {burst} newcomer(s): "
           f"steady heartbeat {per_heartbeat * 1e6:.1f} us CPU; per joining member {attributable * 1e3:.3f} ms CPU "
-          f"(event loop {loop_share * 1e3:.3f} ms), {extra:.1f} requests beyond the regular heartbeats"
+          f"(event loop {loop_share * 1e3:.3f} ms), {extra:.1f} requests beyond the regular heartbeats; "
+          f"per join window {t['join_entries'] / windows:.0f} log entries in {t['join_fsyncs'] / windows:.1f} fsyncs"
           + (f"; {t['unsettled']} windows needed extra rounds to settle" if t["unsettled"] else ""), flush=True)
 
 
