@@ -32,7 +32,7 @@ import concurrent.futures
 from collections.abc import Callable, Sequence
 
 from coordinator.recordlog.errors import LogFailed
-from coordinator.recordlog.record import LogRecord
+from coordinator.recordlog.record import RawRecord
 from coordinator.recordlog.writer import RecordLog
 
 
@@ -74,7 +74,7 @@ class GroupCommitter:
             self._run(), name=f"recordlog-committer-{self._log.directory}"
         )
 
-    def append(self, records: Sequence[LogRecord], timestamp_ms: int) -> asyncio.Future[int]:
+    def append(self, records: Sequence[RawRecord], timestamp_ms: int) -> asyncio.Future[int]:
         """Buffer one entry; the future resolves with its offset once the entry is durable."""
         self._check_open()
         offset = self._log.append(records, timestamp_ms)

@@ -22,7 +22,7 @@ from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from ..recordlog import GroupCommitter, LogRecord, RealFileSystem
+from ..recordlog import GroupCommitter, RealFileSystem
 from ..recordlog.fs import AppendHandle
 
 _FAST = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
@@ -131,9 +131,7 @@ class DurableSink:
 
     def append(self, records: Sequence[tuple[int, bytes, bytes | None]], timestamp_ms: int) -> None:
         committer = self.committer
-        # The shard's (type, key, value) tuples are what a LogRecord is (a NamedTuple, whose
-        # construction is a Python call per record); the log only unpacks them.
-        self._last = committer.append(cast(Sequence[LogRecord], records), timestamp_ms)
+        self._last = committer.append(records, timestamp_ms)  # (type, key, value) tuples, as the log takes
         self._appended.append((committer.log.next_offset - 1, time.perf_counter()))
 
     def _durable(self, durable_end: int) -> None:

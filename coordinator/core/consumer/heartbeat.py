@@ -244,7 +244,10 @@ class Heartbeats:
         reconciled = base
         if not base.is_reconciled_to(target_epoch):
             reconciled = reconcile(base, target_epoch, target, owner_of, owned)
-        if is_new_member or (reconciled is not before and reconciled.assignment_view() != before.assignment_view()):
+        if is_new_member or (reconciled is not before and (
+            reconciled.member_epoch != before.member_epoch  # a catch-up: no need to compare the rest
+            or reconciled.assignment_view() != before.assignment_view()
+        )):
             gid = group.group_id
             records.append(current_assignment_record(gid, reconciled, group.assignment_value(reconciled)))
             self._rebalance_timer(gid, before, reconciled, fx)
