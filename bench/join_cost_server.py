@@ -2,18 +2,20 @@
 
 What is measured: the whole server in this process (decode, adapter, shard, core, records, log
 append, the committer's write and fsync in its thread, the history and metrics observers, encode),
-fed over one `KafkaConnection` whose responses land in memory, as `bench/hotpath.py` does. One
-group of ``N`` KIP-848 members on one topic of ``2N`` partitions is formed first; then the
-measured part alternates two kinds of window, each two *rounds* long (a round: every member sends
-its regular heartbeat, in windows of 16 as a closed loop keeps 16 in flight, then every member
-whose response carried a new assignment acknowledges it at once, as the real clients do, until
-none has anything to acknowledge):
+fed over one `KafkaConnection` per member (as real clients have one each; a connection serves one
+request at a time, so members sharing one would wait for each other's fsyncs) whose responses land
+in memory, as `bench/hotpath.py` does. One group of ``N`` KIP-848 members on one topic of ``2N``
+partitions is formed first; then the measured part alternates two kinds of window, each two
+*rounds* long (a round: every member sends its regular heartbeat, in windows of 16 as a closed loop
+keeps 16 in flight, then every member whose response carried a new assignment acknowledges it at
+once, as the real clients do, until none has anything to acknowledge):
 
 - a **steady** window: nothing else happens;
-- a **join** window: a newcomer's epoch-0 heartbeat goes first. The group epoch moves, so every
-  member's regular heartbeat of that round catches up to the new epoch, the members the newcomer
-  takes partitions from revoke and acknowledge, and the newcomer picks its partitions up with its
-  next regular heartbeat (the second round). The group is checked Stable at the end of each window.
+- a **join** window: a newcomer's epoch-0 heartbeat goes first (``--burst B``: B newcomers'). The
+  group epoch moves, so every member's regular heartbeat of that round catches up to the new epoch,
+  the members the newcomer takes partitions from revoke and acknowledge, and the newcomer picks its
+  partitions up with its next regular heartbeat (the second round). The group is checked Stable at
+  the end of each window.
 
 The definition: **CPU per join = (CPU of the join windows - CPU the steady windows spent per
 regular heartbeat x the join windows' regular heartbeats) / joins**. CPU is the process's
