@@ -32,7 +32,7 @@ import concurrent.futures
 from collections.abc import Callable, Sequence
 
 from coordinator.recordlog.errors import LogFailed
-from coordinator.recordlog.record import LogRecord
+from coordinator.recordlog.record import RawRecord
 from coordinator.recordlog.writer import RecordLog
 
 
@@ -56,6 +56,8 @@ class GroupCommitter:
         self.syncs = 0
         self.on_released: Callable[[int], None] | None = None
         """Told how many appends each write or sync made durable (group-commit batch sizes)."""
+        self.on_durable: Callable[[int], None] | None = None
+        """Told the new `durable_end` after each write or sync that made appends durable."""
 
     @property
     def log(self) -> RecordLog:
@@ -72,7 +74,7 @@ class GroupCommitter:
             self._run(), name=f"recordlog-committer-{self._log.directory}"
         )
 
-    def append(self, records: Sequence[LogRecord], timestamp_ms: int) -> asyncio.Future[int]:
+    def append(self, records: Sequence[RawRecord], timestamp_ms: int) -> asyncio.Future[int]:
         """Buffer one entry; the future resolves with its offset once the entry is durable."""
         self._check_open()
         offset = self._log.append(records, timestamp_ms)
@@ -164,8 +166,11 @@ class GroupCommitter:
             released += 1
             if not future.done():  # the awaiting handler may have been cancelled
                 future.set_result(offset)
-        if released and self.on_released is not None:
-            self.on_released(released)
+        if released:
+            if self.on_released is not None:
+                self.on_released(released)
+            if self.on_durable is not None:
+                self.on_durable(durable_end)
 
     def _fail(self, exc: BaseException) -> None:
         self._failed = exc

@@ -45,7 +45,7 @@ from typing import NamedTuple
 import crc32c
 
 from coordinator.recordlog.errors import CorruptEntry, UnsupportedFormatVersion
-from coordinator.recordlog.record import LogEntry, LogRecord
+from coordinator.recordlog.record import LogEntry, LogRecord, RawRecord
 
 FORMAT_V1 = 1
 
@@ -68,7 +68,7 @@ _I64_MAX = 2**63 - 1
 
 
 def encode_entry(
-    offset: int, writer_epoch: int, timestamp_ms: int, records: Sequence[LogRecord]
+    offset: int, writer_epoch: int, timestamp_ms: int, records: Sequence[RawRecord]
 ) -> bytes:
     """Encode one entry as a v1 frame. Raises ValueError for values the format cannot hold."""
     if not records:

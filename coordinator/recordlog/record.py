@@ -38,6 +38,11 @@ class LogRecord(NamedTuple):
     value: bytes | None  # None = tombstone
 
 
+RawRecord = tuple[int, bytes, bytes | None]
+"""What appending takes: a `LogRecord`, or any `(record_type, key, value)` tuple (the log only
+unpacks it; building the NamedTuple is a Python call per record)."""
+
+
 class LogEntry(NamedTuple):
     offset: int  # entry index in the log; strictly increasing, never reused
     timestamp_ms: int  # wall clock of the append; compaction ages tombstones by it

@@ -50,7 +50,7 @@ from coordinator.recordlog.errors import FencedWriter, LogFailed
 from coordinator.recordlog.format import encode_entry
 from coordinator.recordlog.fs import AppendHandle, FileSystem
 from coordinator.recordlog.load import LoadSink
-from coordinator.recordlog.record import LogEntry, LogRecord
+from coordinator.recordlog.record import LogEntry, RawRecord
 from coordinator.recordlog.segments import Recovery, list_segments, recover, segment_path
 from coordinator.settings import at_least, setting
 
@@ -201,7 +201,7 @@ class RecordLog:
 
     # -- append side -------------------------------------------------------------------------
 
-    def append(self, records: Sequence[LogRecord], timestamp_ms: int) -> int:
+    def append(self, records: Sequence[RawRecord], timestamp_ms: int) -> int:
         """Buffer one entry (the records of one handler call); returns its offset.
 
         Raises ValueError/TypeError for records the format cannot hold (nothing is buffered).

@@ -30,7 +30,10 @@ shares work across the batch, e.g. one KIP-848 target assignment per group, see
 ``core/consumer/heartbeat.py``). An idle shard (its task waits with nothing queued) handles a
 submitted request at once, in place, as a batch of one: no queue, no task wake-up, no loop turn.
 Both paths run the same ``_handle``: append each Result's records as one entry, arm its timers, pass
-its events to the observers, release its replies by the rule above. Handling never waits for the
+its events to the observers, release its replies by the rule above. Replies carried by entries wait
+in log order (the sink makes entries durable in that order) and one callback per durable point
+reached releases all those it covers: a join makes every member of its group write an entry, and a
+callback each would be a loop turn each. Handling never waits for the
 disk: while batch N is being fsynced the shard already handles batch N+1 (so
 ``log.flush.policy=interval`` costs latency, not throughput).
 
@@ -168,6 +171,10 @@ class ShardRuntime:
         """Per group: (entry number, durable point) of the last entry that touched it."""
         self._barrier: tuple[int, asyncio.Future[Any]] | None = None
         """The last entry with a coordinator-wide record: every reply waits for it."""
+        self._carried: collections.deque[tuple[asyncio.Future[Any], Sequence[Reply]]] = collections.deque()
+        """Replies waiting for the entries that carry them, in log order (the sink makes entries
+        durable in that order): one callback per durable point reached, not one per entry (a join
+        makes every member of its group write an entry)."""
         self.loaded = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -195,6 +202,7 @@ class ShardRuntime:
             if not future.done():
                 future.cancel()
         self._waiters.clear()
+        self._carried.clear()
 
     async def unload(self) -> None:
         """Hand the shard back: answer parked requests (NOT_COORDINATOR), cancel timers.
@@ -336,7 +344,13 @@ class ShardRuntime:
         if not replies:
             return
         if records:
-            self._release(point, replies)
+            if point is None:
+                self._deliver(replies)
+                return
+            carried = self._carried
+            carried.append((point, replies))
+            if len(carried) == 1:
+                point.add_done_callback(self._release_carried)
             return
         in_place = self._in_place
         for reply in replies:  # record-less: each waits for its own group's entries
@@ -395,6 +409,21 @@ class ShardRuntime:
             self._deliver(replies)
         else:
             point.add_done_callback(lambda p: self._after(p, lambda: self._deliver(replies)))
+
+    def _release_carried(self, _: object) -> None:
+        """Deliver the replies of every entry now durable, in log order; wait on the next one."""
+        carried = self._carried
+        while carried:
+            point, replies = carried[0]
+            if not point.done():
+                point.add_done_callback(self._release_carried)
+                return
+            carried.popleft()
+            if point.cancelled() or point.exception() is not None:
+                carried.clear()
+                self._fatal(point.exception() or RuntimeError("durable point cancelled"))
+                return
+            self._deliver(replies)
 
     def _after(self, point: asyncio.Future[Any], then: Callable[[], None]) -> None:
         if point.cancelled() or point.exception() is not None:

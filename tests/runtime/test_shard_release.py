@@ -40,8 +40,9 @@ class ManualSink:
             return self.entries[-1][1]
         return None
 
-    def make_durable(self) -> None:
-        for _, point in self.entries:
+    def make_durable(self, upto: int | None = None) -> None:
+        """Every entry durable, or the first ``upto`` of them."""
+        for _, point in self.entries[:upto]:
             if not point.done():
                 point.set_result(None)
 
@@ -196,3 +197,20 @@ async def test_a_core_bug_in_place_fails_that_request_only(shard: tuple[ShardRun
     assert failed.done() and isinstance(failed.exception(), RuntimeError)
     after = heartbeat(runtime, "b")  # the shard keeps serving, in place
     assert isinstance(after, Answered) and after.result().error_code == UNKNOWN_MEMBER_ID
+
+
+@pytest.mark.asyncio
+async def test_replies_carried_by_entries_leave_as_their_own_entry_becomes_durable_in_log_order(
+        shard: tuple[ShardRuntime, ManualSink]) -> None:
+    runtime, sink = shard
+    commits = [commit(runtime, group) for group in ("a", "b", "c", "d")]  # four entries, in place
+    assert len(sink.entries) == 4 and not any(c.done() for c in commits)
+    for durable in (1, 3):
+        sink.make_durable(durable)
+        await until(lambda durable=durable: all(c.done() for c in commits[:durable]))
+        await asyncio.sleep(0)  # a loop turn: nothing later may have left
+        assert not any(c.done() for c in commits[durable:])
+    sink.make_durable()
+    await settle(*commits)
+    assert all(p.error_code == 0 for c in commits for t in c.result().topics for p in t.partitions)
+    assert not runtime._carried and not runtime._waiters

@@ -51,7 +51,10 @@ Rules:
 3. Derived indexes are maintained on every member change: static members (instance id -> member
    id), subscribed names and regexes with their member counts, requested server assignors, and the
    ownership index ``partition_owners[topic][partition] -> member id`` covering every member's
-   assigned AND pending-revocation partitions.
+   assigned AND pending-revocation partitions; how many members are not STABLE at the
+   assignment epoch (``unreconciled``, what ``state_name`` reads); and each member's last record 8
+   with the partition objects it was replayed into (``held_records``: a member catching up to a new
+   epoch with the same partitions reuses both, see ``assignment_value``).
 
 Invariants (asserted in replay, checked by the tests after every step):
 
@@ -179,10 +182,11 @@ class MemberState(enum.IntEnum):
 
     @classmethod
     def parse(cls, value: int) -> MemberState:
-        try:
-            return cls(value)
-        except ValueError:
-            return cls.UNKNOWN
+        return _MEMBER_STATES.get(value, cls.UNKNOWN)
+
+
+_MEMBER_STATES = {int(state): state for state in MemberState}
+"""Record 8's state byte -> state (a dict lookup: calling the enum costs a microsecond per replay)."""
 
 
 def assignment_from_record(topics: Iterable[TopicPartitions]) -> Assignment:
@@ -397,6 +401,33 @@ class ConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
         )
 
 
+def held_epochs_complete(value: ConsumerGroupCurrentMemberAssignmentValue) -> bool:
+    """Whether every partition of a record 8 carries its assignment epoch (then the partitions
+    alone say what a replay holds, whatever the record's member epoch)."""
+    for topics in (value.assigned_partitions, value.partitions_pending_revocation):
+        for tp in topics:
+            if tp.assignment_epochs is None or len(tp.assignment_epochs) != len(tp.partitions):
+                return False
+    return True
+
+
+class HeldRecord(msgspec.Struct, frozen=True, gc=False):
+    """A member's last record 8 and the partition objects replaying it gave the member."""
+
+    value: ConsumerGroupCurrentMemberAssignmentValue
+    assigned: Assignment
+    pending: Assignment
+    epochs: PartitionEpochs
+
+    def holds(self, member: ConsumerGroupMember) -> bool:
+        """The member holds exactly this record's partitions, as these very objects."""
+        return (
+            member.assigned_partitions is self.assigned
+            and member.partitions_pending_revocation is self.pending
+            and member.assignment_epochs is self.epochs
+        )
+
+
 class ConsumerGroup:
     """A KIP-848 group. Mutated only by the ``replay_*`` methods (see the module docstring)."""
 
@@ -423,6 +454,17 @@ class ConsumerGroup:
         # (a classic member may join only with a protocol every one of them supports).
         self.classic_members = 0
         self.classic_protocols: Counter[str] = Counter()
+        # Members not STABLE at ``assignment_epoch``: kept by ``_set_member``, recounted when the
+        # assignment epoch moves, so ``state_name`` never walks the members (it is asked after
+        # every replayed batch, and a join makes every member of the group heartbeat once).
+        self.unreconciled = 0
+        # member id -> the last record 8 replayed for it, with the partition objects it was
+        # replayed into; only records whose partitions all carry their epochs (ours always do).
+        # A member that catches up to a new epoch keeping everything it holds (after a join, all
+        # but a few) reuses that record's partitions, and its replay reuses the member's objects
+        # (``assignment_value``, ``replay_current_assignment``): no partition is re-sorted,
+        # rebuilt or re-indexed.
+        self.held_records: dict[str, HeldRecord] = {}
         # soft
         self.metadata_refresh_needed = False  # set by on_loaded and by topic changes
         self.last_state = ""
@@ -435,11 +477,7 @@ class ConsumerGroup:
             return EMPTY
         if self.group_epoch > self.assignment_epoch:
             return ASSIGNING
-        epoch = self.assignment_epoch
-        for member in self.members.values():
-            if not member.is_reconciled_to(epoch):
-                return RECONCILING
-        return STABLE
+        return RECONCILING if self.unreconciled else STABLE
 
     def owner(self, topic_id: UUID, partition: int) -> str | None:
         """The member that has the partition assigned or pending revocation, if any."""
@@ -452,6 +490,19 @@ class ConsumerGroup:
 
     def target(self, member_id: str) -> Assignment:
         return self.target_assignment.get(member_id, NO_PARTITIONS)
+
+    def assignment_value(self, member: ConsumerGroupMember) -> ConsumerGroupCurrentMemberAssignmentValue:
+        """Record 8's value for ``member`` (a member computed from this group's member of the same
+        id): the last record's partitions when the member still holds the very same ones."""
+        held = self.held_records.get(member.member_id)
+        if held is not None and held.holds(member):
+            return replace(
+                held.value,
+                member_epoch=member.member_epoch,
+                previous_member_epoch=member.previous_member_epoch,
+                state=int(member.state),
+            )
+        return member.to_assignment_value()
 
     # ---- the Group contract (coordinator.core.groups) ------------------------------------------
 
@@ -602,6 +653,8 @@ class ConsumerGroup:
             self.assignment_epoch = -1
         else:
             self.assignment_epoch = value.assignment_epoch
+        epoch = self.assignment_epoch
+        self.unreconciled = sum(1 for m in self.members.values() if not m.is_reconciled_to(epoch))
 
     def replay_target_member(self, member_id: str, value: ConsumerGroupTargetAssignmentMemberValue | None) -> None:
         if value is None:
@@ -627,6 +680,7 @@ class ConsumerGroup:
     ) -> None:
         old = self.members.get(member_id)
         if value is None:
+            self.held_records.pop(member_id, None)
             if old is not None:
                 # Kafka keeps the member, fenced (epoch -1, nothing owned), until its metadata tombstone.
                 self._set_member(
@@ -641,12 +695,40 @@ class ConsumerGroup:
                     ),
                 )
             return
-        base = old if old is not None else ConsumerGroupMember(member_id)
-        self._set_member(old, base.with_assignment(value))
+        held = self.held_records.get(member_id)
+        if (
+            old is not None
+            and held is not None
+            and held.holds(old)
+            and held.value.assigned_partitions == value.assigned_partitions
+            and held.value.partitions_pending_revocation == value.partitions_pending_revocation
+        ):
+            # The same partitions at the same epochs as the member holds (a catch-up to a new
+            # epoch): what ``with_assignment`` would build, as the objects the member has.
+            new = replace(
+                old,
+                member_epoch=value.member_epoch,
+                previous_member_epoch=value.previous_member_epoch,
+                state=MemberState.parse(value.state),
+            )
+        else:
+            new = (old if old is not None else ConsumerGroupMember(member_id)).with_assignment(value)
+        if held_epochs_complete(value):
+            self.held_records[member_id] = HeldRecord(
+                value, new.assigned_partitions, new.partitions_pending_revocation, new.assignment_epochs
+            )
+        else:
+            self.held_records.pop(member_id, None)
+        self._set_member(old, new)
 
     # ---- index maintenance -----------------------------------------------------------------------
 
     def _set_member(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None) -> None:
+        epoch = self.assignment_epoch
+        if old is not None and not old.is_reconciled_to(epoch):
+            self.unreconciled -= 1
+        if new is not None and not new.is_reconciled_to(epoch):
+            self.unreconciled += 1
         if (
             old is not None
             and new is not None
@@ -668,6 +750,8 @@ class ConsumerGroup:
                 self._claim(new.member_id, new.partitions_pending_revocation)
             self.members[new.member_id] = new
             return
+        if new is None and old is not None:
+            self.held_records.pop(old.member_id, None)
         if old is not None:
             if old.instance_id is not None and self.static_members.get(old.instance_id) == old.member_id:
                 del self.static_members[old.instance_id]

@@ -216,7 +216,7 @@ class Heartbeats:
 
         # ---- phase 2 at once: the target is current ------------------------------------------------
         reconciled = self._reconcile(
-            gid, member, updated, group.assignment_epoch, group.target(member_id), group.owner, owned,
+            group, member, updated, group.assignment_epoch, group.target(member_id), group.owner, owned,
             is_new_member, records, fx,
         )
         for record in records:
@@ -228,7 +228,7 @@ class Heartbeats:
 
     def _reconcile(
         self,
-        gid: str,
+        group: ConsumerGroup,
         before: ConsumerGroupMember,
         base: ConsumerGroupMember,
         target_epoch: int,
@@ -244,8 +244,12 @@ class Heartbeats:
         reconciled = base
         if not base.is_reconciled_to(target_epoch):
             reconciled = reconcile(base, target_epoch, target, owner_of, owned)
-        if is_new_member or (reconciled is not before and reconciled.assignment_view() != before.assignment_view()):
-            records.append(current_assignment_record(gid, reconciled))
+        if is_new_member or (reconciled is not before and (
+            reconciled.member_epoch != before.member_epoch  # a catch-up: no need to compare the rest
+            or reconciled.assignment_view() != before.assignment_view()
+        )):
+            gid = group.group_id
+            records.append(current_assignment_record(gid, reconciled, group.assignment_value(reconciled)))
             self._rebalance_timer(gid, before, reconciled, fx)
             if reconciled.assigned_partitions != before.assigned_partitions:
                 fx.event(assignment_changed(gid, before, reconciled))
@@ -314,7 +318,7 @@ class Heartbeats:
             current = group.members[mid]  # the member after its phase-1 records were replayed
             target = new_targets.get(mid, NO_PARTITIONS) if new_targets is not None else group.target(mid)
             reconciled = self._reconcile(
-                group_id, current, current, target_epoch, target, owner_of, item.owned, item.is_new_member, records, fx
+                group, current, current, target_epoch, target, owner_of, item.owned, item.is_new_member, records, fx
             )
             if reconciled is not current:
                 for assignment in (current.assigned_partitions, current.partitions_pending_revocation):

@@ -104,6 +104,12 @@ def reconcile(
     if state is MemberState.STABLE:
         if member.member_epoch == target_epoch:
             return member
+        assigned = member.assigned_partitions
+        if target is assigned or target == assigned:
+            # Its target did not move (after a join, most members of the group): it only catches
+            # up to the new epoch, keeping its partitions and their epochs. What ``_next`` would
+            # compute, without its per-partition work.
+            return replace(member, member_epoch=target_epoch, previous_member_epoch=member.member_epoch)
         return _next(member, target_epoch, target, owner_of, owned)
     if state is MemberState.UNREVOKED_PARTITIONS:
         if owns_any(owned, member.partitions_pending_revocation):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
@@ -46,9 +47,15 @@ def target_member_record(group_id: str, member_id: str, target: Assignment) -> R
     )
 
 
-def current_assignment_record(group_id: str, member: ConsumerGroupMember) -> Record:
-    """Record 8: the member's epochs, state and current assignment."""
-    return Record(ConsumerGroupCurrentMemberAssignmentKey(group_id, member.member_id), member.to_assignment_value())
+def current_assignment_record(
+    group_id: str, member: ConsumerGroupMember, value: ConsumerGroupCurrentMemberAssignmentValue | None = None
+) -> Record:
+    """Record 8: the member's epochs, state and current assignment (``value``: that, already built
+    by ``ConsumerGroup.assignment_value``)."""
+    return Record(
+        ConsumerGroupCurrentMemberAssignmentKey(group_id, member.member_id),
+        value if value is not None else member.to_assignment_value(),
+    )
 
 
 def member_tombstones(group_id: str, member_id: str) -> list[Record]:

@@ -256,5 +256,11 @@ def check_consumer_invariants(shard: CoordinatorShard) -> None:
         assert dict(group.subscribed_names) == names
         assert dict(group.subscribed_regexes) == regexes
         assert dict(group.server_assignors) == assignors
+        unreconciled = sum(1 for m in group.members.values() if not m.is_reconciled_to(group.assignment_epoch))
+        assert group.unreconciled == unreconciled, f"{group_id}: unreconciled count drifted"
+        for mid, held in group.held_records.items():
+            member = group.members[mid]
+            if held.holds(member):  # the record a catch-up would reuse says what the member holds
+                assert group.assignment_value(member) == member.to_assignment_value(), f"{group_id}: {mid}"
         assert group.assignment_epoch <= group.group_epoch
         assert set(group.target_assignment) <= set(group.members), f"{group_id}: target of a non-member"

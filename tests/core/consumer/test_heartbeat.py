@@ -392,3 +392,46 @@ def test_config_default_matches_kafka() -> None:
     assert GroupConfig().consumer_group_heartbeat_interval_ms == 5_000
     assert GroupConfig().consumer_group_session_timeout_ms == 45_000
     assert CONSUMER.consumer_group_assignors[0] == "uniform"
+
+
+def _settle(h: ConsumerHarness) -> None:
+    """Every member heartbeats (reporting what it holds) until the group is Stable."""
+    group = h.cgroup()
+    for _ in range(10):
+        if group.state_name == "Stable":
+            return
+        for member_id, member in sorted(group.members.items()):
+            if not member.is_reconciled_to(group.assignment_epoch):
+                h.cgh(member_id, member.member_epoch, owned=h.named(member.assigned_partitions))
+    raise AssertionError(f"not Stable: {group.state_name}")
+
+
+def test_a_join_makes_the_others_catch_up_with_one_small_step_each() -> None:
+    """After a join, a member whose target did not move takes the new epoch with one record 8 (as
+    Kafka writes), carrying the partitions it holds at the epochs it got them; its replay keeps the
+    member's partition objects (nothing re-sorted or re-indexed) and the group is Stable once all
+    have caught up."""
+    h = ConsumerHarness({"foo": 8})
+    for m in ("a", "b", "c"):
+        h.cjoin(m)
+    _settle(h)
+    group = h.cgroup()
+    h.cjoin("d")  # 3, 3, 2 partitions become 2, 2, 2, 2: two of the three give one up
+    epoch = group.group_epoch
+    movers = {m for m in ("a", "b", "c") if group.target(m) != group.members[m].assigned_partitions}
+    assert len(movers) == 2
+    for m in sorted({"a", "b", "c"} - movers):
+        before = group.members[m]
+        count = len(h.records)
+        response = h.cgh(m, before.member_epoch)
+        after = group.members[m]
+        assert (response.error_code, response.member_epoch, response.assignment) == (OK, epoch, None)
+        assert [type(r.key) for r in h.records[count:]] == [ConsumerGroupCurrentMemberAssignmentKey]
+        value = h.records[-1].value
+        assert (value.member_epoch, value.previous_member_epoch) == (epoch, before.member_epoch)
+        assert value == after.to_assignment_value()
+        assert after.assigned_partitions is before.assigned_partitions  # the very objects: no re-index
+        assert after.assignment_epochs is before.assignment_epochs
+    assert group.state_name == "Reconciling"
+    _settle(h)
+    assert sum(len(p) for m in group.members.values() for p in m.assigned_partitions.values()) == 8
