@@ -58,9 +58,11 @@ class Sidecar:
         self.catalog = self.cluster.catalog
         bind_host, _ = config.listen
         advertised_host, _ = config.advertised
+        self.sharded = topics_changed is not None
+        """One of several shards: the broker listeners are shared with the others."""
         self.listeners = ListenerSet(bind_host, advertised_host, settings.sidecar_listener_base_port,
                                      coordinators, lambda node_id: factory(self.route(node_id)),
-                                     reuse_port=topics_changed is not None)
+                                     reuse_port=self.sharded)
         self.offsets = OffsetBridge(self.cluster, shard, settings.upstream_offsets_mirror_interval_ms, owns)
         self.node_id = node_id
         self._coordinators = coordinators
@@ -166,7 +168,7 @@ class Sidecar:
         await self.cluster.stop()
 
     def _brokers_changed(self, brokers: dict[int, tuple[str, int]]) -> None:
-        if self._topics_changed is None:
+        if not self.sharded:
             if self.node_id in brokers:
                 log.warning("sidecar_node_id_collision", node_id=self.node_id,
                             detail="an upstream broker has sidecar.node.id; its listener serves the groups too")
