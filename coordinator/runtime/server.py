@@ -71,6 +71,7 @@ from ..shards.placement import (
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
+from ..sidecar.topics_changed import TopicsChanged
 from ..sidecar.upstream import UpstreamConnection
 from . import durable, gc_policy, group_metrics, kafka_metrics, ownership
 from .apis import Node, NodeView, TopicDefaults, bootstrap_handlers, consumer_groups, group_handlers
@@ -85,6 +86,7 @@ log = get_logger("coordinator.server")
 
 METRICS_PORT_FILE = "metrics.port"
 """Written in a shard's directory when there are several shards: its metrics listener's port."""
+INT32_MAX = 2**31 - 1
 
 
 class StartupError(Exception):
@@ -95,7 +97,8 @@ class CoordinatorServer:
     """One coordinator node. With `coordinator.shards` above 1 it is shard `shard` of the layout
     (`coordinator/shards/placement.py`): node `node.id + shard`, each listener's port `+ shard`,
     its log and lock in its shard directory; the topic catalog is the root's, shared by every
-    shard, and the embedded data plane is served by shard 0 alone."""
+    shard, and the embedded data plane is served by shard 0 alone. In sidecar mode shard k is node
+    `sidecar.node.id + k`, and every shard forwards (`coordinator/sidecar`)."""
 
     def __init__(self, config: Config, shard: int | None = None) -> None:
         self.config = config
@@ -119,25 +122,30 @@ class CoordinatorServer:
         # Sidecar mode (upstream.bootstrap.servers set): no embedded catalog or data plane; topics
         # come from the upstream, and what is not a group API is forwarded (coordinator/sidecar).
         self.sidecar: Sidecar | None = None
-        node_id = config["node.id"] + self.shard_index
-        if config.build(SidecarConfig).upstream_bootstrap_servers and self.layout.shards > 1:
-            raise StartupError("coordinator.shards above 1 is not served in sidecar mode yet")
-        if config.build(SidecarConfig).upstream_bootstrap_servers:
-            node_id = config.build(SidecarConfig).sidecar_node_id
-            try:  # the coordinator's own credentials upstream (one sidecar per process)
-                UpstreamConnection.security = upstream_security(config)
-            except SecurityConfigError as exc:
-                raise StartupError(str(exc)) from exc
-            self.sidecar = Sidecar(config, lambda: (self.node.node_id, self.node.host, self.node.port),
-                                   self._connection_factory, lambda: self.shard)
-        self.catalog = TopicCatalog(None if self.sidecar else config.data_dir / "topics.json",
+        sidecar = config.build(SidecarConfig)
+        # Shard k is node `first + k`: node.id's, or in sidecar mode sidecar.node.id's (the
+        # coordinator's own nodes there, beside the upstream's brokers).
+        first_node_id = sidecar.sidecar_node_id if sidecar.upstream_bootstrap_servers else config["node.id"]
+        node_id = first_node_id + self.shard_index
+        self.catalog = TopicCatalog(None if sidecar.upstream_bootstrap_servers else config.data_dir / "topics.json",
                                     shared=self.layout.shards > 1)
-        self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
         self.view = NodeView(Node(node_id, host, port), config["cluster.id"], self.catalog,
                              TopicDefaults(config["num.partitions"], config["auto.create.topics.enable"]),
                              {listener.name: Node(node_id, listener.advertised_host or host, listener.advertised_port)
                               for listener in self.listeners}, self.layout, self.shard_index,
-                             cluster_nodes(config.listeners, config["node.id"], self.layout.shards, host))
+                             cluster_nodes(config.listeners, first_node_id, self.layout.shards, host))
+        owns = owner(self.layout, self.shard_index) if self.layout.shards > 1 else None
+        if sidecar.upstream_bootstrap_servers:
+            if self.layout.shards > 1:
+                _check_sidecar_shards(sidecar, self.layout.shards)
+            try:  # the coordinator's own credentials upstream (one sidecar per process)
+                UpstreamConnection.security = upstream_security(config)
+            except SecurityConfigError as exc:
+                raise StartupError(str(exc)) from exc
+            self.sidecar = Sidecar(config, node_id, self._coordinator_nodes, self._connection_factory,
+                                   lambda: self.shard, owns,
+                                   TopicsChanged(self.root) if self.layout.shards > 1 else None)
+        self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
         # What each listener asks of its connections (TLS, SASL); a bad key file or mechanism
         # stops start-up here, before anything is opened.
         try:
@@ -165,8 +173,7 @@ class CoordinatorServer:
             on_fatal=_fail_stop, remove_dir=_remove_empty_dir)
         self.shard: ShardRuntime | None = None
         self.history: HistoryWriter | None = None
-        groups = group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]),
-                                owner(self.layout, self.shard_index) if self.layout.shards > 1 else None)
+        groups = group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]), owns)
         groups += security_handlers(lambda: self.shard)
         if self.sidecar is not None:
             handlers = self.sidecar.serve_locally(
@@ -209,6 +216,11 @@ class CoordinatorServer:
     @node.setter
     def node(self, node: Node) -> None:
         self.view.node = node
+
+    def _coordinator_nodes(self) -> list[tuple[int, str, int]]:
+        """Sidecar mode: every shard's coordinator node as the first listener advertises it
+        (shard 0 first; this node alone with one shard), for the rewritten Metadata."""
+        return [(n.node_id, n.host, n.port) for n in self.view.cluster(self.listeners[0].name)]
 
     # -- lifecycle ----------------------------------------------------------------------------
     @property
@@ -265,7 +277,7 @@ class CoordinatorServer:
         if self.serves_data_plane:
             self._background.append(asyncio.create_task(self._enforce_retention(), name="retention"))
         self._background.append(asyncio.create_task(self._compact_periodically(), name="compaction"))
-        if self.layout.shards > 1:  # other shards' catalog changes reach this one's groups
+        if self.layout.shards > 1 and self.sidecar is None:  # other shards' catalog changes reach this one's groups
             self._background.append(asyncio.create_task(self.catalog.watch(), name="catalog-watch"))
         metrics.READY.set(1)
         ports = self.ports
@@ -377,6 +389,11 @@ class CoordinatorServer:
         # then every catalog change, through the shard's queue.
         if self.sidecar is not None:
             await self.sidecar.wait_ready()  # the upstream's topics are the snapshot
+            if self.layout.shards > 1 and (collisions := self.sidecar.colliding_node_ids()):
+                broker, k = next(iter(collisions.items()))
+                raise StartupError(
+                    f"upstream broker {broker} has the node id of coordinator shard {k} (sidecar.node.id "
+                    f"{broker - k} + {k}): set sidecar.node.id above the upstream's broker ids")
         shard.post(consumer_groups.topics_snapshot(self.topics))
         self.topics.add_listener(lambda change: shard.post(consumer_groups.topic_change(change)))
         await shard.start(writer_id=f"node-{self.node.node_id}-{uuid.uuid4()}")
@@ -580,6 +597,18 @@ def prepare_data_dir(path: Path) -> None:
         probe.unlink()
     except OSError as exc:
         raise StartupError(f"log.dirs {path}: not writable: {_reason(exc)}") from exc
+
+
+def _check_sidecar_shards(sidecar: SidecarConfig, shards: int) -> None:
+    """Sidecar mode over several shards: the shards' node ids must be Kafka node ids (int32), and
+    the shards share the broker listeners' ports, which needs SO_REUSEPORT."""
+    last = sidecar.sidecar_node_id + shards - 1
+    if last > INT32_MAX:
+        raise StartupError(f"sidecar.node.id {sidecar.sidecar_node_id} + coordinator.shards {shards} - 1 = {last} "
+                           f"is not a Kafka node id (at most {INT32_MAX})")
+    if not hasattr(socket, "SO_REUSEPORT"):
+        raise StartupError("coordinator.shards above 1 in sidecar mode needs SO_REUSEPORT, which this platform "
+                           "does not have")
 
 
 def _shifted(listener: Listener, shard: int) -> Listener:

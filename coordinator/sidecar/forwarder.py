@@ -14,7 +14,8 @@ The listener of upstream broker N forwards to N's current address; the coordinat
 order. Only the correlation id of a request changes; a response is rewritten only when it carries
 broker endpoints (`rewrite`). A failure (upstream gone, refused, broken stream) surfaces as
 `ForwardError`: the client connection is closed, as a broker going away closes it. A forwarded
-CreateTopics, DeleteTopics or CreatePartitions refreshes the upstream catalog once answered.
+CreateTopics, DeleteTopics or CreatePartitions refreshes the upstream catalog once answered (every
+shard's, with several shards).
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ class Route:
     def _topics_changed(self, _: asyncio.Future[None]) -> None:
         """A CreateTopics, DeleteTopics or CreatePartitions went through: read the upstream's
         topics now rather than at the next periodic refresh, so groups (and regexes) follow."""
-        self._sidecar.cluster.request_refresh()
+        self._sidecar.topics_changed()
 
     async def _connect(self) -> ResponsePump:
         cluster = self._sidecar.cluster

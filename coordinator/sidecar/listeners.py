@@ -4,7 +4,15 @@ Port rule: upstream broker N is presented at `sidecar.listener.base.port + N`, b
 `listeners` and advertised on the host of `advertised.listeners` (default: `listeners`). The rule
 depends only on configuration and the broker's node id, so a restarted coordinator or a standby
 taking over opens the same ports and clients' cached metadata stays valid. The coordinator's own
-node (FindCoordinator for groups) is the `listeners` address, with id `sidecar.node.id`.
+node (FindCoordinator for groups) is the `listeners` address, with id `sidecar.node.id`; with
+several shards (`coordinator.shards`) shard k is node `sidecar.node.id + k` on each listener's port + k.
+
+With several shards every shard opens every broker's listener, with SO_REUSEPORT: the kernel hands
+each new client connection to one of the shards listening, so forwarding uses every process (per
+connection, whatever the number of brokers), and a shard that dies takes only its own connections
+with it (clients reconnect and land on a live shard). Forwarding keeps no state beyond a
+connection, so any shard can carry any broker's connections. One shard binds as before (no
+SO_REUSEPORT): a second process on the same ports is refused rather than shares them.
 
 Listeners are opened only by the data directory's owner (a standby opens them when it takes over),
 for every broker in the latest upstream Metadata; a broker that appears later gets its listener on
@@ -15,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..logging import get_logger
 
@@ -26,13 +34,15 @@ MAX_PORT = 65535
 
 class ListenerSet:
     def __init__(self, bind_host: str, advertised_host: str, base_port: int,
-                 coordinator: Callable[[], tuple[int, str, int]],
-                 factory: Callable[[int], asyncio.Protocol]) -> None:
+                 coordinators: Callable[[], Sequence[tuple[int, str, int]]],
+                 factory: Callable[[int], asyncio.Protocol], *, reuse_port: bool = False) -> None:
         self.bind_host = bind_host
         self.advertised_host = advertised_host
         self.base_port = base_port
-        self._coordinator = coordinator
+        self._coordinators = coordinators
         self._factory = factory
+        self.reuse_port = reuse_port
+        """Several shards open the same ports (SO_REUSEPORT)."""
         self._servers: dict[int, asyncio.Server] = {}
         self._wanted: set[int] = set()
         self._active = False
@@ -45,8 +55,9 @@ class ListenerSet:
         return self.advertised_host, self.base_port + node_id
 
     @property
-    def coordinator(self) -> tuple[int, str, int]:
-        return self._coordinator()
+    def coordinators(self) -> Sequence[tuple[int, str, int]]:
+        """The coordinator's own nodes (one per shard, shard 0 first): id, advertised host and port."""
+        return self._coordinators()
 
     def port(self, node_id: int) -> int:
         return self.base_port + node_id
@@ -86,7 +97,8 @@ class ListenerSet:
                 continue
             try:
                 self._servers[node_id] = await loop.create_server(
-                    lambda n=node_id: self._factory(n), self.bind_host, port, reuse_address=True, ssl=self.ssl_context)
+                    lambda n=node_id: self._factory(n), self.bind_host, port, reuse_address=True,
+                    reuse_port=self.reuse_port or None, ssl=self.ssl_context)
             except OSError as exc:
                 log.error("sidecar_listener_failed", node_id=node_id, listen=f"{self.bind_host}:{port}",
                           error=str(exc))

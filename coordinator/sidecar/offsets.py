@@ -8,7 +8,9 @@ upstream's group coordinator) are committed here as a
 simple commit (generation -1, empty member id) through the core, so they are records in the log
 before the waiting request (and any OffsetFetch) is answered. Upstream trouble is retried with
 backoff and a log line; the group's requests wait meanwhile (clients time out and retry as with a
-coordinator still loading). Other groups are never held up.
+coordinator still loading). Other groups are never held up. With several shards only the groups
+this shard coordinates are imported (`owns`); a request for another shard's group goes on to its
+NOT_COORDINATOR answer without touching the upstream.
 
 Mirror (after the fact): every `OffsetsCommitted` event marks its group dirty. Every
 `upstream.offsets.mirror.interval.ms` the bridge reads each dirty group's offsets from the core (an
@@ -84,8 +86,10 @@ def group_ids(api_key: int, request: Any) -> list[str]:
 
 
 class OffsetBridge:
-    def __init__(self, cluster: UpstreamCluster, shard: Callable[[], ShardRuntime | None], interval_ms: int) -> None:
+    def __init__(self, cluster: UpstreamCluster, shard: Callable[[], ShardRuntime | None], interval_ms: int,
+                 owns: Callable[[str], bool] | None = None) -> None:
         self._cluster = cluster
+        self._owns = owns
         self._shard = shard
         self._interval_s = interval_ms / 1000
         self._checked: set[str] = set()
@@ -111,6 +115,8 @@ class OffsetBridge:
             if shard is None or not shard.loaded:
                 return inner(ctx, request)  # answers COORDINATOR_LOAD_IN_PROGRESS
             pending = [g for g in group_ids(ctx.api_key, request) if g not in self._checked]
+            if self._owns is not None:
+                pending = [g for g in pending if self._owns(g)]
             if not pending:
                 return inner(ctx, request)
             return self._after_import(shard, pending, lambda: inner(ctx, request))

@@ -1,8 +1,9 @@
 """Rewriting the responses that carry broker endpoints, so no upstream address reaches a client.
 
 - Metadata: every broker becomes our listener for it (advertised host, `sidecar.listener.base.port`
-  + node id), and the coordinator's own node is added when absent (clients see it as a broker, as
-  a Kafka group coordinator is one).
+  + node id), and the coordinator's own nodes (one per shard, `coordinator.shards`) are added when
+  absent (clients see them as brokers, as a Kafka group coordinator is one). The answer depends only
+  on the configuration and the upstream, so every shard rewrites alike.
 - DescribeCluster: the same, for the `brokers` list.
 - Produce v10+ and Fetch v16+: the `NodeEndpoints` leader hints (KIP-951).
 - FindCoordinator for transaction keys is answered by `find_coordinator` in this package.
@@ -14,7 +15,7 @@ Everything else passes through untouched. A response that cannot be decoded is a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from protocol.codec import encode_response
@@ -26,12 +27,12 @@ NODE_ENDPOINTS_TAG = 0
 
 
 class Endpoints(Protocol):
-    """Where clients reach each node, and the coordinator's own node."""
+    """Where clients reach each node, and the coordinator's own nodes (shard 0 first)."""
 
     def address(self, node_id: int) -> tuple[str, int]: ...
 
     @property
-    def coordinator(self) -> tuple[int, str, int]: ...
+    def coordinators(self) -> Sequence[tuple[int, str, int]]: ...
 
 
 def needs_rewrite(api_key: int, version: int) -> bool:
@@ -57,9 +58,10 @@ def rewrite(api_key: int, version: int, body: bytearray, correlation_id: int, en
 def _metadata(response: Any, endpoints: Endpoints) -> Any:
     brokers = [dataclasses.replace(b, host=h, port=p)
                for b in response.brokers for h, p in [endpoints.address(int(b.node_id))]]
-    node_id, host, port = endpoints.coordinator
-    if brokers and all(int(b.node_id) != node_id for b in brokers):
-        brokers.append(_like(response.brokers[0], node_id=node_id, host=host, port=port))
+    if brokers:
+        present = {int(b.node_id) for b in brokers}
+        brokers += [_like(response.brokers[0], node_id=node_id, host=host, port=port)
+                    for node_id, host, port in endpoints.coordinators if node_id not in present]
     return dataclasses.replace(response, brokers=tuple(brokers))
 
 
@@ -80,9 +82,9 @@ def _describe_cluster(response: Any, endpoints: Endpoints) -> Any:
         return None
     brokers = [dataclasses.replace(b, host=h, port=p)
                for b in response.brokers for h, p in [endpoints.address(int(b.broker_id))]]
-    node_id, host, port = endpoints.coordinator
-    if all(int(b.broker_id) != node_id for b in brokers):
-        brokers.append(_like(response.brokers[0], broker_id=node_id, host=host, port=port))
+    present = {int(b.broker_id) for b in brokers}
+    brokers += [_like(response.brokers[0], broker_id=node_id, host=host, port=port)
+                for node_id, host, port in endpoints.coordinators if node_id not in present]
     return dataclasses.replace(response, brokers=tuple(brokers))
 
 

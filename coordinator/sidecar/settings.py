@@ -33,5 +33,6 @@ class SidecarConfig:
         "Sidecar mode: upstream broker N is presented at this port + N (ours).", check=at_least(1))
     sidecar_node_id: int = setting(
         "sidecar.node.id", 1000000,
-        "Sidecar mode: the coordinator's own node id; must differ from every upstream broker id (ours).",
+        "Sidecar mode: the coordinator's own node id (shard k: this + k); must differ from every upstream "
+        "broker id (ours).",
         check=at_least(0))

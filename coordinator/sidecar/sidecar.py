@@ -7,12 +7,19 @@ side sees only a topic source (`UpstreamCatalog`) and never learns which mode it
 
 This object wires the parts together for the server: the upstream view (`cluster`), the listener
 set, per-connection routes, the ApiVersions table, offset import and mirror.
+
+With several shards (`coordinator.shards`) each shard process has its own `Sidecar`: it reads the
+upstream on its own (brokers, topics), coordinates the groups of its partitions (node
+`sidecar.node.id + k`: FindCoordinator names it, offsets are imported and mirrored by it), and
+forwards data-plane requests like every other shard (the broker listeners are shared, see
+`listeners`). A forwarded CreateTopics, DeleteTopics or CreatePartitions also tells the other
+shards (`TopicsChanged`), which read the upstream's topics again at once, as the forwarding shard does.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..config import Config, parse_host_port
@@ -27,6 +34,7 @@ from .forwarder import Route
 from .listeners import ListenerSet
 from .offsets import OffsetBridge
 from .settings import SidecarConfig
+from .topics_changed import TopicsChanged
 
 if TYPE_CHECKING:
     from ..runtime.shard import ShardRuntime
@@ -37,19 +45,29 @@ TRANSACTION = 1  # FindCoordinator key type
 
 
 class Sidecar:
-    def __init__(self, config: Config, coordinator: Callable[[], tuple[int, str, int]],
+    def __init__(self, config: Config, node_id: int, coordinators: Callable[[], Sequence[tuple[int, str, int]]],
                  factory: Callable[[Route | None], asyncio.Protocol],
-                 shard: Callable[[], ShardRuntime | None]) -> None:
+                 shard: Callable[[], ShardRuntime | None], owns: Callable[[str], bool] | None = None,
+                 topics_changed: TopicsChanged | None = None) -> None:
+        """`node_id` is this process's coordinator node; `coordinators` every shard's (shard 0
+        first); `owns` says which groups this shard coordinates (None: all, one shard);
+        `topics_changed` is shared with the other shards (None: one shard)."""
         settings = config.build(SidecarConfig)
         bootstrap = [parse_host_port(s) for s in settings.upstream_bootstrap_servers]
         self.cluster = UpstreamCluster(bootstrap, settings.upstream_metadata_max_age_ms, self._brokers_changed)
         self.catalog = self.cluster.catalog
         bind_host, _ = config.listen
         advertised_host, _ = config.advertised
+        self.sharded = topics_changed is not None
+        """One of several shards: the broker listeners are shared with the others."""
         self.listeners = ListenerSet(bind_host, advertised_host, settings.sidecar_listener_base_port,
-                                     coordinator, lambda node_id: factory(self.route(node_id)))
-        self.offsets = OffsetBridge(self.cluster, shard, settings.upstream_offsets_mirror_interval_ms)
-        self._coordinator = coordinator
+                                     coordinators, lambda node_id: factory(self.route(node_id)),
+                                     reuse_port=self.sharded)
+        self.offsets = OffsetBridge(self.cluster, shard, settings.upstream_offsets_mirror_interval_ms, owns)
+        self.node_id = node_id
+        self._coordinators = coordinators
+        self._topics_changed = topics_changed
+        self._watching: asyncio.Task[None] | None = None
         self.local_keys: frozenset[int] = frozenset()
         apis.warm()
         self._table: tuple[Mapping[int, tuple[int, int]], dict[int, tuple[int, int]]] | None = None
@@ -113,8 +131,11 @@ class Sidecar:
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
         log.info("sidecar_mode", upstream=self.cluster.names, listener_base_port=self.listeners.base_port,
-                 coordinator_node_id=self._coordinator()[0])
+                 coordinator_node_id=self.node_id)
         self.cluster.start()
+        if self._topics_changed is not None:
+            self._watching = asyncio.create_task(self._topics_changed.watch(self.cluster.request_refresh),
+                                                 name="sidecar-topics-changed")
 
     async def activate(self) -> None:
         """The data directory is ours: open the per-broker listeners (now, or when Metadata comes)."""
@@ -127,17 +148,36 @@ class Sidecar:
     def attach(self, shard: ShardRuntime) -> None:
         self.offsets.attach(shard)
 
+    def topics_changed(self) -> None:
+        """A forwarded request changed the upstream's topics: read them now (and so do the other shards)."""
+        self.cluster.request_refresh()
+        if self._topics_changed is not None:
+            self._topics_changed.announce()
+
+    def colliding_node_ids(self) -> dict[int, int]:
+        """Upstream broker id -> the shard whose coordinator node has that id (several shards)."""
+        ours = {node_id: k for k, (node_id, _, _) in enumerate(self._coordinators())}
+        return {broker: ours[broker] for broker in sorted(self.cluster.brokers) if broker in ours}
+
     async def stop(self) -> None:
+        if self._watching is not None:
+            self._watching.cancel()
         self.listeners.close()
         await self.offsets.stop()
         await self.listeners.wait_closed()
         await self.cluster.stop()
 
     def _brokers_changed(self, brokers: dict[int, tuple[str, int]]) -> None:
-        node_id = self._coordinator()[0]
-        if node_id in brokers:
-            log.warning("sidecar_node_id_collision", node_id=node_id,
-                        detail="an upstream broker has sidecar.node.id; its listener serves the groups too")
+        if not self.sharded:
+            if self.node_id in brokers:
+                log.warning("sidecar_node_id_collision", node_id=self.node_id,
+                            detail="an upstream broker has sidecar.node.id; its listener serves the groups too")
+        else:
+            for node_id, k in self.colliding_node_ids().items():
+                # Refused at start (the server checks the first Metadata); a broker added later:
+                log.error("sidecar_node_id_collision", node_id=node_id, shard=k,
+                          detail="an upstream broker has a coordinator shard's node id (sidecar.node.id + shard): "
+                                 "clients cannot reach both; move sidecar.node.id clear of the upstream's broker ids")
         self.listeners.update(set(brokers))
 
     def _watch_subscriptions(self, handler: ApiHandler) -> ApiHandler:

@@ -37,8 +37,8 @@ class Endpoints:
         return "sidecar.local", 19092 + node_id
 
     @property
-    def coordinator(self) -> tuple[int, str, int]:
-        return 1_000_000, "sidecar.local", 9092
+    def coordinators(self) -> list[tuple[int, str, int]]:
+        return [(1_000_000, "sidecar.local", 9092)]
 
 
 @dataclass

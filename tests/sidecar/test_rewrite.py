@@ -21,17 +21,20 @@ UPSTREAM = {1: ("10.0.0.1", 9092), 2: ("10.0.0.2", 9092)}
 
 
 class Endpoints:
+    def __init__(self, shards: int = 1) -> None:
+        self.shards = shards
+
     def address(self, node_id: int) -> tuple[str, int]:
         return "sidecar.local", 19092 + node_id
 
     @property
-    def coordinator(self) -> tuple[int, str, int]:
-        return 1_000_000, "sidecar.local", 9092
+    def coordinators(self) -> list[tuple[int, str, int]]:
+        return [(1_000_000 + k, "sidecar.local", 9092 + k) for k in range(self.shards)]
 
 
-def through_sidecar(api_key: int, version: int, description: dict[str, Any]) -> Any:
+def through_sidecar(api_key: int, version: int, description: dict[str, Any], shards: int = 1) -> Any:
     upstream_frame = bytearray(encode_response(77, build(response_schema(api_key, version), description)))
-    client_frame = rewrite(api_key, version, upstream_frame, 5, Endpoints())
+    client_frame = rewrite(api_key, version, upstream_frame, 5, Endpoints(shards))
     correlation_id, response = decode_response(api_key, version, bytes(client_frame[4:]))
     assert correlation_id == 5
     return response
@@ -44,6 +47,24 @@ def test_metadata_brokers_become_our_listeners_plus_the_coordinator(version: int
         "controller_id": 2, "cluster_id": "c", "topics": []})
     assert {(int(b.node_id), b.host, int(b.port)) for b in response.brokers} == {
         (1, "sidecar.local", 19093), (2, "sidecar.local", 19094), (1_000_000, "sidecar.local", 9092)}
+
+
+@pytest.mark.parametrize("version", [1, 12])
+def test_metadata_lists_every_shard_coordinator_node(version: int) -> None:
+    response = through_sidecar(3, version, {
+        "brokers": [{"node_id": n, "host": h, "port": p, "rack": None} for n, (h, p) in UPSTREAM.items()],
+        "controller_id": 2, "cluster_id": "c", "topics": []}, shards=3)
+    assert [(int(b.node_id), b.host, int(b.port)) for b in response.brokers] == [
+        (1, "sidecar.local", 19093), (2, "sidecar.local", 19094), (1_000_000, "sidecar.local", 9092),
+        (1_000_001, "sidecar.local", 9093), (1_000_002, "sidecar.local", 9094)]
+
+
+def test_describe_cluster_lists_every_shard_coordinator_node() -> None:
+    response = through_sidecar(60, 1, {
+        "brokers": [{"broker_id": n, "host": h, "port": p} for n, (h, p) in UPSTREAM.items()],
+        "controller_id": 1, "cluster_id": "c", "endpoint_type": 1}, shards=2)
+    assert [(int(b.broker_id), int(b.port)) for b in response.brokers] == [
+        (1, 19093), (2, 19094), (1_000_000, 9092), (1_000_001, 9093)]
 
 
 def test_describe_cluster_brokers_are_rewritten() -> None:
