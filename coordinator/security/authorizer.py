@@ -9,9 +9,10 @@ Decisions are cached per (principal, host, operation, resource) until the ACLs c
 `version`), so a heartbeat with an authorizer costs one dict lookup. With no authorizer configured
 `ctx.authz` is None and handlers skip every check: that is the hot path, one attribute test.
 
-The ACLs are read as the live store holds them, so an ACL change applies as soon as it is handled,
-a moment before its record is durable (Kafka's brokers apply an ACL when its metadata record is
-committed; a crash in between forgets a change whose client was never told it succeeded).
+The ACLs are the store's published view (`SecurityStore.index`): an ACL created or deleted
+decides requests only once the log entry carrying it is durable, as Kafka's brokers apply an ACL
+when its metadata record is committed; a crash can never undo a change that already allowed or
+denied a request (`tests/security/test_acl_durability.py`).
 Until the log is loaded the ACLs are unknown: connections hold every request until it is
 (`ready`), as a Kafka broker does not serve before its authorizer has loaded.
 """
