@@ -63,7 +63,17 @@ def consumer_group_heartbeat(shard: Callable[[], ShardRuntime | None]) -> ApiHan
             client_host=f"/{ctx.client_host}",
             member_id_required=v1,
             new_member_id="" if v1 or r.member_id else new_member_id(),
+            describable_topics=describable(ctx),
         )
+
+    def describable(ctx: RequestContext) -> frozenset[str] | None:
+        """Under an authorizer, the topics a regex of this member may match (Kafka resolves a
+        regex among the topics the principal may DESCRIBE); computed here, at the edge, so the
+        core stays pure. Read from the core's own topic image (same loop, read only)."""
+        authz, runtime = ctx.authz, shard()
+        if authz is None or runtime is None:
+            return None
+        return authz.describable_topics(ctx, runtime.core.topics)  # type: ignore[no-any-return]
 
     def to_wire(ctx: RequestContext, r: Any, resp: Any) -> dict[str, Any]:
         assignment = None
