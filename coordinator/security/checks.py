@@ -41,17 +41,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from protocol.errors import ErrorCode
 
-from .acls import AclOperation
 from .authorizer import CLUSTER, DELETE, DESCRIBE, GROUP, READ, TOPIC
+from .operations import NOT_REQUESTED, authorized_operations
 
 if TYPE_CHECKING:
     from ..runtime.registry import RequestContext
 
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-NOT_REQUESTED = -(2**31)
-GROUP_OPERATIONS = (AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS,
-                    AclOperation.ALTER_CONFIGS)
 Merge = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -74,7 +71,7 @@ def _allowed(ctx: RequestContext, operation: int, resource_type: int, name: str)
 
 def group_operations(ctx: RequestContext, group_id: str) -> int:
     """Kafka's authorized operations bitmask of a group for the principal."""
-    return sum(1 << op for op in GROUP_OPERATIONS if _allowed(ctx, op, GROUP, group_id))
+    return authorized_operations(ctx, GROUP, group_id)
 
 
 def _member_of_group(operation: int) -> Check:

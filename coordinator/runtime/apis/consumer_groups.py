@@ -10,7 +10,8 @@ Version notes:
   INVALID_REGULAR_EXPRESSION. librdkafka only speaks v1.
 - Both are flexible from v0; the response `Assignment` is a nullable struct (null = unchanged).
 - ConsumerGroupDescribe v1 only adds the member's MemberType (0 classic, 1 consumer protocol;
-  KIP-1099). IncludeAuthorizedOperations is answered as a broker without an authorizer does.
+  KIP-1099). IncludeAuthorizedOperations: every group operation without an authorizer (3400), the
+  principal's with one (`security/checks.py`).
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from typing import Any
 from ...catalog.catalog import Topic, TopicChange
 from ...core import requests as core
 from ...core.consumer.topics import TopicInfo
+from ...security.operations import NOT_REQUESTED
 from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
-from .group_admin import ALL_GROUP_OPERATIONS, NOT_REQUESTED
+from .group_admin import ALL_GROUP_OPERATIONS
 from .group_api import group_api, ms
 
 CONSUMER_GROUP_HEARTBEAT = 68
