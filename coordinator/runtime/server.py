@@ -62,7 +62,6 @@ from ..shards.placement import LayoutError, check_partitions, read_layout
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
-from ..sidecar.upstream import UpstreamConnection
 from . import durable, gc_policy, group_metrics, kafka_metrics, ownership
 from .apis import Node, NodeView, TopicDefaults, bootstrap_handlers, consumer_groups, group_handlers
 from .connection import KafkaConnection
@@ -88,12 +87,12 @@ class CoordinatorServer:
         node_id = config["node.id"]
         if config.build(SidecarConfig).upstream_bootstrap_servers:
             node_id = config.build(SidecarConfig).sidecar_node_id
-            try:  # the coordinator's own credentials upstream (one sidecar per process)
-                UpstreamConnection.security = upstream_security(config)
+            try:  # the coordinator's own credentials upstream
+                security = upstream_security(config)
             except SecurityConfigError as exc:
                 raise StartupError(str(exc)) from exc
             self.sidecar = Sidecar(config, lambda: (self.node.node_id, self.node.host, self.node.port),
-                                   self._connection_factory, lambda: self.shard)
+                                   self._connection_factory, lambda: self.shard, security)
         self.catalog = TopicCatalog(None if self.sidecar else config.data_dir / "topics.json")
         self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
         self.view = NodeView(Node(node_id, host, port), config["cluster.id"], self.catalog,

@@ -21,6 +21,7 @@ from ..runtime.apis import api_versions, find_coordinator
 from ..runtime.apis.common import respond
 from ..runtime.apis.view import NodeView
 from ..runtime.registry import ApiHandler, RequestContext
+from ..security.upstream import UpstreamSecurity
 from . import apis
 from .cluster import UpstreamCluster
 from .forwarder import Route
@@ -39,10 +40,13 @@ TRANSACTION = 1  # FindCoordinator key type
 class Sidecar:
     def __init__(self, config: Config, coordinator: Callable[[], tuple[int, str, int]],
                  factory: Callable[[Route | None], asyncio.Protocol],
-                 shard: Callable[[], ShardRuntime | None]) -> None:
+                 shard: Callable[[], ShardRuntime | None], security: UpstreamSecurity | None = None) -> None:
         settings = config.build(SidecarConfig)
         bootstrap = [parse_host_port(s) for s in settings.upstream_bootstrap_servers]
-        self.cluster = UpstreamCluster(bootstrap, settings.upstream_metadata_max_age_ms, self._brokers_changed)
+        self.security = security
+        """This sidecar's upstream credentials (TLS, SASL; None: PLAINTEXT): every connection it opens upstream."""
+        self.cluster = UpstreamCluster(bootstrap, settings.upstream_metadata_max_age_ms, self._brokers_changed,
+                                       security)
         self.catalog = self.cluster.catalog
         bind_host, _ = config.listen
         advertised_host, _ = config.advertised
