@@ -21,6 +21,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import msgspec
+
 from ...catalog.catalog import Topic, TopicChange
 from ...core import requests as core
 from ...core.consumer.topics import TopicInfo
@@ -49,7 +51,7 @@ def consumer_group_heartbeat(shard: Callable[[], ShardRuntime | None]) -> ApiHan
                 if tp.topic_id is not None
             )
         v1 = ctx.api_version >= 1
-        return core.ConsumerGroupHeartbeat(
+        request = core.ConsumerGroupHeartbeat(
             ref=ref,
             group_id=r.group_id,
             member_id=r.member_id,
@@ -65,17 +67,16 @@ def consumer_group_heartbeat(shard: Callable[[], ShardRuntime | None]) -> ApiHan
             client_host=f"/{ctx.client_host}",
             member_id_required=v1,
             new_member_id="" if v1 or r.member_id else new_member_id(),
-            describable_topics=describable(ctx),
         )
-
-    def describable(ctx: RequestContext) -> frozenset[str] | None:
-        """Under an authorizer, the topics a regex of this member may match (Kafka resolves a
-        regex among the topics the principal may DESCRIBE); computed here, at the edge, so the
-        core stays pure. Read from the core's own topic image (same loop, read only)."""
         authz, runtime = ctx.authz, shard()
-        if authz is None or runtime is None:
-            return None
-        return authz.describable_topics(ctx, runtime.core.topics)  # type: ignore[no-any-return]
+        if authz is not None and runtime is not None:
+            # Under an authorizer: the topics a regex of this member may match (Kafka resolves a
+            # regex among the topics the principal may DESCRIBE), computed here at the edge so the
+            # core stays pure, from the core's own topic image (same loop, read only). Set apart:
+            # one more keyword costs the struct's constructor its fast path (~7k instructions).
+            request = msgspec.structs.replace(
+                request, describable_topics=authz.describable_topics(ctx, runtime.core.topics))
+        return request
 
     def to_wire(ctx: RequestContext, r: Any, resp: Any) -> dict[str, Any]:
         assignment = None
