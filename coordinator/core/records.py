@@ -185,6 +185,9 @@ class ConsumerGroupMemberMetadataValue(_Struct, frozen=True):
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
     classic_member_metadata: ClassicMemberMetadata | None = None  # online migration (KIP-848)
+    # With an authorizer: the topics the member's regex may match (those its principal may DESCRIBE
+    # among the regex's matches when it was last resolved); None: no filter (no authorizer).
+    regex_authorized_topics: tuple[str, ...] | None = None  # sorted
 
 
 class ConsumerGroupTargetAssignmentMetadataKey(_Struct, frozen=True):

@@ -202,6 +202,9 @@ class ConsumerGroupHeartbeat(msgspec.Struct, frozen=True, gc=False):
     # may send "" and get ``new_member_id``, which the adapter pre-generates (the core makes no ids).
     member_id_required: bool = True
     new_member_id: str = ""
+    # With an authorizer, computed at the edge: every topic the member's principal may DESCRIBE (a
+    # regex matches only those, as Kafka's regex resolution filters); None: no authorizer.
+    describable_topics: frozenset[str] | None = None
 
 
 class ConsumerGroupDescribe(msgspec.Struct, frozen=True, gc=False):

@@ -126,6 +126,10 @@ class CoordinatorShard:
         self.offsets = OffsetManager(self.config, self.groups, simple[0], self.topics)
         self.admin = GroupAdmin(self.groups, self.offsets)
         self.security = SecurityStore()  # SCRAM credentials and ACLs (coordinator/security/store.py)
+        self.publishers: tuple[SecurityStore, ...] = (self.security,)
+        """State the edges read that must change only once the entry carrying the change is
+        durable: `mark()` after an entry is appended, `publish(mark)` when it is durable (the
+        runtime's job, `ShardRuntime._settle`)."""
         registrations += [
             Registration(name="coordinator-epoch", replayers={CoordinatorEpochKey: self._replay_epoch}),
             self.offsets.registration,

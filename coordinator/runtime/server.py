@@ -72,7 +72,6 @@ from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
 from ..sidecar.topics_changed import TopicsChanged
-from ..sidecar.upstream import UpstreamConnection
 from . import durable, gc_policy, group_metrics, kafka_metrics, ownership
 from .apis import Node, NodeView, TopicDefaults, bootstrap_handlers, consumer_groups, group_handlers
 from .apis.group_owner import owner
@@ -138,13 +137,13 @@ class CoordinatorServer:
         if sidecar.upstream_bootstrap_servers:
             if self.layout.shards > 1:
                 _check_sidecar_shards(sidecar, self.layout.shards)
-            try:  # the coordinator's own credentials upstream (one sidecar per process)
-                UpstreamConnection.security = upstream_security(config)
+            try:  # the coordinator's own credentials upstream
+                security = upstream_security(config)
             except SecurityConfigError as exc:
                 raise StartupError(str(exc)) from exc
             self.sidecar = Sidecar(config, node_id, self._coordinator_nodes, self._connection_factory,
                                    lambda: self.shard, owns,
-                                   TopicsChanged(self.root) if self.layout.shards > 1 else None)
+                                   TopicsChanged(self.root) if self.layout.shards > 1 else None, security)
         self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
         # What each listener asks of its connections (TLS, SASL); a bad key file or mechanism
         # stops start-up here, before anything is opened.

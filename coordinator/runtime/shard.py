@@ -37,6 +37,11 @@ callback each would be a loop turn each. Handling never waits for the
 disk: while batch N is being fsynced the shard already handles batch N+1 (so
 ``log.flush.policy=interval`` costs latency, not throughput).
 
+The same rule holds for what the edges decide with: state that the connections read outside the
+shard (ACLs, SCRAM credentials: ``core.publishers``) changes in that view only when the entry
+carrying the change is durable (``_settle`` asks each publisher for a ``mark()`` after appending and
+calls ``publish(mark)`` from the entry's durable point, before the entry's replies are released).
+
 Timer firings and catalog changes enter through the same queue, never touching state directly.
 While ``loaded`` is false (the log is being replayed) adapters answer COORDINATOR_LOAD_IN_PROGRESS.
 A core bug fails the requests it concerns (``Result.failure``) and the shard keeps serving. A log
@@ -49,6 +54,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import functools
 import itertools
 from collections.abc import Callable, Generator, Hashable, Sequence
 from time import perf_counter, perf_counter_ns
@@ -332,6 +338,15 @@ class ShardRuntime:
         its replies by the one release rule."""
         records = result.records
         point = self._append(records) if records else None
+        if records:
+            for publisher in self.core.publishers:  # before the replies: they see what they caused
+                mark = publisher.mark()
+                if mark is not None:
+                    publish = functools.partial(publisher.publish, mark)
+                    if point is None:
+                        publish()
+                    else:
+                        point.add_done_callback(functools.partial(self._after, then=publish))
         if result.timers:
             arm = self._arm
             for op in result.timers:

@@ -9,9 +9,14 @@ Decisions are cached per (principal, host, operation, resource) until the ACLs c
 `version`), so a heartbeat with an authorizer costs one dict lookup. With no authorizer configured
 `ctx.authz` is None and handlers skip every check: that is the hot path, one attribute test.
 
-The ACLs are read as the live store holds them, so an ACL change applies as soon as it is handled,
-a moment before its record is durable (Kafka's brokers apply an ACL when its metadata record is
-committed; a crash in between forgets a change whose client was never told it succeeded).
+The ACLs are the store's published view (`SecurityStore.index`): an ACL created or deleted
+decides requests only once the log entry carrying it is durable, as Kafka's brokers apply an ACL
+when its metadata record is committed; a crash can never undo a change that already allowed or
+denied a request (`tests/security/test_acl_durability.py`).
+`describable_topics(ctx, image)` is the set of topics a principal may DESCRIBE, for the KIP-848
+regex subscriptions (the core resolves a member's regex among them only); it is cached per
+(principal, host) until the topics or the ACLs change.
+
 Until the log is loaded the ACLs are unknown: connections hold every request until it is
 (`ready`), as a Kafka broker does not serve before its authorizer has loaded.
 """
@@ -25,6 +30,7 @@ from .acls import AclOperation, ResourceType
 from .settings import AuthorizerConfig
 
 if TYPE_CHECKING:
+    from ..core.consumer.topics import TopicsImage
     from ..runtime.registry import RequestContext
     from .store import SecurityStore
 
@@ -46,6 +52,8 @@ class Authorizer:
         self._cache: dict[tuple[str, str, int, int, str], bool] = {}
         self._version = -1
         self._ready = False
+        self._describable: dict[tuple[str, str], tuple[int, int, frozenset[str]]] = {}
+        """(principal, host) -> (topics image version, ACL version, the topics it may describe)."""
 
     @property
     def ready(self) -> bool:
@@ -73,6 +81,22 @@ class Authorizer:
                 self._cache.clear()
             self._cache[key] = decision
         return decision
+
+    def describable_topics(self, ctx: RequestContext, image: TopicsImage) -> frozenset[str] | None:
+        """The topics of `image` the principal may DESCRIBE; None for a super user (every topic)."""
+        if ctx.principal in self.super_users:
+            return None
+        store = self._store()
+        acl_version = -1 if store is None else store.version
+        key = (ctx.principal, ctx.client_host)
+        cached = self._describable.get(key)
+        if cached is not None and cached[0] == image.version and cached[1] == acl_version:
+            return cached[2]
+        names = frozenset(t.name for t in image if self.allowed(ctx, DESCRIBE, TOPIC, t.name))
+        if len(self._describable) >= _CACHE_LIMIT:
+            self._describable.clear()
+        self._describable[key] = (image.version, acl_version, names)
+        return names
 
     def cluster(self, ctx: RequestContext, operation: int) -> bool:
         return self.allowed(ctx, operation, CLUSTER, CLUSTER_NAME)

@@ -21,11 +21,15 @@ OffsetFetch                DESCRIBE group (each, v8+);           the group; the 
 OffsetDelete               DELETE group; READ each topic         whole; the topic's partitions
 DescribeGroups,            DESCRIBE each group                   that group; authorized operations
 ConsumerGroupDescribe                                            are the principal's
+ConsumerGroupDescribe      DESCRIBE each topic of its members'   that group (TOPIC_AUTHORIZATION_
+                           assignments and target assignments    FAILED), nothing else shown
 ListGroups                 DESCRIBE cluster, else DESCRIBE       (groups not allowed are left out)
                            each group
 DeleteGroups               DELETE each group                     that group
 ConsumerGroupHeartbeat     READ group; DESCRIBE each subscribed  whole (GROUP_, then
-                           topic                                 TOPIC_AUTHORIZATION_FAILED)
+                           topic name; a regex matches only      TOPIC_AUTHORIZATION_FAILED)
+                           topics the principal may DESCRIBE
+                           (the adapter passes them to the core)
 =========================  ====================================  ==================================
 """
 
@@ -37,17 +41,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from protocol.errors import ErrorCode
 
-from .acls import AclOperation
 from .authorizer import CLUSTER, DELETE, DESCRIBE, GROUP, READ, TOPIC
+from .operations import NOT_REQUESTED, authorized_operations
 
 if TYPE_CHECKING:
     from ..runtime.registry import RequestContext
 
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-NOT_REQUESTED = -(2**31)
-GROUP_OPERATIONS = (AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS,
-                    AclOperation.ALTER_CONFIGS)
 Merge = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -70,7 +71,7 @@ def _allowed(ctx: RequestContext, operation: int, resource_type: int, name: str)
 
 def group_operations(ctx: RequestContext, group_id: str) -> int:
     """Kafka's authorized operations bitmask of a group for the principal."""
-    return sum(1 << op for op in GROUP_OPERATIONS if _allowed(ctx, op, GROUP, group_id))
+    return authorized_operations(ctx, GROUP, group_id)
 
 
 def _member_of_group(operation: int) -> Check:
@@ -168,8 +169,22 @@ def _offset_delete(ctx: RequestContext, r: Any) -> Decision:
 # ---- group administration --------------------------------------------------------------------
 
 
-def _describe_groups(field: str, refused_entry: Callable[[str], dict[str, Any]]) -> Check:
-    """DescribeGroups and ConsumerGroupDescribe: DESCRIBE each group; operations per principal."""
+TOPICS_DENIED_MESSAGE = "The described group uses topics that the client is not authorized to describe."
+
+
+def _uses_hidden_topics(ctx: RequestContext, group: dict[str, Any]) -> bool:
+    """A ConsumerGroupDescribe entry whose members' assignments or target assignments name a topic
+    the principal may not DESCRIBE (Kafka's KafkaApis, KAFKA-18813)."""
+    return any(not _allowed(ctx, DESCRIBE, TOPIC, tp["topic_name"])
+               for member in group.get("members", ())
+               for assignment in (member["assignment"], member["target_assignment"])
+               for tp in assignment["topic_partitions"])
+
+
+def _describe_groups(field: str, refused_entry: Callable[[str], dict[str, Any]], topics: bool = False) -> Check:
+    """DescribeGroups and ConsumerGroupDescribe: DESCRIBE each group; operations per principal;
+    with `topics` (ConsumerGroupDescribe), a group whose assignments name a topic the principal may
+    not DESCRIBE is TOPIC_AUTHORIZATION_FAILED, described no further."""
 
     def check(ctx: RequestContext, r: Any) -> Decision:
         ids = getattr(r, field)
@@ -178,8 +193,15 @@ def _describe_groups(field: str, refused_entry: Callable[[str], dict[str, Any]])
         allowed = tuple(g for g in ids if g not in denied)
 
         def merge(d: dict[str, Any]) -> dict[str, Any]:
-            groups = [{**g, "authorized_operations": group_operations(ctx, g["group_id"])}
-                      if g.get("authorized_operations", NOT_REQUESTED) != NOT_REQUESTED else g for g in d["groups"]]
+            groups = []
+            for g in d["groups"]:
+                if topics and not g.get("error_code") and _uses_hidden_topics(ctx, g):
+                    groups.append({**refused_entry(g["group_id"]), "error_code": TOPIC_DENIED,
+                                   "error_message": TOPICS_DENIED_MESSAGE})
+                elif g.get("authorized_operations", NOT_REQUESTED) != NOT_REQUESTED:
+                    groups.append({**g, "authorized_operations": group_operations(ctx, g["group_id"])})
+                else:
+                    groups.append(g)
             return {**d, "groups": [*groups, *refused]}
 
         if not allowed and refused:
@@ -232,6 +254,6 @@ CHECKS: dict[int, Check] = {
     68: _consumer_group_heartbeat,
     69: _describe_groups("group_ids", lambda g: {
         "error_code": GROUP_DENIED, "error_message": None, "group_id": g, "group_state": "", "assignor_name": "",
-        "members": [], "authorized_operations": NOT_REQUESTED}),
+        "members": [], "authorized_operations": NOT_REQUESTED}, topics=True),
 }
 """api key -> its check. An API missing here (the security APIs) checks in its own precheck."""

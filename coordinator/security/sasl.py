@@ -18,8 +18,9 @@ Rules (as Kafka's authenticator):
   password look alike.
 - The principal is `User:<user name>`. Sessions do not expire (session lifetime 0: re-authentication,
   KIP-368, is not needed because `connections.max.reauth.ms` is not served).
-- SCRAM credentials are read from the log-backed store; while the log is still loading, an
-  exchange waits for it rather than failing a user the log knows.
+- SCRAM credentials are read from the log-backed store (its published view: a credential counts
+  once the entry carrying it is durable); while the log is still loading, an exchange waits for
+  it rather than failing a user the log knows.
 """
 
 from __future__ import annotations

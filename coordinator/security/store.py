@@ -19,10 +19,23 @@ requests and owns two record types (`ScramCredential`, `Acl`; see `core/records.
   INVALID_REQUEST; every match of a delete filter is reported and deleted once).
 
 Every change is a record, so a standby that replays the log has the same users and ACLs.
+
+Two views: the core's and the edge's
+-----------------------------------
+`credentials` and `acls` are the core's view: every change handled so far, durable or not, so the
+next request of the same batch (a DeleteAcls after a CreateAcls) sees it. What the edges use to
+decide (the authorizer's `index` and `version`, SASL's `credential()`) is the published view: a
+change reaches it only once the log entry carrying it is durable (`mark()` / `publish()`, called by
+the runtime from the entry's durable point; `ShardRuntime._settle`). That is the one release rule
+applied to effects rather than replies, and it is what Kafka's brokers do (an ACL or SCRAM change is
+applied when its metadata record is committed): a request is never allowed (or denied) by a change
+that a crash could still undo. A replayed record (loading, a standby tailing) is durable already
+and is published at once.
 """
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 from ..core.effects import Effects
@@ -55,13 +68,25 @@ MAX_RECORDS_PER_USER_OP = 10000
 """Kafka's QuorumController bound on the records one request may write (CreateAcls over it fails)."""
 
 
+_Change = tuple[ScramCredentialKey | AclKey, Any]
+
+
 class SecurityStore:
     def __init__(self) -> None:
         self.credentials: dict[tuple[str, int], ScramCredential] = {}
+        """The core's view: every credential change handled, durable or not."""
         self.acls: set[AclBinding] = set()
-        self.index = AclIndex()
+        """The core's view: every ACL change handled, durable or not."""
+        self._index = AclIndex()
+        self._index_version = 0
         self.version = 0
-        """Bumped on every ACL change (the authorizer's decision cache is keyed by it)."""
+        """Bumped on every published ACL change (the authorizer's decision cache is keyed by it)."""
+        self._published_credentials: dict[tuple[str, int], ScramCredential] = {}
+        self._published_acls: set[AclBinding] = set()
+        self._unpublished: collections.deque[_Change] = collections.deque()
+        self._changes = 0
+        """Changes replayed so far (live or not); `mark()` hands it out, `publish()` catches up to it."""
+        self._published = 0
 
     @property
     def registration(self) -> Registration:
@@ -89,7 +114,51 @@ class SecurityStore:
     # ---- reads -----------------------------------------------------------------------------------
 
     def credential(self, user: str, mechanism: int) -> ScramCredential | None:
-        return self.credentials.get((user, mechanism))
+        """The user's published (durable) credential: what SASL authenticates against."""
+        return self._published_credentials.get((user, mechanism))
+
+    @property
+    def index(self) -> AclIndex:
+        """The published ACLs (durable changes only): what the authorizer decides with. Rebuilt
+        on first use after a change, so loading many ACL records builds it once."""
+        if self._index_version != self.version:
+            self._index = AclIndex(self._published_acls)
+            self._index_version = self.version
+        return self._index
+
+    # ---- publication (the runtime calls these; see the module docstring) ------------------------
+
+    def mark(self) -> int | None:
+        """The position of the last change handled if some change is not published yet, else None.
+        Called after an entry is appended: `publish(mark)` once that entry is durable."""
+        return self._changes if self._published != self._changes else None
+
+    def publish(self, upto: int) -> None:
+        """Publish every change up to `upto` (the log is ordered: a durable entry covers every
+        earlier one). Calls for an older mark do nothing."""
+        acls_changed = False
+        while self._published < upto and self._unpublished:
+            key, value = self._unpublished.popleft()
+            self._published += 1
+            if isinstance(key, AclKey):
+                acl = _binding(key)
+                if value is None:
+                    self._published_acls.discard(acl)
+                else:
+                    self._published_acls.add(acl)
+                acls_changed = True
+            elif value is None:
+                self._published_credentials.pop((key.user, key.mechanism), None)
+            else:
+                self._published_credentials[(key.user, key.mechanism)] = _credential(value)
+        if acls_changed:
+            self.version += 1
+
+    def _changed(self, key: ScramCredentialKey | AclKey, value: Any, live: bool) -> None:
+        self._unpublished.append((key, value))
+        self._changes += 1
+        if not live:  # read from the log: durable already
+            self.publish(self._changes)
 
     def durable_view(self) -> dict[str, Any]:
         return {"credentials": dict(sorted(self.credentials.items())), "acls": sorted(self.acls)}
@@ -169,8 +238,8 @@ class SecurityStore:
         if value is None:
             self.credentials.pop((key.user, key.mechanism), None)
         else:
-            self.credentials[(key.user, key.mechanism)] = ScramCredential(
-                value.salt, value.stored_key, value.server_key, value.iterations)
+            self.credentials[(key.user, key.mechanism)] = _credential(value)
+        self._changed(key, value, live)
 
     # ---- ACLs ---------------------------------------------------------------------------------------
 
@@ -218,14 +287,21 @@ class SecurityStore:
                                                tuple(sorted(a for a in self.acls if req.filter.matches(a)))))
 
     def _replay_acl(self, key: AclKey, value: AclValue | None, live: bool) -> None:
-        acl = AclBinding(key.resource_type, key.resource_name, key.pattern_type, key.principal, key.host,
-                         key.operation, key.permission_type)
+        acl = _binding(key)
         if value is None:
             self.acls.discard(acl)
         else:
             self.acls.add(acl)
-        self.index = AclIndex(self.acls)
-        self.version += 1
+        self._changed(key, value, live)
+
+
+def _binding(key: AclKey) -> AclBinding:
+    return AclBinding(key.resource_type, key.resource_name, key.pattern_type, key.principal, key.host,
+                      key.operation, key.permission_type)
+
+
+def _credential(value: ScramCredentialValue) -> ScramCredential:
+    return ScramCredential(value.salt, value.stored_key, value.server_key, value.iterations)
 
 
 def _check_user(user: str, mechanism: int) -> tuple[int, str] | None:

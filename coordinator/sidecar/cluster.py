@@ -25,6 +25,7 @@ from typing import Any
 
 from ..catalog import Topic, TopicChange
 from ..logging import get_logger
+from ..security.upstream import UpstreamSecurity
 from .upstream import Address, UpstreamClient
 from .wire import ForwardError, UpstreamProtocolError, request_class
 
@@ -77,14 +78,14 @@ class UpstreamCatalog:
 
 class UpstreamCluster:
     def __init__(self, bootstrap: Sequence[Address], max_age_ms: int,
-                 on_brokers: Callable[[dict[int, Address]], None]) -> None:
+                 on_brokers: Callable[[dict[int, Address]], None], security: UpstreamSecurity | None = None) -> None:
         self.bootstrap = list(bootstrap)
         self.catalog = UpstreamCatalog()
         self.brokers: dict[int, Address] = {}
         self.api_ranges: dict[int, tuple[int, int]] = {}
         self.cluster_id: str | None = None
         self.ready = asyncio.Event()
-        self.client = UpstreamClient(self.bootstrap, self.brokers.get)
+        self.client = UpstreamClient(self.bootstrap, self.brokers.get, security=security)
         self._max_age_s = max_age_ms / 1000
         self._on_brokers = on_brokers
         self._wake = asyncio.Event()

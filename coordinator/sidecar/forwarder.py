@@ -112,11 +112,12 @@ class Route:
             address = cluster.brokers.get(self.node_id)
             if address is None:
                 raise ForwardError(f"upstream broker {self.node_id} is not in the cluster's metadata")
-            return await ResponsePump.open(*address, client, endpoints)
+            return await ResponsePump.open(*address, client, endpoints, security=self._sidecar.security)
         errors = []
         for node_id in sorted(cluster.brokers):
             try:
-                return await ResponsePump.open(*cluster.brokers[node_id], client, endpoints)
+                return await ResponsePump.open(*cluster.brokers[node_id], client, endpoints,
+                                               security=self._sidecar.security)
             except ForwardError as exc:
                 errors.append(str(exc))
         raise ForwardError("; ".join(errors) or "no upstream broker known")

@@ -58,6 +58,7 @@ from typing import cast
 
 from .. import metrics
 from ..logging import get_logger
+from ..security.upstream import UpstreamSecurity
 from .rewrite import FETCH, NODE_ENDPOINTS_TAG, Endpoints, needs_rewrite, rewrite
 from .upstream import UpstreamConnection
 from .wire import ForwardError, UpstreamProtocolError, fetch_tags_offset, find_tag, reframe_request
@@ -120,9 +121,9 @@ class ResponsePump(asyncio.BufferedProtocol):
 
     @classmethod
     async def open(cls, host: str, port: int, client: asyncio.Transport, endpoints: Endpoints,
-                   timeout_s: float = 10.0) -> ResponsePump:
-        if UpstreamConnection.security is not None:  # TLS and SASL happen in one place
-            secured = await UpstreamConnection.open(host, port, timeout_s)
+                   timeout_s: float = 10.0, security: UpstreamSecurity | None = None) -> ResponsePump:
+        if security is not None:  # TLS and SASL happen in one place
+            secured = await UpstreamConnection.open(host, port, timeout_s, security)
             pump = cls(f"{host}:{port}", client, endpoints)
             secured.hand_over(pump)
             return pump

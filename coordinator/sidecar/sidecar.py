@@ -28,6 +28,7 @@ from ..runtime.apis import api_versions, find_coordinator
 from ..runtime.apis.common import respond
 from ..runtime.apis.view import NodeView
 from ..runtime.registry import ApiHandler, RequestContext
+from ..security.upstream import UpstreamSecurity
 from . import apis
 from .cluster import UpstreamCluster
 from .forwarder import Route
@@ -48,13 +49,17 @@ class Sidecar:
     def __init__(self, config: Config, node_id: int, coordinators: Callable[[], Sequence[tuple[int, str, int]]],
                  factory: Callable[[Route | None], asyncio.Protocol],
                  shard: Callable[[], ShardRuntime | None], owns: Callable[[str], bool] | None = None,
-                 topics_changed: TopicsChanged | None = None) -> None:
+                 topics_changed: TopicsChanged | None = None, security: UpstreamSecurity | None = None) -> None:
         """`node_id` is this process's coordinator node; `coordinators` every shard's (shard 0
         first); `owns` says which groups this shard coordinates (None: all, one shard);
-        `topics_changed` is shared with the other shards (None: one shard)."""
+        `topics_changed` is shared with the other shards (None: one shard); `security` the
+        coordinator's own upstream credentials (None: PLAINTEXT)."""
         settings = config.build(SidecarConfig)
         bootstrap = [parse_host_port(s) for s in settings.upstream_bootstrap_servers]
-        self.cluster = UpstreamCluster(bootstrap, settings.upstream_metadata_max_age_ms, self._brokers_changed)
+        self.security = security
+        """This sidecar's upstream credentials (TLS, SASL; None: PLAINTEXT): every connection it opens upstream."""
+        self.cluster = UpstreamCluster(bootstrap, settings.upstream_metadata_max_age_ms, self._brokers_changed,
+                                       security)
         self.catalog = self.cluster.catalog
         bind_host, _ = config.listen
         advertised_host, _ = config.advertised

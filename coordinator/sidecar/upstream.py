@@ -8,8 +8,8 @@ connection is failed). When the connection drops, every waiting request fails wi
 `ForwardError`; nothing is retried here (the caller retries).
 
 With `upstream.security.protocol` set, every connection opens over TLS and/or authenticates with
-SASL before it is handed out (`security/upstream.py`, set once per process as
-`UpstreamConnection.security`); a refused authentication is a `ForwardError` like an unreachable
+SASL before it is handed out (`security/upstream.py`: the `UpstreamSecurity` of the sidecar that
+opens it, passed to `open`); a refused authentication is a `ForwardError` like an unreachable
 broker.
 
 `UpstreamClient` is the sidecar's own client (metadata refresh, offset import and mirror, transaction
@@ -23,7 +23,7 @@ import asyncio
 import collections
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, cast
+from typing import Any, cast
 
 from ..logging import get_logger
 from ..security.scram import SaslFailed
@@ -44,9 +44,6 @@ CLIENT_ID = "coordinator-sidecar"
 
 
 class UpstreamConnection(asyncio.Protocol):
-    security: ClassVar[UpstreamSecurity | None] = None
-    """How every upstream connection of this process is secured (None: PLAINTEXT); the server sets it."""
-
     def __init__(self, address: str) -> None:
         self.address = address
         self._transport: asyncio.Transport | None = None
@@ -56,9 +53,10 @@ class UpstreamConnection(asyncio.Protocol):
         self.closed = False
 
     @classmethod
-    async def open(cls, host: str, port: int, timeout_s: float = 10.0) -> UpstreamConnection:
+    async def open(cls, host: str, port: int, timeout_s: float = 10.0,
+                   security: UpstreamSecurity | None = None) -> UpstreamConnection:
+        """Connect; with `security` (the sidecar's upstream credentials), over TLS and/or SASL."""
         loop = asyncio.get_running_loop()
-        security = cls.security
         context = security.ssl_context if security is not None else None
         try:
             _, protocol = await asyncio.wait_for(
@@ -141,8 +139,9 @@ class UpstreamClient:
     """The sidecar's own requests to the upstream cluster."""
 
     def __init__(self, bootstrap: Sequence[Address], broker_address: Callable[[int], Address | None],
-                 timeout_s: float = 10.0) -> None:
+                 timeout_s: float = 10.0, security: UpstreamSecurity | None = None) -> None:
         self._bootstrap = list(bootstrap)
+        self._security = security
         self._broker_address = broker_address
         self._timeout_s = timeout_s
         self._connections: dict[object, UpstreamConnection] = {}
@@ -180,7 +179,7 @@ class UpstreamClient:
             if connection is None or connection.closed or connection.address != f"{address[0]}:{address[1]}":
                 if connection is not None:
                     connection.close()
-                connection = await UpstreamConnection.open(address[0], address[1], self._timeout_s)
+                connection = await UpstreamConnection.open(address[0], address[1], self._timeout_s, self._security)
                 self._connections[key] = connection
             return connection
 

@@ -156,3 +156,19 @@ def test_a_sidecars_own_listeners_serve_tls_and_sasl_like_its_first_listener(tmp
     finally:
         sidecar.stop()
         upstream.stop()
+
+
+def test_upstream_credentials_belong_to_each_sidecar_not_to_the_process(tmp_path, certs) -> None:
+    """Two sidecars in one process (tests, embedding) keep their own upstream security: building
+    the second does not change how the first connects."""
+    from coordinator.runtime.server import CoordinatorServer
+    from tests.security.conftest import security_config
+
+    secured = CoordinatorServer(security_config(tmp_path / "a", "PLAINTEXT://127.0.0.1:0", **{
+        "upstream.bootstrap.servers": "127.0.0.1:1", **_upstream_security(certs.ca.cert)}))
+    plain = CoordinatorServer(security_config(tmp_path / "b", "PLAINTEXT://127.0.0.1:0", **{
+        "upstream.bootstrap.servers": "127.0.0.1:1"}))
+    assert secured.sidecar is not None and plain.sidecar is not None
+    assert secured.sidecar.security is not None and secured.sidecar.security.username == "sidecar"
+    assert plain.sidecar.security is None
+    assert secured.sidecar.cluster.client._security is secured.sidecar.security

@@ -156,6 +156,7 @@ class ClassicMembers:
             rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
             subscribed_topic_names=tuple(sorted(set(subscription.topics))),
             subscribed_topic_regex="",  # no regex subscriptions with the classic protocol
+            regex_topics=None,
             client_id=req.client_id,
             client_host=req.client_host,
             classic=ClassicMemberMetadata(req.session_timeout_ms, req.protocols),
@@ -164,6 +165,7 @@ class ClassicMembers:
         subscription_changed = (
             updated.subscribed_topic_names != member.subscribed_topic_names
             or updated.subscribed_topic_regex != member.subscribed_topic_regex
+            or updated.regex_topics != member.regex_topics
         )
         previous = group.members.get(member_id) or replaced
 

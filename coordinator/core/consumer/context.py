@@ -104,33 +104,33 @@ class ConsumerContext:
     ) -> set[str]:
         """Names ∪ regex-resolved topics the group subscribes to, with one member swapped."""
         names = Counter(group.subscribed_names)
-        regexes = Counter(group.subscribed_regexes)
+        regexes = Counter(group.regex_subscriptions)
         if removed is not None:
             names.subtract(removed.subscribed_topic_names)
             if removed.subscribed_topic_regex:
-                regexes[removed.subscribed_topic_regex] -= 1
+                regexes[removed.subscribed_topic_regex, removed.regex_topics] -= 1
         if added is not None:
             names.update(added.subscribed_topic_names)
             if added.subscribed_topic_regex:
-                regexes[added.subscribed_topic_regex] += 1
+                regexes[added.subscribed_topic_regex, added.regex_topics] += 1
         result = {name for name, count in names.items() if count > 0}
-        for regex, count in regexes.items():
+        for (regex, allowed), count in regexes.items():
             if count > 0:
-                result |= self.topics.resolve(regex)
+                result |= group.resolve(regex, allowed)
         return result
 
     def subscribed_topic_names_without(self, group: ConsumerGroup, removed: Iterable[ConsumerGroupMember]) -> set[str]:
         """Names ∪ regex-resolved topics the group subscribes to without the ``removed`` members."""
         names = Counter(group.subscribed_names)
-        regexes = Counter(group.subscribed_regexes)
+        regexes = Counter(group.regex_subscriptions)
         for member in removed:
             names.subtract(member.subscribed_topic_names)
             if member.subscribed_topic_regex:
-                regexes[member.subscribed_topic_regex] -= 1
+                regexes[member.subscribed_topic_regex, member.regex_topics] -= 1
         result = {name for name, count in names.items() if count > 0}
-        for regex, count in regexes.items():
+        for (regex, allowed), count in regexes.items():
             if count > 0:
-                result |= self.topics.resolve(regex)
+                result |= group.resolve(regex, allowed)
         return result
 
     def member_topic_ids(self, member: ConsumerGroupMember) -> frozenset[UUID]:
@@ -140,7 +140,10 @@ class ConsumerContext:
             if topic is not None:
                 ids.add(topic.topic_id)
         if member.subscribed_topic_regex:
-            for name in self.topics.resolve(member.subscribed_topic_regex):
+            names = self.topics.resolve(member.subscribed_topic_regex)
+            if member.regex_topics is not None:
+                names = names & member.regex_topics
+            for name in names:
                 topic = self.topics.by_name(name)
                 if topic is not None:
                     ids.add(topic.topic_id)

@@ -295,6 +295,9 @@ class ConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
     subscribed_topic_regex: str = ""  # "" = none
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
+    # With an authorizer: what the regex may match (its matches the principal may DESCRIBE, as
+    # last resolved by a heartbeat); None: no filter. See ``heartbeat.py``.
+    regex_topics: frozenset[str] | None = None
     # Set for a member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside this
     # consumer group: an online migration (``classic_members.py``).
     classic: ClassicMemberMetadata | None = None
@@ -335,6 +338,7 @@ class ConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
             self.rebalance_timeout_ms,
             self.server_assignor,
             self.classic,
+            self.regex_topics,
         )
 
     def assignment_view(self) -> tuple[Any, ...]:
@@ -359,6 +363,7 @@ class ConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
             rebalance_timeout_ms=self.rebalance_timeout_ms,
             server_assignor=self.server_assignor,
             classic_member_metadata=self.classic,
+            regex_authorized_topics=None if self.regex_topics is None else tuple(sorted(self.regex_topics)),
         )
 
     def to_assignment_value(self) -> ConsumerGroupCurrentMemberAssignmentValue:
@@ -382,6 +387,7 @@ class ConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
             rebalance_timeout_ms=value.rebalance_timeout_ms,
             server_assignor=value.server_assignor,
             classic=value.classic_member_metadata,
+            regex_topics=None if value.regex_authorized_topics is None else frozenset(value.regex_authorized_topics),
         )
 
     def with_assignment(self, value: ConsumerGroupCurrentMemberAssignmentValue) -> ConsumerGroupMember:
@@ -449,6 +455,8 @@ class ConsumerGroup:
         self.partition_owners: dict[UUID, dict[int, str]] = {}
         self.subscribed_names: Counter[str] = Counter()
         self.subscribed_regexes: Counter[str] = Counter()
+        self.regex_subscriptions: Counter[tuple[str, frozenset[str] | None]] = Counter()
+        """(regex, what it may match: the member's ``regex_topics``) -> members; see ``resolve``."""
         self.server_assignors: Counter[str] = Counter()
         # Members speaking the classic protocol, and how many of them support each protocol name
         # (a classic member may join only with a protocol every one of them supports).
@@ -599,7 +607,12 @@ class ConsumerGroup:
         """Subscribed by name, or through a regex that resolves to it now."""
         if self.subscribed_names.get(topic, 0) > 0:
             return True
-        return any(topic in self.topics.resolve(regex) for regex in self.subscribed_regexes)
+        return any(topic in self.resolve(regex, allowed) for regex, allowed in self.regex_subscriptions)
+
+    def resolve(self, regex: str, allowed: frozenset[str] | None) -> frozenset[str]:
+        """The topics ``regex`` matches now, among ``allowed`` (a member's ``regex_topics``)."""
+        names = self.topics.resolve(regex)
+        return names if allowed is None else names & allowed
 
     def offset_expiration_base(self) -> ExpirationBase | None:
         return commit_timestamp  # from the commit, in any state (subscribed topics never expire)
@@ -734,6 +747,7 @@ class ConsumerGroup:
             and new is not None
             and old.subscribed_topic_names is new.subscribed_topic_names
             and old.subscribed_topic_regex == new.subscribed_topic_regex
+            and old.regex_topics == new.regex_topics
             and old.instance_id == new.instance_id
             and old.server_assignor == new.server_assignor
             and old.classic is new.classic
@@ -758,6 +772,7 @@ class ConsumerGroup:
             self.subscribed_names.subtract(old.subscribed_topic_names)
             if old.subscribed_topic_regex:
                 self.subscribed_regexes[old.subscribed_topic_regex] -= 1
+                self.regex_subscriptions[old.subscribed_topic_regex, old.regex_topics] -= 1
             if old.server_assignor is not None:
                 self.server_assignors[old.server_assignor] -= 1
             if old.classic is not None:
@@ -767,7 +782,8 @@ class ConsumerGroup:
             self._release(old.member_id, old.partitions_pending_revocation)
             del self.members[old.member_id]
             # Counter.subtract keeps zero counts: drop them so the counters list only live entries.
-            for counter in (self.subscribed_names, self.subscribed_regexes, self.server_assignors, self.classic_protocols):
+            for counter in (self.subscribed_names, self.subscribed_regexes, self.regex_subscriptions,
+                            self.server_assignors, self.classic_protocols):
                 for key in [k for k, v in counter.items() if v <= 0]:
                     del counter[key]
         if new is not None:
@@ -776,6 +792,7 @@ class ConsumerGroup:
             self.subscribed_names.update(new.subscribed_topic_names)
             if new.subscribed_topic_regex:
                 self.subscribed_regexes[new.subscribed_topic_regex] += 1
+                self.regex_subscriptions[new.subscribed_topic_regex, new.regex_topics] += 1
             if new.server_assignor is not None:
                 self.server_assignors[new.server_assignor] += 1
             if new.classic is not None:

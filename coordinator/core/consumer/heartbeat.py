@@ -173,11 +173,14 @@ class Heartbeats:
                     ErrorCode.INVALID_REGULAR_EXPRESSION,
                     f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {exc}.",
                 ) from None
+        if req.describable_topics is not None or updated.regex_topics is not None:
+            updated = self._authorized_regex(updated, req.describable_topics)
 
         is_new_member = member_id not in group.members and replaced is None
         subscription_changed = (
             updated.subscribed_topic_names != member.subscribed_topic_names
             or updated.subscribed_topic_regex != member.subscribed_topic_regex
+            or updated.regex_topics != member.regex_topics
         )
         # The member the group currently holds under this identity (for counters and hashes).
         previous = group.members.get(member_id) or (group.members.get(replaced) if replaced else None)
@@ -223,6 +226,16 @@ class Heartbeats:
             fx.record(record)
         self._after_membership(group, member_id, updated, replaced, is_new_member, req, fx)
         self._answer(req, member_id, member, reconciled, fx)
+
+    def _authorized_regex(self, member: ConsumerGroupMember, describable: frozenset[str] | None) -> ConsumerGroupMember:
+        """The member with what its regex may match: the regex's matches its principal may DESCRIBE
+        (``describable``, computed at the edge; None: no authorizer, no filter). Kafka's regex
+        resolution filters the same way (``filterTopicDescribeAuthorizedTopics``). The filter is part
+        of the member's metadata record, so a replay resolves the regex as the live group did; a
+        topic created later counts from the member's next heartbeat."""
+        regex = member.subscribed_topic_regex
+        allowed = None if describable is None or not regex else self.ctx.topics.resolve(regex) & describable
+        return member if allowed == member.regex_topics else msgspec.structs.replace(member, regex_topics=allowed)
 
     # ---- phase 2: reconciliation and the answer (one code path) -----------------------------------
 

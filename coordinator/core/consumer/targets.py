@@ -78,10 +78,10 @@ class TargetAssigner:
             incremental = self._incremental(group, group_epoch, members, assignor_name, fx)
             if incremental is not None:
                 return incremental
-        by_subscription: dict[tuple[tuple[str, ...], str], frozenset[UUID]] = {}
+        by_subscription: dict[tuple[tuple[str, ...], str, frozenset[str] | None], frozenset[UUID]] = {}
         specs: dict[str, MemberSubscriptionSpec] = {}
         for mid, m in members.items():
-            key = (m.subscribed_topic_names, m.subscribed_topic_regex)
+            key = (m.subscribed_topic_names, m.subscribed_topic_regex, m.regex_topics)
             ids = by_subscription.get(key)
             if ids is None:
                 ids = by_subscription[key] = self.ctx.member_topic_ids(m)
@@ -134,7 +134,7 @@ class TargetAssigner:
     ) -> dict[str, Assignment] | None:
         """The uniform target derived from the previous one, or None (then the full run decides):
         the group is not homogeneous by subscription, or its previous target is not valid."""
-        subscriptions = {(m.subscribed_topic_names, m.subscribed_topic_regex) for m in members.values()}
+        subscriptions = {(m.subscribed_topic_names, m.subscribed_topic_regex, m.regex_topics) for m in members.values()}
         if len(subscriptions) != 1:
             return None
         started = self.ctx.stopwatch()

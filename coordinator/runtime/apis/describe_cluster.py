@@ -3,6 +3,8 @@
 Every node of the cluster (one per shard, `NodeView.cluster`, on the request's listener), never
 fenced; ControllerId is shard 0's node (this node with one shard). EndpointType (v1+) 1 = brokers is
 the only kind served; asking for controllers (2) gets ErrorCode.UNSUPPORTED_ENDPOINT_TYPE as from a broker.
+IncludeClusterAuthorizedOperations: the principal's cluster operations (KIP-430; 0 without DESCRIBE on
+the cluster, every supported one without an authorizer), else -2147483648 (Kafka's AuthHelper).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ...security.operations import NOT_REQUESTED, cluster_operations
 from ..registry import ApiHandler, RequestContext
 from .common import respond
 from .view import NodeView
@@ -35,6 +38,8 @@ def describe_cluster(view: NodeView) -> ApiHandler:
             "controller_id": view.data_node(ctx.listener).node_id,
             "brokers": [{"broker_id": node.node_id, "host": node.host, "port": node.port, "rack": None,
                          "is_fenced": False} for node in view.cluster(ctx.listener)],
+            "cluster_authorized_operations": cluster_operations(ctx)
+            if request.include_cluster_authorized_operations else NOT_REQUESTED,
         })
 
     return ApiHandler(DESCRIBE_CLUSTER_KEY, 0, 2, handle)

@@ -3,7 +3,8 @@
 Version notes:
 - ListGroups v4+: StatesFilter (KIP-518) and GroupState; v5+: TypesFilter and GroupType (KIP-848).
 - DescribeGroups v3+: IncludeAuthorizedOperations (answered with every group operation, as a broker
-  without an authorizer does: 3400 in Kafka 4); v4+: member GroupInstanceId; v6 (KIP-1043): an
+  without an authorizer does: 3400 in Kafka 4; with one, the principal's, `security/checks.py`), for
+  every group answered without error (an unknown group's "Dead" entry before v6 too, as Kafka); v4+: member GroupInstanceId; v6 (KIP-1043): an
   unknown group is ErrorCode.GROUP_ID_NOT_FOUND with a message, where v0–5 say "Dead" with no error.
 - DeleteGroups: NON_EMPTY_GROUP for live groups, ErrorCode.GROUP_ID_NOT_FOUND for unknown ones.
 """
@@ -16,13 +17,15 @@ from typing import Any
 from protocol.errors import ErrorCode
 
 from ...core import requests as core
+from ...security.acls import ResourceType
+from ...security.operations import ALL_OPERATIONS, NOT_REQUESTED
 from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .group_api import group_api
 from .group_owner import Owns
 
-ALL_GROUP_OPERATIONS = 3400  # READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka 4)
-NOT_REQUESTED = -(2**31)
+ALL_GROUP_OPERATIONS = ALL_OPERATIONS[ResourceType.GROUP]  # 3400 in Kafka 4
+
 
 
 def list_groups(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
@@ -56,7 +59,7 @@ def describe_groups(shard: Callable[[], ShardRuntime | None], owns: Owns | None 
                              "client_id": m.client_id, "client_host": m.client_host,
                              "member_metadata": m.member_metadata, "member_assignment": m.member_assignment}
                             for m in g.members],
-                "authorized_operations": operations if g.exists and not g.error_code else NOT_REQUESTED}
+                "authorized_operations": operations if not g.error_code else NOT_REQUESTED}
 
     def to_wire(ctx: RequestContext, r: Any, resp: Any) -> dict[str, Any]:
         return {"throttle_time": 0, "groups": [describe(ctx, r, g) for g in resp.groups]}

@@ -15,6 +15,10 @@
 - v10–11 carry a topic id field but cannot answer by id (the response name is not nullable before
   v12): a null name or a topic id there is an invalid request and closes the connection, as Kafka's
   InvalidRequestException ("Topic IDs are not supported in requests for version N").
+- Authorized operations (KIP-430, `security/operations.py`): IncludeTopicAuthorizedOperations (v8+)
+  fills TopicAuthorizedOperations of every topic described (not of refused ones);
+  IncludeClusterAuthorizedOperations (v8–10) fills ClusterAuthorizedOperations (0 without DESCRIBE on
+  the cluster). Not asked: -2147483648. Without an authorizer every supported operation.
 - With an authorizer (Kafka's rules): all topics = the topics the principal may DESCRIBE; a named
   topic it may not describe is ErrorCode.TOPIC_AUTHORIZATION_FAILED (also by id); auto-creation also needs
   CREATE on the cluster or the topic, else ErrorCode.TOPIC_AUTHORIZATION_FAILED.
@@ -30,6 +34,7 @@ from protocol.errors import ErrorCode, MalformedRequest
 from ...catalog import CatalogError, Topic
 from ...logging import get_logger
 from ...security.authorizer import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC, allowed
+from ...security.operations import NOT_REQUESTED, authorized_operations, cluster_operations
 from ..registry import ApiHandler, RequestContext
 from .common import respond
 from .view import NodeView
@@ -76,6 +81,10 @@ def metadata(view: NodeView) -> ApiHandler:
                 ctx.api_version < 4 or request.allow_auto_topic_creation
             )
             topics = [_one_topic(view, entry, allow_create, ctx, leader) for entry in requested]
+        if getattr(request, "include_topic_authorized_operations", False):
+            for topic in topics:
+                if topic["error_code"] != ErrorCode.TOPIC_AUTHORIZATION_FAILED and topic["name"] is not None:
+                    topic["topic_authorized_operations"] = authorized_operations(ctx, TOPIC, topic["name"])
         return respond(ctx, {
             "throttle_time": 0,
             "brokers": [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": None}
@@ -84,6 +93,8 @@ def metadata(view: NodeView) -> ApiHandler:
             "controller_id": leader,
             "topics": topics,
             "error_code": 0,
+            "cluster_authorized_operations": cluster_operations(ctx)
+            if getattr(request, "include_cluster_authorized_operations", False) else NOT_REQUESTED,
         })
 
     return ApiHandler(METADATA_KEY, 0, 13, handle)

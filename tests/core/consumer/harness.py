@@ -107,8 +107,10 @@ class ConsumerHarness(Harness):
         member_id_required: bool = True,
         new_member_id: str = "",
         client_id: str = "client",
+        describable: Iterable[str] | None = None,
     ) -> Any:
-        """Send one ConsumerGroupHeartbeat; returns its response."""
+        """Send one ConsumerGroupHeartbeat; returns its response. ``describable``: the topics the
+        member's principal may DESCRIBE, as the edge computes them under an authorizer."""
         ref = self.next_ref()
         self.send(
             ConsumerGroupHeartbeat(
@@ -127,6 +129,7 @@ class ConsumerHarness(Harness):
                 client_host="/127.0.0.1",
                 member_id_required=member_id_required,
                 new_member_id=new_member_id,
+                describable_topics=None if describable is None else frozenset(describable),
             )
         )
         response = self.reply(ref)
@@ -245,16 +248,20 @@ def check_consumer_invariants(shard: CoordinatorShard) -> None:
         }
         names: dict[str, int] = {}
         regexes: dict[str, int] = {}
+        filtered: dict[tuple[str, frozenset[str] | None], int] = {}
         assignors: dict[str, int] = {}
         for m in group.members.values():
             for n in m.subscribed_topic_names:
                 names[n] = names.get(n, 0) + 1
             if m.subscribed_topic_regex:
                 regexes[m.subscribed_topic_regex] = regexes.get(m.subscribed_topic_regex, 0) + 1
+                key = (m.subscribed_topic_regex, m.regex_topics)
+                filtered[key] = filtered.get(key, 0) + 1
             if m.server_assignor is not None:
                 assignors[m.server_assignor] = assignors.get(m.server_assignor, 0) + 1
         assert dict(group.subscribed_names) == names
         assert dict(group.subscribed_regexes) == regexes
+        assert dict(group.regex_subscriptions) == filtered
         assert dict(group.server_assignors) == assignors
         unreconciled = sum(1 for m in group.members.values() if not m.is_reconciled_to(group.assignment_epoch))
         assert group.unreconciled == unreconciled, f"{group_id}: unreconciled count drifted"

@@ -86,6 +86,50 @@ def test_regex_subscription_full_match_and_later_topics() -> None:
     assert h.named(dropped.assignment) == {}
 
 
+def test_a_regex_matches_only_topics_the_principal_may_describe() -> None:
+    """Under an authorizer the edge sends the topics the member's principal may DESCRIBE; the regex
+    resolves among those only (Kafka's filterTopicDescribeAuthorizedTopics). The filter is in the
+    member's metadata record: the harness checks after every step that a replay equals live."""
+    h = ConsumerHarness({"orders-eu": 1, "orders-us": 2, "audit": 1})
+    joined = h.cjoin("a", names=(), regex="orders-.*", describable={"orders-eu", "audit"})
+    assert h.named(joined.assignment) == {"orders-eu": {0}}
+    assert h.shard.consumer.ctx.group("g").members["a"].regex_topics == {"orders-eu"}
+    # A steady heartbeat with the same rights changes nothing.
+    steady = h.cgh("a", 1, describable={"orders-eu", "audit"})
+    assert (steady.member_epoch, steady.assignment) == (1, None)
+    # The principal is granted orders-us: its next heartbeat brings it in (a new group epoch).
+    granted = h.cgh("a", 1, describable={"orders-eu", "orders-us", "audit"})
+    assert (granted.member_epoch, h.named(granted.assignment)) == (2, {"orders-eu": {0}, "orders-us": {0, 1}})
+    # A topic created later that the principal may not describe is never matched.
+    h.create_topic("orders-apac", 1)
+    after = h.cgh("a", 2, describable={"orders-eu", "orders-us", "audit"})
+    assert after.member_epoch == 2 and after.assignment is None
+    # Revoked: orders-eu leaves the assignment.
+    revoked = h.cgh("a", 2, describable={"orders-us"})
+    assert h.named(revoked.assignment) == {"orders-us": {0, 1}}
+    h.restart()
+    assert h.shard.consumer.ctx.group("g").members["a"].regex_topics == {"orders-us"}
+    # Without an authorizer (describable None) the filter goes: every match counts again.
+    opened = h.cgh("a", revoked.member_epoch, owned={"orders-us": [0, 1]})
+    assert h.shard.consumer.ctx.group("g").members["a"].regex_topics is None
+    assert h.named(opened.assignment) == {"orders-eu": {0}, "orders-us": {0, 1}, "orders-apac": {0}}
+
+
+def test_two_principals_with_one_regex_each_get_what_they_may_describe() -> None:
+    h = ConsumerHarness({"orders-eu": 2, "orders-us": 2})
+    h.cjoin("a", names=(), regex="orders-.*", describable={"orders-eu"})
+    h.cjoin("b", names=(), regex="orders-.*", describable={"orders-eu", "orders-us"})
+    a, b = h.cgh("a", 1, owned={"orders-eu": [0, 1]}), h.cgh("b", 2, owned={})
+    for _ in range(4):  # let the revocations settle
+        a = h.cgh("a", a.member_epoch, owned=h.named(a.assignment) if a.assignment else None)
+        b = h.cgh("b", b.member_epoch, owned=h.named(b.assignment) if b.assignment else None)
+    group = h.shard.consumer.ctx.group("g")
+    topic_of = {h.tid(name): name for name in ("orders-eu", "orders-us")}
+    held_by_a = {topic_of[t] for t in group.members["a"].assigned_partitions}
+    assert held_by_a <= {"orders-eu"}
+    assert "orders-us" in {topic_of[t] for t in group.members["b"].assigned_partitions}
+
+
 def test_names_and_regex_together() -> None:
     h = ConsumerHarness({"foo": 1, "pre-x": 1})
     joined = h.cjoin("a", names=("foo",), regex="pre-.*")
