@@ -266,14 +266,15 @@ class CoordinatorServer:
         if self.sidecar is not None:
             self.sidecar.start()
         core = CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
+        copied: asyncio.Future[None] | None = None
+        if self.security_mirror is not None:  # shard 0's users and ACLs, read while this shard loads
+            copied = asyncio.ensure_future(self.security_mirror.catch_up())
+            self._background.append(asyncio.create_task(self.security_mirror.run(), name="security-mirror"))
         self._lock, record_log, _ = await ownership.acquire(
             self._fs, self.data_dir, self.log_dir, self.config.build(LogConfig), core, self._become_owner)
         self._committer = GroupCommitter(record_log, on_fatal=_fail_stop)
         self._committer.start()
-        if self.security_mirror is not None:  # shard 0's users and ACLs before anything is served
-            await self.security_mirror.catch_up()
-            self._background.append(asyncio.create_task(self.security_mirror.run(), name="security-mirror"))
-        await self._load_shard(core)
+        await self._load_shard(core, copied)
         if self.layout.shards > 1 and self.shard_index == 0:  # the other shards' security writes
             committer = self._committer
             self.security_channel = SecurityChannel(self.root, lambda: self.shard, lambda: committer.log.durable_end)
@@ -376,8 +377,9 @@ class CoordinatorServer:
         if self.layout.shards > 1:  # the supervisor scrapes each shard's endpoint
             _write_atomically(self.data_dir / METRICS_PORT_FILE, str(server.port))
 
-    async def _load_shard(self, core: CoordinatorShard) -> None:
-        """Start serving the loaded core: the new owner's CoordinatorEpoch is made durable first."""
+    async def _load_shard(self, core: CoordinatorShard, copied: asyncio.Future[None] | None = None) -> None:
+        """Start serving the loaded core: the new owner's CoordinatorEpoch is made durable first,
+        and (shard k >= 1 of several) the copy of shard 0's security state read (`copied`)."""
         assert self._committer is not None
         shard = ShardRuntime(core, DurableSink(self._committer))
         shard.add_observer(group_metrics.observer(self.config["metrics.group.labels.enable"]))
@@ -399,6 +401,8 @@ class CoordinatorServer:
         self.shard = shard
         if self.sidecar is not None:
             self.sidecar.attach(shard)
+        if copied is not None:
+            await copied
         self._loaded = True
         self._loaded_event.set()
 
