@@ -145,8 +145,8 @@ class SecurityChannel:
                 await writer.drain()
         except (KeyError, ValueError, TypeError, msgspec.DecodeError) as exc:  # not one of ours: drop it
             log.warning("security_channel_bad_frame", error=str(exc))
-        except ConnectionError:
-            pass
+        except (ConnectionError, asyncio.CancelledError):
+            pass  # a cancelled handler ends quietly: asyncio's stream server logs a cancelled one as a crash
         finally:
             if task is not None:
                 self._tasks.discard(task)

@@ -46,7 +46,10 @@ def groups_of(prefix: str) -> list[str]:
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[ShardCluster]:
-    root = tmp_path / "data"
+    # A root whose security.sock path is too long for a Unix socket address (107 bytes): reached
+    # through the directory's handle (`security_channel._addressable`).
+    root = tmp_path / ("a-long-directory-name-" * 4) / "data"
+    assert len(str(root / "security.sock")) > 107
     ensure_layout(root, ShardLayout(PARTITIONS, 2))
     added = subprocess.run([sys.executable, "-m", "coordinator", "scram", "add", "--data-dir", str(root),
                             f"{MECHANISM}=[name=admin,password=admin-pw]"], capture_output=True, text=True, timeout=60)
