@@ -3,7 +3,10 @@
 Start-up order: the data directory is checked (a directory we can write); the metrics listener; the
 data directory's lock (waiting as a standby while another process owns it); the Kafka listener; the
 log load; then group APIs. `ready` (and /readyz) turns true once the listener is open and state is
-loaded.
+loaded. With several shards, shard k >= 1 also reads its copy of shard 0's SCRAM credentials and
+ACLs (`shards/security_mirror.py`) while it loads, and is not loaded before the copy is; shard 0
+opens the channel the others forward security writes through (`shards/security_channel.py`) once
+it is loaded.
 
 A standby opens its metrics listener at once, so /healthz answers while it waits (/readyz says not
 ready) -- unless the address is taken, which with the default settings means the active process on

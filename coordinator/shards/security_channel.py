@@ -57,7 +57,7 @@ log = get_logger("coordinator.shards.security_channel")
 
 SOCKET_NAME = "security.sock"
 FORWARD_TIMEOUT_S = 5.0
-"""How long shard k tries to reach shard 0 (and waits for its answer) before REQUEST_TIMED_OUT."""
+"""How long shard k tries to reach shard 0, and then waits for its answer, before REQUEST_TIMED_OUT."""
 MIRROR_WAIT_S = 5.0
 """How long shard k waits for its copy to read the answered entry before answering anyway."""
 _RETRY_S = 0.1
@@ -196,7 +196,7 @@ class SecurityForwarder:
         try:
             _write_frame(writer, [api, self.shard, principal, _encode(request)])
             await writer.drain()
-            code, body, offset = await asyncio.wait_for(_read_frame(reader), max(0.0, deadline - time.monotonic()))
+            code, body, offset = await asyncio.wait_for(_read_frame(reader), FORWARD_TIMEOUT_S)
         except (TimeoutError, asyncio.IncompleteReadError, ConnectionError, ValueError, msgspec.DecodeError) as exc:
             log.warning("security_write_not_forwarded", api=api, reason=type(exc).__name__)
             return ErrorCode.REQUEST_TIMED_OUT
