@@ -3,7 +3,10 @@
 Start-up order: the data directory is checked (a directory we can write); the metrics listener; the
 data directory's lock (waiting as a standby while another process owns it); the Kafka listener; the
 log load; then group APIs. `ready` (and /readyz) turns true once the listener is open and state is
-loaded.
+loaded. With several shards, shard k >= 1 also reads its copy of shard 0's SCRAM credentials and
+ACLs (`shards/security_mirror.py`) while it loads, and is not loaded before the copy is; shard 0
+opens the channel the others forward security writes through (`shards/security_channel.py`) once
+it is loaded.
 
 A standby opens its metrics listener at once, so /healthz answers while it waits (/readyz says not
 ready) -- unless the address is taken, which with the default settings means the active process on
@@ -68,6 +71,8 @@ from ..shards.placement import (
     read_layout,
     shard_data_dir,
 )
+from ..shards.security_channel import SecurityChannel, SecurityForwarder
+from ..shards.security_mirror import SecurityMirror
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
@@ -151,11 +156,15 @@ class CoordinatorServer:
             self.gates: dict[str, ListenerGate] = build_gates(config, self._security_store, self.wait_loaded)
         except SecurityConfigError as exc:
             raise StartupError(str(exc)) from exc
-        if self.layout.shards > 1 and (config.build(AuthorizerConfig).enabled or any(
-                gate.sasl is not None and any(m.startswith("SCRAM") for m in gate.sasl.mechanisms)
-                for gate in self.gates.values())):
-            # ACLs and SCRAM credentials are records of shard 0's log; the other shards do not see them yet.
-            raise StartupError("coordinator.shards above 1 is not served with an authorizer or SCRAM yet")
+        # SCRAM credentials and ACLs are records of shard 0's log alone: shard 0 serves the other
+        # shards' writes (`security_channel`), and each of them reads a copy of them (`security_mirror`).
+        self.security_channel: SecurityChannel | None = None
+        self.security_mirror: SecurityMirror | None = None
+        self.security_forwarder: SecurityForwarder | None = None
+        if self.layout.shards > 1 and self.shard_index > 0:
+            self.security_mirror = SecurityMirror(shard_data_dir(self.root, 0) / "log")
+            self.security_forwarder = SecurityForwarder(self.root, self.shard_index, self.security_mirror,
+                                                        self._security_store)
         self.limits = config.build(ConnectionLimits)
         if self.sidecar is not None:  # its per-broker listeners serve as the first listener does
             self.sidecar.listeners.ssl_context = self.gates[self.listeners[0].name].ssl_context
@@ -173,7 +182,7 @@ class CoordinatorServer:
         self.shard: ShardRuntime | None = None
         self.history: HistoryWriter | None = None
         groups = group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]), owns)
-        groups += security_handlers(lambda: self.shard)
+        groups += security_handlers(lambda: self.shard, self.security_forwarder)
         if self.sidecar is not None:
             handlers = self.sidecar.serve_locally(
                 [*self.sidecar.handlers(self.view, lambda: self.registry.version_ranges()), *groups])
@@ -240,8 +249,11 @@ class CoordinatorServer:
         await self._loaded_event.wait()
 
     def _security_store(self) -> SecurityStore | None:
-        """SCRAM credentials and ACLs, once the log is loaded (None before)."""
-        return self.shard.core.security if self._loaded and self.shard is not None else None
+        """SCRAM credentials and ACLs, once the log is loaded (None before): the shard's own, or
+        on shard k >= 1 of several its copy of shard 0's (read before `_loaded` is set)."""
+        if not self._loaded or self.shard is None:
+            return None
+        return self.security_mirror.store if self.security_mirror is not None else self.shard.core.security
 
     @property
     def metrics_port(self) -> int | None:
@@ -268,11 +280,19 @@ class CoordinatorServer:
         if self.sidecar is not None:
             self.sidecar.start()
         core = CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
+        copied: asyncio.Future[None] | None = None
+        if self.security_mirror is not None:  # shard 0's users and ACLs, read while this shard loads
+            copied = asyncio.ensure_future(self.security_mirror.catch_up())
+            self._background.append(asyncio.create_task(self.security_mirror.run(), name="security-mirror"))
         self._lock, record_log, _ = await ownership.acquire(
             self._fs, self.data_dir, self.log_dir, self.config.build(LogConfig), core, self._become_owner)
         self._committer = GroupCommitter(record_log, on_fatal=_fail_stop)
         self._committer.start()
-        await self._load_shard(core)
+        await self._load_shard(core, copied)
+        if self.layout.shards > 1 and self.shard_index == 0:  # the other shards' security writes
+            committer = self._committer
+            self.security_channel = SecurityChannel(self.root, lambda: self.shard, lambda: committer.log.durable_end)
+            await self.security_channel.start()
         if self.serves_data_plane:
             self._background.append(asyncio.create_task(self._enforce_retention(), name="retention"))
         self._background.append(asyncio.create_task(self._compact_periodically(), name="compaction"))
@@ -371,8 +391,9 @@ class CoordinatorServer:
         if self.layout.shards > 1:  # the supervisor scrapes each shard's endpoint
             _write_atomically(self.data_dir / METRICS_PORT_FILE, str(server.port))
 
-    async def _load_shard(self, core: CoordinatorShard) -> None:
-        """Start serving the loaded core: the new owner's CoordinatorEpoch is made durable first."""
+    async def _load_shard(self, core: CoordinatorShard, copied: asyncio.Future[None] | None = None) -> None:
+        """Start serving the loaded core: the new owner's CoordinatorEpoch is made durable first,
+        and (shard k >= 1 of several) the copy of shard 0's security state read (`copied`)."""
         assert self._committer is not None
         shard = ShardRuntime(core, DurableSink(self._committer))
         shard.add_observer(group_metrics.observer(self.config["metrics.group.labels.enable"]))
@@ -399,6 +420,8 @@ class CoordinatorServer:
         self.shard = shard
         if self.sidecar is not None:
             self.sidecar.attach(shard)
+        if copied is not None:
+            await copied
         self._loaded = True
         self._loaded_event.set()
 
@@ -462,6 +485,8 @@ class CoordinatorServer:
             self.sidecar.listeners.close()
         for connection in list(self._connections):
             connection.drain()
+        if self.security_channel is not None:
+            await self.security_channel.stop()
         timeout = self.config["shutdown.timeout.ms"] / 1000
         if self.shard is not None and self._loaded:
             # Parked JoinGroup/SyncGroup requests would otherwise hold their connections until the

@@ -13,21 +13,27 @@ AlterUserScramCredentials (51) v0.
   is CLUSTER_AUTHORIZATION_FAILED. Without an authorizer the ACL APIs are SECURITY_DISABLED ("No
   Authorizer is configured.") and the SCRAM APIs are open to everyone, as in Kafka.
 - CreateAcls/DescribeAcls/DeleteAcls v0–1 are gone from Kafka 4 (KIP-896) and not served.
+- Several shards: the security state is shard 0's. Shard k >= 1 is given a `Remote`: the reads
+  are answered from its read-only copy of shard 0's (`shards/security_mirror.py`), the writes are
+  authorized here as always, then handed to shard 0 (`shards/security_channel.py`) and answered
+  once shard 0 made them durable and this shard's copy has them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
 
 from protocol.errors import ErrorCode
 
+from ..core.effects import Effects, TimerTable
 from ..runtime.apis.common import respond
 from ..runtime.apis.group_api import group_api
 from ..runtime.registry import ApiHandler, RequestContext
 from . import requests as core
 from .acls import AclBinding, AclFilter
 from .authorizer import ALTER, DESCRIBE
+from .store import SecurityStore
 
 if TYPE_CHECKING:
     from ..runtime.shard import ShardRuntime
@@ -44,12 +50,58 @@ _MESSAGES: dict[int, str] = {
 Shard = Callable[[], "ShardRuntime | None"]
 
 
-def security_handlers(shard: Shard) -> list[ApiHandler]:
+class Remote(Protocol):
+    """Shard 0's security state as shard k >= 1 serves it (several shards)."""
+
+    def store(self) -> SecurityStore | None:
+        """The local read-only copy; None until it has first read shard 0's log."""
+        ...
+
+    async def forward(self, principal: str, request: Any) -> Any:
+        """Shard 0's core response to an authorized write, or an ErrorCode for the whole request."""
+        ...
+
+
+def security_handlers(shard: Shard, remote: Remote | None = None) -> list[ApiHandler]:
     return [
         sasl_handshake(), sasl_authenticate(),
-        describe_acls(shard), create_acls(shard), delete_acls(shard),
-        describe_user_scram_credentials(shard), alter_user_scram_credentials(shard),
+        describe_acls(shard, remote), create_acls(shard, remote), delete_acls(shard, remote),
+        describe_user_scram_credentials(shard, remote), alter_user_scram_credentials(shard, remote),
     ]
+
+
+Read = Callable[[SecurityStore, Any, Effects], None]
+
+
+def _served(shard: Shard, remote: Remote | None, read: Read | None, api_key: int, min_version: int,
+            max_version: int, to_core: Any, to_wire: Any, on_error: Any,
+            precheck: Callable[[RequestContext, Any], int | None]) -> ApiHandler:
+    """The API through this process's shard, or (`remote` given) from the copy (`read`, a store
+    method) or forwarded to shard 0 (`read` None: a write)."""
+    if remote is None:
+        return group_api(shard, api_key, min_version, max_version, to_core, to_wire, on_error, precheck)
+
+    async def forwarded(ctx: RequestContext, request: Any, core_request: Any) -> Any:
+        answer = await remote.forward(ctx.principal, core_request)
+        if isinstance(answer, int):
+            return respond(ctx, on_error(ctx, request, answer))
+        return respond(ctx, to_wire(ctx, request, answer))
+
+    def handle(ctx: RequestContext, request: Any) -> Any | Coroutine[Any, Any, Any]:
+        if (code := precheck(ctx, request)) is not None:
+            return respond(ctx, on_error(ctx, request, code))
+        store = remote.store()
+        if store is None:
+            return respond(ctx, on_error(ctx, request, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+        core_request = to_core(ctx, request, 0)
+        if read is None:
+            return forwarded(ctx, request, core_request)
+        fx = Effects(0, TimerTable())
+        read(store, core_request, fx)
+        (reply,) = fx.replies
+        return respond(ctx, to_wire(ctx, request, reply.response))
+
+    return ApiHandler(api_key, min_version, max_version, handle)
 
 
 def sasl_handshake() -> ApiHandler:
@@ -87,7 +139,7 @@ def _filter(f: Any) -> AclFilter:
                      f.host_filter, f.operation, f.permission_type)
 
 
-def describe_acls(shard: Shard) -> ApiHandler:
+def describe_acls(shard: Shard, remote: Remote | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.DescribeAcls:
         return core.DescribeAcls(ref, _filter(r))
 
@@ -104,10 +156,11 @@ def describe_acls(shard: Shard) -> ApiHandler:
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
         return {"error_code": code, "error_message": _MESSAGES.get(code), "resources": []}
 
-    return group_api(shard, DESCRIBE_ACLS, 2, 3, to_core, to_wire, on_error, _cluster(DESCRIBE, True))
+    return _served(shard, remote, SecurityStore.describe_acls, DESCRIBE_ACLS, 2, 3, to_core, to_wire, on_error,
+                   _cluster(DESCRIBE, True))
 
 
-def create_acls(shard: Shard) -> ApiHandler:
+def create_acls(shard: Shard, remote: Remote | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.CreateAcls:
         return core.CreateAcls(ref, tuple(_binding(c) for c in r.creations))
 
@@ -118,10 +171,10 @@ def create_acls(shard: Shard) -> ApiHandler:
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
         return {"results": [{"error_code": code, "error_message": _MESSAGES.get(code)} for _ in r.creations]}
 
-    return group_api(shard, CREATE_ACLS, 2, 3, to_core, to_wire, on_error, _cluster(ALTER, True))
+    return _served(shard, remote, None, CREATE_ACLS, 2, 3, to_core, to_wire, on_error, _cluster(ALTER, True))
 
 
-def delete_acls(shard: Shard) -> ApiHandler:
+def delete_acls(shard: Shard, remote: Remote | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.DeleteAcls:
         return core.DeleteAcls(ref, tuple(_filter(f) for f in r.filters))
 
@@ -138,10 +191,10 @@ def delete_acls(shard: Shard) -> ApiHandler:
         return {"filter_results": [{"error_code": code, "error_message": _MESSAGES.get(code), "matching_acls": []}
                                    for _ in r.filters]}
 
-    return group_api(shard, DELETE_ACLS, 2, 3, to_core, to_wire, on_error, _cluster(ALTER, True))
+    return _served(shard, remote, None, DELETE_ACLS, 2, 3, to_core, to_wire, on_error, _cluster(ALTER, True))
 
 
-def describe_user_scram_credentials(shard: Shard) -> ApiHandler:
+def describe_user_scram_credentials(shard: Shard, remote: Remote | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.DescribeScramCredentials:
         return core.DescribeScramCredentials(ref, None if r.users is None else tuple(u.name for u in r.users))
 
@@ -154,11 +207,11 @@ def describe_user_scram_credentials(shard: Shard) -> ApiHandler:
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
         return {"error_code": code, "error_message": _MESSAGES.get(code), "results": []}
 
-    return group_api(shard, DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, to_core, to_wire, on_error,
-                     _cluster(DESCRIBE, False))
+    return _served(shard, remote, SecurityStore.describe_credentials, DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0,
+                   to_core, to_wire, on_error, _cluster(DESCRIBE, False))
 
 
-def alter_user_scram_credentials(shard: Shard) -> ApiHandler:
+def alter_user_scram_credentials(shard: Shard, remote: Remote | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.AlterScramCredentials:
         return core.AlterScramCredentials(
             ref, tuple(core.ScramDeletion(d.name, d.mechanism) for d in r.deletions),
@@ -173,4 +226,5 @@ def alter_user_scram_credentials(shard: Shard) -> ApiHandler:
         users = dict.fromkeys(x.name for x in (*r.deletions, *r.upsertions))
         return {"results": [{"user": u, "error_code": code, "error_message": _MESSAGES.get(code)} for u in users]}
 
-    return group_api(shard, ALTER_USER_SCRAM_CREDENTIALS, 0, 0, to_core, to_wire, on_error, _cluster(ALTER, False))
+    return _served(shard, remote, None, ALTER_USER_SCRAM_CREDENTIALS, 0, 0, to_core, to_wire, on_error,
+                   _cluster(ALTER, False))
