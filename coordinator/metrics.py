@@ -151,6 +151,11 @@ class MetricsServer:
             await writer.drain()
         except (TimeoutError, ConnectionError, UnicodeDecodeError) as exc:
             log.debug("metrics_request_failed", error=repr(exc))
+        except asyncio.CancelledError:
+            # The listener is closing (shutdown) while this request waits, e.g. on a shard the
+            # supervisor asks: the request is dropped. Ending quietly keeps asyncio from logging
+            # the cancelled handler task as an error on stderr, where an operator reads one line.
+            pass
         finally:
             writer.close()
 
