@@ -9,7 +9,6 @@ import contextlib
 import itertools
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,7 +16,8 @@ from pathlib import Path
 
 from coordinator.shards.placement import ShardLayout, shard_data_dir
 from coordinator.shards.reshard import ensure_layout
-from tests.support.server import free_port, http_get, wait_until
+from tests.shards.supervised import free_ports
+from tests.support.server import http_get, wait_until
 
 PARTITIONS = 50
 
@@ -29,24 +29,9 @@ def group_on(shard: int, shards: int = 2, prefix: str = "group") -> str:
 
 
 def free_port_block(count: int) -> int:
-    """A port P with P..P+count-1 free on 127.0.0.1 (shard k listens on P+k)."""
-    for _ in range(50):
-        base = free_port()
-        if base + count > 65535:
-            continue
-        probes = []
-        try:
-            for k in range(count):
-                s = socket.socket()
-                probes.append(s)
-                s.bind(("127.0.0.1", base + k))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in probes:
-                s.close()
-    raise AssertionError(f"no {count} consecutive free ports")
+    """A port P with P..P+count-1 free on 127.0.0.1 (shard k listens on P+k): one picker for
+    every shard test (`supervised.free_ports`, below the kernel's ephemeral range)."""
+    return free_ports(count)
 
 
 class ShardCluster:
