@@ -42,8 +42,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from protocol.codec import API_VERSIONS_KEY, DecodedRequest, EncodedResponse, encode_response
-from protocol.errors import ProtocolError
-from protocol.framing import FrameDecoder
+from protocol.errors import FrameTooLarge, InvalidFrame, ProtocolError
+from protocol.framing import MIN_REQUEST_SIZE
 
 from .. import metrics
 from ..logging import get_logger
@@ -61,6 +61,11 @@ log = get_logger("coordinator.connection")
 
 _PAUSE_AT = 64
 _RESUME_AT = 8
+RX_FIRST = 16 * 1024
+"""A connection's receive buffer starts this small (most carry small requests) and doubles, up to
+`RX_MOST`, while reads fill it."""
+RX_MOST = 256 * 1024
+_MIN_READ = 4 * 1024  # less room than this left at the end of the receive buffer: make room first
 
 
 _api_name = functools.cache(api_name)
@@ -68,9 +73,10 @@ _api_name = functools.cache(api_name)
 
 _STATS = metrics.REQUEST_STATS
 _API_KEY = struct.Struct(">h")
+_SIZE = struct.Struct(">i")
 
 
-class KafkaConnection(asyncio.Protocol):
+class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, server: CoordinatorServer, connection_id: int, route: Route | None = None,
                  gate: ListenerGate | None = None) -> None:
         self._server = server
@@ -81,13 +87,25 @@ class KafkaConnection(asyncio.Protocol):
         self._sasl: SaslAuthenticator | None = None
         """Set while a SASL listener's connection is not authenticated yet."""
         self.connection_id = connection_id
-        self._decoder = FrameDecoder(server.config["socket.request.max.bytes"])
-        self._queue: collections.deque[bytes] = collections.deque()
+        self._max_frame = server.config["socket.request.max.bytes"]
+        self._rx = bytearray(RX_FIRST)
+        self._rx_view = memoryview(self._rx)
+        self._start = 0  # the unconsumed bytes of `_rx` (a partial frame) are [_start, _end)
+        self._end = 0
+        self._offered = 0  # the room the last `get_buffer` offered
+        self._grow = False  # a read filled all of it: the next receive buffer is larger
+        self._lent = False  # bytes of `_rx` went to the route unchanged (it may still be sending them)
+        self._frame: bytearray | None = None  # a frame too large for `_rx`, received into its own buffer
+        self._filled = 0
+        self._streaming = 0  # bytes still to come of the frame being forwarded as it arrives
+        self._upstream_full = False
+        self._queue: collections.deque[bytes | bytearray] = collections.deque()
         self._out: list[bytes] = []
         self._transport: asyncio.Transport | None = None
         self._busy = False
         self._in_flight: asyncio.Future[Any] | None = None
-        self._forwarding: collections.deque[tuple[asyncio.Future[Any], bytes, float]] = collections.deque()
+        self._forwarding: collections.deque[tuple[asyncio.Future[Any], int, int, float]] = collections.deque()
+        """Forwarded requests not answered yet: (future, api key, frame size, start time)."""
         self._reading_paused = False
         self._writing_paused = False
         self._buffer_cap = server.config["socket.request.max.bytes"]
@@ -114,7 +132,7 @@ class KafkaConnection(asyncio.Protocol):
             self.principal = self._gate.principal_of(self._transport)
             self._sasl = self._gate.authenticator()
             if self._sasl is not None:
-                self._decoder.max_size = self._sasl.config.max_receive_size
+                self._max_frame = self._sasl.config.max_receive_size
         refused = self._server.admit(self)
         if refused is not None:
             key, limit = refused
@@ -125,7 +143,7 @@ class KafkaConnection(asyncio.Protocol):
             return
         metrics.CONNECTIONS_OPEN.inc()
         if self._route is not None:
-            self._route.attach(self._transport)
+            self._route.attach(self._transport, self._upstream_flow)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._server.release(self):
@@ -140,25 +158,147 @@ class KafkaConnection(asyncio.Protocol):
             self._route.close()
         self.idle.set()
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._frame is not None:
+            return memoryview(self._frame)[self._filled:]
+        if len(self._rx) - self._end < _MIN_READ or (self._grow and len(self._rx) < RX_MOST):
+            self._make_room()
+        self._offered = len(self._rx) - self._end
+        return self._rx_view[self._end:]
+
+    def buffer_updated(self, nbytes: int) -> None:
         if self._closing or self._draining:
             return
         self.active = True
-        _STATS.bytes_in += len(data)
+        _STATS.bytes_in += nbytes
         try:
-            frames = self._decoder.feed(data)
+            if self._frame is not None:
+                self._filled += nbytes
+                if self._filled < len(self._frame):
+                    return
+                self._queue.append(self._frame)
+                self._frame = None
+            else:
+                self._grow = nbytes == self._offered
+                self._end += nbytes
+                self._split()
         except ProtocolError as exc:
             self._fail(exc, None)
             return
-        if frames:
-            queue = self._queue
-            queue.extend(frames)
+        queue = self._queue
+        if queue:
             # Frames pile up only behind a request in flight: then bound them by count and bytes.
             if len(queue) > 1 and not self._reading_paused and self._transport and (
                     len(queue) >= _PAUSE_AT or sum(map(len, queue)) >= self._buffer_cap):
                 self._reading_paused = True
                 self._transport.pause_reading()
             self._process()
+
+    def data_received(self, data: bytes) -> None:
+        """Bytes handed over rather than read into `get_buffer` (bench/hotpath.py): the same path."""
+        view = memoryview(data)
+        while view and not self._closing and not self._draining:
+            room = self.get_buffer(len(view))
+            count = min(len(room), len(view))
+            room[:count] = view[:count]
+            self.buffer_updated(count)
+            view = view[count:]
+
+    def _split(self) -> None:
+        """Take the frames out of the receive buffer. A forwarded frame whose turn it is goes to
+        the route from where it lies, part by part as it arrives; every other frame is copied out
+        whole into the queue (one larger than the buffer is received into its own buffer)."""
+        view, position, end = self._rx_view, self._start, self._end
+        if self._streaming:
+            part = min(self._streaming, end - position)
+            if self._route is not None:
+                self._route.more(view[position:position + part])
+            self._streaming -= part
+            position += part
+        while end - position >= 4 and not self._closing:
+            size = self._checked(_SIZE.unpack_from(view, position)[0])
+            have = end - position - 4
+            if have >= size:
+                body = view[position + 4:position + 4 + size]
+                if not self._forward_now(body, size):
+                    self._queue.append(body.tobytes())
+                position += 4 + size
+                continue
+            if have >= MIN_REQUEST_SIZE and self._forward_now(view[position + 4:end], size):
+                self._streaming = size - have
+                position = end
+            elif 4 + size > len(self._rx) and (have >= MIN_REQUEST_SIZE or self._route is None):
+                frame = self._frame = bytearray(size)
+                frame[:have] = view[position + 4:end]
+                self._filled = have
+                position = end
+            break
+        if position == end and not self._lent:
+            position = end = 0
+        self._start, self._end = position, end
+
+    def _checked(self, size: int) -> int:
+        if size < MIN_REQUEST_SIZE:
+            raise InvalidFrame(f"frame size {size} is below the minimum {MIN_REQUEST_SIZE}")
+        if size > self._max_frame:
+            raise FrameTooLarge(f"frame size {size} exceeds socket.request.max.bytes {self._max_frame}")
+        return size
+
+    def _forward_now(self, head: memoryview, size: int) -> bool:
+        """Hand a frame (`head`, all or the first part of its `size` bytes) to the route now, if it
+        is one to forward and its turn: nothing before it is waiting here, and the upstream
+        connection is open. Its bytes then stay where they are until the route has sent them."""
+        route = self._route
+        if (route is None or self._queue or self._busy or self._closing or self._writing_paused
+                or self._sasl is not None or len(self._forwarding) >= _PAUSE_AT or not route.connected
+                or (self._authz is not None and not self._authz.ready)):
+            return False
+        api_key = _API_KEY.unpack_from(head)[0]
+        if api_key in route.local_keys:
+            return False
+        future = route.start(head, size)
+        if future is None:
+            return False  # a Produce request whose acks has not arrived yet
+        self.idle.clear()
+        self._lent = True
+        self._forwarding.append((future, api_key, size, time.perf_counter()))
+        future.add_done_callback(self._forwarded)
+        return True
+
+    def _make_room(self) -> None:
+        """Room at the end of the receive buffer: the unconsumed bytes move to its start, or to a
+        new (larger, while reads fill it) buffer when the route may still be sending from this one."""
+        keep = self._end - self._start
+        size = len(self._rx)
+        if self._grow or keep + _MIN_READ > size:
+            size = min(max(2 * size, keep + _MIN_READ), max(RX_MOST, keep + _MIN_READ))
+        if size != len(self._rx) or (self._lent and self._route is not None and self._route.holding):
+            rx = bytearray(size)
+            rx[:keep] = self._rx_view[self._start:self._end]
+            self._rx, self._rx_view = rx, memoryview(rx)
+        elif keep:
+            self._rx[:keep] = self._rx[self._start:self._end]
+        self._start, self._end = 0, keep
+        self._lent = False
+        self._grow = False
+
+    def _upstream_flow(self, full: bool) -> None:
+        """The route's upstream socket is full (stop reading: what is read would pile up in it) or
+        has room again."""
+        self._upstream_full = full
+        if full:
+            if not self._reading_paused and self._transport is not None and not self._closing:
+                self._reading_paused = True
+                self._transport.pause_reading()
+        else:
+            self._maybe_resume_reading()
+
+    def _maybe_resume_reading(self) -> None:
+        if (self._reading_paused and not self._draining and not self._upstream_full and not self._closing
+                and len(self._queue) <= _RESUME_AT and self._transport
+                and sum(map(len, self._queue)) < self._buffer_cap):
+            self._reading_paused = False
+            self._transport.resume_reading()
 
     def eof_received(self) -> bool | None:
         return None
@@ -235,7 +375,7 @@ class KafkaConnection(asyncio.Protocol):
                         break
                     self._queue.popleft()
                     future = route.forward(frame)
-                    self._forwarding.append((future, frame, time.perf_counter()))
+                    self._forwarding.append((future, _API_KEY.unpack_from(frame)[0], len(frame), time.perf_counter()))
                     future.add_done_callback(self._forwarded)
                     continue
                 if self._forwarding:
@@ -243,7 +383,7 @@ class KafkaConnection(asyncio.Protocol):
             frame = self._queue.popleft()
             started = time.perf_counter()
             try:
-                request = self._server.codec.decode(frame)
+                request = self._server.codec.decode(frame if frame.__class__ is bytes else bytes(frame))
             except ProtocolError as exc:
                 self._fail(exc, frame)
                 return
@@ -275,10 +415,7 @@ class KafkaConnection(asyncio.Protocol):
         if not self._busy:
             if not self._forwarding:
                 self.idle.set()
-            if (self._reading_paused and not self._draining and len(self._queue) <= _RESUME_AT and self._transport
-                    and sum(map(len, self._queue)) < self._buffer_cap):
-                self._reading_paused = False
-                self._transport.resume_reading()
+            self._maybe_resume_reading()
 
     def _await_authorizer(self) -> None:
         self._busy = True
@@ -327,7 +464,7 @@ class KafkaConnection(asyncio.Protocol):
         if sasl.principal is not None:
             self.principal = sasl.principal
             self._sasl = None
-            self._decoder.max_size = self._server.config["socket.request.max.bytes"]
+            self._max_frame = self._server.config["socket.request.max.bytes"]
             AUTHENTICATIONS.labels(sasl.mechanism, "ok").inc()
         elif sasl.failed:
             self._flush()  # the error response leaves before the connection closes
@@ -363,7 +500,7 @@ class KafkaConnection(asyncio.Protocol):
         """A forwarded request was answered: write every response now due, in request order."""
         forwarding = self._forwarding
         while forwarding and forwarding[0][0].done():
-            future, frame, started = forwarding.popleft()
+            future, api_key, size, started = forwarding.popleft()
             if future.cancelled():
                 self.close()
                 self.idle.set()
@@ -373,13 +510,13 @@ class KafkaConnection(asyncio.Protocol):
                 if not isinstance(exc, ProtocolError):
                     log.error("forward_failed", connection=self.connection_id, peer=self.peer, exc_info=exc)
                     exc = ProtocolError(f"forwarding failed: {type(exc).__name__}")
-                self._fail(exc, frame)
+                self._fail(exc, size)
                 return
             data = future.result()
             if data is not None and not self._closing:
                 self._out.append(data)
                 _STATS.bytes_out += len(data)
-            _STATS.observe(_STATS.api(_api_name(_API_KEY.unpack_from(frame)[0])), time.perf_counter() - started)
+            _STATS.observe(_STATS.api(_api_name(api_key)), time.perf_counter() - started)
         self._process()
 
     def _respond(self, request: DecodedRequest, api: str, response: Any, started: float) -> None:
@@ -396,16 +533,17 @@ class KafkaConnection(asyncio.Protocol):
                 _STATS.error(api, name)
         _STATS.observe(_STATS.api(api), time.perf_counter() - started)
 
-    def _fail(self, exc: ProtocolError, frame: bytes | None) -> None:
+    def _fail(self, exc: ProtocolError, frame: bytes | bytearray | int | None) -> None:
         self._flush()  # answers to the requests before the bad one still leave
         metrics.CONNECTIONS_CLOSED.labels(exc.reason).inc()
         log.warning(
             "connection_closed", reason=exc.reason, detail=str(exc), connection=self.connection_id,
             peer=self.peer, client_id=self.client_id,
-            frame_bytes=None if frame is None else len(frame),
+            frame_bytes=frame if frame is None or isinstance(frame, int) else len(frame),
         )
         self._closing = True
         self._queue.clear()
+        self._frame = None
         if self._transport is not None:
             self._transport.abort()
         self.idle.set()

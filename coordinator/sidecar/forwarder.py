@@ -20,6 +20,7 @@ CreateTopics, DeleteTopics or CreatePartitions refreshes the upstream catalog on
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .pump import CLIENT_HIGH_WATER, CLIENT_LOW_WATER, ResponsePump
@@ -32,7 +33,8 @@ TOPIC_ADMIN = frozenset({19, 20, 37})  # CreateTopics, DeleteTopics, CreateParti
 
 
 class Route:
-    __slots__ = ("_client", "_connecting", "_paused", "_sidecar", "_upstream", "local_keys", "node_id")
+    __slots__ = ("_client", "_connecting", "_flow", "_paused", "_sidecar", "_unsent", "_upstream", "local_keys",
+                 "node_id")
 
     def __init__(self, sidecar: Sidecar, node_id: int | None) -> None:
         self._sidecar = sidecar
@@ -42,11 +44,15 @@ class Route:
         self._upstream: ResponsePump | None = None
         self._connecting: asyncio.Task[ResponsePump] | None = None
         self._paused = False
+        self._flow: Callable[[bool], None] | None = None
+        self._unsent = 0  # frames waiting for the upstream connection to open
 
-    def attach(self, client: asyncio.Transport) -> None:
+    def attach(self, client: asyncio.Transport, flow: Callable[[bool], None] | None = None) -> None:
         """The client connection's transport, which forwarded responses are written to. Its write
-        buffer may hold a few large Fetch responses before the upstream is paused."""
+        buffer may hold a few large Fetch responses before the upstream is paused. `flow(True)`
+        when the upstream's socket is full (stop reading the client), `flow(False)` when not."""
         self._client = client
+        self._flow = flow
         client.set_write_buffer_limits(high=CLIENT_HIGH_WATER, low=CLIENT_LOW_WATER)
 
     def pause(self) -> None:
@@ -60,29 +66,63 @@ class Route:
         if self._upstream is not None:
             self._upstream.resume()
 
-    def forward(self, frame: bytes) -> asyncio.Future[None]:
-        """Send the frame upstream now (in call order) and return a future that resolves once its
-        response has been written to the client (at once for Produce with acks=0). Only the first
-        frame of a connection waits for the upstream connection to open; the frames behind it
-        wait on the same opening, in order."""
+    @property
+    def connected(self) -> bool:
+        """The upstream connection is open and every frame before has been sent: a request can be
+        sent at once (`start`)."""
+        return self._upstream is not None and not self._upstream.closed and not self._unsent
+
+    @property
+    def holding(self) -> bool:
+        """Request bytes handed over may still be waiting to be sent: they must stay unchanged."""
+        return self._upstream is not None and self._upstream.holding
+
+    def forward(self, frame: bytes | bytearray) -> asyncio.Future[None]:
+        """Send the whole frame upstream now (in call order) and return a future that resolves once
+        its response has been written to the client (at once for Produce with acks=0). Only the
+        first frame of a connection waits for the upstream connection to open; the frames behind
+        it wait on the same opening, in order."""
         upstream = self._upstream
-        if upstream is not None and not upstream.closed:
-            return self._send(upstream, frame)
+        if upstream is not None and not upstream.closed and not self._unsent:
+            return self._send(upstream, frame, len(frame), expects_response(frame) is not False)
         if self._connecting is None or (upstream is not None and upstream.closed):
             self._connecting = asyncio.ensure_future(self._connect())
+        self._unsent += 1
         return asyncio.ensure_future(self._send_when_connected(self._connecting, frame))
 
-    async def _send_when_connected(self, connecting: asyncio.Task[ResponsePump], frame: bytes) -> None:
-        upstream = await asyncio.shield(connecting)
-        self._upstream = upstream
-        if self._paused:
-            upstream.pause()
-        await self._send(upstream, frame)
+    def start(self, head: memoryview, size: int) -> asyncio.Future[None] | None:
+        """Send the first part (`head`, at least its header) of a frame of `size` bytes now, on the
+        open upstream connection (`connected`); the rest follows through `more` as it arrives.
+        Returns what `forward` returns, or None when `head` is too short to tell whether the
+        request gets a response (a Produce's acks): nothing was sent then. The bytes of `head`
+        and of the parts must stay unchanged while `holding`."""
+        assert self._upstream is not None
+        expect = expects_response(head, len(head) == size)
+        if expect is None:
+            return None
+        return self._send(self._upstream, head, size, expect)
 
-    def _send(self, upstream: ResponsePump, frame: bytes) -> asyncio.Future[None]:
-        api_key, version, correlation_id = peek_header(frame)
+    def more(self, part: memoryview) -> None:
+        """The next bytes of the frame `start` began."""
+        if self._upstream is not None:
+            self._upstream.more(part)
+
+    async def _send_when_connected(self, connecting: asyncio.Task[ResponsePump], frame: bytes | bytearray) -> None:
         try:
-            pending = upstream.send(frame, api_key, version, correlation_id, expects_response(frame))
+            upstream = await asyncio.shield(connecting)
+            self._upstream = upstream
+            if self._paused:
+                upstream.pause()
+            sent = self._send(upstream, frame, len(frame), expects_response(frame) is not False)
+        finally:
+            self._unsent -= 1
+        await sent
+
+    def _send(self, upstream: ResponsePump, head: bytes | bytearray | memoryview, size: int,
+              expect_response: bool) -> asyncio.Future[None]:
+        api_key, version, correlation_id = peek_header(head)
+        try:
+            pending = upstream.begin(head, size, api_key, version, correlation_id, expect_response)
         except ForwardError as exc:
             failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             failed.set_exception(exc)
@@ -111,11 +151,11 @@ class Route:
             address = cluster.brokers.get(self.node_id)
             if address is None:
                 raise ForwardError(f"upstream broker {self.node_id} is not in the cluster's metadata")
-            return await ResponsePump.open(*address, client, endpoints)
+            return await ResponsePump.open(*address, client, endpoints, flow=self._flow)
         errors = []
         for node_id in sorted(cluster.brokers):
             try:
-                return await ResponsePump.open(*cluster.brokers[node_id], client, endpoints)
+                return await ResponsePump.open(*cluster.brokers[node_id], client, endpoints, flow=self._flow)
             except ForwardError as exc:
                 errors.append(str(exc))
         raise ForwardError("; ".join(errors) or "no upstream broker known")
