@@ -42,8 +42,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from protocol.codec import API_VERSIONS_KEY, DecodedRequest, EncodedResponse, encode_response
-from protocol.errors import FrameTooLarge, InvalidFrame, ProtocolError
-from protocol.framing import MIN_REQUEST_SIZE
+from protocol.errors import ProtocolError
+from protocol.framing import FrameDecoder
 
 from .. import metrics
 from ..logging import get_logger
@@ -61,11 +61,6 @@ log = get_logger("coordinator.connection")
 
 _PAUSE_AT = 64
 _RESUME_AT = 8
-RX_FIRST = 16 * 1024
-"""A connection's receive buffer starts this small (most carry small requests) and doubles, up to
-`RX_MOST`, while reads fill it."""
-RX_MOST = 256 * 1024
-_MIN_READ = 4 * 1024  # less room than this left at the end of the receive buffer: make room first
 
 
 _api_name = functools.cache(api_name)
@@ -73,7 +68,6 @@ _api_name = functools.cache(api_name)
 
 _STATS = metrics.REQUEST_STATS
 _API_KEY = struct.Struct(">h")
-_SIZE = struct.Struct(">i")
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
@@ -87,17 +81,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._sasl: SaslAuthenticator | None = None
         """Set while a SASL listener's connection is not authenticated yet."""
         self.connection_id = connection_id
-        self._max_frame = server.config["socket.request.max.bytes"]
-        self._rx = bytearray(RX_FIRST)
-        self._rx_view = memoryview(self._rx)
-        self._start = 0  # the unconsumed bytes of `_rx` (a partial frame) are [_start, _end)
-        self._end = 0
-        self._offered = 0  # the room the last `get_buffer` offered
-        self._grow = False  # a read filled all of it: the next receive buffer is larger
-        self._lent = False  # bytes of `_rx` went to the route unchanged (it may still be sending them)
-        self._frame: bytearray | None = None  # a frame too large for `_rx`, received into its own buffer
-        self._filled = 0
-        self._streaming = 0  # bytes still to come of the frame being forwarded as it arrives
+        max_frame = server.config["socket.request.max.bytes"]
+        self._decoder = FrameDecoder(max_frame) if route is None else FrameDecoder(
+            max_frame, offer=self._forward_now, more=route.more, holding=lambda: route.holding)
         self._upstream_full = False
         self._queue: collections.deque[bytes | bytearray] = collections.deque()
         self._out: list[bytes] = []
@@ -132,7 +118,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.principal = self._gate.principal_of(self._transport)
             self._sasl = self._gate.authenticator()
             if self._sasl is not None:
-                self._max_frame = self._sasl.config.max_receive_size
+                self._decoder.max_size = self._sasl.config.max_receive_size
         refused = self._server.admit(self)
         if refused is not None:
             key, limit = refused
@@ -159,12 +145,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.idle.set()
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        if self._frame is not None:
-            return memoryview(self._frame)[self._filled:]
-        if len(self._rx) - self._end < _MIN_READ or (self._grow and len(self._rx) < RX_MOST):
-            self._make_room()
-        self._offered = len(self._rx) - self._end
-        return self._rx_view[self._end:]
+        return self._decoder.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
         if self._closing or self._draining:
@@ -172,21 +153,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.active = True
         _STATS.bytes_in += nbytes
         try:
-            if self._frame is not None:
-                self._filled += nbytes
-                if self._filled < len(self._frame):
-                    return
-                self._queue.append(self._frame)
-                self._frame = None
-            else:
-                self._grow = nbytes == self._offered
-                self._end += nbytes
-                self._split()
+            frames = self._decoder.updated(nbytes)
         except ProtocolError as exc:
             self._fail(exc, None)
             return
-        queue = self._queue
-        if queue:
+        if frames:
+            queue = self._queue
+            queue.extend(frames)
             # Frames pile up only behind a request in flight: then bound them by count and bytes.
             if len(queue) > 1 and not self._reading_paused and self._transport and (
                     len(queue) >= _PAUSE_AT or sum(map(len, queue)) >= self._buffer_cap):
@@ -198,51 +171,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Bytes handed over rather than read into `get_buffer` (bench/hotpath.py): the same path."""
         view = memoryview(data)
         while view and not self._closing and not self._draining:
-            room = self.get_buffer(len(view))
+            room = self._decoder.get_buffer()
             count = min(len(room), len(view))
             room[:count] = view[:count]
             self.buffer_updated(count)
             view = view[count:]
-
-    def _split(self) -> None:
-        """Take the frames out of the receive buffer. A forwarded frame whose turn it is goes to
-        the route from where it lies, part by part as it arrives; every other frame is copied out
-        whole into the queue (one larger than the buffer is received into its own buffer)."""
-        view, position, end = self._rx_view, self._start, self._end
-        if self._streaming:
-            part = min(self._streaming, end - position)
-            if self._route is not None:
-                self._route.more(view[position:position + part])
-            self._streaming -= part
-            position += part
-        while end - position >= 4 and not self._closing:
-            size = self._checked(_SIZE.unpack_from(view, position)[0])
-            have = end - position - 4
-            if have >= size:
-                body = view[position + 4:position + 4 + size]
-                if not self._forward_now(body, size):
-                    self._queue.append(body.tobytes())
-                position += 4 + size
-                continue
-            if have >= MIN_REQUEST_SIZE and self._forward_now(view[position + 4:end], size):
-                self._streaming = size - have
-                position = end
-            elif 4 + size > len(self._rx) and (have >= MIN_REQUEST_SIZE or self._route is None):
-                frame = self._frame = bytearray(size)
-                frame[:have] = view[position + 4:end]
-                self._filled = have
-                position = end
-            break
-        if position == end and not self._lent:
-            position = end = 0
-        self._start, self._end = position, end
-
-    def _checked(self, size: int) -> int:
-        if size < MIN_REQUEST_SIZE:
-            raise InvalidFrame(f"frame size {size} is below the minimum {MIN_REQUEST_SIZE}")
-        if size > self._max_frame:
-            raise FrameTooLarge(f"frame size {size} exceeds socket.request.max.bytes {self._max_frame}")
-        return size
 
     def _forward_now(self, head: memoryview, size: int) -> bool:
         """Hand a frame (`head`, all or the first part of its `size` bytes) to the route now, if it
@@ -260,27 +193,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if future is None:
             return False  # a Produce request whose acks has not arrived yet
         self.idle.clear()
-        self._lent = True
         self._forwarding.append((future, api_key, size, time.perf_counter()))
         future.add_done_callback(self._forwarded)
         return True
-
-    def _make_room(self) -> None:
-        """Room at the end of the receive buffer: the unconsumed bytes move to its start, or to a
-        new (larger, while reads fill it) buffer when the route may still be sending from this one."""
-        keep = self._end - self._start
-        size = len(self._rx)
-        if self._grow or keep + _MIN_READ > size:
-            size = min(max(2 * size, keep + _MIN_READ), max(RX_MOST, keep + _MIN_READ))
-        if size != len(self._rx) or (self._lent and self._route is not None and self._route.holding):
-            rx = bytearray(size)
-            rx[:keep] = self._rx_view[self._start:self._end]
-            self._rx, self._rx_view = rx, memoryview(rx)
-        elif keep:
-            self._rx[:keep] = self._rx[self._start:self._end]
-        self._start, self._end = 0, keep
-        self._lent = False
-        self._grow = False
 
     def _upstream_flow(self, full: bool) -> None:
         """The route's upstream socket is full (stop reading: what is read would pile up in it) or
@@ -464,7 +379,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if sasl.principal is not None:
             self.principal = sasl.principal
             self._sasl = None
-            self._max_frame = self._server.config["socket.request.max.bytes"]
+            self._decoder.max_size = self._server.config["socket.request.max.bytes"]
             AUTHENTICATIONS.labels(sasl.mechanism, "ok").inc()
         elif sasl.failed:
             self._flush()  # the error response leaves before the connection closes
@@ -543,7 +458,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
         )
         self._closing = True
         self._queue.clear()
-        self._frame = None
         if self._transport is not None:
             self._transport.abort()
         self.idle.set()
