@@ -1,5 +1,8 @@
 """One client connection: frames in, responses out, strictly in request order.
 
+Reads go straight into the connection's receive buffer (an asyncio.BufferedProtocol over
+`protocol.framing.FrameDecoder`): no read allocates, a request inside the buffer is copied out once.
+
 Rules (as a Kafka broker's SocketServer):
 - one request in flight per connection: the next frame is decoded only after the previous response
   has been written, so responses leave in request order and a parked JoinGroup holds its connection;
@@ -22,10 +25,16 @@ Once authenticated, the principal (`User:<name>`) goes with every request (`ctx.
 Sidecar mode adds one routing rule (`route`): on a connection with a route, a frame whose api key
 is not served here is handed to the route as bytes, before any decoding; the route writes its
 response (from the upstream broker) to this transport in the same order, streaming large ones, and
-stops reading from the upstream while this transport is paused. Consecutive forwarded frames are pipelined
-(sent on without waiting, up to `_PAUSE_AT` outstanding: the upstream broker answers them in
-order); a frame served here waits until the forwarded ones before it have been answered. A
-forwarding failure closes the connection with one log line, as a broker going away would.
+stops reading from the upstream while this transport is paused. Forwarding is cut-through: a
+frame to forward whose turn it is (nothing before it is queued or being served here, the upstream
+connection is open, fewer than `_PAUSE_AT` are outstanding) is offered by the decoder as soon as
+its header is in and goes upstream from the receive buffer part by part as it arrives (the
+buffer is not reused while the upstream transport still holds those bytes); any other frame is
+queued whole and forwarded from the queue when its turn comes. Consecutive forwarded frames are
+pipelined (the upstream broker answers them in order); a frame served here waits until the
+forwarded ones before it have been answered. While the upstream connection's socket is full, this
+connection stops reading (`_upstream_flow`), so a client cannot pile requests up in the sidecar.
+A forwarding failure closes the connection with one log line, as a broker going away would.
 
 Handlers return a kio response entity or an already framed `EncodedResponse`, an awaitable of one,
 or None for "no response" (Produce with acks=0).

@@ -1,13 +1,16 @@
 """Forwarding one client connection's requests to the upstream broker its listener stands for.
 
-A `Route` belongs to one client connection. Frames whose api key is not served here are handed to
-`forward` by the connection in request order and sent upstream at once (pipelined: the upstream
-broker answers a connection's requests in order). The route opens its own upstream connection, a
+A `Route` belongs to one client connection. Frames whose api key is not served here are handed
+over by the connection in request order and sent upstream at once (pipelined: the upstream broker
+answers a connection's requests in order): as they arrive (`start` with the first part, `more`
+with the rest, straight from the connection's receive buffer, which is not reused while
+`holding`), or whole (`forward`) when they had to wait their turn. The route opens its own upstream connection, a
 `ResponsePump`, on the first forwarded frame (one upstream connection per client connection: a
 broker serves one request per connection at a time, so sharing one would put every client's
 long-poll Fetch in one queue) and closes it with the client connection. The pump writes the
 responses to the client's transport itself, in order, streaming the large ones as they arrive;
-the future `forward` returns resolves once a response has been written.
+the future `forward` and `start` return resolves once a response has been written. When the
+upstream socket is full the route tells the connection (`flow`), which stops reading the client.
 
 The listener of upstream broker N forwards to N's current address; the coordinator's own listener
 (the bootstrap address clients start from) forwards to any upstream broker, trying them in node-id

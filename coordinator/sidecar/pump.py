@@ -3,7 +3,10 @@ to the client as they arrive.
 
 Theory of operation. A `ResponsePump` is opened by a `Route` on the first forwarded frame and lives
 as long as the client connection. Requests go out under the pump's own correlation ids (size
-prefix and patched header, then the client's bytes uncopied). A broker answers a connection's
+prefix and patched header, then the client's bytes uncopied), whole (`send`) or as they arrive
+(`begin` with the first part, `more` with the rest); the caller keeps those bytes unchanged while
+`holding`. When the upstream socket is full (`pause_writing`), `flow(True)` tells the client
+connection to stop reading; `flow(False)` once it drains. A broker answers a connection's
 requests in order, so the requests waiting for an answer are a FIFO; the response at the head of
 the stream belongs to the oldest one, and it must carry that request's id (anything else is a
 broken stream: everything waiting fails). Produce with acks=0 gets no answer and is not queued.

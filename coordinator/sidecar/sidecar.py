@@ -38,7 +38,7 @@ TRANSACTION = 1  # FindCoordinator key type
 
 class Sidecar:
     def __init__(self, config: Config, coordinator: Callable[[], tuple[int, str, int]],
-                 factory: Callable[[Route | None], asyncio.Protocol],
+                 factory: Callable[[Route | None], asyncio.BaseProtocol],
                  shard: Callable[[], ShardRuntime | None]) -> None:
         settings = config.build(SidecarConfig)
         bootstrap = [parse_host_port(s) for s in settings.upstream_bootstrap_servers]
