@@ -36,8 +36,8 @@ TOPIC_ADMIN = frozenset({19, 20, 37})  # CreateTopics, DeleteTopics, CreateParti
 
 
 class Route:
-    __slots__ = ("_client", "_connecting", "_flow", "_paused", "_sidecar", "_unsent", "_upstream", "local_keys",
-                 "node_id")
+    __slots__ = ("_client", "_connecting", "_flow", "_paused", "_sidecar", "_streaming_on", "_unsent", "_upstream",
+                 "local_keys", "node_id")
 
     def __init__(self, sidecar: Sidecar, node_id: int | None) -> None:
         self._sidecar = sidecar
@@ -49,6 +49,7 @@ class Route:
         self._paused = False
         self._flow: Callable[[bool], None] | None = None
         self._unsent = 0  # frames waiting for the upstream connection to open
+        self._streaming_on: ResponsePump | None = None  # the connection the last `start` went to
 
     def attach(self, client: asyncio.Transport, flow: Callable[[bool], None] | None = None) -> None:
         """The client connection's transport, which forwarded responses are written to. Its write
@@ -103,12 +104,14 @@ class Route:
         expect = expects_response(head, len(head) == size)
         if expect is None:
             return None
+        self._streaming_on = self._upstream
         return self._send(self._upstream, head, size, expect)
 
     def more(self, part: memoryview) -> None:
-        """The next bytes of the frame `start` began."""
-        if self._upstream is not None:
-            self._upstream.more(part)
+        """The next bytes of the frame `start` began (dropped if its upstream connection is gone:
+        that request has failed, and the rest of it must not reach a new connection)."""
+        if self._streaming_on is not None and self._streaming_on is self._upstream:
+            self._streaming_on.more(part)
 
     async def _send_when_connected(self, connecting: asyncio.Task[ResponsePump], frame: bytes | bytearray) -> None:
         try:
