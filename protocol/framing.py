@@ -18,11 +18,12 @@ _SIZE = struct.Struct(">i")
 # api_key (2) + api_version (2) + correlation_id (4): the least a request can hold.
 MIN_REQUEST_SIZE = 8
 
-FIRST_BUFFER = 16 * 1024
-"""The receive buffer starts this small (most connections carry small requests) and doubles, up to
+FIRST_BUFFER = 1024
+"""The receive buffer starts this small (a connection of a group member carries heartbeats of a
+few hundred bytes, and there may be tens of thousands of them) and doubles, up to
 `LARGEST_BUFFER`, while reads fill it."""
 LARGEST_BUFFER = 256 * 1024
-MIN_READ = 4 * 1024  # less room than this at the end of the receive buffer: make room first
+MIN_READ = 512  # less room than this at the end of the receive buffer: make room first
 OFFER_AGAIN_UNDER = 64 * 1024
 """A frame declined while arriving is offered again with more bytes until this much of it is in
 (it waits in the receive buffer meanwhile); then it is received whole into its own buffer."""
