@@ -1,14 +1,15 @@
 """Kafka's 4-byte size-prefixed framing.
 
-A frame is `int32 size` (big-endian, bytes that follow) then `size` bytes. `FrameDecoder` accepts
-bytes in arbitrary chunks and hands out complete frames; a size that is negative, too small to hold
-a request header, or above the configured maximum raises a `ProtocolError` subclass and the decoder
-stays poisoned, because nothing after a bad size can be trusted.
+A frame is `int32 size` (big-endian, bytes that follow) then `size` bytes. `FrameDecoder` cuts
+frames out of what a connection receives; a size that is negative, too small to hold a request
+header, or above the configured maximum raises a `ProtocolError` subclass and the decoder stays
+poisoned, because nothing after a bad size can be trusted.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from .errors import FrameTooLarge, InvalidFrame
 
@@ -17,27 +18,64 @@ _SIZE = struct.Struct(">i")
 # api_key (2) + api_version (2) + correlation_id (4): the least a request can hold.
 MIN_REQUEST_SIZE = 8
 
+FIRST_BUFFER = 1024
+"""The receive buffer starts this small (a connection of a group member carries heartbeats of a
+few hundred bytes, and there may be tens of thousands of them) and doubles, up to
+`LARGEST_BUFFER`, while reads fill it."""
+LARGEST_BUFFER = 256 * 1024
+MIN_READ = 512  # less room than this at the end of the receive buffer: make room first
+OFFER_AGAIN_UNDER = 64 * 1024
+"""A frame declined while arriving is offered again with more bytes until this much of it is in
+(it waits in the receive buffer meanwhile); then it is received whole into its own buffer."""
+
+Offer = Callable[[memoryview, int], bool]
+
 
 class FrameDecoder:
-    """Incremental frame splitter for one connection.
+    """Incremental frame splitter for one connection, reading into its own buffer.
 
-    Frames are cut straight out of the received chunks: a frame inside one chunk is copied once
-    (out of a memoryview of it); a frame spread over several chunks is kept as views of them
-    until its last byte arrives, then joined, which is its one copy. Only a size prefix split
-    between chunks (up to 3 bytes) is buffered."""
+    Theory of operation. The connection reads straight into the decoder's receive buffer
+    (`get_buffer`, then `updated` with the count: asyncio.BufferedProtocol's pair), so no read
+    allocates. Each frame found there is first offered to `offer(head, size)`, with `head` all of
+    the frame (size prefix removed) or, for a frame still arriving, the part received so far (at
+    least its 8-byte header); the frames after one declined are not offered in the same call
+    (they must not overtake it: the caller queues what `updated` returns). An offer taken (True) means the taker uses the bytes where they lie:
+    the rest of that frame goes to `more(part)` as it arrives, and none of those bytes is
+    overwritten while `holding()` says the taker may still be using them (the buffer is then
+    replaced, not reused). A frame not taken is copied out whole and returned by `updated`: one
+    inside the buffer is copied once from it; one larger than the buffer is received into a buffer
+    of its own size, which is returned as it is. A frame declined while arriving is offered again
+    with more bytes while it fits the receive buffer or less than `OFFER_AGAIN_UNDER` of it is in,
+    so a taker may wait for a longer head.
 
-    __slots__ = ("_head", "_max_size", "_missing", "_parts", "_poisoned")
+    `feed(data)` hands bytes over instead (copied into the buffer), for callers without a socket.
+    """
 
-    def __init__(self, max_size: int) -> None:
-        self._head = bytearray()  # the first bytes of a size prefix split between chunks
-        self._parts: list[memoryview] = []  # the received part of a frame spread over chunks
-        self._missing = 0  # bytes that frame still needs
+    __slots__ = ("_buffer", "_end", "_filled", "_frame", "_grow", "_holding", "_lent", "_max_size", "_more",
+                 "_offer", "_offered", "_poisoned", "_start", "_streaming", "_view")
+
+    def __init__(self, max_size: int, offer: Offer | None = None, more: Callable[[memoryview], None] | None = None,
+                 holding: Callable[[], bool] | None = None) -> None:
         self._max_size = max_size
+        self._offer = offer
+        self._more = more
+        self._holding = holding
+        self._buffer = bytearray(FIRST_BUFFER)
+        self._view = memoryview(self._buffer)
+        self._start = 0  # the unconsumed bytes of `_buffer` (part of a frame) are [_start, _end)
+        self._end = 0
+        self._offered = 0  # the room the last `get_buffer` offered
+        self._grow = False  # a read filled all of it: the next buffer is larger
+        self._lent = False  # bytes of `_buffer` were taken where they lie since it was last reused
+        self._frame: bytearray | None = None  # a frame larger than `_buffer`, received into its own
+        self._filled = 0
+        self._streaming = 0  # bytes still to come of the frame taken while arriving
         self._poisoned = False
 
     @property
     def buffered(self) -> int:
-        return len(self._head) + sum(len(part) for part in self._parts)
+        """Bytes received and held for a frame not complete yet."""
+        return self._filled if self._frame is not None else self._end - self._start
 
     @property
     def max_size(self) -> int:
@@ -48,57 +86,107 @@ class FrameDecoder:
         """A new limit for the frames still to come (a SASL connection's grows once authenticated)."""
         self._max_size = value
 
-    def feed(self, data: bytes) -> list[bytes]:
-        """Add received bytes; return every frame completed by them (possibly none)."""
+    def get_buffer(self) -> memoryview:
+        """Where the next read goes."""
+        if self._frame is not None:
+            return memoryview(self._frame)[self._filled:]
+        if len(self._buffer) - self._end < MIN_READ or (self._grow and len(self._buffer) < LARGEST_BUFFER):
+            self._make_room()
+        self._offered = len(self._buffer) - self._end
+        return self._view[self._end:]
+
+    def updated(self, nbytes: int) -> list[bytes | bytearray]:
+        """`nbytes` were read into the last `get_buffer`: the frames they complete and that were
+        not taken, in order."""
         if self._poisoned:
             raise InvalidFrame("decoder already failed on this connection")
-        frames: list[bytes] = []
+        if self._frame is not None:
+            self._filled += nbytes
+            if self._filled < len(self._frame):
+                return []
+            frame, self._frame = self._frame, None
+            return [frame]
+        self._grow = nbytes == self._offered
+        self._end += nbytes
+        try:
+            return self._split()
+        except (InvalidFrame, FrameTooLarge):
+            self._poisoned = True
+            raise
+
+    def feed(self, data: bytes) -> list[bytes | bytearray]:
+        """Add received bytes; return every frame completed by them and not taken."""
+        frames: list[bytes | bytearray] = []
         view = memoryview(data)
-        position, end = 0, len(data)
-        if self._missing:
-            take = min(self._missing, end)
-            self._parts.append(view[:take])
-            self._missing -= take
-            position = take
-            if self._missing:
-                return frames
-            frames.append(b"".join(self._parts))
-            self._parts = []
-        if self._head:
-            take = min(4 - len(self._head), end - position)
-            self._head += view[position : position + take]
-            position += take
-            if len(self._head) < 4:
-                return frames
-            (size,) = _SIZE.unpack_from(self._head, 0)
-            self._head.clear()
-            position = self._take(frames, view, position, self._checked(size))
-        while end - position >= 4:
-            (size,) = _SIZE.unpack_from(view, position)
-            position = self._take(frames, view, position + 4, self._checked(size))
-        if position < end:
-            self._head += view[position:end]
+        while view:
+            room = self.get_buffer()
+            count = min(len(room), len(view))
+            room[:count] = view[:count]
+            frames += self.updated(count)
+            view = view[count:]
         return frames
 
-    def _checked(self, size: int) -> int:
-        if size < MIN_REQUEST_SIZE:
-            self._poisoned = True
-            raise InvalidFrame(f"frame size {size} is below the minimum {MIN_REQUEST_SIZE}")
-        if size > self._max_size:
-            self._poisoned = True
-            raise FrameTooLarge(f"frame size {size} exceeds socket.request.max.bytes {self._max_size}")
-        return size
+    def _split(self) -> list[bytes | bytearray]:
+        view, position, end = self._view, self._start, self._end
+        if self._streaming:
+            part = min(self._streaming, end - position)
+            if self._more is not None:
+                self._more(view[position:position + part])
+                self._lent = True
+            self._streaming -= part
+            position += part
+        frames: list[bytes | bytearray] = []
+        offer, most = self._offer, self._max_size
+        while end - position >= 4:
+            (size,) = _SIZE.unpack_from(view, position)
+            if size < MIN_REQUEST_SIZE or size > most:
+                self._refuse(size)
+            start = position + 4
+            have = end - start
+            if have >= size:
+                position = start + size
+                if offer is not None and offer(view[start:position], size):
+                    self._lent = True
+                else:
+                    frames.append(view[start:position].tobytes())
+                    offer = None  # the frames after it must not overtake it
+                continue
+            if offer is not None and have >= MIN_REQUEST_SIZE and offer(view[start:end], size):
+                self._lent = True
+                self._streaming = size - have
+                position = end
+            elif 4 + size > len(self._buffer) and (offer is None or have >= OFFER_AGAIN_UNDER):
+                frame = self._frame = bytearray(size)
+                frame[:have] = view[start:end]
+                self._filled = have
+                position = end
+            break
+        if position == end and not self._lent:
+            position = end = 0
+        self._start, self._end = position, end
+        return frames
 
-    def _take(self, frames: list[bytes], view: memoryview, position: int, size: int) -> int:
-        """The frame of `size` bytes starting at `position` (after its size prefix): whole, or
-        its first part kept until the rest arrives. Returns the position after what was taken."""
-        end = len(view)
-        if end - position >= size:
-            frames.append(view[position : position + size].tobytes())
-            return position + size
-        self._parts = [view[position:end]]
-        self._missing = size - (end - position)
-        return end
+    def _refuse(self, size: int) -> None:
+        if size < MIN_REQUEST_SIZE:
+            raise InvalidFrame(f"frame size {size} is below the minimum {MIN_REQUEST_SIZE}")
+        raise FrameTooLarge(f"frame size {size} exceeds socket.request.max.bytes {self._max_size}")
+
+    def _make_room(self) -> None:
+        """Room at the end of the receive buffer: the unconsumed bytes move to its start, or to a
+        new (larger, while reads fill it) buffer when a taker may still be using this one."""
+        keep = self._end - self._start
+        size = len(self._buffer)
+        if self._grow or keep + MIN_READ > size:
+            size = max(min(2 * size, LARGEST_BUFFER), keep + MIN_READ)
+        if size != len(self._buffer) or (self._lent and (self._holding is None or self._holding())):
+            buffer = bytearray(size)
+            buffer[:keep] = self._view[self._start:self._end]
+            self._buffer, self._view = buffer, memoryview(buffer)
+        elif keep:
+            self._buffer[:keep] = self._buffer[self._start:self._end]
+        self._start, self._end = 0, keep
+        self._lent = False
+        self._grow = False
 
 
 def frame(payload: bytes) -> bytes:

@@ -1,5 +1,8 @@
 """One client connection: frames in, responses out, strictly in request order.
 
+Reads go straight into the connection's receive buffer (an asyncio.BufferedProtocol over
+`protocol.framing.FrameDecoder`): no read allocates, a request inside the buffer is copied out once.
+
 Rules (as a Kafka broker's SocketServer):
 - one request in flight per connection: the next frame is decoded only after the previous response
   has been written, so responses leave in request order and a parked JoinGroup holds its connection;
@@ -22,10 +25,16 @@ Once authenticated, the principal (`User:<name>`) goes with every request (`ctx.
 Sidecar mode adds one routing rule (`route`): on a connection with a route, a frame whose api key
 is not served here is handed to the route as bytes, before any decoding; the route writes its
 response (from the upstream broker) to this transport in the same order, streaming large ones, and
-stops reading from the upstream while this transport is paused. Consecutive forwarded frames are pipelined
-(sent on without waiting, up to `_PAUSE_AT` outstanding: the upstream broker answers them in
-order); a frame served here waits until the forwarded ones before it have been answered. A
-forwarding failure closes the connection with one log line, as a broker going away would.
+stops reading from the upstream while this transport is paused. Forwarding is cut-through: a
+frame to forward whose turn it is (nothing before it is queued or being served here, the upstream
+connection is open, fewer than `_PAUSE_AT` are outstanding) is offered by the decoder as soon as
+its header is in and goes upstream from the receive buffer part by part as it arrives (the
+buffer is not reused while the upstream transport still holds those bytes); any other frame is
+queued whole and forwarded from the queue when its turn comes. Consecutive forwarded frames are
+pipelined (the upstream broker answers them in order); a frame served here waits until the
+forwarded ones before it have been answered. While the upstream connection's socket is full, this
+connection stops reading (`_upstream_flow`), so a client cannot pile requests up in the sidecar.
+A forwarding failure closes the connection with one log line, as a broker going away would.
 
 Handlers return a kio response entity or an already framed `EncodedResponse`, an awaitable of one,
 or None for "no response" (Produce with acks=0).
@@ -70,7 +79,7 @@ _STATS = metrics.REQUEST_STATS
 _API_KEY = struct.Struct(">h")
 
 
-class KafkaConnection(asyncio.Protocol):
+class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, server: CoordinatorServer, connection_id: int, route: Route | None = None,
                  gate: ListenerGate | None = None) -> None:
         self._server = server
@@ -81,13 +90,17 @@ class KafkaConnection(asyncio.Protocol):
         self._sasl: SaslAuthenticator | None = None
         """Set while a SASL listener's connection is not authenticated yet."""
         self.connection_id = connection_id
-        self._decoder = FrameDecoder(server.config["socket.request.max.bytes"])
-        self._queue: collections.deque[bytes] = collections.deque()
+        max_frame = server.config["socket.request.max.bytes"]
+        self._decoder = FrameDecoder(max_frame) if route is None else FrameDecoder(
+            max_frame, offer=self._forward_now, more=route.more, holding=lambda: route.holding)
+        self._upstream_full = False
+        self._queue: collections.deque[bytes | bytearray] = collections.deque()
         self._out: list[bytes] = []
         self._transport: asyncio.Transport | None = None
         self._busy = False
         self._in_flight: asyncio.Future[Any] | None = None
-        self._forwarding: collections.deque[tuple[asyncio.Future[Any], bytes, float]] = collections.deque()
+        self._forwarding: collections.deque[tuple[asyncio.Future[Any], int, int, float]] = collections.deque()
+        """Forwarded requests not answered yet: (future, api key, frame size, start time)."""
         self._reading_paused = False
         self._writing_paused = False
         self._buffer_cap = server.config["socket.request.max.bytes"]
@@ -125,7 +138,7 @@ class KafkaConnection(asyncio.Protocol):
             return
         metrics.CONNECTIONS_OPEN.inc()
         if self._route is not None:
-            self._route.attach(self._transport)
+            self._route.attach(self._transport, self._upstream_flow)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._server.release(self):
@@ -140,13 +153,16 @@ class KafkaConnection(asyncio.Protocol):
             self._route.close()
         self.idle.set()
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._decoder.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         if self._closing or self._draining:
             return
         self.active = True
-        _STATS.bytes_in += len(data)
+        _STATS.bytes_in += nbytes
         try:
-            frames = self._decoder.feed(data)
+            frames = self._decoder.updated(nbytes)
         except ProtocolError as exc:
             self._fail(exc, None)
             return
@@ -159,6 +175,54 @@ class KafkaConnection(asyncio.Protocol):
                 self._reading_paused = True
                 self._transport.pause_reading()
             self._process()
+
+    def data_received(self, data: bytes) -> None:
+        """Bytes handed over rather than read into `get_buffer` (bench/hotpath.py): the same path."""
+        view = memoryview(data)
+        while view and not self._closing and not self._draining:
+            room = self._decoder.get_buffer()
+            count = min(len(room), len(view))
+            room[:count] = view[:count]
+            self.buffer_updated(count)
+            view = view[count:]
+
+    def _forward_now(self, head: memoryview, size: int) -> bool:
+        """Hand a frame (`head`, all or the first part of its `size` bytes) to the route now, if it
+        is one to forward and its turn: nothing before it is waiting here, and the upstream
+        connection is open. Its bytes then stay where they are until the route has sent them."""
+        route = self._route
+        if (route is None or self._queue or self._busy or self._closing or self._writing_paused
+                or self._sasl is not None or len(self._forwarding) >= _PAUSE_AT or not route.connected
+                or (self._authz is not None and not self._authz.ready)):
+            return False
+        api_key = _API_KEY.unpack_from(head)[0]
+        if api_key in route.local_keys:
+            return False
+        future = route.start(head, size)
+        if future is None:
+            return False  # a Produce request whose acks has not arrived yet
+        self.idle.clear()
+        self._forwarding.append((future, api_key, size, time.perf_counter()))
+        future.add_done_callback(self._forwarded)
+        return True
+
+    def _upstream_flow(self, full: bool) -> None:
+        """The route's upstream socket is full (stop reading: what is read would pile up in it) or
+        has room again."""
+        self._upstream_full = full
+        if full:
+            if not self._reading_paused and self._transport is not None and not self._closing:
+                self._reading_paused = True
+                self._transport.pause_reading()
+        else:
+            self._maybe_resume_reading()
+
+    def _maybe_resume_reading(self) -> None:
+        if (self._reading_paused and not self._draining and not self._upstream_full and not self._closing
+                and len(self._queue) <= _RESUME_AT and self._transport
+                and sum(map(len, self._queue)) < self._buffer_cap):
+            self._reading_paused = False
+            self._transport.resume_reading()
 
     def eof_received(self) -> bool | None:
         return None
@@ -235,7 +299,7 @@ class KafkaConnection(asyncio.Protocol):
                         break
                     self._queue.popleft()
                     future = route.forward(frame)
-                    self._forwarding.append((future, frame, time.perf_counter()))
+                    self._forwarding.append((future, _API_KEY.unpack_from(frame)[0], len(frame), time.perf_counter()))
                     future.add_done_callback(self._forwarded)
                     continue
                 if self._forwarding:
@@ -243,7 +307,7 @@ class KafkaConnection(asyncio.Protocol):
             frame = self._queue.popleft()
             started = time.perf_counter()
             try:
-                request = self._server.codec.decode(frame)
+                request = self._server.codec.decode(frame if frame.__class__ is bytes else bytes(frame))
             except ProtocolError as exc:
                 self._fail(exc, frame)
                 return
@@ -275,10 +339,7 @@ class KafkaConnection(asyncio.Protocol):
         if not self._busy:
             if not self._forwarding:
                 self.idle.set()
-            if (self._reading_paused and not self._draining and len(self._queue) <= _RESUME_AT and self._transport
-                    and sum(map(len, self._queue)) < self._buffer_cap):
-                self._reading_paused = False
-                self._transport.resume_reading()
+            self._maybe_resume_reading()
 
     def _await_authorizer(self) -> None:
         self._busy = True
@@ -363,7 +424,7 @@ class KafkaConnection(asyncio.Protocol):
         """A forwarded request was answered: write every response now due, in request order."""
         forwarding = self._forwarding
         while forwarding and forwarding[0][0].done():
-            future, frame, started = forwarding.popleft()
+            future, api_key, size, started = forwarding.popleft()
             if future.cancelled():
                 self.close()
                 self.idle.set()
@@ -373,13 +434,13 @@ class KafkaConnection(asyncio.Protocol):
                 if not isinstance(exc, ProtocolError):
                     log.error("forward_failed", connection=self.connection_id, peer=self.peer, exc_info=exc)
                     exc = ProtocolError(f"forwarding failed: {type(exc).__name__}")
-                self._fail(exc, frame)
+                self._fail(exc, size)
                 return
             data = future.result()
             if data is not None and not self._closing:
                 self._out.append(data)
                 _STATS.bytes_out += len(data)
-            _STATS.observe(_STATS.api(_api_name(_API_KEY.unpack_from(frame)[0])), time.perf_counter() - started)
+            _STATS.observe(_STATS.api(_api_name(api_key)), time.perf_counter() - started)
         self._process()
 
     def _respond(self, request: DecodedRequest, api: str, response: Any, started: float) -> None:
@@ -396,13 +457,13 @@ class KafkaConnection(asyncio.Protocol):
                 _STATS.error(api, name)
         _STATS.observe(_STATS.api(api), time.perf_counter() - started)
 
-    def _fail(self, exc: ProtocolError, frame: bytes | None) -> None:
+    def _fail(self, exc: ProtocolError, frame: bytes | bytearray | int | None) -> None:
         self._flush()  # answers to the requests before the bad one still leave
         metrics.CONNECTIONS_CLOSED.labels(exc.reason).inc()
         log.warning(
             "connection_closed", reason=exc.reason, detail=str(exc), connection=self.connection_id,
             peer=self.peer, client_id=self.client_id,
-            frame_bytes=None if frame is None else len(frame),
+            frame_bytes=frame if frame is None or isinstance(frame, int) else len(frame),
         )
         self._closing = True
         self._queue.clear()

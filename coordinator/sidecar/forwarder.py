@@ -1,13 +1,16 @@
 """Forwarding one client connection's requests to the upstream broker its listener stands for.
 
-A `Route` belongs to one client connection. Frames whose api key is not served here are handed to
-`forward` by the connection in request order and sent upstream at once (pipelined: the upstream
-broker answers a connection's requests in order). The route opens its own upstream connection, a
+A `Route` belongs to one client connection. Frames whose api key is not served here are handed
+over by the connection in request order and sent upstream at once (pipelined: the upstream broker
+answers a connection's requests in order): as they arrive (`start` with the first part, `more`
+with the rest, straight from the connection's receive buffer, which is not reused while
+`holding`), or whole (`forward`) when they had to wait their turn. The route opens its own upstream connection, a
 `ResponsePump`, on the first forwarded frame (one upstream connection per client connection: a
 broker serves one request per connection at a time, so sharing one would put every client's
 long-poll Fetch in one queue) and closes it with the client connection. The pump writes the
 responses to the client's transport itself, in order, streaming the large ones as they arrive;
-the future `forward` returns resolves once a response has been written.
+the future `forward` and `start` return resolves once a response has been written. When the
+upstream socket is full the route tells the connection (`flow`), which stops reading the client.
 
 The listener of upstream broker N forwards to N's current address; the coordinator's own listener
 (the bootstrap address clients start from) forwards to any upstream broker, trying them in node-id
@@ -21,6 +24,7 @@ shard's, with several shards).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .pump import CLIENT_HIGH_WATER, CLIENT_LOW_WATER, ResponsePump
@@ -33,7 +37,8 @@ TOPIC_ADMIN = frozenset({19, 20, 37})  # CreateTopics, DeleteTopics, CreateParti
 
 
 class Route:
-    __slots__ = ("_client", "_connecting", "_paused", "_sidecar", "_upstream", "local_keys", "node_id")
+    __slots__ = ("_client", "_connecting", "_flow", "_paused", "_sidecar", "_streaming_on", "_unsent", "_upstream",
+                 "local_keys", "node_id")
 
     def __init__(self, sidecar: Sidecar, node_id: int | None) -> None:
         self._sidecar = sidecar
@@ -43,11 +48,16 @@ class Route:
         self._upstream: ResponsePump | None = None
         self._connecting: asyncio.Task[ResponsePump] | None = None
         self._paused = False
+        self._flow: Callable[[bool], None] | None = None
+        self._unsent = 0  # frames waiting for the upstream connection to open
+        self._streaming_on: ResponsePump | None = None  # the connection the last `start` went to
 
-    def attach(self, client: asyncio.Transport) -> None:
+    def attach(self, client: asyncio.Transport, flow: Callable[[bool], None] | None = None) -> None:
         """The client connection's transport, which forwarded responses are written to. Its write
-        buffer may hold a few large Fetch responses before the upstream is paused."""
+        buffer may hold a few large Fetch responses before the upstream is paused. `flow(True)`
+        when the upstream's socket is full (stop reading the client), `flow(False)` when not."""
         self._client = client
+        self._flow = flow
         client.set_write_buffer_limits(high=CLIENT_HIGH_WATER, low=CLIENT_LOW_WATER)
 
     def pause(self) -> None:
@@ -61,29 +71,65 @@ class Route:
         if self._upstream is not None:
             self._upstream.resume()
 
-    def forward(self, frame: bytes) -> asyncio.Future[None]:
-        """Send the frame upstream now (in call order) and return a future that resolves once its
-        response has been written to the client (at once for Produce with acks=0). Only the first
-        frame of a connection waits for the upstream connection to open; the frames behind it
-        wait on the same opening, in order."""
+    @property
+    def connected(self) -> bool:
+        """The upstream connection is open and every frame before has been sent: a request can be
+        sent at once (`start`)."""
+        return self._upstream is not None and not self._upstream.closed and not self._unsent
+
+    @property
+    def holding(self) -> bool:
+        """Request bytes handed over may still be waiting to be sent: they must stay unchanged."""
+        return self._upstream is not None and self._upstream.holding
+
+    def forward(self, frame: bytes | bytearray) -> asyncio.Future[None]:
+        """Send the whole frame upstream now (in call order) and return a future that resolves once
+        its response has been written to the client (at once for Produce with acks=0). Only the
+        first frame of a connection waits for the upstream connection to open; the frames behind
+        it wait on the same opening, in order."""
         upstream = self._upstream
-        if upstream is not None and not upstream.closed:
-            return self._send(upstream, frame)
+        if upstream is not None and not upstream.closed and not self._unsent:
+            return self._send(upstream, frame, len(frame), expects_response(frame) is not False)
         if self._connecting is None or (upstream is not None and upstream.closed):
             self._connecting = asyncio.ensure_future(self._connect())
+        self._unsent += 1
         return asyncio.ensure_future(self._send_when_connected(self._connecting, frame))
 
-    async def _send_when_connected(self, connecting: asyncio.Task[ResponsePump], frame: bytes) -> None:
-        upstream = await asyncio.shield(connecting)
-        self._upstream = upstream
-        if self._paused:
-            upstream.pause()
-        await self._send(upstream, frame)
+    def start(self, head: memoryview, size: int) -> asyncio.Future[None] | None:
+        """Send the first part (`head`, at least its header) of a frame of `size` bytes now, on the
+        open upstream connection (`connected`); the rest follows through `more` as it arrives.
+        Returns what `forward` returns, or None when `head` is too short to tell whether the
+        request gets a response (a Produce's acks): nothing was sent then. The bytes of `head`
+        and of the parts must stay unchanged while `holding`."""
+        assert self._upstream is not None
+        expect = expects_response(head, len(head) == size)
+        if expect is None:
+            return None
+        self._streaming_on = self._upstream
+        return self._send(self._upstream, head, size, expect)
 
-    def _send(self, upstream: ResponsePump, frame: bytes) -> asyncio.Future[None]:
-        api_key, version, correlation_id = peek_header(frame)
+    def more(self, part: memoryview) -> None:
+        """The next bytes of the frame `start` began (dropped if its upstream connection is gone:
+        that request has failed, and the rest of it must not reach a new connection)."""
+        if self._streaming_on is not None and self._streaming_on is self._upstream:
+            self._streaming_on.more(part)
+
+    async def _send_when_connected(self, connecting: asyncio.Task[ResponsePump], frame: bytes | bytearray) -> None:
         try:
-            pending = upstream.send(frame, api_key, version, correlation_id, expects_response(frame))
+            upstream = await asyncio.shield(connecting)
+            self._upstream = upstream
+            if self._paused:
+                upstream.pause()
+            sent = self._send(upstream, frame, len(frame), expects_response(frame) is not False)
+        finally:
+            self._unsent -= 1
+        await sent
+
+    def _send(self, upstream: ResponsePump, head: bytes | bytearray | memoryview, size: int,
+              expect_response: bool) -> asyncio.Future[None]:
+        api_key, version, correlation_id = peek_header(head)
+        try:
+            pending = upstream.begin(head, size, api_key, version, correlation_id, expect_response)
         except ForwardError as exc:
             failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             failed.set_exception(exc)
@@ -112,12 +158,13 @@ class Route:
             address = cluster.brokers.get(self.node_id)
             if address is None:
                 raise ForwardError(f"upstream broker {self.node_id} is not in the cluster's metadata")
-            return await ResponsePump.open(*address, client, endpoints, security=self._sidecar.security)
+            return await ResponsePump.open(*address, client, endpoints, security=self._sidecar.security,
+                                           flow=self._flow)
         errors = []
         for node_id in sorted(cluster.brokers):
             try:
                 return await ResponsePump.open(*cluster.brokers[node_id], client, endpoints,
-                                               security=self._sidecar.security)
+                                               security=self._sidecar.security, flow=self._flow)
             except ForwardError as exc:
                 errors.append(str(exc))
         raise ForwardError("; ".join(errors) or "no upstream broker known")

@@ -35,7 +35,7 @@ MAX_PORT = 65535
 class ListenerSet:
     def __init__(self, bind_host: str, advertised_host: str, base_port: int,
                  coordinators: Callable[[], Sequence[tuple[int, str, int]]],
-                 factory: Callable[[int], asyncio.Protocol], *, reuse_port: bool = False) -> None:
+                 factory: Callable[[int], asyncio.BaseProtocol], *, reuse_port: bool = False) -> None:
         self.bind_host = bind_host
         self.advertised_host = advertised_host
         self.base_port = base_port

@@ -3,7 +3,10 @@ to the client as they arrive.
 
 Theory of operation. A `ResponsePump` is opened by a `Route` on the first forwarded frame and lives
 as long as the client connection. Requests go out under the pump's own correlation ids (size
-prefix and patched header, then the client's bytes uncopied). A broker answers a connection's
+prefix and patched header, then the client's bytes uncopied), whole (`send`) or as they arrive
+(`begin` with the first part, `more` with the rest); the caller keeps those bytes unchanged while
+`holding`. When the upstream socket is full (`pause_writing`), `flow(True)` tells the client
+connection to stop reading; `flow(False)` once it drains. A broker answers a connection's
 requests in order, so the requests waiting for an answer are a FIFO; the response at the head of
 the stream belongs to the oldest one, and it must carry that request's id (anything else is a
 broken stream: everything waiting fails). Produce with acks=0 gets no answer and is not queued.
@@ -54,6 +57,7 @@ import asyncio
 import collections
 import itertools
 import struct
+from collections.abc import Callable
 from typing import cast
 
 from .. import metrics
@@ -101,8 +105,10 @@ def mode_for(api_key: int, version: int, size: int) -> int:
 
 
 class ResponsePump(asyncio.BufferedProtocol):
-    def __init__(self, address: str, client: asyncio.Transport, endpoints: Endpoints) -> None:
+    def __init__(self, address: str, client: asyncio.Transport, endpoints: Endpoints,
+                 flow: Callable[[bool], None] | None = None) -> None:
         self.address = address
+        self._flow = flow
         self._client = client
         self._endpoints = endpoints
         self._transport: asyncio.Transport | None = None
@@ -117,29 +123,41 @@ class ResponsePump(asyncio.BufferedProtocol):
         self._mode = STREAM
         self._head: _Request | None = None  # the request `_frame` answers, once its header is in
         self._paused = False
+        self._full = False  # the transport's write buffer is over its high-water mark
         self.closed = False
 
     @classmethod
     async def open(cls, host: str, port: int, client: asyncio.Transport, endpoints: Endpoints,
-                   timeout_s: float = 10.0, security: UpstreamSecurity | None = None) -> ResponsePump:
+                   timeout_s: float = 10.0, security: UpstreamSecurity | None = None,
+                   flow: Callable[[bool], None] | None = None) -> ResponsePump:
+        """`flow(True)` when the upstream's socket is full (the client connection stops reading),
+        `flow(False)` when it has room again."""
         if security is not None:  # TLS and SASL happen in one place
             secured = await UpstreamConnection.open(host, port, timeout_s, security)
-            pump = cls(f"{host}:{port}", client, endpoints)
+            pump = cls(f"{host}:{port}", client, endpoints, flow)
             secured.hand_over(pump)
             return pump
         loop = asyncio.get_running_loop()
         try:
             _, protocol = await asyncio.wait_for(
-                loop.create_connection(lambda: cls(f"{host}:{port}", client, endpoints), host, port), timeout_s)
+                loop.create_connection(lambda: cls(f"{host}:{port}", client, endpoints, flow), host, port), timeout_s)
         except (TimeoutError, OSError) as exc:
             raise ForwardError(f"cannot connect to upstream {host}:{port}: {exc!r}") from exc
         return protocol
 
     # -- requests -----------------------------------------------------------------------------
-    def send(self, frame: bytes, api_key: int, version: int, client_id: int,
+    def send(self, frame: bytes | bytearray | memoryview, api_key: int, version: int, client_id: int,
              expect_response: bool) -> asyncio.Future[None] | None:
-        """Send a client's request frame (size prefix removed) under a new correlation id; the
-        future resolves once the response has been written to the client (None for acks=0)."""
+        """Send a client's whole request frame (size prefix removed): `begin` with all of it."""
+        return self.begin(frame, len(frame), api_key, version, client_id, expect_response)
+
+    def begin(self, head: bytes | bytearray | memoryview, size: int, api_key: int, version: int, client_id: int,
+              expect_response: bool) -> asyncio.Future[None] | None:
+        """Send the start of a client's request of `size` bytes (size prefix removed; `head` holds
+        at least its header) under a new correlation id; the rest follows through `more`, before
+        any other request. The future resolves once the response has been written to the client
+        (None for acks=0). The bytes are not copied: the caller keeps them unchanged until
+        `holding` says the transport has sent them."""
         if self.closed or self._transport is None:
             raise ForwardError(f"upstream {self.address} connection is closed")
         upstream_id = next(self._ids) & 0x7FFFFFFF
@@ -147,8 +165,31 @@ class ResponsePump(asyncio.BufferedProtocol):
         if expect_response:
             future = asyncio.get_running_loop().create_future()
             self._waiting.append(_Request(upstream_id, client_id, api_key, version, future))
-        self._transport.writelines(reframe_request(frame, upstream_id))
+        self._transport.writelines(reframe_request(head, size, upstream_id))
         return future
+
+    def more(self, part: memoryview) -> None:
+        """The next bytes of the request `begin` started (dropped once the connection is closed:
+        its request has failed)."""
+        if not self.closed and self._transport is not None:
+            self._transport.write(part)
+
+    @property
+    def holding(self) -> bool:
+        """Bytes handed to `begin`/`more` may still wait in the transport (not sent yet)."""
+        return self._transport is not None and not self.closed and self._transport.get_write_buffer_size() > 0
+
+    def pause_writing(self) -> None:
+        """The upstream is not taking requests as fast as the client sends them: the client
+        connection stops reading until it catches up (bounded memory for a forwarded stream)."""
+        self._full = True
+        if self._flow is not None:
+            self._flow(True)
+
+    def resume_writing(self) -> None:
+        self._full = False
+        if self._flow is not None:
+            self._flow(False)
 
     def pause(self) -> None:
         """The client is not reading: stop reading its responses from the upstream."""
@@ -297,5 +338,7 @@ class ResponsePump(asyncio.BufferedProtocol):
             if not request.future.done():
                 request.future.set_exception(error)
                 request.future.exception()  # retrieved: a client that went away must not log "never retrieved"
+        if self._full:  # nothing more will be sent: the client connection may read again
+            self.resume_writing()
         if self._transport is not None:
             self._transport.abort()

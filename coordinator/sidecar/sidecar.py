@@ -47,7 +47,7 @@ TRANSACTION = 1  # FindCoordinator key type
 
 class Sidecar:
     def __init__(self, config: Config, node_id: int, coordinators: Callable[[], Sequence[tuple[int, str, int]]],
-                 factory: Callable[[Route | None], asyncio.Protocol],
+                 factory: Callable[[Route | None], asyncio.BaseProtocol],
                  shard: Callable[[], ShardRuntime | None], owns: Callable[[str], bool] | None = None,
                  topics_changed: TopicsChanged | None = None, security: UpstreamSecurity | None = None) -> None:
         """`node_id` is this process's coordinator node; `coordinators` every shard's (shard 0

@@ -29,6 +29,9 @@ _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 
 PRODUCE_KEY = 0
+ACKS_WITHIN = 1 << 17
+"""A Produce request's acks comes after its client id and transactional id (int16-sized strings):
+within this many bytes of its start, or the request is malformed."""
 
 
 class UpstreamProtocolError(ProtocolError):
@@ -37,16 +40,18 @@ class UpstreamProtocolError(ProtocolError):
     reason = "upstream_protocol_error"
 
 
-def peek_header(frame: bytes) -> tuple[int, int, int]:
+def peek_header(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:
     """(api key, api version, correlation id) of a request frame (size prefix already removed)."""
     return _HEAD.unpack_from(frame, 0)
 
 
-def reframe_request(frame: bytes, correlation_id: int) -> list[bytes | memoryview]:
-    """The same request with another correlation id, size-prefixed for the upstream socket, as
-    chunks for `writelines` (the body is not copied)."""
-    head = _SIZE.pack(len(frame)) + frame[:4] + _I32.pack(correlation_id)
-    return [head, memoryview(frame)[8:]]
+def reframe_request(head: bytes | bytearray | memoryview, size: int, correlation_id: int) -> list[bytes | memoryview]:
+    """The start of a request of `size` bytes (size prefix excluded) whose first bytes (at least its
+    8-byte header) are `head`, under another correlation id and size-prefixed for the upstream
+    socket, as chunks for `writelines` (the body is not copied). The rest of the request, if
+    `head` is not all of it, follows as it is."""
+    prefix = _SIZE.pack(size) + bytes(head[:4]) + _I32.pack(correlation_id)
+    return [prefix, memoryview(head)[8:]]
 
 
 def set_correlation_id(frame: bytearray, correlation_id: int) -> bytearray:
@@ -59,9 +64,10 @@ def response_correlation_id(frame: bytearray) -> int:
     return int(_I32.unpack_from(frame, 4)[0])
 
 
-def expects_response(frame: bytes) -> bool:
+def expects_response(frame: bytes | bytearray | memoryview, complete: bool = True) -> bool | None:
     """False only for Produce with acks=0, which no broker answers. Produce v3+ starts its body with
-    the nullable transactional id (compact from v9), then acks (int16)."""
+    the nullable transactional id (compact from v9), then acks (int16). `frame` may be only the
+    first part of a request (`complete` False): None then means that part ends before acks."""
     api_key, version, _ = _HEAD.unpack_from(frame, 0)
     if api_key != PRODUCE_KEY:
         return True
@@ -75,11 +81,13 @@ def expects_response(frame: bytes) -> bool:
             offset += 2 + max(length, 0)
         (acks,) = _I16.unpack_from(frame, offset)
     except (struct.error, IndexError):
+        if not complete and len(frame) < ACKS_WITHIN:
+            return None  # not here yet
         return True  # malformed: let the upstream judge (and answer or close)
     return bool(acks != 0)
 
 
-def _body_offset(frame: bytes, flexible: bool) -> int:
+def _body_offset(frame: bytes | bytearray | memoryview, flexible: bool) -> int:
     """Skip the request header: key, version, correlation id, client id (int16 string), then the
     header's tagged fields when flexible."""
     client_len: int = _I16.unpack_from(frame, 8)[0]
