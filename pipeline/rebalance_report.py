@@ -121,6 +121,10 @@ def spark_session(master: str | None = None, app: str = "rebalance-report") -> A
         master = "local[*]"
     if master is not None:
         builder = builder.master(master)
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # this process starts the JVM (not under spark-submit)
+        # The job allocates short-lived rows at a high rate and needs throughput, not short pauses:
+        # the parallel collector costs ~10 % less CPU than G1 here (BENCHMARKS.md). Memory unchanged.
+        builder = builder.config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
     if "REPORT_DRIVER_MEMORY" in os.environ:
         builder = builder.config("spark.driver.memory", os.environ["REPORT_DRIVER_MEMORY"])
     return (

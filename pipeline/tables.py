@@ -22,9 +22,9 @@ the same tasks that receive the shuffle; every table is then computed from those
    by (group, type, day, episode), a partition row by (group, type, day, topic, partition), any
    other row by (group, type, day). Each sort is within one task, with a 64-bit hash of its key
    first (the sort's prefix), and there is no global sort and no window over all events. `facts`
-   (3.4M rows for 10M events) is the only large frame persisted: the exploded rows (21M for 10M
+   (3.4M rows for 10M events) is the only large frame persisted: the exploded rows (23.5M for 10M
    events) are never stored, and without `facts` each table would scan and shuffle the input
-   again.
+   again. This stage is ~2/3 of the job's task time (BENCHMARKS.md).
 4. Narrow, over `facts` (persisted frames keep their partitioning by group): `episodes` (merging an
    episode's parts on two days), `group_day` (aggregates per (group, type, day) and their joins, all
    partitioned by group, so none shuffles), `partition_unavailability`.
@@ -33,6 +33,10 @@ the same tasks that receive the shuffle; every table is then computed from those
    and unavailability times. These stages move kilobytes to a few megabytes. The summary's figures
    (`by_type`, `top_groups`: a take-ordered over one row per lifetime, not a sort; `histogram`)
    read the written tables and are as small.
+
+`tests/pipeline/test_plan.py` holds the plan to this: one shuffle whose input is the file scan,
+hash-partitioned by group_id, and no range partitioning, single partition or window without a
+partition key in any table's plan.
 
 Percentiles are exact nearest-rank everywhere (`_nearest_rank`): from (keys, value, count) rows, a
 window per cell (group and day, or day and type), never over all events.
@@ -91,9 +95,10 @@ class Tables:
 
 def shuffle_partitions(spark: Any, input_bytes: int) -> int:
     """Tasks for the one big shuffle: one per ~2 MB of compressed Parquet input (history compresses
-    about 20:1, so that is ~230k rows, ~500k once partition lists are exploded: both sorts of two
-    concurrent tasks stay in memory with Spark's default 1 GB heap, instead of spilling), at least
-    two per core."""
+    about 20:1, so that is ~230k rows, ~530k once partition lists are exploded), at least two per
+    core. With Spark's default 1 GB heap and two concurrent tasks, the partition sort then spills a
+    few MB per task (364 MiB over the 44 tasks of 10M events); half the size per task removes the
+    spill but costs as much CPU (BENCHMARKS.md), so fewer, larger tasks it is."""
     cores = int(spark.sparkContext.defaultParallelism)
     return max(2 * cores, min(4000, input_bytes // (2 << 20) + 1))
 
