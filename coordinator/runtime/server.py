@@ -360,7 +360,8 @@ class CoordinatorServer:
         shard.add_observer(kafka_metrics.observe)
         # The rebalance history observes every event (buffered, written off the loop); opened only
         # now, under the data directory lock, so one process appends to it.
-        self.history = open_writer(self.data_dir, self.config, CoreAssignments(core))
+        self.history = open_writer(self.data_dir, self.config, CoreAssignments(core),
+                                   node_id=self.config["node.id"] + self.shard_index)
         if self.history is not None:
             shard.add_observer(self.history.observe)
             self.history.start()
