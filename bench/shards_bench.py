@@ -273,6 +273,26 @@ class Knobs:
     commit_window: int = 8
 
 
+def decode_pid(port: int) -> int:
+    """The pid of the process listening on 127.0.0.1:`port` (the decode-only reference), from /proc."""
+    wanted = f":{port:04X}"
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as lines:
+            for line in list(lines)[1:]:
+                fields = line.split()
+                if fields[1].endswith(wanted) and fields[3] == "0A":  # LISTEN
+                    inodes.add(fields[9])
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if link.startswith("socket:[") and link[8:-1] in inodes:
+                        return int(pid)
+    return os.getpid()  # not found: count nothing useful rather than fail
+
+
 def loadavg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -287,6 +307,7 @@ def steady(knobs: Knobs, workdir: Path) -> dict[str, Any]:
     overrides = consumer_overrides(1_000)
     runs: dict[str, list[dict[str, Any]]] = {"1 shard": [], "2 shards": [], "decode-only": []}
     cpu: dict[str, list[float]] = {"1 shard": [], "2 shards": [], "decode-only": []}
+    us_per_request: dict[str, list[float]] = {"1 shard": [], "2 shards": [], "decode-only": []}
     with contextlib.ExitStack() as stack:
         one = stack.enter_context(sharded(workdir, "steady-1", 1, overrides, {TOPIC: TOPIC_PARTITIONS}))
         two = stack.enter_context(sharded(workdir, "steady-2", 2, overrides, {TOPIC: TOPIC_PARTITIONS}))
@@ -304,18 +325,20 @@ def steady(knobs: Knobs, workdir: Path) -> dict[str, Any]:
         for _ in range(knobs.turns):
             for label in order:
                 targets, pids = sides[label]
-                before = sum(sc.cpu_seconds(p) for p in pids)
+                before = sum(sc.cpu_seconds(p) for p in pids or [decode_pid(decode_port)])
                 loads.append(os.getloadavg()[0])
                 got = asyncio.run(closed_loop("127.0.0.1", targets, **loop_args))
                 runs[label].append(got)
-                if pids:
-                    cpu[label].append((sum(sc.cpu_seconds(p) for p in pids) - before) / got["seconds"] * 100)
+                used = sum(sc.cpu_seconds(p) for p in pids or [decode_pid(decode_port)]) - before
+                cpu[label].append(used / got["seconds"] * 100)
+                us_per_request[label].append(used / max(got["requests"], 1) * 1e6)
                 print(f"  steady {label}: {got['rps']:,.0f} req/s p99 {got['p99_ms']:.2f} ms "
                       f"errors {got['errors']} (load {loadavg()})", flush=True)
     rps = {label: sum(r["requests"] for r in rs) / sum(r["seconds"] for r in rs) for label, rs in runs.items()}
     per_round = [(runs["2 shards"][i]["rps"] / runs["1 shard"][i]["rps"],
                   runs["2 shards"][i]["rps"] / runs["decode-only"][i]["rps"]) for i in range(len(runs["1 shard"]))]
     return {"rps": rps, "runs": runs, "cpu_pct": {k: statistics.mean(v) for k, v in cpu.items() if v},
+            "us_per_request": {k: statistics.median(v) for k, v in us_per_request.items() if v},
             "two_vs_one": rps["2 shards"] / rps["1 shard"], "two_vs_decode": rps["2 shards"] / rps["decode-only"],
             "per_turn": per_round, "members": members_n, "load_during": (min(loads), max(loads))}
 
@@ -437,7 +460,8 @@ def rows(knobs: Knobs, workdir: Path, which: list[str]) -> list[Any]:
             out.append(Row("shards", what, f"coordinator, {label}" if label != "decode-only" else label,
                            f"{r['rps'][label]:,.0f} req/s (turns: {', '.join(format(x['rps'], ',.0f') for x in runs)}); "
                            f"p99 {statistics.median(x['p99_ms'] for x in runs):.2f} ms"
-                           + (f"; server CPU {cpu:.0f} % of a core" if cpu is not None else "")))
+                           + (f"; server CPU {cpu:.0f} % of a core, {r['us_per_request'][label]:.1f} µs a request"
+                              if cpu is not None else "")))
         turns = ", ".join(f"{a:.2f}/{b:.2f}" for a, b in r["per_turn"])
         out.append(Row("shards", what, "2 shards ÷ 1 shard", f"**{r['two_vs_one']:.2f}×** (per turn {turns})",
                        "≥ 1.35×", verdict(r["two_vs_one"] >= 1.35)))
