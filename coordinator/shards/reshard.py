@@ -169,6 +169,9 @@ def ensure_layout(root: Path, layout: ShardLayout, *, on_step: Step | None = Non
         return
     with _locked(root, max(current.shards, layout.shards),
                  f"move {root} from {current.shards} to {layout.shards} shard(s)"):
+        if (read_layout(root) or ShardLayout(layout.partitions, 1)) != current:
+            # Another process moved the partitions between our reading and our locking.
+            raise LayoutError(f"the layout of {root} changed while this move was starting; start again")
         if not any(_has_segments(shard_data_dir(root, k) / "log") for k in range(current.shards)):
             root.mkdir(parents=True, exist_ok=True)
             write_layout(root, layout)  # nothing to move
