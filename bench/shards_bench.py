@@ -397,11 +397,14 @@ def scale(knobs: Knobs, workdir: Path, shards: int) -> dict[str, Any]:
             gc.collect()
             gc.disable()  # the load generator's garbage is acyclic (see sc.scale)
             try:
+                me = os.getpid()
                 cpu0 = sum(sc.cpu_seconds(p) for p in nodes.pids())
+                own0 = sc.cpu_seconds(me)
                 took = time.perf_counter()
                 settled, seconds, join_rec, drivers = await _scale_join(nodes, members, knobs)
                 rss_settled = rss_total(nodes.pids())[0]
                 cpu1 = sum(sc.cpu_seconds(p) for p in nodes.pids())
+                own1 = sc.cpu_seconds(me)
                 rec = Recorder()
                 for driver in drivers:
                     driver.recorder = rec
@@ -409,6 +412,7 @@ def scale(knobs: Knobs, workdir: Path, shards: int) -> dict[str, Any]:
                 await asyncio.sleep(knobs.scale_measure_s)
                 rec.stop()
                 cpu2 = sum(sc.cpu_seconds(p) for p in nodes.pids())
+                own2 = sc.cpu_seconds(me)
                 rss, peak = rss_total(nodes.pids())
                 await stop_drivers(drivers)
             finally:
@@ -419,6 +423,8 @@ def scale(knobs: Knobs, workdir: Path, shards: int) -> dict[str, Any]:
                     "join_errors": dict(join_rec.errors), "rss": rss, "rss_peak": peak, "rss_settled": rss_settled,
                     "server_cpu_join": (cpu1 - cpu0) / max(time.perf_counter() - took, 1e-9) * 100,
                     "server_cpu": (cpu2 - cpu1) / window * 100, "shards": shards,
+                    "loadgen_cpu_join": (own1 - own0) / max(seconds, 1e-9) * 100,
+                    "loadgen_cpu": (own2 - own1) / window * 100,
                     "members": knobs.scale_members, "groups": knobs.scale_groups}
 
         return asyncio.run(run())
@@ -521,7 +527,8 @@ def rows(knobs: Knobs, workdir: Path, which: list[str]) -> list[Any]:
             what = (f"{r['members']:,} KIP-848 members in {r['groups']:,} groups, {knobs.scale_interval_ms / 1000:g} s "
                     f"interval, joins over {knobs.scale_join_s:g} s, {knobs.scale_measure_s:g} s measured")
             out.append(Row("shards", f"heartbeat latency, {what}", f"coordinator, {shards} shard(s)",
-                           fmt_rps(r) + f"; server CPU {r['server_cpu']:.0f} % of a core (all shards)",
+                           fmt_rps(r) + f"; CPU: servers {r['server_cpu']:.0f} % of a core (all shards), "
+                           f"load generator {r['loadgen_cpu']:.0f} %",
                            "p99 < 10 ms", verdict(r["p99_ms"] < 10 and r["settled"])))
             out.append(Row("shards", f"RSS over all shard processes, {what}", f"coordinator, {shards} shard(s)",
                            f"{r['rss'] / 2**20:,.0f} MiB (peak {r['rss_peak'] / 2**20:,.0f} MiB)", "< 1 GiB",
