@@ -335,3 +335,22 @@ def test_group_ids_land_on_several_shards() -> None:
     # Guard for the tests above: the synthetic groups really spread over the shards.
     layout = ShardLayout(PARTITIONS, 3)
     assert {layout.shard_of_group(f"group-{i}") for i in range(60)} == {0, 1, 2}
+
+
+def test_a_move_finished_by_another_process_meanwhile_is_not_redone_from_a_stale_layout(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from coordinator.shards import reshard
+    from coordinator.shards.placement import write_layout
+
+    root = tmp_path / "data"
+    write_layout_logs(root, make_logs(2))
+    enter = reshard._locked.__enter__
+
+    def another_process_moved_first(self: reshard._locked) -> None:
+        write_layout(root, ShardLayout(PARTITIONS, 4))  # what a concurrent `coordinator serve` left
+        enter(self)
+
+    monkeypatch.setattr(reshard._locked, "__enter__", another_process_moved_first)
+    with pytest.raises(LayoutError, match="changed while this move was starting"):
+        ensure_layout(root, ShardLayout(PARTITIONS, 3))
+    assert not (root / TEMP_DIR).exists()
