@@ -10,6 +10,9 @@ churn        KIP-848 join storm, then leaves and crashes.
 assignor     The uniform assignor (bench/assignor_bench.py's shapes and helpers).
 replay       Start-up replay into the core vs. the log-level pass (bench/replay_core_bench.py).
 commits      OffsetCommit throughput under each log.flush.policy.
+shards       1 vs 2 shard processes (bench/shards_bench.py): steady ConsumerGroupHeartbeat beside
+             decode-only, KIP-848 members at scale over the shards, OffsetCommit with fsync per
+             batch, and the steady row against BENCH_KAFKA=host:port when set.
 sidecar      Produce and Fetch of 1 KB messages through the sidecar vs. the same upstream (librdkafka's
              mock cluster) directly (bench/sidecar_throughput.py): throughput ratio, added p99.
 
@@ -44,7 +47,7 @@ from bench.loadgen import scenarios as sc
 from tests.support.server import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = ["throughput", "scale", "convergence", "churn", "assignor", "replay", "commits", "sidecar"]
+SECTIONS = ["throughput", "scale", "convergence", "churn", "assignor", "replay", "commits", "sidecar", "shards"]
 
 
 @dataclass(frozen=True)
@@ -425,6 +428,18 @@ async def section_sidecar(s: Sizes, workdir: Path) -> list[Row]:
     return rows
 
 
+async def section_shards(s: Sizes, workdir: Path, procs: int) -> list[Row]:
+    from bench import shards_bench as sb
+
+    knobs = sb.Knobs(groups=s.tp_groups, per_group=s.tp_per_group, connections=s.tp_connections,
+                     window=s.tp_window, seconds=s.tp_seconds, processes=procs, scale_members=s.scale_members,
+                     scale_groups=s.scale_groups, scale_interval_ms=s.scale_interval_ms,
+                     scale_join_s=s.scale_join_s, scale_measure_s=s.scale_measure_s,
+                     commit_seconds=s.commit_seconds, turns=1 if s.label == "tiny" else 2)
+    # Its servers are set up with asyncio.run of their own: off this event loop.
+    return await asyncio.to_thread(sb.rows, knobs, workdir, ["steady", "scale", "commits", "kafka"])
+
+
 def machine() -> dict[str, str]:
     import kio
     import uvloop as uv
@@ -629,6 +644,8 @@ async def run_sections(args: argparse.Namespace, sizes: Sizes, workdir: Path) ->
                 got = section_replay(sizes, workdir)
             elif section == "sidecar":
                 got = await section_sidecar(sizes, workdir)
+            elif section == "shards":
+                got = await section_shards(sizes, workdir, args.loadgen_processes)
             else:
                 got = await section_commits(sizes, workdir, prof, args.loadgen_processes)
         except Exception as exc:

@@ -13,6 +13,12 @@
   It only reads.
 - `compact` compacts the whole log of a stopped coordinator (it takes the data-directory lock and
   refuses while a server holds it).
+
+A data directory of several shards (`shards.json`, `coordinator/shards/placement.py`) has one log
+per shard: each tool covers every shard of the recorded layout in turn, or shard K alone with
+`--shard K`. Then `dump` adds `"shard": k` to every line, `verify` prints one line per shard and
+also reports a group whose records sit in another shard's log than the one its partition maps to,
+and `compact` compacts each stopped shard (a running one is refused, exit code 1).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from .core.records import (
     GroupMetadataValue,
     UnknownRecordTypeError,
     decode_record,
+    group_of,
 )
 from .core.shard import CoordinatorShard
 from .pipes import to_stdout
@@ -48,6 +55,7 @@ from .recordlog import (
 )
 from .recordlog.errors import RecordLogError
 from .recordlog.segments import ReplayFilter, SegmentReader, list_segments, segment_path
+from .shards.placement import LayoutError, ShardLayout, read_layout, shard_data_dir
 
 
 def add_commands(commands: Any) -> None:
@@ -57,27 +65,64 @@ def add_commands(commands: Any) -> None:
                        ("compact", "compact the log of a stopped coordinator")):
         action = actions.add_parser(name, help=text)
         action.add_argument("--data-dir", required=True, type=Path)
+        action.add_argument("--shard", type=int, metavar="K", help="only shard K (default: every shard)")
         if name == "dump":
             action.add_argument("--output", type=Path, help="file to write (default: stdout)")
         if name == "compact":
             action.add_argument("--delete-retention-ms", type=int, default=DEFAULT_DELETE_RETENTION_MS)
 
 
+def shards_of(data_dir: Path, shard: int | None) -> tuple[ShardLayout | None, list[int]]:
+    """The recorded layout (None: a one-shard directory) and the shards to cover; `LayoutError`
+    (one line) for a shard the layout does not have or a directory between layouts."""
+    layout = read_layout(data_dir)
+    count = layout.shards if layout is not None else 1
+    if shard is None:
+        return layout, list(range(count))
+    if not 0 <= shard < count:
+        raise LayoutError(f"--shard {shard}: {data_dir} has {count} shard(s) (0 to {count - 1})")
+    return layout, [shard]
+
+
 def run(args: argparse.Namespace) -> int:
-    log_dir = args.data_dir / "log"
+    if not args.data_dir.is_dir():
+        print(f"coordinator: --data-dir {args.data_dir}: not a directory", file=sys.stderr)
+        return 2
+    try:
+        layout, shards = shards_of(args.data_dir, getattr(args, "shard", None))
+    except LayoutError as exc:
+        print(f"coordinator: {exc}", file=sys.stderr)
+        return 2
+    sharded = layout is not None and layout.shards > 1
     if args.log_command == "dump":
+        def dump_all(out: TextIO) -> int:
+            failed = 0
+            for k in shards:
+                failed |= dump(shard_data_dir(args.data_dir, k) / "log", out, shard=k if sharded else None)
+            return failed
+
         if args.output is None:
-            return to_stdout(lambda: dump(log_dir, sys.stdout))
+            return to_stdout(lambda: dump_all(sys.stdout))
         with open(args.output, "w") as out:
-            return dump(log_dir, out)
+            return dump_all(out)
     if args.log_command == "verify":
-        return verify(log_dir, sys.stdout)
-    return compact_stopped(args.data_dir, args.delete_retention_ms)
+        failed = 0
+        for k in shards:
+            failed |= verify(shard_data_dir(args.data_dir, k) / "log", sys.stdout,
+                             shard=k if sharded else None, layout=layout if sharded else None)
+        return failed
+    failed = 0
+    for k in shards:
+        failed |= compact_stopped(shard_data_dir(args.data_dir, k), args.delete_retention_ms,
+                                  shard=k if sharded else None)
+    return failed
 
 
 def _entries(log_dir: Path) -> Iterator[tuple[int, LogEntry | None, str | None]]:
     """(segment base, entry or None, problem or None) in log order; read-only."""
     fs = RealFileSystem()
+    if not log_dir.is_dir():
+        return  # a shard that has not started yet has no log
     bases = list_segments(fs, str(log_dir))
     for index, base in enumerate(bases):
         handle = fs.open_read(segment_path(str(log_dir), base))
@@ -139,24 +184,27 @@ def _record_json(record_type: int, key: bytes, value: bytes | None) -> dict[str,
             "key": _named(record.key), "value": named_value}
 
 
-def dump(log_dir: Path, out: TextIO) -> int:
+def dump(log_dir: Path, out: TextIO, shard: int | None = None) -> int:
     problems = 0
+    where = {} if shard is None else {"shard": shard}
     for _, entry, problem in _entries(log_dir):
         if entry is None:
-            print(json.dumps({"problem": problem}), file=sys.stderr)
+            print(json.dumps({**where, "problem": problem}), file=sys.stderr)
             problems += 1
             continue
-        out.write(json.dumps({"offset": entry.offset, "timestamp_ms": entry.timestamp_ms,
+        out.write(json.dumps({**where, "offset": entry.offset, "timestamp_ms": entry.timestamp_ms,
                               "writer_epoch": entry.writer_epoch,
                               "records": [_record_json(*r) for r in entry.records]}) + "\n")
     return 1 if problems else 0
 
 
-def verify(log_dir: Path, out: TextIO) -> int:
+def verify(log_dir: Path, out: TextIO, shard: int | None = None, layout: ShardLayout | None = None) -> int:
+    """Check one log; with `shard` and `layout`, also that every group in it is that shard's."""
     problems: list[str] = []
     replay_filter = ReplayFilter()
     core = CoordinatorShard()
     entries = records = 0
+    misplaced: dict[str, int] = {}
     for _, entry, problem in _entries(log_dir):
         if entry is None:
             problems.append(problem or "unknown problem")
@@ -166,27 +214,37 @@ def verify(log_dir: Path, out: TextIO) -> int:
         entries += 1
         for record_type, key, value in entry.records:
             try:
-                core.replay(decode_record(record_type, key, value))
+                record = decode_record(record_type, key, value)
+                core.replay(record)
                 records += 1
+                group = group_of(record.key) if layout is not None else None
+                if group is not None and layout is not None and group not in misplaced:
+                    owner = layout.shard_of_group(group)
+                    if owner != shard:
+                        misplaced[group] = owner
+                        problems.append(f"offset {entry.offset}: group {group!r} belongs to shard {owner}")
             except UnknownRecordTypeError:
                 problems.append(f"offset {entry.offset}: unknown record type {record_type}")
             except Exception as exc:  # replay must accept everything a coordinator wrote
                 problems.append(f"offset {entry.offset}: replay failed: {type(exc).__name__}: {exc}")
-    print(json.dumps({"entries": entries, "records": records, "duplicates_skipped": replay_filter.duplicates_skipped,
+    where = {} if shard is None else {"shard": shard}
+    print(json.dumps({**where, "entries": entries, "records": records,
+                      "duplicates_skipped": replay_filter.duplicates_skipped,
                       "fenced_skipped": replay_filter.fenced_skipped, "problems": problems}), file=out)
     return 1 if problems else 0
 
 
-def compact_stopped(data_dir: Path, delete_retention_ms: int) -> int:
+def compact_stopped(data_dir: Path, delete_retention_ms: int, shard: int | None = None) -> int:
     fs = RealFileSystem()
     lock = try_lock_data_dir(fs, str(data_dir))
     if lock is None:
-        print(f"coordinator: {data_dir} is in use by a running coordinator; stop it first", file=sys.stderr)
+        who = "a running coordinator" if shard is None else f"running shard {shard}"
+        print(f"coordinator: {data_dir} is in use by {who}; stop it first", file=sys.stderr)
         return 1
     try:
         report = compact_offline(fs, str(data_dir / "log"), lock, now_ms=int(time.time() * 1000),
                                  delete_retention_ms=delete_retention_ms)
     finally:
         lock.release()
-    print(json.dumps(dataclasses.asdict(report)))
+    print(json.dumps({**({} if shard is None else {"shard": shard}), **dataclasses.asdict(report)}))
     return 0

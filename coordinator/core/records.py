@@ -401,6 +401,14 @@ def encode_record(record: Record) -> tuple[int, bytes, bytes | None]:
     return rtype, key, _VERSION.pack(version) + _encoder.encode(record.value)
 
 
+def decode_record_key(rtype: int, key: bytes) -> RecordKey:
+    """The key of a record alone (what ``group_of`` needs); errors as :func:`decode_record`'s."""
+    decoders = _decoders.get(rtype)
+    if decoders is None:
+        raise UnknownRecordTypeError(f"unknown record type {rtype}")
+    return decoders[0](key)
+
+
 def decode_record(rtype: int, key: bytes, value: bytes | None) -> Record:
     """Inverse of :func:`encode_record`.
 

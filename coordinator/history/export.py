@@ -1,7 +1,9 @@
 """`coordinator history export`: history rows of a time range to one JSON-lines or Parquet file.
 
 Reads the segments of `<data-dir>/history/` (while the server runs too: an in-progress last line
-is skipped), keeps rows with `since <= ts_ms < until`, and writes them in sequence order.
+is skipped), keeps rows with `since <= ts_ms < until`, and writes them in sequence order. With
+several shards, every shard directory has its own history (its rows carry the shard's node id):
+their rows are merged in time order.
 
 - jsonl: one compact JSON object per row, null fields omitted (the segment format itself, so the
   pipeline reads exports and raw history directories alike).
@@ -17,7 +19,8 @@ is skipped), keeps rows with `since <= ts_ms < until`, and writes them in sequen
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import heapq
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -154,11 +157,18 @@ def _chain(head: Any, rest: Iterator[Any]) -> Iterator[Any]:
 FORMATS = {"jsonl": write_jsonl, "parquet": write_parquet, "parquet-partitioned": write_partitioned}
 
 
-def export(history_dir: Path, output: Path, fmt: str, since_ms: int | None = None,
+def export(history_dir: Path | Sequence[Path], output: Path, fmt: str, since_ms: int | None = None,
            until_ms: int | None = None) -> int:
-    """Write the rows of `history_dir` in [since, until) to `output`; returns the row count."""
+    """Write the rows of `history_dir` (or of several, merged by time: one per shard) in
+    [since, until) to `output`; returns the row count."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; known: {', '.join(FORMATS)}")
     if output.parent:
         output.parent.mkdir(parents=True, exist_ok=True)
-    return FORMATS[fmt](read_rows([history_dir], since_ms, until_ms), output)
+    sources = [history_dir] if isinstance(history_dir, Path) else list(history_dir)
+    if len(sources) == 1:
+        rows: Iterable[dict[str, Any]] = read_rows(sources, since_ms, until_ms)
+    else:  # each source is in time order (one writer each)
+        rows = heapq.merge(*(read_rows([source], since_ms, until_ms) for source in sources),
+                           key=lambda row: row.get("ts_ms", 0))
+    return FORMATS[fmt](rows, output)

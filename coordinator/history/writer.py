@@ -160,13 +160,15 @@ def _with_type_changes(rows: Iterable[Row], change: Callable[[Row], Row | None])
         yield row
 
 
-def open_writer(data_dir: Path, config: Any, source: AssignmentSource | None) -> HistoryWriter | None:
-    """The writer the server attaches, from its configuration (None when history.enable=false)."""
+def open_writer(data_dir: Path, config: Any, source: AssignmentSource | None,
+                node_id: int | None = None) -> HistoryWriter | None:
+    """The writer the server attaches, from its configuration (None when history.enable=false);
+    `node_id` is the writing node's (a shard's is `node.id + k`), by default `node.id`."""
     if not config["history.enable"]:
         return None
     writer = HistoryWriter(
         data_dir / "history",
-        node_id=config["node.id"],
+        node_id=config["node.id"] if node_id is None else node_id,
         cluster_id=config["cluster.id"],
         segment_bytes=config["history.segment.bytes"],
         segment_ms=config["history.segment.ms"],

@@ -265,14 +265,7 @@ class CoordinatorServer:
         serve group APIs. Raises `StartupError` when the configuration cannot be served."""
         prepare_data_dir(self.root)
         prepare_data_dir(self.data_dir)
-        try:
-            recorded = read_layout(self.root)
-            check_partitions(recorded, self.layout.partitions)
-        except LayoutError as exc:
-            raise StartupError(str(exc)) from exc
-        if (recorded or ShardLayout(self.layout.partitions)) != self.layout:
-            raise StartupError(f"{self.root} is laid out for {(recorded or ShardLayout()).shards} shard(s), not "
-                               f"{self.layout.shards}: start it with `coordinator serve`, which moves the partitions")
+        self._check_layout()
         await self._open_metrics(may_defer=True)
         # Owner (listener open) but not loaded yet = Kafka's "loading" partition state.
         kafka_metrics.register(lambda: self.shard if self._loaded else None,
@@ -286,6 +279,7 @@ class CoordinatorServer:
             self._background.append(asyncio.create_task(self.security_mirror.run(), name="security-mirror"))
         self._lock, record_log, _ = await ownership.acquire(
             self._fs, self.data_dir, self.log_dir, self.config.build(LogConfig), core, self._become_owner)
+        self._check_layout()  # a standby may have waited through a move of the partitions: its state is stale
         self._committer = GroupCommitter(record_log, on_fatal=_fail_stop)
         self._committer.start()
         await self._load_shard(core, copied)
@@ -313,6 +307,16 @@ class CoordinatorServer:
             shard=self.shard_index,
             apis=len(list(self.registry)), writer_epoch=record_log.writer_epoch,
         )
+
+    def _check_layout(self) -> None:
+        try:
+            recorded = read_layout(self.root)
+            check_partitions(recorded, self.layout.partitions)
+        except LayoutError as exc:
+            raise StartupError(str(exc)) from exc
+        if (recorded or ShardLayout(self.layout.partitions)) != self.layout:
+            raise StartupError(f"{self.root} is laid out for {(recorded or ShardLayout()).shards} shard(s), not "
+                               f"{self.layout.shards}: start it with `coordinator serve`, which moves the partitions")
 
     @property
     def log_dir(self) -> Path:
@@ -401,7 +405,8 @@ class CoordinatorServer:
         shard.add_observer(kafka_metrics.observe)
         # The rebalance history observes every event (buffered, written off the loop); opened only
         # now, under the data directory lock, so one process appends to it.
-        self.history = open_writer(self.data_dir, self.config, CoreAssignments(core))
+        self.history = open_writer(self.data_dir, self.config, CoreAssignments(core),
+                                   node_id=self.config["node.id"] + self.shard_index)
         if self.history is not None:
             shard.add_observer(self.history.observe)
             self.history.start()

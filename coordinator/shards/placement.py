@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LAYOUT_FILE = "shards.json"
+INTENT_FILE = "reshard.json"
+"""Present while a move between layouts is being switched (`reshard.py`): no shard may start."""
 DEFAULT_PARTITIONS = 50
 """Kafka's `offsets.topic.num.partitions` default: the same partition numbers as Kafka, and
 enough partitions to spread evenly over any shard count a single machine has cores for."""
@@ -81,7 +83,12 @@ def shard_data_dir(root: Path, shard: int) -> Path:
 
 
 def read_layout(root: Path) -> ShardLayout | None:
-    """The layout recorded in `root`, or None for a directory that has none (one shard)."""
+    """The layout recorded in `root`, or None for a directory that has none (one shard).
+
+    Refused while a move between layouts is unfinished: `coordinator serve` completes it first."""
+    if (root / INTENT_FILE).exists():
+        raise LayoutError(f"{root} is between shard layouts (a move was interrupted): start it with "
+                          f"`coordinator serve`, which completes the move")
     try:
         raw = json.loads((root / LAYOUT_FILE).read_text())
         return ShardLayout(partitions=int(raw["partitions"]), shards=int(raw["shards"]))

@@ -32,6 +32,15 @@ EXPECTED_ROWS = [
     ("log.flush.policy=interval", "coordinator"),
     ("log.flush.policy=none", "coordinator"),
     ("Produce 1 KB through the sidecar", "coordinator (sidecar)"),
+    ("ConsumerGroupHeartbeat v1 steady throughput", "coordinator, 1 shard"),
+    ("ConsumerGroupHeartbeat v1 steady throughput", "coordinator, 2 shards"),
+    ("ConsumerGroupHeartbeat v1 steady throughput", "decode-only"),
+    ("ConsumerGroupHeartbeat v1 steady throughput", "2 shards ÷ 1 shard"),
+    ("heartbeat latency", "coordinator, 2 shard(s)"),
+    ("RSS over all shard processes", "coordinator, 2 shard(s)"),
+    ("members fenced while joining", "coordinator, 2 shard(s)"),
+    ("log.flush.policy=always (fsync per batch)", "coordinator, 2 shards"),
+    ("ConsumerGroupHeartbeat v1 steady throughput", "Apache Kafka (BENCH_KAFKA)"),
 ]
 
 
@@ -39,7 +48,7 @@ def test_quick_tiny_run_reports_every_row(tmp_path: Path) -> None:
     report = tmp_path / "BENCHMARKS.md"
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "run"), "--quick", "--tiny", "--strict", "--output", str(report)],
-        cwd=ROOT, capture_output=True, text=True, timeout=240,
+        cwd=ROOT, capture_output=True, text=True, timeout=360,
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     text = report.read_text()

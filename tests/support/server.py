@@ -23,6 +23,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_port_block(count: int, attempts: int = 200) -> int:
+    """A port `p` with `p .. p + count - 1` all free (shard k listens on port + k)."""
+    for _ in range(attempts):
+        base = free_port()
+        if base + count > 65535:
+            continue
+        with contextlib.ExitStack() as held:
+            try:
+                for port in range(base, base + count):
+                    s = held.enter_context(socket.socket())
+                    s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return base
+    raise RuntimeError(f"no block of {count} free ports")
+
+
 def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02, message: str = "condition"):
     """Poll `predicate` until it returns a truthy value or the deadline passes."""
     deadline = time.monotonic() + timeout
@@ -47,9 +64,11 @@ class ServerProcess:
     """`python -m coordinator serve` as a child process."""
 
     def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None, port: int | None = None,
-                 metrics_port: int | None = None, scheme: str = "") -> None:
-        """`scheme` names the listener (`SASL_SSL`): `--listen SCHEME://127.0.0.1:port`."""
+                 metrics_port: int | None = None, scheme: str = "", extra_args: tuple[str, ...] = ()) -> None:
+        """`scheme` names the listener (`SASL_SSL`): `--listen SCHEME://127.0.0.1:port`; `extra_args`
+        go after the others (`--shard K`)."""
         self.data_dir = data_dir
+        self.extra_args = extra_args
         self.port = port or free_port()
         self.scheme = scheme
         self.metrics_port = metrics_port or free_port()
@@ -68,6 +87,7 @@ class ServerProcess:
                 "--log-format", "json"]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
+        args += self.extra_args
         env = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")}
         if hasattr(self, "_log"):
             self._log.close()  # restarted: the previous process's log handle
