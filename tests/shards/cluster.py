@@ -16,8 +16,7 @@ from pathlib import Path
 
 from coordinator.shards.placement import ShardLayout, shard_data_dir
 from coordinator.shards.reshard import ensure_layout
-from tests.shards.supervised import free_ports
-from tests.support.server import http_get, wait_until
+from tests.support.server import free_port_block, http_get, wait_until
 
 PARTITIONS = 50
 
@@ -26,12 +25,6 @@ def group_on(shard: int, shards: int = 2, prefix: str = "group") -> str:
     """The first `prefix-N` group id that `shards` shards place on `shard`."""
     layout = ShardLayout(PARTITIONS, shards)
     return next(g for n in itertools.count() if layout.shard_of_group(g := f"{prefix}-{n}") == shard)
-
-
-def free_port_block(count: int) -> int:
-    """A port P with P..P+count-1 free on 127.0.0.1 (shard k listens on P+k): one picker for
-    every shard test (`supervised.free_ports`, below the kernel's ephemeral range)."""
-    return free_ports(count)
 
 
 class ShardCluster:

@@ -5,38 +5,18 @@ Ports: shard k listens on port + k, so a run needs `shards` consecutive free por
 
 from __future__ import annotations
 
-import random
-import socket
 from pathlib import Path
 
 import psutil
 
 from coordinator.catalog import TopicCatalog
 from coordinator.shards.placement import ShardLayout
-from tests.support.server import ServerProcess, http_get, wait_until
+from tests.support.server import ServerProcess, free_port_block, http_get, wait_until
 
 
 def free_ports(count: int) -> int:
-    """A port p with p .. p+count-1 all free now. Chosen below the kernel's ephemeral range: the
-    ports it hands to outgoing connections and to `bind(0)` (other tests' free ports) are taken
-    from that range at any moment, and shard k binds port + k only seconds later."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    rng = random.Random()
-    for _ in range(200):
-        base = rng.randrange(max(1024, low - 12000), low - count)
-        sockets = []
-        try:
-            for k in range(count):
-                s = socket.socket()
-                sockets.append(s)
-                s.bind(("127.0.0.1", base + k))
-        except OSError:
-            continue
-        finally:
-            for s in sockets:
-                s.close()
-        return base
-    raise AssertionError("no run of free ports")
+    """A port p with p .. p+count-1 all free now (`tests.support.server.free_port_block`)."""
+    return free_port_block(count)
 
 
 def group_on_shard(shard: int, shards: int, prefix: str, partitions: int = 50) -> str:

@@ -16,7 +16,8 @@ from coordinator.dataplane.producer_ids import SHARD_ID_BITS
 from protocol.build import build
 from protocol.errors import ErrorCode
 from protocol.schemas import request_schema
-from tests.shards.cluster import ShardCluster, free_port_block, group_on, running_cluster
+from tests.shards.cluster import ShardCluster, group_on, running_cluster
+from tests.support.server import free_port_block
 from tests.support.wire import WireClient
 
 NODE_ID = 1  # node.id's default: shard k is node 1 + k

@@ -21,10 +21,10 @@ from coordinator.shards.placement import ShardLayout
 from coordinator.shards.reshard import ensure_layout
 from protocol.build import build
 from protocol.schemas import request_schema
-from tests.shards.cluster import PARTITIONS, ShardCluster, free_port_block, group_on
+from tests.shards.cluster import PARTITIONS, ShardCluster, group_on
 from tests.sidecar.conftest import free_base_port
 from tests.support.clients import make_member, poll_until
-from tests.support.server import ServerProcess, free_port
+from tests.support.server import ServerProcess, free_port, free_port_block
 from tests.support.wire import WireClient
 
 pytestmark = pytest.mark.interop

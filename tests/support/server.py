@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -24,11 +25,14 @@ def free_port() -> int:
 
 
 def free_port_block(count: int, attempts: int = 200) -> int:
-    """A port `p` with `p .. p + count - 1` all free (shard k listens on port + k)."""
+    """A port `p` with `p .. p + count - 1` all free now (shard k listens on port + k). Chosen
+    below the kernel's ephemeral range: the ports it hands to outgoing connections and to
+    `bind(0)` (other tests' free ports) are taken from that range at any moment, and shard k
+    binds port + k only seconds later. Every shard test picks its ports here."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    rng = random.Random()
     for _ in range(attempts):
-        base = free_port()
-        if base + count > 65535:
-            continue
+        base = rng.randrange(max(1024, low - 12000), low - count)
         with contextlib.ExitStack() as held:
             try:
                 for port in range(base, base + count):
