@@ -37,6 +37,14 @@ the steady heartbeat's instructions) / J, where the steady heartbeat's instructi
 (small next to the server's: a few thousand instructions per response parsed, the same in both
 kinds of window) and only user space (not the kernel's share of write and fsync).
 
+Where the CPU goes: ``--breakdown`` splits the join's CPU into user/system time (getrusage; coarse
+here) and by thread (the event loop, the record log committer: its write and fsync, whose kernel
+time counts; the others); ``--phases`` prints each send's cost per window (the newcomer's join
+heartbeat with the members' catch-ups, the revocations' acknowledgements, the newcomer's next
+heartbeat, ...) beside the steady window's same sends; ``--profile TOP`` runs the windows under
+cProfile (every call inflated alike, ~2-3x) and prints the TOP functions per join; ``--set
+log.flush.policy=none`` shows what the fsyncs cost.
+
 It imports ``coordinator`` from the path, so one copy of this file measures any checkout:
 
     PYTHONPATH=. .venv/bin/python bench/join_cost_server.py [--members 100 1000] [--joins 20] [--burst 1]
@@ -49,15 +57,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import gc
 import json
 import os
+import pstats
 import re
+import resource
 import shutil
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -155,9 +167,35 @@ class Driver:
         self.driver_cpu = 0.0
         """Thread CPU spent here building frames and parsing responses (not the server's)."""
         self.requests = 0
+        self.phase: str | None = None
+        """Set by `measure` to ``"<kind> round <r>"`` to have each send's cost kept in `phases`."""
+        self.sends_in_round = 0
+        self.phases: dict[tuple[str, int], dict[str, float]] = {}
+        """Per (phase, send in its round: 0 the regular heartbeats, 1 the first acknowledgements,
+        2 any later ones): sends, requests, CPU (process less this driver's), the event loop's and
+        the committer's thread CPU, log entries and writes (each with its fsync)."""
 
     async def send(self, members: list[ConsumerMember]) -> None:
         """One heartbeat of each member, 16 per read; returns when every response is in."""
+        if self.phase is None:
+            return await self._send(members)
+        committer = self.server._committer
+        assert committer is not None
+        cpu0, drv0, threads0 = time.process_time(), self.driver_cpu, _thread_cpu()
+        entries0, writes0 = committer.log.next_offset, committer.batches_written + committer.syncs
+        await self._send(members)
+        driver, threads = self.driver_cpu - drv0, _thread_cpu()
+        row = self.phases.setdefault((self.phase, min(self.sends_in_round, 2)), dict.fromkeys(PHASE_COLUMNS, 0.0))
+        row["sends"] += 1
+        row["requests"] += len(members)
+        row["cpu"] += time.process_time() - cpu0 - driver
+        row["loop"] += threads["loop"] - threads0["loop"] - driver
+        row["committer"] += threads["committer"] - threads0["committer"]
+        row["entries"] += committer.log.next_offset - entries0
+        row["writes"] += committer.batches_written + committer.syncs - writes0
+        self.sends_in_round += 1
+
+    async def _send(self, members: list[ConsumerMember]) -> None:
         started = time.thread_time()
         pending: dict[int, ConsumerMember] = {}
         frames: list[tuple[KafkaConnection, bytes]] = []
@@ -196,12 +234,37 @@ class Driver:
         """Every member's regular heartbeat (``first``, newcomers, ahead of them), then
         acknowledgements until none is due. Returns the number of regular heartbeats."""
         everyone = [*first, *members]
+        self.sends_in_round = 0
         await self.send(everyone)
         while True:
             due = [m for m in everyone if m.wants_heartbeat_now]
             if not due:
                 return len(members)
             await self.send(due)
+
+
+THREADS = ("loop", "committer", "other")
+PHASE_COLUMNS = ("sends", "requests", "cpu", "loop", "committer", "entries", "writes")
+
+
+def _thread_cpu() -> dict[str, float]:
+    """CPU seconds so far of the live threads: the event loop's, the record log committer's,
+    the others' (the history writer's and the default executor's)."""
+    out = {name: 0.0 for name in THREADS}
+    for thread in threading.enumerate():
+        if thread.ident is None:
+            continue
+        try:
+            spent = time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+        except (OSError, ProcessLookupError):
+            continue  # ended meanwhile
+        if thread is threading.main_thread():
+            out["loop"] += spent
+        elif thread.name.startswith("recordlog"):
+            out["committer"] += spent
+        else:
+            out["other"] += spent
+    return out
 
 
 def _stable(server: CoordinatorServer) -> bool:
@@ -211,11 +274,16 @@ def _stable(server: CoordinatorServer) -> bool:
 
 
 async def measure(members_count: int, joins: int, window_rounds: int, burst: int = 1,
-                  kinds: Sequence[str] = ("steady", "join")) -> dict[str, float]:
+                  kinds: Sequence[str] = ("steady", "join"), settings: Sequence[str] = (),
+                  profiles: dict[str, cProfile.Profile] | None = None,
+                  phases: dict[tuple[str, int], dict[str, float]] | None = None) -> dict[str, float]:
+    """Runs the windows; returns the totals `report` reads. ``profiles`` (one per kind of window)
+    are enabled around the windows; ``phases``, if given, is filled with each send's cost (see
+    `Driver.phases`)."""
     workdir = tempfile.mkdtemp(prefix="join-cost-")
     overrides = {"group.initial.rebalance.delay.ms": "0", "group.consumer.max.size": "100000",
                  "group.consumer.session.timeout.ms": "600000", "group.consumer.max.session.timeout.ms": "600000"}
-    config = resolve(environ={}, overrides=[f"{k}={v}" for k, v in overrides.items()],
+    config = resolve(environ={}, overrides=[f"{k}={v}" for k, v in overrides.items()] + list(settings),
                      flags={"listeners": "127.0.0.1:0", "metrics.listen": "127.0.0.1:0",
                             "log.dirs": os.path.join(workdir, "data")})
     server = CoordinatorServer(config)
@@ -240,6 +308,9 @@ async def measure(members_count: int, joins: int, window_rounds: int, burst: int
         totals = {"steady_cpu": 0.0, "steady_heartbeats": 0, "steady_loop": 0.0, "join_cpu": 0.0,
                   "join_regular": 0, "join_requests": 0, "join_loop": 0.0, "join_entries": 0, "join_fsyncs": 0,
                   "unsettled": 0}
+        for kind in kinds:
+            totals.update({f"{kind}_user": 0.0, f"{kind}_system": 0.0})
+            totals.update({f"{kind}_thread_{name}": 0.0 for name in THREADS})
         committer = server._committer
         assert committer is not None
         newcomer = members_count
@@ -248,15 +319,30 @@ async def measure(members_count: int, joins: int, window_rounds: int, burst: int
                 cpu0, drv0, req0 = time.process_time(), driver.driver_cpu, driver.requests
                 entries0, fsyncs0 = committer.log.next_offset, committer.batches_written + committer.syncs
                 th0 = time.thread_time()
+                usage0, threads0 = resource.getrusage(resource.RUSAGE_SELF), _thread_cpu()
+                if profiles is not None:
+                    profiles[kind].enable()
                 regular = 0
                 for r in range(window_rounds):
+                    if phases is not None:
+                        driver.phase = f"{kind} round {r}"
                     first: list[ConsumerMember] = []
                     if kind == "join" and r == 0:
                         first = [Member(GROUP, member_uuid(newcomer + i), [TOPIC]) for i in range(burst)]
                         newcomer += burst
                     regular += await driver.round(members, first)
                     members += first
+                if profiles is not None:
+                    profiles[kind].disable()
                 cpu = (time.process_time() - cpu0) - (driver.driver_cpu - drv0)
+                driver.phase = None  # the settling rounds below are not measured
+                usage, threads = resource.getrusage(resource.RUSAGE_SELF), _thread_cpu()
+                # The load generator's own CPU is nearly all user time: charged there.
+                totals[kind + "_user"] += usage.ru_utime - usage0.ru_utime - (driver.driver_cpu - drv0)
+                totals[kind + "_system"] += usage.ru_stime - usage0.ru_stime
+                for name in THREADS:
+                    totals[f"{kind}_thread_{name}"] += threads.get(name, 0.0) - threads0.get(name, 0.0)
+                totals[kind + "_thread_loop"] -= driver.driver_cpu - drv0
                 # The event loop's thread alone (the committer and history threads left out).
                 totals[kind + "_loop"] += time.thread_time() - th0 - (driver.driver_cpu - drv0)
                 if not _stable(server):
@@ -274,6 +360,8 @@ async def measure(members_count: int, joins: int, window_rounds: int, burst: int
                     # entry appended meanwhile, whatever its group or partition).
                     totals["join_entries"] += committer.log.next_offset - entries0
                     totals["join_fsyncs"] += committer.batches_written + committer.syncs - fsyncs0
+        if phases is not None:
+            phases.update(driver.phases)
         for conn in driver.conns.values():
             conn.connection_lost(None)
         gc_policy.thaw()
@@ -283,7 +371,7 @@ async def measure(members_count: int, joins: int, window_rounds: int, burst: int
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def report(members: int, windows: int, burst: int, t: dict[str, float]) -> None:
+def report(members: int, windows: int, burst: int, t: dict[str, float], breakdown: bool = False) -> None:
     joined = windows * burst
     per_heartbeat = t["steady_cpu"] / t["steady_heartbeats"]
     attributable = (t["join_cpu"] - per_heartbeat * t["join_regular"]) / joined
@@ -294,9 +382,46 @@ def report(members: int, windows: int, burst: int, t: dict[str, float]) -> None:
           f"(event loop {loop_share * 1e3:.3f} ms), {extra:.1f} requests beyond the regular heartbeats; "
           f"per join window {t['join_entries'] / windows:.0f} log entries in {t['join_fsyncs'] / windows:.1f} fsyncs"
           + (f"; {t['unsettled']} windows needed extra rounds to settle" if t["unsettled"] else ""), flush=True)
+    if breakdown:
+        def share(key: str) -> float:
+            """``key``'s CPU per joining member: join windows' less the steady rate x their heartbeats."""
+            return (t["join_" + key] - t["steady_" + key] / t["steady_heartbeats"] * t["join_regular"]) / joined
+        parts = {"user": share("user"), "system": share("system"),
+                 **{f"thread {name}": share("thread_" + name) for name in THREADS}}
+        print("  per joining member, us: " + ", ".join(f"{k} {v * 1e6:.0f}" for k, v in parts.items()), flush=True)
 
 
-def instructions(members: int, joins: int, burst: int) -> None:
+def phase_report(phases: dict[tuple[str, int], dict[str, float]], windows: int) -> None:
+    """Each send's cost, per window of its kind: a join window's sends less the steady window's
+    at the same place show what each step of a join adds."""
+    print("  per window, us: phase, send (0 regular heartbeats, 1-2 acknowledgements): requests, CPU, "
+          "event loop, committer thread, log entries, writes+fsyncs", flush=True)
+    for (phase, send), row in sorted(phases.items()):
+        print(f"    {phase:14} {send}  {row['requests'] / windows:6.1f} {row['cpu'] / windows * 1e6:8.1f} "
+              f"{row['loop'] / windows * 1e6:8.1f} {row['committer'] / windows * 1e6:8.1f} "
+              f"{row['entries'] / windows:6.1f} {row['writes'] / windows:5.2f}", flush=True)
+
+
+def profile_report(profiles: dict[str, cProfile.Profile], t: dict[str, float], joined: int, top: int) -> None:
+    """The event loop's functions by CPU per joining member under cProfile (which inflates every
+    call alike): join windows' tottime less the steady windows' per heartbeat x the join windows'
+    regular heartbeats. Cumulative times likewise, to see whole subsystems."""
+    stats = {kind: pstats.Stats(prof).stats for kind, prof in profiles.items()}  # type: ignore[attr-defined]
+    rate = t["join_regular"] / t["steady_heartbeats"]
+    rows = []
+    for func, (_cc, nc, tt, ct, _callers) in stats["join"].items():
+        base = stats["steady"].get(func, (0, 0, 0.0, 0.0, None))
+        rows.append(((tt - base[2] * rate) / joined, (ct - base[3] * rate) / joined,
+                     (nc - base[1] * rate) / joined, func))
+    for title, index in (("own time", 0), ("cumulative", 1)):
+        print(f"  cProfile, per joining member, by {title} (us own, us cumulative, calls):")
+        for row in sorted(rows, key=lambda r: -r[index])[:top]:
+            file, line, name = row[3]
+            where = f"{os.path.relpath(file) if file.startswith('/') else file}:{line}({name})"
+            print(f"    {row[0] * 1e6:8.1f} {row[1] * 1e6:9.1f} {row[2]:8.1f}  {where}")
+
+
+def instructions(members: int, joins: int, burst: int, settings: Sequence[str] = ()) -> None:
     """Instructions per joining member, by three valgrind runs (see the module docstring)."""
     if shutil.which("valgrind") is None:
         raise SystemExit("join_cost_server: --instructions needs valgrind")
@@ -305,7 +430,7 @@ def instructions(members: int, joins: int, burst: int) -> None:
         run = subprocess.run(
             ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
              sys.executable, os.path.abspath(__file__), "--members", str(members), "--joins", str(count),
-             "--burst", str(burst), "--only", kind],
+             "--burst", str(burst), "--only", kind, *(f"--set={s}" for s in settings)],
             capture_output=True, text=True, check=True)
         match = re.search(r"I\s+refs:\s+([\d,]+)", run.stderr)
         totals = re.search(r"^TOTALS (.*)$", run.stdout, re.MULTILINE)
@@ -330,22 +455,36 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per group size")
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions under valgrind (minutes per group size)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a server setting, e.g. log.flush.policy=none to see the fsyncs' share")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also split the join's CPU into user/system time and by thread")
+    parser.add_argument("--phases", action="store_true",
+                        help="also print each send's cost per window (newcomer + catch-ups, acknowledgements, ...)")
+    parser.add_argument("--profile", type=int, metavar="TOP", default=0,
+                        help="run the event loop under cProfile and print the TOP functions per join")
     parser.add_argument("--only", choices=KINDS, help=argparse.SUPPRESS)  # one valgrind run's windows
     args = parser.parse_args()
     coordinator_logging.configure("warning", json=True)
     if args.only is not None:
-        totals = uvloop.run(measure(args.members[0], args.joins, args.rounds, args.burst, (args.only,)))
+        totals = uvloop.run(measure(args.members[0], args.joins, args.rounds, args.burst, (args.only,), args.set))
         print("TOTALS", json.dumps(totals), flush=True)
         return
     if args.instructions:
         for members in args.members:
-            instructions(members, args.joins, args.burst)
+            instructions(members, args.joins, args.burst, args.set)
         return
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     for members in args.members:
         for _ in range(args.repeat):
-            totals = uvloop.run(measure(members, args.joins, args.rounds, args.burst))
-            report(members, args.joins, args.burst, totals)
+            profiles = {kind: cProfile.Profile() for kind in KINDS} if args.profile else None
+            phases: dict[tuple[str, int], dict[str, float]] | None = {} if args.phases else None
+            totals = uvloop.run(measure(members, args.joins, args.rounds, args.burst, KINDS, args.set, profiles, phases))
+            report(members, args.joins, args.burst, totals, args.breakdown)
+            if phases is not None:
+                phase_report(phases, args.joins)
+            if profiles is not None:
+                profile_report(profiles, totals, args.joins * args.burst, args.profile)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 
