@@ -41,7 +41,7 @@ from typing import Any
 
 from bench.loadgen import scenarios as sc
 from bench.loadgen.conn import Connection
-from bench.loadgen.consumer import ConsumerMember, error_name
+from bench.loadgen.consumer import ConsumerMember
 from bench.loadgen.stats import Recorder
 from bench.loadgen.wire import Template, member_uuid
 from coordinator.shards.placement import ShardLayout
@@ -158,102 +158,6 @@ async def stop_drivers(drivers: list[Any]) -> None:
             conn.close()
 
 
-def _uvarint(payload: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = payload[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-
-
-def offset_commit_v8_error(payload: bytes) -> int:
-    """The first non-zero partition error of an OffsetCommit v8 response, read by hand: decoding
-    each response with kio (`sc.CHECKS`) costs the load generator more than the server's handling
-    and made it the bottleneck of the commit rows. Layout: correlation id, header tags, throttle,
-    then compact arrays of topics (name, partitions of (index, error, tags), tags)."""
-    pos = 4 + 1 + 4
-    topics, pos = _uvarint(payload, pos)
-    for _ in range(topics - 1):
-        name_length, pos = _uvarint(payload, pos)
-        pos += name_length - 1
-        partitions, pos = _uvarint(payload, pos)
-        for _ in range(partitions - 1):
-            error = (payload[pos + 4] << 8) | payload[pos + 5]
-            if error:
-                return error
-            pos += 6
-            tags, pos = _uvarint(payload, pos)
-            if tags:
-                return sc.CHECKS[8](payload)  # tagged fields: let kio read it
-        tags, pos = _uvarint(payload, pos)
-        if tags:
-            return sc.CHECKS[8](payload)
-    return 0
-
-
-CHECKS = {**sc.CHECKS, 8: offset_commit_v8_error}
-
-
-async def _closed_loop(host: str, targets: list[tuple[int, list[bytes], int]], api_key: int, api_version: int,
-                       window: int, seconds: float, warmup: float) -> Recorder:
-    """`sc.throughput`'s closed loop over several nodes at once: `targets` = (port, request frames,
-    connections); `window` requests outstanding per connection."""
-    rec = Recorder()
-    check = CHECKS[api_key]
-    stop = [False]
-    conns: list[Connection] = []
-
-    def pump(conn: Connection, frames: list[Template]) -> None:
-        index = [0]
-
-        def on_response(payload: bytes, latency: int) -> None:
-            if latency < 0:
-                return
-            code = check(payload)
-            if code:
-                rec.error(error_name(code), latency)
-            else:
-                rec.ok(latency)
-            send()
-
-        def send() -> None:
-            if stop[0]:
-                return
-            i = index[0]
-            index[0] = i + 1 if i + 1 < len(frames) else 0
-            conn.send(frames[i], on_response)
-
-        for _ in range(window):
-            send()
-
-    for port, raw, count in targets:
-        for c in range(count):
-            conn = await Connection.open(host, port)
-            conns.append(conn)
-            share = raw[c::count] or raw[c % len(raw):c % len(raw) + 1]
-            pump(conn, [Template(api_key, api_version, t) for t in share])
-    deadline = time.perf_counter() + seconds
-    await asyncio.sleep(warmup)
-    rec.start()
-    while time.perf_counter() < deadline:
-        await asyncio.sleep(0.05)
-    rec.stop()
-    stop[0] = True
-    await asyncio.sleep(0.05)
-    for conn in conns:
-        conn.close()
-    return rec
-
-
-def _worker(args: tuple[Any, ...]) -> Recorder:
-    import uvloop
-
-    return uvloop.run(_closed_loop(*args))
-
-
 async def closed_loop(host: str, by_port: dict[int, list[Template]], *, connections: int, window: int,
                       seconds: float, warmup: float, processes: int) -> dict[str, Any]:
     """Requests/s and latency of a closed loop, each node getting connections in proportion to its
@@ -267,13 +171,13 @@ async def closed_loop(host: str, by_port: dict[int, list[Template]], *, connecti
             count = max(1, round(connections * len(templates) / total / processes))
             raw = [t.data for t in templates][i::processes] or [templates[0].data]
             targets.append((port, raw, count))
-        jobs.append((host, targets, first.api_key, first.api_version, window, seconds, warmup))
+        jobs.append((host, targets, first.api_key, first.api_version, window, seconds, 1 << 62, warmup))
     if processes <= 1:
-        rec = await _closed_loop(*jobs[0])
+        rec = await sc._closed_loop(*jobs[0])
     else:
         ctx = multiprocessing.get_context("spawn")
         with ctx.Pool(processes) as pool:
-            parts = await asyncio.get_running_loop().run_in_executor(None, pool.map, _worker, jobs)
+            parts = await asyncio.get_running_loop().run_in_executor(None, pool.map, sc._worker, jobs)
         rec = Recorder()
         for part in parts:
             rec.merge(part)

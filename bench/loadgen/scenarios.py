@@ -36,6 +36,7 @@ from .wire import (
     Template,
     decode_response,
     member_uuid,
+    offset_commit_v8_error,
     request,
 )
 
@@ -110,25 +111,20 @@ def _error_at_9(payload: bytes) -> int:
     return (payload[9] << 8) | payload[10]
 
 
-def _offset_commit_error(payload: bytes) -> int:
-    body = decode_response(OFFSET_COMMIT, 8, payload)
-    return max((int(p.error_code) for t in body.topics for p in t.partitions), default=0)
-
-
 CHECKS: dict[int, Callable[[bytes], int]] = {
-    HEARTBEAT: _error_at_9, CONSUMER_GROUP_HEARTBEAT: _error_at_9, OFFSET_COMMIT: _offset_commit_error,
+    HEARTBEAT: _error_at_9, CONSUMER_GROUP_HEARTBEAT: _error_at_9, OFFSET_COMMIT: offset_commit_v8_error,
 }
 
 
-async def _closed_loop(port: int, templates: list[bytes], api_key: int, api_version: int, connections: int,
+async def _closed_loop(host: str, targets: list[tuple[int, list[bytes], int]], api_key: int, api_version: int,
                        window: int, seconds: float, max_requests: int, warmup: float) -> Recorder:
+    """A closed loop over several nodes at once: `targets` = (port, request frames, connections),
+    `window` requests outstanding per connection, until `seconds` or `max_requests`."""
     rec = Recorder()
     check = CHECKS[api_key]
-    conns = [await Connection.open(HOST, port) for _ in range(connections)]
-    shares = [[Template(api_key, api_version, t) for t in templates[i::connections]] or
-              [Template(api_key, api_version, templates[i % len(templates)])] for i in range(connections)]
     budget = [max_requests]
     stop = [False]
+    conns: list[Connection] = []
 
     def pump(conn: Connection, share: list[Template]) -> None:
         index = [0]
@@ -154,8 +150,12 @@ async def _closed_loop(port: int, templates: list[bytes], api_key: int, api_vers
         for _ in range(window):
             send()
 
-    for conn, share in zip(conns, shares, strict=True):
-        pump(conn, share)
+    for port, raw, count in targets:
+        for c in range(count):
+            conn = await Connection.open(host, port)
+            conns.append(conn)
+            share = raw[c::count] or [raw[c % len(raw)]]
+            pump(conn, [Template(api_key, api_version, t) for t in share])
     deadline = time.perf_counter() + seconds
     await asyncio.sleep(warmup)
     rec.start()
@@ -183,12 +183,12 @@ async def throughput(port: int, templates: Iterable[Template], *, connections: i
     api_key, api_version = templates[0].api_key, templates[0].api_version
     raw = [t.data for t in templates]
     if processes <= 1:
-        rec = await _closed_loop(port, raw, api_key, api_version, connections, window, seconds, max_requests,
-                                 warmup)
+        rec = await _closed_loop(HOST, [(port, raw, connections)], api_key, api_version, window, seconds,
+                                 max_requests, warmup)
     else:
         per = max(connections // processes, 1)
-        jobs = [(port, raw[i::processes], api_key, api_version, per, window, seconds, max_requests // processes,
-                 warmup) for i in range(processes)]
+        jobs = [(HOST, [(port, raw[i::processes], per)], api_key, api_version, window, seconds,
+                 max_requests // processes, warmup) for i in range(processes)]
         ctx = multiprocessing.get_context("spawn")
         loop = asyncio.get_running_loop()
         with ctx.Pool(processes) as pool:
