@@ -61,7 +61,10 @@ def settle(members: list[Member], port: int) -> dict[str, tuple[int, frozenset[i
     def stable() -> dict[str, tuple[int, frozenset[int]]] | None:
         view = asyncio.run(describe(port))
         owned = {m.consumer.memberid(): frozenset(m.assignment()) for m in members}
-        return view if {k: v[1] for k, v in view.items()} == owned else None
+        # Settled = the server and the clients agree AND every partition is owned: between a
+        # revocation and its reassignment they agree on a state that is still moving.
+        held = sorted(p for partitions in owned.values() for p in partitions)
+        return view if {k: v[1] for k, v in view.items()} == owned and held == list(range(PARTITIONS)) else None
 
     state: dict[str, tuple[int, frozenset[int]]] = {}
 
