@@ -5,10 +5,14 @@ Theory of operation
 One committer task per log. `append()` encodes and buffers the entry at once (so offsets follow
 call order) and returns a future. The task loops:
 
-- if entries are buffered: take them all as one batch and run `write_batch` (one write, one
+- if entries are buffered: once the oldest of them has lingered `linger_ms` (Kafka's
+  `group.coordinator.append.linger.ms`), or at once if they fill a batch (`FULL_BATCH_BYTES`) or
+  the committer is closing, take them all as one batch and run `write_batch` (one write, one
   fsync per policy) in the committer's single worker thread, so the event loop never waits on
-  the disk; entries appended meanwhile form the next batch. This is group commit: under load,
-  batches grow and fsyncs per entry shrink, with no timer needed.
+  the disk; entries appended meanwhile form the next batch. This is group commit: entries that
+  arrive within one linger, from any group, share a write and an fsync. With `linger_ms` 0 or
+  -1 the batch is taken as soon as the task runs, after the loop has handled what was ready
+  (Kafka's adaptive linger): batches then grow only with load.
 - else, if written data awaits an interval fsync (`FlushPolicy.INTERVAL`): wait until it is due
   (or until new entries arrive), then `sync` in the worker thread;
 - else sleep until the next `append` or `close`.
@@ -35,13 +39,22 @@ from coordinator.recordlog.errors import LogFailed
 from coordinator.recordlog.record import RawRecord
 from coordinator.recordlog.writer import RecordLog
 
+FULL_BATCH_BYTES = 1024 * 1024
+"""A batch this big is written without lingering further (Kafka's default max batch, 1 MiB)."""
+
 
 class GroupCommitter:
     """Owns a `RecordLog` while the server runs. Use from the event loop thread only."""
 
-    def __init__(self, log: RecordLog, *, on_fatal: Callable[[BaseException], None]) -> None:
+    def __init__(self, log: RecordLog, *, on_fatal: Callable[[BaseException], None],
+                 linger_ms: int | None = None) -> None:
+        """`linger_ms` None takes the log's `append_linger_ms`."""
         self._log = log
         self._on_fatal = on_fatal
+        linger = log.config.append_linger_ms if linger_ms is None else linger_ms
+        self._linger_s = max(linger, 0) / 1000
+        self._batch_opened = 0.0
+        """loop.time() at which the first entry of the batch being gathered was appended."""
         # One dedicated thread: writes stay ordered, and compaction or other executor work
         # cannot delay an fsync that replies are waiting on.
         self._executor = concurrent.futures.ThreadPoolExecutor(
@@ -77,10 +90,17 @@ class GroupCommitter:
     def append(self, records: Sequence[RawRecord], timestamp_ms: int) -> asyncio.Future[int]:
         """Buffer one entry; the future resolves with its offset once the entry is durable."""
         self._check_open()
-        offset = self._log.append(records, timestamp_ms)
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        log = self._log
+        loop = asyncio.get_running_loop()
+        opens_batch = not log.has_pending
+        offset = log.append(records, timestamp_ms)
+        future: asyncio.Future[int] = loop.create_future()
         self._waiters.append((offset, future))
-        self._wakeup.set()
+        if opens_batch:
+            self._batch_opened = loop.time()
+            self._wakeup.set()
+        elif log.pending_bytes >= FULL_BATCH_BYTES:
+            self._wakeup.set()  # ends the linger: the batch is full
         return future
 
     def barrier(self) -> asyncio.Future[int]:
@@ -119,6 +139,12 @@ class GroupCommitter:
         log = self._log
         try:
             while True:
+                if self._linger_s and log.has_pending and not self._closing \
+                        and log.pending_bytes < FULL_BATCH_BYTES:
+                    wait_s = self._batch_opened + self._linger_s - loop.time()
+                    if wait_s > 0:
+                        await self._wait_for_wakeup(wait_s)
+                        continue
                 batch = log.take_batch()
                 if batch is not None:
                     durable_end = await loop.run_in_executor(

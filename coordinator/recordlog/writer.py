@@ -57,6 +57,8 @@ from coordinator.settings import at_least, setting
 # Kafka's offsets.topic.segment.bytes default.
 DEFAULT_SEGMENT_BYTES = 100 * 1024 * 1024
 DEFAULT_FLUSH_INTERVAL_MS = 10
+DEFAULT_APPEND_LINGER_MS = 5
+"""Apache Kafka 4.0's `group.coordinator.append.linger.ms` default."""
 
 
 class FlushPolicy(enum.Enum):
@@ -79,12 +81,19 @@ class LogConfig:
         "log.flush.interval.ms", DEFAULT_FLUSH_INTERVAL_MS,
         "With log.flush.policy=interval: fsync at most this often; replies wait for the fsync that "
         "covers them (ours).", check=at_least(0))
+    append_linger_ms: int = setting(
+        "group.coordinator.append.linger.ms", DEFAULT_APPEND_LINGER_MS,
+        "How long appended records wait for more to accumulate before they are written and fsynced "
+        "together; replies wait for that fsync. -1 or 0: write as soon as the event loop has handled "
+        "what was ready (Kafka's).", check=at_least(-1))
 
     def __post_init__(self) -> None:
         if self.segment_bytes <= 0:
             raise ValueError("segment_bytes must be positive")
         if self.flush_interval_ms < 0:
             raise ValueError("flush_interval_ms must not be negative")
+        if self.append_linger_ms < -1:
+            raise ValueError("append_linger_ms must be -1 or more")
 
 
 class Batch(NamedTuple):
@@ -111,6 +120,7 @@ class RecordLog:
         self.recovery = recovery
         # Append side (caller's thread).
         self._pending: list[bytes] = []
+        self._pending_bytes = 0
         self._pending_first = recovery.next_offset
         self._next_offset = recovery.next_offset
         # Write side (one thread at a time).
@@ -196,6 +206,11 @@ class RecordLog:
         return bool(self._pending)
 
     @property
+    def pending_bytes(self) -> int:
+        """Bytes of the entries appended but not yet taken into a batch."""
+        return self._pending_bytes
+
+    @property
     def failed(self) -> BaseException | None:
         return self._failed
 
@@ -210,6 +225,7 @@ class RecordLog:
         offset = self._next_offset
         frame = encode_entry(offset, self._writer_epoch, timestamp_ms, records)
         self._pending.append(frame)
+        self._pending_bytes += len(frame)
         self._next_offset = offset + 1
         return offset
 
@@ -220,6 +236,7 @@ class RecordLog:
         data = b"".join(self._pending)
         batch = Batch(data, self._pending_first, self._next_offset)
         self._pending = []
+        self._pending_bytes = 0
         self._pending_first = self._next_offset
         return batch
 

@@ -162,3 +162,72 @@ async def test_close_makes_everything_durable() -> None:
     assert pending.done() and pending.result() == 1
     fs.crash()
     assert [e.offset for e in read_all(fs)] == [0, 1]
+
+
+@pytest.mark.asyncio
+async def test_entries_appended_within_the_linger_share_one_write_and_one_fsync() -> None:
+    fs = MemoryFileSystem()
+    committer = GroupCommitter(RecordLog.open(fs, LOG_DIR), on_fatal=Fatal(), linger_ms=200)
+    committer.start()
+    writes, fsyncs = fs.op_counts.get("write", 0), fs.op_counts.get("fsync", 0)
+    futures = []
+    for i in range(20):  # appended over many loop turns, as requests arrive one by one
+        futures.append(committer.append([rec(1, f"k{i}", "v")], 0))
+        await asyncio.sleep(0)
+    assert not any(future.done() for future in futures)  # lingering: nothing written yet
+    assert await asyncio.gather(*futures) == list(range(20))
+    assert fs.op_counts["write"] - writes == 1
+    assert fs.op_counts["fsync"] - fsyncs == 1
+    await committer.close()
+
+
+@pytest.mark.asyncio
+async def test_without_linger_an_entry_appended_on_a_later_turn_gets_its_own_write() -> None:
+    fs = MemoryFileSystem()
+    committer = GroupCommitter(RecordLog.open(fs, LOG_DIR), on_fatal=Fatal(), linger_ms=-1)
+    committer.start()
+    writes = fs.op_counts.get("write", 0)
+    assert await committer.append([rec(1, "a", "v")], 0) == 0
+    assert await committer.append([rec(1, "b", "v")], 0) == 1
+    assert fs.op_counts["write"] - writes == 2
+    await committer.close()
+
+
+@pytest.mark.asyncio
+async def test_a_full_batch_is_written_without_waiting_out_the_linger() -> None:
+    fs = MemoryFileSystem()
+    committer = GroupCommitter(RecordLog.open(fs, LOG_DIR), on_fatal=Fatal(), linger_ms=600_000)
+    committer.start()
+    value = "v" * 64 * 1024
+    futures = [committer.append([rec(1, f"k{i}", value)], 0) for i in range(20)]  # > 1 MiB
+    assert await asyncio.wait_for(asyncio.gather(*futures), timeout=30) == list(range(20))
+    await committer.close()
+
+
+@pytest.mark.asyncio
+async def test_close_writes_a_lingering_entry_at_once() -> None:
+    fs = MemoryFileSystem()
+    committer = GroupCommitter(RecordLog.open(fs, LOG_DIR), on_fatal=Fatal(), linger_ms=600_000)
+    committer.start()
+    future = committer.append([rec(1, "k", "v")], 0)
+    await asyncio.sleep(0)  # the committer task is lingering now
+    await asyncio.wait_for(committer.close(), timeout=30)
+    assert await future == 0
+    assert durable_offsets(fs) == [0]
+
+
+@pytest.mark.asyncio
+async def test_the_linger_is_the_logs_append_linger_setting_whose_default_is_kafkas() -> None:
+    assert LogConfig().append_linger_ms == 5  # Apache Kafka 4.0's group.coordinator.append.linger.ms
+    with pytest.raises(ValueError):
+        LogConfig(append_linger_ms=-2)
+    fs = MemoryFileSystem()
+    log = RecordLog.open(fs, LOG_DIR, config=LogConfig(append_linger_ms=600_000))
+    committer = GroupCommitter(log, on_fatal=Fatal())
+    committer.start()
+    future = committer.append([rec(1, "k", "v")], 0)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not future.done()
+    await committer.close()
+    assert await future == 0
