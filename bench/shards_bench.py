@@ -217,6 +217,8 @@ class Knobs:
     commit_seconds: float = 5.0
     commit_connections: int = 64  # 64 x 8 commits in flight: what one fsync per batch can serve at once
     commit_window: int = 8
+    server: tuple[tuple[str, str], ...] = ()
+    """`--set KEY=VALUE` overrides given to every server (e.g. group.coordinator.append.linger.ms)."""
 
 
 def decode_pid(port: int) -> int:
@@ -250,7 +252,7 @@ def steady(knobs: Knobs, workdir: Path) -> dict[str, Any]:
     members_n = knobs.groups * knobs.per_group
     loop_args = {"connections": knobs.connections, "window": knobs.window, "seconds": knobs.seconds,
                  "warmup": min(0.5, knobs.seconds / 4), "processes": knobs.processes}
-    overrides = consumer_overrides(1_000)
+    overrides = {**consumer_overrides(1_000), **dict(knobs.server)}
     runs: dict[str, list[dict[str, Any]]] = {"1 shard": [], "2 shards": [], "decode-only": []}
     cpu: dict[str, list[float]] = {"1 shard": [], "2 shards": [], "decode-only": []}
     us_per_request: dict[str, list[float]] = {"1 shard": [], "2 shards": [], "decode-only": []}
@@ -292,7 +294,7 @@ def steady(knobs: Knobs, workdir: Path) -> dict[str, Any]:
 def scale(knobs: Knobs, workdir: Path, shards: int) -> dict[str, Any]:
     """KIP-848 members over `shards` shards at their heartbeat interval: latency, RSS, fenced joins."""
     interval = knobs.scale_interval_ms
-    with sharded(workdir, f"scale-{shards}", shards, consumer_overrides(interval),
+    with sharded(workdir, f"scale-{shards}", shards, {**consumer_overrides(interval), **dict(knobs.server)},
                  {"scale": SCALE_PARTITIONS}) as nodes:
         async def run() -> dict[str, Any]:
             per_group = max(knobs.scale_members // knobs.scale_groups, 1)
@@ -357,7 +359,7 @@ def commits(knobs: Knobs, workdir: Path) -> dict[str, Any]:
         sides = {}
         pids: dict[str, list[int]] = {}
         for label, shards in (("1 shard", 1), ("2 shards", 2)):
-            nodes = stack.enter_context(sharded(workdir, f"commits-{shards}", shards, {"log.flush.policy": "always"},
+            nodes = stack.enter_context(sharded(workdir, f"commits-{shards}", shards, {"log.flush.policy": "always", **dict(knobs.server)},
                                                 {"commits": 8}))
             targets: dict[int, list[Template]] = {}
             for g, template in enumerate(templates):
@@ -490,13 +492,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit-connections", type=int, default=64)
     parser.add_argument("--commit-window", type=int, default=8)
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a server setting for every side (repeatable)")
     args = parser.parse_args(argv)
     knobs = Knobs(groups=args.groups, per_group=args.per_group, seconds=args.seconds, turns=args.turns,
                   processes=args.loadgen_processes, scale_members=args.members, scale_groups=args.scale_groups,
                   scale_join_s=args.join_seconds, scale_measure_s=args.measure_seconds,
                   scale_shards=tuple(int(x) for x in args.scale_shards.split(",")),
                   commit_seconds=args.commit_seconds, commit_connections=args.commit_connections,
-                  commit_window=args.commit_window)
+                  commit_window=args.commit_window,
+                  server=tuple(tuple(item.split("=", 1)) for item in args.set))  # type: ignore[misc]
     import tempfile
 
     print(f"load average at start: {loadavg()}", flush=True)
