@@ -39,6 +39,9 @@ from coordinator.recordlog.errors import LogFailed
 from coordinator.recordlog.record import RawRecord
 from coordinator.recordlog.writer import RecordLog
 
+_TIMER_RESOLUTION_S = 0.001
+"""uvloop's timers count whole milliseconds: a shorter wait would wake at once, again and again."""
+
 FULL_BATCH_BYTES = 1024 * 1024
 """A batch this big is written without lingering further (Kafka's default max batch, 1 MiB)."""
 
@@ -142,7 +145,7 @@ class GroupCommitter:
                 if self._linger_s and log.has_pending and not self._closing \
                         and log.pending_bytes < FULL_BATCH_BYTES:
                     wait_s = self._batch_opened + self._linger_s - loop.time()
-                    if wait_s > 0:
+                    if wait_s > _TIMER_RESOLUTION_S:
                         await self._wait_for_wakeup(wait_s)
                         continue
                 batch = log.take_batch()
@@ -178,11 +181,13 @@ class GroupCommitter:
         if timeout_s is None:
             await self._wakeup.wait()
             return
+        # A timer that sets the event, rather than asyncio.timeout: no cancellation and exception
+        # per linger, which is once per batch.
+        timer = asyncio.get_running_loop().call_later(timeout_s, self._wakeup.set)
         try:
-            async with asyncio.timeout(timeout_s):
-                await self._wakeup.wait()
-        except TimeoutError:
-            pass
+            await self._wakeup.wait()
+        finally:
+            timer.cancel()
 
     def _release(self, durable_end: int) -> None:
         waiters = self._waiters
