@@ -57,8 +57,9 @@ from coordinator.settings import at_least, setting
 # Kafka's offsets.topic.segment.bytes default.
 DEFAULT_SEGMENT_BYTES = 100 * 1024 * 1024
 DEFAULT_FLUSH_INTERVAL_MS = 10
-DEFAULT_APPEND_LINGER_MS = 5
-"""Apache Kafka 4.0's `group.coordinator.append.linger.ms` default."""
+DEFAULT_APPEND_LINGER_MS = -1
+"""Kafka's adaptive `group.coordinator.append.linger.ms` (its default since 4.1; 4.0's was 5): a
+fixed linger is paid in full by each request of a connection, which Kafka serves one at a time."""
 
 
 class FlushPolicy(enum.Enum):

@@ -217,8 +217,8 @@ async def test_close_writes_a_lingering_entry_at_once() -> None:
 
 
 @pytest.mark.asyncio
-async def test_the_linger_is_the_logs_append_linger_setting_whose_default_is_kafkas() -> None:
-    assert LogConfig().append_linger_ms == 5  # Apache Kafka 4.0's group.coordinator.append.linger.ms
+async def test_the_linger_is_the_logs_append_linger_setting_whose_default_is_kafkas_adaptive_one() -> None:
+    assert LogConfig().append_linger_ms == -1  # Kafka's adaptive group.coordinator.append.linger.ms
     with pytest.raises(ValueError):
         LogConfig(append_linger_ms=-2)
     fs = MemoryFileSystem()
