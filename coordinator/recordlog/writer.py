@@ -58,8 +58,9 @@ from coordinator.settings import at_least, setting
 DEFAULT_SEGMENT_BYTES = 100 * 1024 * 1024
 DEFAULT_FLUSH_INTERVAL_MS = 10
 DEFAULT_APPEND_LINGER_MS = -1
-"""Kafka's adaptive `group.coordinator.append.linger.ms` (its default since 4.1; 4.0's was 5): a
-fixed linger is paid in full by each request of a connection, which Kafka serves one at a time."""
+"""Kafka's adaptive `group.coordinator.append.linger.ms` setting, where Kafka 4.0's default is 5 ms:
+a fixed linger is paid in full by each request of a connection, which is served one at a time, and
+at 5 ms that halved pipelined OffsetCommit throughput (BENCHMARKS.md)."""
 
 
 class FlushPolicy(enum.Enum):
