@@ -93,6 +93,15 @@ METRICS_PORT_FILE = "metrics.port"
 INT32_MAX = 2**31 - 1
 
 
+def _directory_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of a directory, None while it does not exist."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
 class StartupError(Exception):
     """The server cannot start as configured; the message is the one line the operator reads."""
 
@@ -277,9 +286,16 @@ class CoordinatorServer:
         if self.security_mirror is not None:  # shard 0's users and ACLs, read while this shard loads
             copied = asyncio.ensure_future(self.security_mirror.catch_up())
             self._background.append(asyncio.create_task(self.security_mirror.run(), name="security-mirror"))
+        log_dir_before = _directory_identity(self.log_dir)
         self._lock, record_log, _ = await ownership.acquire(
             self._fs, self.data_dir, self.log_dir, self.config.build(LogConfig), core, self._become_owner)
-        self._check_layout()  # a standby may have waited through a move of the partitions: its state is stale
+        # A standby may have waited through a move of the partitions: its tailed state is of the old
+        # logs. A move to another shard count shows in the layout; one that came back to this count
+        # (1 -> 2 -> 1) only in the log directory, which every move replaces.
+        self._check_layout()
+        if log_dir_before is not None and _directory_identity(self.log_dir) != log_dir_before:
+            raise StartupError(f"{self.log_dir} was replaced by a move of the partitions while this process "
+                               f"waited as a standby, so what it read is stale: start it again")
         self._committer = GroupCommitter(record_log, on_fatal=_fail_stop)
         self._committer.start()
         await self._load_shard(core, copied)
