@@ -128,7 +128,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._sasl = self._gate.authenticator()
             if self._sasl is not None:
                 self._decoder.max_size = self._sasl.config.max_receive_size
-        refused = self._server.admit(self)
+        refused = self._server.connections.admit(self)
         if refused is not None:
             key, limit = refused
             self._closing = True
@@ -141,7 +141,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._route.attach(self._transport, self._upstream_flow)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._server.release(self):
+        if self._server.connections.release(self):
             metrics.CONNECTIONS_OPEN.dec()
         self._closing = True
         self._queue.clear()

@@ -82,6 +82,7 @@ from .apis import Node, NodeView, TopicDefaults, bootstrap_handlers, consumer_gr
 from .apis.group_owner import owner
 from .apis.view import cluster_nodes
 from .connection import KafkaConnection
+from .connection_table import ConnectionTable
 from .durable import DurableSink
 from .registry import ApiRegistry
 from .shard import ShardRuntime
@@ -203,8 +204,7 @@ class CoordinatorServer:
                 handlers.append(init_producer_id_handler(self.store))
         self.registry = ApiRegistry(handlers)
         self.codec = RequestCodec(self.registry.version_ranges())
-        self._connections: set[KafkaConnection] = set()
-        self._per_host: dict[str, int] = {}
+        self.connections = ConnectionTable(config["max.connections"], self.limits)
         self._ids = itertools.count(1)
         self._servers: dict[str, asyncio.Server] = {}
         self._loaded_event = asyncio.Event()
@@ -372,7 +372,7 @@ class CoordinatorServer:
                 told = self.view.endpoints[listener.name]
                 self.view.endpoints[listener.name] = Node(told.node_id, told.host, self.ports[listener.name])
         self.node = self.view.endpoints[self.listeners[0].name]
-        self._background.append(asyncio.create_task(self._close_idle_connections(), name="idle-connections"))
+        self._background.append(asyncio.create_task(self.connections.close_idle(), name="idle-connections"))
         if self.sidecar is not None:
             await self.sidecar.activate()
 
@@ -504,7 +504,7 @@ class CoordinatorServer:
             listening.close()
         if self.sidecar is not None:
             self.sidecar.listeners.close()
-        for connection in list(self._connections):
+        for connection in self.connections:
             connection.drain()
         if self.security_channel is not None:
             await self.security_channel.stop()
@@ -516,14 +516,14 @@ class CoordinatorServer:
                 await asyncio.wait_for(self.shard.unload(), timeout)
             except TimeoutError:  # a shard still busy (a flood of requests): stop anyway, no traceback
                 log.warning("shutdown_timeout", waiting_for="shard_unload", timeout_s=timeout)
-        waits = [c.idle.wait() for c in self._connections]
+        waits = [c.idle.wait() for c in self.connections]
         if waits:
             _, still_busy = await asyncio.wait([asyncio.ensure_future(w) for w in waits], timeout=timeout)
             for waiter in still_busy:
                 waiter.cancel()
             if still_busy:
                 log.warning("shutdown_timeout", connections_still_busy=len(still_busy))
-        for connection in list(self._connections):
+        for connection in self.connections:
             connection.close()
         if self.sidecar is not None:
             await self.sidecar.stop()
@@ -546,47 +546,6 @@ class CoordinatorServer:
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
-
-    # -- connections --------------------------------------------------------------------------
-    def admit(self, connection: KafkaConnection) -> tuple[str, int] | None:
-        """None when the connection may stay, else the limit it breaks (key, value)."""
-        if len(self._connections) >= self.config["max.connections"]:
-            return "max.connections", self.config["max.connections"]
-        host = connection.client_host
-        per_ip = self.limits.limit_for(host)
-        if self._per_host.get(host, 0) >= per_ip:
-            return "max.connections.per.ip", per_ip
-        self._connections.add(connection)
-        self._per_host[host] = self._per_host.get(host, 0) + 1
-        return None
-
-    def release(self, connection: KafkaConnection) -> bool:
-        if connection in self._connections:
-            self._connections.remove(connection)
-            host = connection.client_host
-            left = self._per_host.get(host, 1) - 1
-            if left:
-                self._per_host[host] = left
-            else:
-                self._per_host.pop(host, None)
-            return True
-        return False
-
-    async def _close_idle_connections(self) -> None:
-        """Every tenth of `connections.max.idle.ms`, close connections that had no traffic and no
-        request in flight for the whole of it (Kafka's idle expiry; a parked JoinGroup is not idle)."""
-        idle_ms = self.limits.connections_max_idle_ms
-        sweeps = 10
-        while True:
-            await asyncio.sleep(idle_ms / sweeps / 1000)
-            for connection in list(self._connections):
-                if connection.active or connection.waiting:
-                    connection.active = False
-                    connection.idle_sweeps = 0
-                    continue
-                connection.idle_sweeps += 1
-                if connection.idle_sweeps >= sweeps:
-                    connection.close_idle(idle_ms)
 
 
 async def serve(config: Config, shard: int | None = None) -> int:

@@ -91,7 +91,7 @@ async def test_a_connection_buffers_at_most_socket_request_max_bytes_behind_a_pa
         flood = ApiVersionsRequest(client_software_name="x" * 8000, client_software_version="1")
         frame = encode_request(18, 0, "t", flood)
         sent = 0
-        (connection,) = server._connections
+        (connection,) = server.connections
         largest = 0
         writer = client.writer
         deadline = time.monotonic() + 20

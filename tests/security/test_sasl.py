@@ -52,7 +52,7 @@ async def test_a_user_authenticates_then_is_served_as_its_principal(start_server
         response = await sasl_login(client, mechanism, user, password)
         assert response.error_code == 0 and response.error_message is None
         assert (await client.request(METADATA)).brokers[0].port == server.ports["SASL_PLAINTEXT"]
-        (connection,) = [c for c in server._connections if c.listener == "SASL_PLAINTEXT"]
+        (connection,) = [c for c in server.connections if c.listener == "SASL_PLAINTEXT"]
         assert connection.principal == f"User:{user}"
         # A second handshake is no longer part of an authentication: Kafka's ILLEGAL_SASL_STATE.
         assert (await client.request(SaslHandshakeRequest(mechanism=mechanism))).error_code == 34

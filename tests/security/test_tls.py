@@ -92,7 +92,7 @@ async def test_required_client_auth_refuses_a_client_without_a_trusted_certifica
     client = await connect(server.port, certs.client_context(certs.alice))
     try:
         assert (await client.request(API_VERSIONS)).error_code == 0
-        (connection,) = server._connections
+        (connection,) = server.connections
         assert connection.principal == "User:CN=alice,OU=eng,O=Example\\, Inc.,C=FR"
     finally:
         await client.close()
@@ -108,7 +108,7 @@ async def test_requested_client_auth_accepts_both_and_names_the_certificate(star
     try:
         for client in (anonymous, alice):
             assert (await client.request(API_VERSIONS)).error_code == 0
-        principals = sorted(c.principal for c in server._connections)
+        principals = sorted(c.principal for c in server.connections)
         assert principals == ["User:ANONYMOUS", "User:CN=alice,OU=eng,O=Example\\, Inc.,C=FR"]
     finally:
         await anonymous.close()
