@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import concurrent.futures
 from collections.abc import Callable, Sequence
 
+from coordinator.recordlog.disk_thread import DiskThread
 from coordinator.recordlog.errors import LogFailed
 from coordinator.recordlog.record import RawRecord
 from coordinator.recordlog.writer import RecordLog
@@ -60,9 +60,7 @@ class GroupCommitter:
         """loop.time() at which the first entry of the batch being gathered was appended."""
         # One dedicated thread: writes stay ordered, and compaction or other executor work
         # cannot delay an fsync that replies are waiting on.
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=f"recordlog-{log.directory}"
-        )
+        self._disk = DiskThread(f"recordlog-{log.directory}")
         self._waiters: collections.deque[tuple[int, asyncio.Future[int]]] = collections.deque()
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -128,12 +126,11 @@ class GroupCommitter:
         try:
             if self._task is not None:
                 await self._task
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(self._executor, self._log.close)
+            await self._disk.run(self._log.close)
             if self._failed is None:
                 self._release(self._log.durable_end)
         finally:
-            self._executor.shutdown(wait=True)
+            self._disk.stop()
 
     # -- the task ----------------------------------------------------------------------------
 
@@ -150,9 +147,7 @@ class GroupCommitter:
                         continue
                 batch = log.take_batch()
                 if batch is not None:
-                    durable_end = await loop.run_in_executor(
-                        self._executor, log.write_batch, batch, _now_ms(loop)
-                    )
+                    durable_end = await self._disk.run(log.write_batch, batch, _now_ms(loop))
                     self.batches_written += 1
                     self._release(durable_end)
                     continue
@@ -162,9 +157,7 @@ class GroupCommitter:
                     if delay_ms > 0 and not self._closing:
                         await self._wait_for_wakeup(delay_ms / 1000)
                         continue  # new entries may have arrived: write them first
-                    durable_end = await loop.run_in_executor(
-                        self._executor, log.sync, _now_ms(loop)
-                    )
+                    durable_end = await self._disk.run(log.sync, _now_ms(loop))
                     self.syncs += 1
                     self._release(durable_end)
                     continue
