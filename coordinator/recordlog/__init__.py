@@ -15,7 +15,8 @@ The server runtime needs only what is exported here:
 
 Module map: `format` (bytes of an entry), `fs` / `memfs` (filesystems), `segments` (files,
 reading rules, recovery), `load` (reading for replay, in one pass), `writer` (append, batches,
-fsync policy, rolling, fencing), `committer` (asyncio), `compaction`, `lock`, `tail`.
+fsync policy, rolling, fencing), `committer` (asyncio) over `disk_thread` (its one worker
+thread), `compaction`, `lock`, `tail`.
 """
 
 from coordinator.recordlog.committer import GroupCommitter
