@@ -34,6 +34,7 @@ from kio.index import load_request_schema
 
 from protocol.build import build
 from tests.shards.supervised import Supervised, create_topics, group_on_shard
+from tests.support.clients import COORDINATOR_LOSS
 from tests.support.server import wait_until
 from tests.support.wire import WireClient
 
@@ -47,21 +48,6 @@ WORK_S = 0.01
 FIND_COORDINATOR = 10
 SESSION_MS = 45000
 """Classic sessions (librdkafka's default): a restart on a loaded machine is not a lost session."""
-FETCH_WAIT_MS = 100
-RETRY_BACKOFF_MS = 500
-"""The confluent consumers' Fetch wait and retry backoff, against a librdkafka livelock (2.16;
-confluentinc/librdkafka#3645). An OffsetCommit in flight when its coordinator dies is queued for a
-retry on the coordinator's broker handle and the coordinator is marked dead. When FindCoordinator
-answers, the handle's new address closes its connection and fails every request in its output
-queue: the commit fails again, marks the coordinator dead again and is queued again, never sent (a
-retry of a request never sent is not counted, and nothing times it out). It gets out only when
-FindCoordinator answers while the commit still waits out its retry backoff (retry queues are not
-failed). FindCoordinator goes to the data plane's node on the connection that carries the
-consumer's long-poll Fetch, and a node answers a connection's requests in order (Kafka's rule), so
-with librdkafka's defaults (Fetch waits 500 ms, retries back off 100 ms) the answer nearly always
-comes after the backoff: the KIP-848 group on shard 1 stayed stuck 3 to 46 s after shard 1 was back
-(the restarted shard was sent nothing but ApiVersions). A Fetch wait well inside the backoff lets
-the first answer after the restart end the loop."""
 
 
 REBALANCED = {KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION, KafkaError.REBALANCE_IN_PROGRESS,
@@ -120,7 +106,7 @@ class ConfluentReader(Reader):
             "bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
             "auto.offset.reset": "earliest", "enable.auto.commit": False, "group.protocol": protocol,
             "reconnect.backoff.max.ms": 500, "topic.metadata.refresh.interval.ms": 1000,
-            "fetch.wait.max.ms": FETCH_WAIT_MS, "retry.backoff.ms": RETRY_BACKOFF_MS,
+            **COORDINATOR_LOSS,  # this consumer commits while its coordinator is killed
         }
         if protocol == "classic":
             settings.update({"session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 300})

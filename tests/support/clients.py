@@ -10,6 +10,26 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+COORDINATOR_LOSS: dict[str, Any] = {"fetch.wait.max.ms": 100, "retry.backoff.ms": 500}
+"""Settings for a confluent-kafka consumer that commits while its coordinator is SIGKILLed,
+restarted or replaced by a standby, against a librdkafka livelock (2.16; confluentinc/librdkafka#3645).
+
+An OffsetCommit in flight when its coordinator dies fails, marks the coordinator dead (which clears
+the coordinator broker handle's address, so this happens whether the coordinator comes back at the
+same address or another) and is queued for a retry on that handle. When FindCoordinator answers,
+the handle's address is set again, and the change closes its connection and fails every request in
+its output queue: the commit fails again, marks the coordinator dead again and is queued again,
+never sent (a retry of a request never sent is not counted, and OffsetCommit has no overall
+timeout). Meanwhile no heartbeat reaches the new coordinator, so the member's session runs out. It
+gets out only when FindCoordinator answers while the commit still waits out its retry backoff
+(retry queues are not failed). FindCoordinator goes to a broker on the connection that carries the
+consumer's long-poll Fetch, and a node answers a connection's requests in order (Kafka's rule), so
+with librdkafka's defaults (Fetch waits 500 ms, retries back off 100 ms) the answer nearly always
+comes after the backoff: in tests/shards/test_clients_across_shard_kill.py a KIP-848 group stayed
+stuck 3 to 46 s after its shard was back. A Fetch wait well inside the backoff lets the first answer
+after the restart end the loop. The cost: an idle consumer fetches ten times a second, and its other
+retries back off longer."""
+
 
 @dataclass
 class Member:
