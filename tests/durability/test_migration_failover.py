@@ -14,6 +14,7 @@ import pytest
 from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
 
 from tests.interop.rolling import Ledger, SteadyProducer, end_offsets, group_type
+from tests.support.clients import COORDINATOR_LOSS
 from tests.support.server import ServerProcess, wait_until
 from tests.support.wire import WireClient
 
@@ -55,7 +56,8 @@ def test_a_standby_takes_over_a_mixed_group_and_the_roll_goes_on(tmp_path: Path)
     standby = ServerProcess(data, overrides=OVERRIDES, port=active.port)
     standby.log_path = tmp_path / "standby.log"
     standby.start(wait=False)
-    ledger = Ledger(active.bootstrap, GROUP, TOPIC, PARTITIONS)
+    # The members commit in a loop while the active is killed: COORDINATOR_LOSS says why they need it.
+    ledger = Ledger(active.bootstrap, GROUP, TOPIC, PARTITIONS, config=COORDINATOR_LOSS)
     producer = SteadyProducer(active.bootstrap, TOPIC, PARTITIONS).start()
     try:
         try:

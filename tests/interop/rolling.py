@@ -51,8 +51,12 @@ class Incarnation:
 
 
 class Ledger:
-    def __init__(self, bootstrap: str, group: str, topic: str, partitions: int) -> None:
+    def __init__(self, bootstrap: str, group: str, topic: str, partitions: int,
+                 config: dict[str, Any] | None = None) -> None:
+        """`config`: librdkafka settings added to every consumer's (e.g. `COORDINATOR_LOSS` of
+        tests.support.clients when the coordinator is killed under the consumers)."""
         self.bootstrap = bootstrap
+        self.config = dict(config or {})
         self.group = group
         self.topic = topic
         self.partitions = partitions
@@ -74,7 +78,7 @@ class Ledger:
             "bootstrap.servers": self.bootstrap, "group.id": self.group, "client.id": f"{name}-{self._count}",
             "auto.offset.reset": "earliest", "enable.auto.commit": False,
             "topic.metadata.refresh.interval.ms": 1000,
-            **(CLASSIC if protocol == "classic" else KIP848),
+            **(CLASSIC if protocol == "classic" else KIP848), **self.config,
         }
         member = Incarnation(f"{name}#{self._count}", protocol, Consumer(settings))
 
