@@ -7,17 +7,12 @@ import uuid
 from typing import Any
 
 import pytest
-from kio.index import load_request_schema
 
 from coordinator.runtime.server import CoordinatorServer
-from protocol.build import build
-from tests.support.wire import WireClient
+from tests.support.wire import WireClient, request
 
 CGH, CGD = 68, 69
 
-
-def request(api_key: int, version: int, **fields: Any) -> Any:
-    return build(load_request_schema(api_key, version), fields)
 
 
 async def create_topic(client: WireClient, name: str, partitions: int) -> None:

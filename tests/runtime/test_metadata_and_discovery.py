@@ -5,15 +5,9 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from kio.index import load_request_schema
 
 from coordinator.runtime.server import CoordinatorServer
-from protocol.build import build
-from tests.support.wire import WireClient
-
-
-def request(api_key: int, version: int, **fields):
-    return build(load_request_schema(api_key, version), fields)
+from tests.support.wire import WireClient, request
 
 
 async def create(client: WireClient, name: str, partitions: int, version: int = 7, **extra):

@@ -16,15 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kio.index import load_request_schema
 
 from coordinator.shards.placement import ShardLayout, read_layout
 from coordinator.shards.reshard import ensure_layout
-from protocol.build import build
 from protocol.errors import ErrorCode
 from tests.support.server import ServerProcess, free_port_block
 from tests.support.shard_process import running_shards
-from tests.support.wire import WireClient
+from tests.support.wire import call, request
 
 pytestmark = pytest.mark.interop
 
@@ -35,16 +33,6 @@ CLASSIC = [f"classic-{i}" for i in range(6)]
 KIP848 = [f"kip848-{i}" for i in range(6)]
 
 
-def request(api_key: int, version: int, **fields: Any) -> Any:
-    return build(load_request_schema(api_key, version), fields)
-
-
-async def call(port: int, req: Any) -> Any:
-    client = await WireClient.connect(port)
-    try:
-        return await client.request(req, timeout=20)
-    finally:
-        await client.close()
 
 
 def offsets_of(group: str) -> dict[int, int]:

@@ -19,14 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kio.index import load_request_schema
 
 from coordinator.recordlog import RealFileSystem, try_lock_data_dir
 from coordinator.shards.placement import ShardLayout, read_layout
 from coordinator.shards.reshard import ensure_layout
-from protocol.build import build
 from tests.support.server import ServerProcess, wait_until
-from tests.support.wire import WireClient
+from tests.support.wire import call, request
 
 pytestmark = pytest.mark.interop
 
@@ -35,16 +33,6 @@ TOPIC = "t"
 GROUP = "standby-group"
 
 
-def request(api_key: int, version: int, **fields: Any) -> Any:
-    return build(load_request_schema(api_key, version), fields)
-
-
-async def call(port: int, req: Any) -> Any:
-    client = await WireClient.connect(port)
-    try:
-        return await client.request(req, timeout=20)
-    finally:
-        await client.close()
 
 
 def commit_offset(port: int, offset: int) -> None:

@@ -17,22 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from kio.index import load_request_schema
 from prometheus_client.parser import text_string_to_metric_families
 
 from coordinator.recordlog.lock import LOCK_FILE_NAME
 from coordinator.shards.supervisor import try_lock
-from protocol.build import build
 from tests.shards.supervised import Supervised, create_topics, free_ports, gone, group_on_shard
 from tests.support.server import http_get, wait_until
-from tests.support.wire import WireClient
+from tests.support.wire import WireClient, request
 
 CGH, CGD = 68, 69
 TOPIC = "events"
 
-
-def request(api_key: int, version: int, **fields: Any) -> Any:
-    return build(load_request_schema(api_key, version), fields)
 
 
 def log_events(server: Supervised, event: str) -> list[dict[str, Any]]:

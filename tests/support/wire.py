@@ -7,8 +7,10 @@ import contextlib
 import struct
 from typing import Any
 
+from kio.index import load_request_schema
 from kio.serial import entity_reader
 
+from protocol.build import build
 from protocol.codec import encode_request
 from protocol.schemas import response_schema as load_response_schema
 
@@ -74,3 +76,17 @@ class WireClient:
         self.writer.close()
         with contextlib.suppress(ConnectionError, BrokenPipeError):
             await self.writer.wait_closed()
+
+
+def request(api_key: int, version: int, **fields: Any) -> Any:
+    """A kio request entity of `api_key` at `version` from its fields (kio's names)."""
+    return build(load_request_schema(api_key, version), fields)
+
+
+async def call(port: int, req: Any, timeout: float = 20.0) -> Any:
+    """One request on a connection of its own: its decoded response."""
+    client = await WireClient.connect(port)
+    try:
+        return await client.request(req, timeout=timeout)
+    finally:
+        await client.close()
