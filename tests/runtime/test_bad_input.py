@@ -11,6 +11,7 @@ from kio.schema.heartbeat.v4.request import HeartbeatRequest
 
 from coordinator.runtime.server import CoordinatorServer
 from protocol.codec import encode_request
+from tests.support.polling import eventually
 from tests.support.wire import WireClient
 
 
@@ -91,13 +92,7 @@ async def test_max_connections_is_enforced(tmp_path) -> None:
             finally:
                 await probe.close()
 
-        import asyncio
-        import time
-
-        deadline = time.monotonic() + 5
-        while not await admitted():
-            assert time.monotonic() < deadline, "slot never freed"
-            await asyncio.sleep(0.02)
+        await eventually(admitted, 5, "the closed connection's slot to be freed")
         assert (await first.request(ApiVersionsRequest())).error_code == 0
         await first.close()
         await third.close()

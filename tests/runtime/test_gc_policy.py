@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import time
 
 import pytest
 
 from coordinator.runtime import gc_policy
+from tests.support.polling import eventually
 
 
 async def frozen_at_least(count: int, timeout: float = 5.0) -> int:
     """The freeze runs on the loop right after a collection: poll for it with a deadline."""
-    deadline = time.monotonic() + timeout
-    while gc.get_freeze_count() < count:
-        assert time.monotonic() < deadline, f"only {gc.get_freeze_count()} of {count} objects frozen"
-        await asyncio.sleep(0.001)
+    await eventually(lambda: gc.get_freeze_count() >= count, timeout, f"{count} objects frozen")
     return gc.get_freeze_count()
 
 

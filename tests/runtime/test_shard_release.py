@@ -10,8 +10,7 @@ The shard runs on a real core; its log is a sink whose entries become durable wh
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ from coordinator.core.records import CoordinatorEpochKey, CoordinatorEpochValue,
 from coordinator.core.result import Result
 from coordinator.core.shard import CoordinatorShard
 from coordinator.runtime.shard import Answered, Completion, ShardRuntime
+from tests.support.polling import eventually
 
 UNKNOWN_MEMBER_ID = 25
 
@@ -47,20 +47,13 @@ class ManualSink:
                 point.set_result(None)
 
 
-async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition never held"
-        await asyncio.sleep(0.001)
-
-
 @pytest_asyncio.fixture
 async def shard() -> AsyncIterator[tuple[ShardRuntime, ManualSink]]:
     """A started shard whose task waits for work, so requests are handled at once."""
     sink = ManualSink()
     runtime = ShardRuntime(CoordinatorShard(), sink, clock=lambda: 1_000_000)
     await runtime.start()
-    await until(lambda: runtime.idle)
+    await eventually(lambda: runtime.idle)
     try:
         yield runtime, sink
     finally:
@@ -142,7 +135,7 @@ async def test_a_batch_follows_the_same_rule_as_the_idle_path(shard: tuple[Shard
     same = heartbeat(runtime, "a")
     other = heartbeat(runtime, "b")
     assert not (committed.done() or same.done() or other.done())  # queued, not handled yet
-    await until(other.done)  # handled in the batch; about group b: nothing of b is pending
+    await eventually(other.done)  # handled in the batch; about group b: nothing of b is pending
     assert other.result().error_code == UNKNOWN_MEMBER_ID
     await asyncio.sleep(0)
     assert not committed.done() and not same.done()  # group a's entry is not durable yet
@@ -207,7 +200,7 @@ async def test_replies_carried_by_entries_leave_as_their_own_entry_becomes_durab
     assert len(sink.entries) == 4 and not any(c.done() for c in commits)
     for durable in (1, 3):
         sink.make_durable(durable)
-        await until(lambda durable=durable: all(c.done() for c in commits[:durable]))
+        await eventually(lambda durable=durable: all(c.done() for c in commits[:durable]))
         await asyncio.sleep(0)  # a loop turn: nothing later may have left
         assert not any(c.done() for c in commits[durable:])
     sink.make_durable()

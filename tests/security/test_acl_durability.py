@@ -33,6 +33,7 @@ from tests.security.test_authorization import (
     binding,
     req,
 )
+from tests.support.polling import eventually
 from tests.support.server import ServerProcess, wait_until
 from tests.support.wire import WireClient
 
@@ -115,17 +116,9 @@ class Env:
         client = await self.client()
         self.gate.close()
         task = asyncio.ensure_future(client.request(request))
-        await until(lambda: changed() and self.gate.held > 0)
+        await eventually(lambda: changed() and self.gate.held > 0)
         assert not task.done()
         return task
-
-
-async def until(condition, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "condition never held"
-        await asyncio.sleep(0.005)
 
 
 @pytest_asyncio.fixture

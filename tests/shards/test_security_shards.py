@@ -5,7 +5,6 @@ with raw kio requests sent to the node named by the test (node 0 = shard 0, node
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from protocol.errors import ErrorCode
 from protocol.schemas import request_schema
 from tests.security.support import sasl_login, upsertion
 from tests.shards.cluster import PARTITIONS, ShardCluster, group_on
+from tests.support.polling import eventually
 from tests.support.wire import WireClient
 
 pytestmark = pytest.mark.asyncio
@@ -97,16 +97,6 @@ class Nodes:
             await client.close()
 
 
-async def poll(check, timeout: float = 10.0, message: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        if (value := await check()):
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {message}")
-        await asyncio.sleep(0.05)
-
-
 async def create_alice_and_acls(nodes: Nodes, via: int, prefix: str) -> None:
     admin = await nodes.admin(via)
     users = await admin.request(req(51, 0, deletions=[], upsertions=[upsertion("alice", "alice-pw")]))
@@ -149,7 +139,7 @@ async def test_users_and_acls_written_through_node_1_decide_on_both_shards(clust
         async def denied_on_node_1() -> bool:
             return await nodes.alice_joins(1, allowed[1]) == ErrorCode.GROUP_AUTHORIZATION_FAILED
 
-        await poll(denied_on_node_1, 5.0, "the deleted ACL to reach shard 1")
+        await eventually(denied_on_node_1, 5.0, "the deleted ACL to reach shard 1")
     finally:
         await nodes.close()
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from protocol.build import build
 from protocol.codec import encode_request, encode_response
 from protocol.schemas import request_schema, response_schema
 from tests.sidecar.conftest import free_base_port
+from tests.support.polling import eventually
 from tests.support.server import ServerProcess
 from tests.support.wire import WireClient, decode_response
 
@@ -142,14 +142,6 @@ async def rig(tmp_path: Path, **overrides: str) -> AsyncIterator[Rig]:
         broker.close()
 
 
-async def until(predicate: Any, timeout: float = 10.0, message: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {message}")
-        await asyncio.sleep(0.01)
-
-
 def rss_bytes(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -165,7 +157,7 @@ async def test_a_large_produce_reaches_the_upstream_while_the_client_is_still_se
         half = len(frame) // 2
         await r.client.send_raw(frame[:half])
         # Only the first half has been sent: the upstream already reads it.
-        await until(lambda: len(r.broker.produce_requests()) == 2 and len(r.broker.produce_requests()[1].data) >= MB,
+        await eventually(lambda: len(r.broker.produce_requests()) == 2 and len(r.broker.produce_requests()[1].data) >= MB,
                     message="the upstream to receive the start of the request")
         assert len(r.broker.produce_requests()[1].data) <= half - 4
         await r.client.send_raw(frame[half:])
