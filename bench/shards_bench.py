@@ -475,6 +475,13 @@ def rows(knobs: Knobs, workdir: Path, which: list[str]) -> list[Any]:
     return out
 
 
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Shards benchmarks (issue 14 point 5)")
     parser.add_argument("--rows", default="steady,scale,commits,kafka")
@@ -492,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit-connections", type=int, default=64)
     parser.add_argument("--commit-window", type=int, default=8)
     parser.add_argument("--json", metavar="FILE")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", type=_key_value,
                         help="a server setting for every side (repeatable)")
     args = parser.parse_args(argv)
     knobs = Knobs(groups=args.groups, per_group=args.per_group, seconds=args.seconds, turns=args.turns,
@@ -501,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
                   scale_shards=tuple(int(x) for x in args.scale_shards.split(",")),
                   commit_seconds=args.commit_seconds, commit_connections=args.commit_connections,
                   commit_window=args.commit_window,
-                  server=tuple(tuple(item.split("=", 1)) for item in args.set))  # type: ignore[misc]
+                  server=tuple(args.set))
     import tempfile
 
     print(f"load average at start: {loadavg()}", flush=True)
