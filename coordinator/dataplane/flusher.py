@@ -27,11 +27,11 @@ once (the server logs a critical line and exits), waiters fail, and nothing is a
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 from collections.abc import Callable
 from typing import Protocol
 
 from coordinator.recordlog import FlushPolicy, LogFailed
+from coordinator.recordlog.disk_thread import DiskThread
 
 from .segments import PartitionFiles, SyncJob
 
@@ -61,7 +61,7 @@ class Flusher:
         self._dirty: dict[int, Flushable] = {}
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._disk: DiskThread | None = None
         self._closing = False
         self._in_flight = False
         self._after_round: list[Callable[[], None]] = []
@@ -76,7 +76,7 @@ class Flusher:
     def start(self) -> None:
         if self.immediate or self._task is not None:
             return
-        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dataplane-flush")
+        self._disk = DiskThread("dataplane-flush")
         self._task = asyncio.get_running_loop().create_task(self._run(), name="dataplane-flusher")
 
     def dirty(self, log: Flushable) -> None:
@@ -99,8 +99,8 @@ class Flusher:
         self._wakeup.set()
         if self._task is not None:
             await self._task
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
+        if self._disk is not None:
+            self._disk.stop()
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -129,7 +129,8 @@ class Flusher:
                     continue
                 self._in_flight = True
                 try:
-                    await loop.run_in_executor(self._executor, _run_jobs, [job for _, job in jobs])
+                    assert self._disk is not None
+                    await self._disk.run(_run_jobs, [job for _, job in jobs])
                 finally:
                     self._in_flight = False
                     actions, self._after_round = self._after_round, []

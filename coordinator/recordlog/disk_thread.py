@@ -1,5 +1,9 @@
 """One worker thread for a log's disk calls, answered on the event loop: `DiskThread`.
 
+The record log's committer and the data plane's flusher each own one, so that their writes and
+fsyncs stay in order and nothing else (compaction, other executor work) delays an fsync that
+replies wait on.
+
 `run(fn, *args)` queues `fn(*args)` for the thread and returns an asyncio future of its result
 (or exception); calls run one at a time, in the order they were queued. A plain thread and queue
 rather than an executor: the thread hands each result back with one `call_soon_threadsafe`, where
