@@ -53,6 +53,7 @@ _LENGTH_CRC = struct.Struct(">II")
 _V1_HEADER = struct.Struct(">BIqqI")  # format_version, writer_epoch, offset, timestamp_ms, count
 _RECORD_HEAD = struct.Struct(">HI")  # record_type, key_length
 _VALUE_LENGTH = struct.Struct(">i")
+_NO_VALUE = _VALUE_LENGTH.pack(-1)  # a tombstone
 
 FRAME_PREFIX_SIZE = _LENGTH_CRC.size  # length + crc
 _MIN_RECORD_SIZE = _RECORD_HEAD.size + _VALUE_LENGTH.size  # empty key, empty value
@@ -60,53 +61,31 @@ _MIN_RECORD_SIZE = _RECORD_HEAD.size + _VALUE_LENGTH.size  # empty key, empty va
 # crash, for instance) is corrupt without looking further.
 _MIN_LENGTH = 4 + _V1_HEADER.size + _MIN_RECORD_SIZE
 
-_U16_MAX = 0xFFFF
-_U32_MAX = 0xFFFF_FFFF
-_I32_MAX = 0x7FFF_FFFF
-_I64_MIN = -(2**63)
-_I64_MAX = 2**63 - 1
-
 
 def encode_entry(
     offset: int, writer_epoch: int, timestamp_ms: int, records: Sequence[RawRecord]
 ) -> bytes:
-    """Encode one entry as a v1 frame. Raises ValueError for values the format cannot hold."""
+    """Encode one entry as a v1 frame. Raises ValueError for values the format cannot hold and
+    TypeError for a key or value that is not bytes-like."""
     if not records:
         raise ValueError("an entry must hold at least one record")
-    if not 0 <= offset <= _I64_MAX:
+    if offset < 0:  # the only field whose wire type (int64) takes values the format refuses
         raise ValueError(f"offset {offset} out of range")
-    if not 0 <= writer_epoch <= _U32_MAX:
-        raise ValueError(f"writer_epoch {writer_epoch} out of range")
-    if not _I64_MIN <= timestamp_ms <= _I64_MAX:
-        raise ValueError(f"timestamp_ms {timestamp_ms} out of range")
-    if len(records) > _U32_MAX:
-        raise ValueError("too many records in one entry")
-    parts: list[bytes] = [
-        _V1_HEADER.pack(FORMAT_V1, writer_epoch, offset, timestamp_ms, len(records))
-    ]
-    append = parts.append
-    for record_type, key, value in records:
-        if not 0 <= record_type <= _U16_MAX:
-            raise ValueError(f"record_type {record_type} out of range")
-        if not isinstance(key, bytes):
-            raise TypeError(f"key must be bytes, not {type(key).__name__}")
-        if len(key) > _U32_MAX:
-            raise ValueError("key too long")
-        append(_RECORD_HEAD.pack(record_type, len(key)))
-        append(key)
-        if value is None:
-            append(_VALUE_LENGTH.pack(-1))
-        else:
-            if not isinstance(value, bytes):
-                raise TypeError(f"value must be bytes or None, not {type(value).__name__}")
-            if len(value) > _I32_MAX:
-                raise ValueError("value too long")
-            append(_VALUE_LENGTH.pack(len(value)))
-            append(value)
-    body = b"".join(parts)
-    if len(body) + 4 > _U32_MAX:
-        raise ValueError("entry too large for one frame")
-    return _LENGTH_CRC.pack(len(body) + 4, crc32c.crc32c(body)) + body
+    # Every other range is the struct format's own: a value it cannot pack raises struct.error.
+    try:
+        parts: list[bytes] = [
+            _V1_HEADER.pack(FORMAT_V1, writer_epoch, offset, timestamp_ms, len(records))
+        ]
+        extend = parts.extend
+        for record_type, key, value in records:
+            if value is None:
+                extend((_RECORD_HEAD.pack(record_type, len(key)), key, _NO_VALUE))
+            else:
+                extend((_RECORD_HEAD.pack(record_type, len(key)), key, _VALUE_LENGTH.pack(len(value)), value))
+        body = b"".join(parts)  # TypeError for a key or value that is not bytes-like
+        return _LENGTH_CRC.pack(len(body) + 4, crc32c.crc32c(body)) + body
+    except struct.error as exc:
+        raise ValueError(f"entry cannot be encoded: {exc}") from None
 
 
 def decode_entry(frame: bytes) -> LogEntry:
