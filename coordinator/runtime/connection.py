@@ -58,7 +58,7 @@ from .. import metrics
 from ..logging import get_logger
 from ..security.sasl import AUTHENTICATIONS, UnexpectedRequest
 from .errors_seen import error_names
-from .registry import ANONYMOUS, RequestContext, api_name
+from .registry import ANONYMOUS, Deferred, RequestContext, api_name
 
 if TYPE_CHECKING:
     from ..security.gate import ListenerGate
@@ -330,6 +330,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
             except Exception:
                 self._crash(request)
                 return
+            if result.__class__ is Deferred:
+                self._busy = True
+                future = self._in_flight = result.pending
+                future.add_done_callback(self._completion(request, _api_name(handler.api_key), started, result.convert))
+                return
             if result.__class__ is not EncodedResponse and (asyncio.isfuture(result) or asyncio.iscoroutine(result)):
                 self._busy = True
                 future = self._in_flight = asyncio.ensure_future(result)
@@ -403,7 +408,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._transport.close()
             self.idle.set()
 
-    def _completion(self, request: DecodedRequest, api: str, started: float) -> Callable[[asyncio.Future[Any]], None]:
+    def _completion(self, request: DecodedRequest, api: str, started: float,
+                    convert: Callable[[Any], Any] | None = None) -> Callable[[asyncio.Future[Any]], None]:
         def done(future: asyncio.Future[Any]) -> None:
             self._busy = False
             self._in_flight = None
@@ -415,7 +421,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if exc is not None:
                 self._crash(request, exc)
                 return
-            self._respond(request, api, future.result(), started)
+            response = future.result()
+            if convert is not None:
+                try:
+                    response = convert(response)
+                except Exception as error:  # a bug describing the response: as a failed handler
+                    self._crash(request, error)
+                    return
+            self._respond(request, api, response, started)
             self._process()
 
         return done

@@ -8,6 +8,7 @@ advertised exactly when, and with exactly the versions that, it is implemented.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,8 +37,21 @@ class RequestContext(msgspec.Struct, frozen=True, gc=False):
     handler checks `ctx.authz is not None` before anything else, so no authorizer costs one test."""
 
 
-Handler = Callable[[RequestContext, Any], "Any | Awaitable[Any]"]
-"""Returns the kio response entity of the request's version (or an `EncodedResponse`), or an awaitable of it."""
+class Deferred(msgspec.Struct, frozen=True, gc=False):
+    """A response that is not ready yet: `pending` resolves with a value `convert` turns into it.
+
+    The connection converts when `pending` is done, so a deferred reply costs one future and one
+    callback; a second future chained to the first would cost another callback and loop turn per
+    reply (a join makes every member of its group wait for a log entry). Cancelling `pending` is
+    how the connection says it went away."""
+
+    pending: asyncio.Future[Any]
+    convert: Callable[[Any], Any]
+
+
+Handler = Callable[[RequestContext, Any], "Any | Awaitable[Any] | Deferred"]
+"""Returns the kio response entity of the request's version (or an `EncodedResponse`), an
+awaitable of it, or a `Deferred`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ into whatever the rest answers. With one shard `owns` is None and nothing is ask
 
 from __future__ import annotations
 
-import asyncio
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +29,7 @@ from protocol.errors import ErrorCode
 
 from ...security.checks import CHECKS, Merge
 from ...security.checks import Answered as AnsweredByCheck
-from ..registry import ApiHandler, RequestContext
+from ..registry import ApiHandler, Deferred, RequestContext
 from ..shard import Answered, ShardRuntime
 from .common import respond
 from .group_owner import Owns, ownership_checks
@@ -47,32 +47,6 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
     (several shards only) says whether this node coordinates a group."""
     check = CHECKS.get(api_key)
     placed = ownership_checks(owns).get(api_key) if owns is not None else None
-
-    def finish(ctx: RequestContext, request: Any, pending: asyncio.Future[Any], merge: Merge | None = None) -> Any:
-        # A chained future rather than a coroutine: no Task per request on the hot path.
-        out: asyncio.Future[Any] = pending.get_loop().create_future()
-
-        def done(result: asyncio.Future[Any]) -> None:
-            if out.done():
-                return
-            if result.cancelled():
-                out.cancel()
-            elif (exc := result.exception()) is not None:
-                out.set_exception(exc)
-            else:
-                try:
-                    description = to_wire(ctx, request, result.result())
-                    out.set_result(respond(ctx, description if merge is None else merge(description)))
-                except Exception as error:
-                    out.set_exception(error)
-
-        def abandoned(result: asyncio.Future[Any]) -> None:
-            if result.cancelled():
-                pending.cancel()  # the connection went away: the shard forgets the request
-
-        pending.add_done_callback(done)
-        out.add_done_callback(abandoned)
-        return out
 
     def handle(ctx: RequestContext, request: Any) -> Any:
         if precheck is not None and (code := precheck(ctx, request)) is not None:
@@ -98,9 +72,14 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
         if isinstance(pending, Answered):  # answered at once: no loop turn
             description = to_wire(ctx, request, pending.response)
             return respond(ctx, description if merge is None else merge(description))
-        return finish(ctx, request, pending, merge)
+        return Deferred(pending, functools.partial(_wire_response, to_wire, ctx, request, merge))
 
     return ApiHandler(api_key, min_version, max_version, handle)
+
+
+def _wire_response(to_wire: ToWire, ctx: RequestContext, request: Any, merge: Merge | None, response: Any) -> Any:
+    description = to_wire(ctx, request, response)
+    return respond(ctx, description if merge is None else merge(description))
 
 
 def _merged(description: dict[str, Any], merge: Merge | None) -> dict[str, Any]:
