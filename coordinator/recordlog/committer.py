@@ -3,7 +3,9 @@
 Theory of operation
 -------------------
 One committer task per log. `append()` encodes and buffers the entry at once (so offsets follow
-call order) and returns a future. The task loops:
+call order) and returns a future; `append_entry()` does the same and returns the offset, for a
+writer that follows `on_durable` instead (the shard: a future per entry would be one per member
+catching up after a join). The task loops:
 
 - if entries are buffered: once the oldest of them has lingered `linger_ms` (Kafka's
   `group.coordinator.append.linger.ms`), or at once if they fill a batch (`FULL_BATCH_BYTES`) or
@@ -18,7 +20,7 @@ call order) and returns a future. The task loops:
 - else sleep until the next `append` or `close`.
 
 After each write or sync, every future whose offset is below `durable_end` gets its offset as
-result, in offset order. `barrier()` gives a future for "everything appended so far is durable",
+result, in offset order, then `on_durable(durable_end)` is called. `barrier()` gives a future for "everything appended so far is durable",
 for a reply that has no records of its own but must not overtake earlier ones.
 
 Failure is fail-stop: if a write, fsync or fence check raises, `on_fatal(exc)` is called once
@@ -62,6 +64,8 @@ class GroupCommitter:
         # cannot delay an fsync that replies are waiting on.
         self._disk = DiskThread(f"recordlog-{log.directory}")
         self._waiters: collections.deque[tuple[int, asyncio.Future[int]]] = collections.deque()
+        self._released_end = log.durable_end
+        """The `durable_end` last announced: entries below it are durable and their futures done."""
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
@@ -90,19 +94,29 @@ class GroupCommitter:
 
     def append(self, records: Sequence[RawRecord], timestamp_ms: int) -> asyncio.Future[int]:
         """Buffer one entry; the future resolves with its offset once the entry is durable."""
+        offset = self.append_entry(records, timestamp_ms)
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._waiters.append((offset, future))
+        return future
+
+    def append_entry(self, records: Sequence[RawRecord], timestamp_ms: int) -> int:
+        """Buffer one entry and return its offset; `on_durable` says when it is durable (no
+        future: a writer that follows `durable_end` needs none per entry)."""
         self._check_open()
         log = self._log
-        loop = asyncio.get_running_loop()
         opens_batch = not log.has_pending
         offset = log.append(records, timestamp_ms)
-        future: asyncio.Future[int] = loop.create_future()
-        self._waiters.append((offset, future))
         if opens_batch:
-            self._batch_opened = loop.time()
+            self._batch_opened = asyncio.get_running_loop().time()
             self._wakeup.set()
         elif log.pending_bytes >= FULL_BATCH_BYTES:
             self._wakeup.set()  # ends the linger: the batch is full
-        return future
+        return offset
+
+    @property
+    def durable_end(self) -> int:
+        """Every offset below it is durable, as last announced through `on_durable`."""
+        return self._released_end
 
     def barrier(self) -> asyncio.Future[int]:
         """A future that resolves once every entry appended so far is durable.
@@ -184,13 +198,13 @@ class GroupCommitter:
 
     def _release(self, durable_end: int) -> None:
         waiters = self._waiters
-        released = 0
         while waiters and waiters[0][0] < durable_end:
             offset, future = waiters.popleft()
-            released += 1
             if not future.done():  # the awaiting handler may have been cancelled
                 future.set_result(offset)
-        if released:
+        released = durable_end - self._released_end  # offsets count entries
+        if released > 0:
+            self._released_end = durable_end
             if self.on_released is not None:
                 self.on_released(released)
             if self.on_durable is not None:

@@ -1,9 +1,9 @@
 """The shard's durable sink: core records into the record log, with the log's metrics.
 
 `DurableSink` adapts the asyncio `GroupCommitter` to the shard's `LogSink`: every Result's records
-become one entry, and `durable_point()` is the future of the last entry appended (the committer
-resolves futures in offset order, so it covers every earlier one). `TimedFileSystem` wraps the real filesystem to
-measure write and fsync latency where they happen, in the committer's thread.
+become one entry, the committer's `durable_end` tells the shard which are durable, and
+`durable_point()` is a barrier future for everything appended so far. `TimedFileSystem` wraps the
+real filesystem to measure write and fsync latency where they happen, in the committer's thread.
 """
 
 from __future__ import annotations
@@ -122,17 +122,24 @@ class DurableSink:
 
     def __init__(self, committer: GroupCommitter) -> None:
         self.committer = committer
-        self._last: asyncio.Future[int] | None = None
         self._appended: collections.deque[tuple[int, float]] = collections.deque()
         """(offset, perf_counter at append) of the entries not yet durable, for APPEND_LATENCY:
         timed when the committer releases them, without a callback per entry."""
+        self._on_durable: Callable[[int], None] | None = None
         committer.on_released = BATCH_ENTRIES.observe
         committer.on_durable = self._durable
 
-    def append(self, records: Sequence[tuple[int, bytes, bytes | None]], timestamp_ms: int) -> None:
-        committer = self.committer
-        self._last = committer.append(records, timestamp_ms)  # (type, key, value) tuples, as the log takes
-        self._appended.append((committer.log.next_offset - 1, time.perf_counter()))
+    def append(self, records: Sequence[tuple[int, bytes, bytes | None]], timestamp_ms: int) -> int:
+        offset = self.committer.append_entry(records, timestamp_ms)  # (type, key, value), as the log takes
+        self._appended.append((offset, time.perf_counter()))
+        return offset
+
+    @property
+    def durable_end(self) -> int:
+        return self.committer.durable_end
+
+    def watch(self, on_durable: Callable[[int], None]) -> None:
+        self._on_durable = on_durable
 
     def _durable(self, durable_end: int) -> None:
         appended = self._appended
@@ -140,9 +147,11 @@ class DurableSink:
         observe = APPEND_LATENCY.observe
         while appended and appended[0][0] < durable_end:
             observe(now - appended.popleft()[1])
+        if self._on_durable is not None:
+            self._on_durable(durable_end)
 
     def durable_point(self) -> asyncio.Future[int] | None:
-        last = self._last
-        if last is None or (last.done() and not last.exception()):
+        committer = self.committer
+        if committer.durable_end >= committer.log.next_offset:
             return None
-        return last
+        return committer.barrier()

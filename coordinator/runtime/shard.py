@@ -30,17 +30,17 @@ shares work across the batch, e.g. one KIP-848 target assignment per group, see
 ``core/consumer/heartbeat.py``). An idle shard (its task waits with nothing queued) handles a
 submitted request at once, in place, as a batch of one: no queue, no task wake-up, no loop turn.
 Both paths run the same ``_handle``: append each Result's records as one entry, arm its timers, pass
-its events to the observers, release its replies by the rule above. Replies carried by entries wait
-in log order (the sink makes entries durable in that order) and one callback per durable point
-reached releases all those it covers: a join makes every member of its group write an entry, and a
-callback each would be a loop turn each. Handling never waits for the
-disk: while batch N is being fsynced the shard already handles batch N+1 (so
-``log.flush.policy=interval`` costs latency, not throughput).
+its events to the observers, release its replies by the rule above. Replies wait by the offset of
+the entry they need, and the sink's one call per write or fsync (``watch``: every entry below
+``durable_end`` is durable) releases all those it covers, with no future per entry: a join makes
+every member of its group write an entry. Handling never waits for the disk: while batch N is
+being fsynced the shard already handles batch N+1 (so ``log.flush.policy=interval`` costs latency,
+not throughput).
 
 The same rule holds for what the edges decide with: state that the connections read outside the
 shard (ACLs, SCRAM credentials: ``core.publishers``) changes in that view only when the entry
 carrying the change is durable (``_settle`` asks each publisher for a ``mark()`` after appending and
-calls ``publish(mark)`` from the entry's durable point, before the entry's replies are released).
+calls ``publish(mark)`` once the entry is durable, before the entry's replies are released).
 
 Timer firings and catalog changes enter through the same queue, never touching state directly.
 While ``loaded`` is false (the log is being replayed) adapters answer COORDINATOR_LOAD_IN_PROGRESS.
@@ -79,9 +79,21 @@ EncodedRecord = tuple[int, bytes, bytes | None]
 
 
 class LogSink(Protocol):
-    """Where the shard's entries go: the durable record log."""
+    """Where the shard's entries go: the durable record log. Entries become durable in the order
+    they were appended."""
 
-    def append(self, records: Sequence[EncodedRecord], timestamp_ms: int) -> None: ...
+    def append(self, records: Sequence[EncodedRecord], timestamp_ms: int) -> int:
+        """Buffer one entry; returns its offset (each entry's is above the one before)."""
+        ...
+
+    @property
+    def durable_end(self) -> int:
+        """Every entry whose offset is below it is durable."""
+        ...
+
+    def watch(self, on_durable: Callable[[int], None]) -> None:
+        """Call `on_durable(durable_end)` each time entries become durable."""
+        ...
 
     def durable_point(self) -> asyncio.Future[Any] | None:
         """A future resolved once every entry appended so far is durable (it fails if the log
@@ -167,20 +179,25 @@ class ShardRuntime:
         """The task waits for work with nothing queued: a request may be handled at once."""
         self._in_place: Any = None
         """The request `submit` is handling in place, while it does."""
+        self._in_place_carried = False
+        """That request's reply waits for a log entry (it will be released: no clean-up needed if
+        its requester goes away)."""
         self._answer: Completion | None = None
         """That request's outcome if it got one during the call: an `Answered`, or a failed future."""
-        self._entries = 0
-        self._unflushed: asyncio.Future[Any] | None = None
-        """The durable point of the last entry appended, until it is seen durable (None: every entry
-        this shard appended is durable; the shard is its sink's only writer)."""
-        self._group_points: dict[str, tuple[int, asyncio.Future[Any]]] = {}
-        """Per group: (entry number, durable point) of the last entry that touched it."""
-        self._barrier: tuple[int, asyncio.Future[Any]] | None = None
-        """The last entry with a coordinator-wide record: every reply waits for it."""
-        self._carried: collections.deque[tuple[asyncio.Future[Any], Sequence[Reply]]] = collections.deque()
-        """Replies waiting for the entries that carry them, in log order (the sink makes entries
-        durable in that order): one callback per durable point reached, not one per entry (a join
-        makes every member of its group write an entry)."""
+        self._unflushed: int | None = None
+        """The offset of the last entry appended, until it is seen durable (None: every entry this
+        shard appended is durable; the shard is its sink's only writer)."""
+        self._group_points: dict[str, int] = {}
+        """Per group: the offset of the last entry that touched it."""
+        self._barrier: int | None = None
+        """The offset of the last entry with a coordinator-wide record: every reply waits for it."""
+        self._carried: collections.deque[tuple[int, Sequence[Reply] | None, Callable[[], None] | None]] = \
+            collections.deque()
+        """What waits for an entry to be durable, by its offset, mostly in log order: replies, and
+        publications (`_settle`). `_durable` releases the ones the sink's durable end has passed:
+        one call per write and fsync, not a future per entry (a join makes every member of its
+        group write an entry). A record-less reply waiting for an older entry may queue behind a
+        newer one: it can only leave later, never earlier."""
         self.loaded = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -189,6 +206,7 @@ class ShardRuntime:
         loop = self._loop = asyncio.get_running_loop()
         self._timers = Timers(loop, self._timer_fired, self._clock)
         self._arm = self._timers.arm
+        self.sink.watch(self._durable)
         self._settle(self.core.on_loaded(self._clock(), writer_id=writer_id))
         point = self.sink.durable_point()
         if point is not None:
@@ -242,6 +260,7 @@ class ShardRuntime:
             _queue_time(0.0)
             self._idle = False  # anything submitted meanwhile (by an observer) queues behind it
             self._in_place = request
+            self._in_place_carried = False
             self._answer = None
             try:
                 self._handle((request,))  # in place: a batch of one
@@ -253,7 +272,9 @@ class ShardRuntime:
                 self._answer = None
                 return answer
             # Not released yet (parked, or waiting for the log): a future, resolved by the release.
+            carried = self._in_place_carried
         else:
+            carried = False
             self._queue.append(request)
             self._queued_at.append(perf_counter())
             self._wake.set()
@@ -263,8 +284,10 @@ class ShardRuntime:
         future: asyncio.Future[Any] = loop.create_future()
         ref = request.ref
         self._waiters[ref] = (future, getattr(request, "group_id", None))
-        # A request whose connection went away is cancelled; forget it so parked refs never leak.
-        future.add_done_callback(lambda f: self._waiters.pop(ref, None) if f.cancelled() else None)
+        if not carried:
+            # A request whose connection went away is cancelled; forget it so parked refs never
+            # leak. (A reply waiting for the log is released anyway, and its waiter with it.)
+            future.add_done_callback(lambda f: self._waiters.pop(ref, None) if f.cancelled() else None)
         return future
 
     def post(self, event: Any) -> None:
@@ -337,16 +360,16 @@ class ShardRuntime:
         """Append the Result's records as one entry, arm its timers, tell the observers, and release
         its replies by the one release rule."""
         records = result.records
-        point = self._append(records) if records else None
+        offset = self._append(records) if records else None
         if records:
             for publisher in self.core.publishers:  # before the replies: they see what they caused
                 mark = publisher.mark()
                 if mark is not None:
                     publish = functools.partial(publisher.publish, mark)
-                    if point is None:
+                    if offset is None:
                         publish()
                     else:
-                        point.add_done_callback(functools.partial(self._after, then=publish))
+                        self._carried.append((offset, None, publish))
         if result.timers:
             arm = self._arm
             for op in result.timers:
@@ -358,87 +381,81 @@ class ShardRuntime:
         replies = result.replies
         if not replies:
             return
+        in_place = self._in_place
         if records:
-            if point is None:
+            if offset is None:
                 self._deliver(replies)
                 return
-            carried = self._carried
-            carried.append((point, replies))
-            if len(carried) == 1:
-                point.add_done_callback(self._release_carried)
+            self._carried.append((offset, replies, None))
+            if in_place is not None:
+                ref = in_place.ref
+                self._in_place_carried = any(reply.ref == ref for reply in replies)
             return
-        in_place = self._in_place
         for reply in replies:  # record-less: each waits for its own group's entries
             if in_place is not None and reply.ref == in_place.ref:
                 if self._unflushed is None:  # every entry is durable: `_deliver` inlined (steady heartbeats)
                     self._answer = Answered(reply.response)
                     continue
-                group = getattr(in_place, "group_id", None)
+                offset = self._pending_point(getattr(in_place, "group_id", None))
+                self._in_place_carried = offset is not None
             else:
                 waiter = self._waiters.get(reply.ref)
-                group = None if waiter is None else waiter[1]
-            self._release(self._pending_point(group), (reply,))
+                offset = self._pending_point(None if waiter is None else waiter[1])
+            self._release(offset, (reply,))
 
-    def _append(self, records: list[Record]) -> asyncio.Future[Any] | None:
-        """One log entry; returns its durable point (None if already durable)."""
-        self.sink.append([encode_record(r) for r in records], self._clock())
-        point = self._unflushed = self.sink.durable_point()
-        if point is None:
+    def _append(self, records: list[Record]) -> int | None:
+        """One log entry; returns its offset (None if already durable)."""
+        sink = self.sink
+        offset = sink.append([encode_record(r) for r in records], self._clock())
+        if offset < sink.durable_end:
             return None
-        self._entries += 1
-        mark = (self._entries, point)
+        self._unflushed = offset
         for record in records:
             group = group_of(record.key)
             if group is None:
-                self._barrier = mark
+                self._barrier = offset
             else:
-                self._group_points[group] = mark
-        return point
+                self._group_points[group] = offset
+        return offset
 
-    def _pending_point(self, group_id: str | None) -> asyncio.Future[Any] | None:
-        """What a record-less reply about `group_id` (None: several groups or none) must wait for."""
-        if self._unflushed is None:  # everything appended is durable (known without asking the sink)
+    def _pending_point(self, group_id: str | None) -> int | None:
+        """The entry a record-less reply about `group_id` (None: several groups or none) must wait
+        for; None if it may leave now."""
+        unflushed = self._unflushed
+        if unflushed is None:  # everything appended is durable (known without asking the sink)
             return None
-        last = self.sink.durable_point()
-        if last is None:  # everything appended is durable
+        end = self.sink.durable_end
+        if unflushed < end:  # everything appended is durable
             self._unflushed = None
             if self._group_points:
                 self._group_points.clear()
             self._barrier = None
             return None
         if group_id is None:
-            return last
+            return unflushed
         own = self._group_points.get(group_id)
         barrier = self._barrier
-        if barrier is not None and (own is None or barrier[0] > own[0]):
+        if barrier is not None and (own is None or barrier > own):
             own = barrier
-        if own is None:
+        if own is None or own < end:
             return None
-        point = own[1]
-        if point.done() and not point.cancelled() and point.exception() is None:
-            return None
-        return point  # pending, or failed: `_after` then stops the process
+        return own
 
-    def _release(self, point: asyncio.Future[Any] | None, replies: Sequence[Reply]) -> None:
-        if point is None:
+    def _release(self, offset: int | None, replies: Sequence[Reply]) -> None:
+        if offset is None:
             self._deliver(replies)
         else:
-            point.add_done_callback(lambda p: self._after(p, lambda: self._deliver(replies)))
+            self._carried.append((offset, replies, None))
 
-    def _release_carried(self, _: object) -> None:
-        """Deliver the replies of every entry now durable, in log order; wait on the next one."""
+    def _durable(self, durable_end: int) -> None:
+        """The sink made every entry below `durable_end` durable: release what waited for them."""
         carried = self._carried
-        while carried:
-            point, replies = carried[0]
-            if not point.done():
-                point.add_done_callback(self._release_carried)
-                return
-            carried.popleft()
-            if point.cancelled() or point.exception() is not None:
-                carried.clear()
-                self._fatal(point.exception() or RuntimeError("durable point cancelled"))
-                return
-            self._deliver(replies)
+        while carried and carried[0][0] < durable_end:
+            _, replies, publish = carried.popleft()
+            if publish is not None:
+                publish()
+            elif replies is not None:
+                self._deliver(replies)
 
     def _after(self, point: asyncio.Future[Any], then: Callable[[], None]) -> None:
         if point.cancelled() or point.exception() is not None:

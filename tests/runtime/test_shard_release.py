@@ -10,7 +10,7 @@ The shard runs on a real core; its log is a sink whose entries become durable wh
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import pytest
@@ -30,21 +30,36 @@ class ManualSink:
     """A record log whose entries become durable only on `make_durable()`, in order."""
 
     def __init__(self) -> None:
-        self.entries: list[tuple[Sequence[Any], asyncio.Future[None]]] = []
+        self.entries: list[Sequence[Any]] = []
+        self.durable_end = 0
+        self._on_durable: Callable[[int], None] | None = None
+        self._points: list[tuple[int, asyncio.Future[None]]] = []
 
-    def append(self, records: Sequence[Any], timestamp_ms: int) -> None:
-        self.entries.append((records, asyncio.get_running_loop().create_future()))
+    def append(self, records: Sequence[Any], timestamp_ms: int) -> int:
+        self.entries.append(records)
+        return len(self.entries) - 1
+
+    def watch(self, on_durable: Callable[[int], None]) -> None:
+        self._on_durable = on_durable
 
     def durable_point(self) -> asyncio.Future[None] | None:
-        if self.entries and not self.entries[-1][1].done():
-            return self.entries[-1][1]
-        return None
+        if self.durable_end >= len(self.entries):
+            return None
+        point: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._points.append((len(self.entries), point))
+        return point
 
     def make_durable(self, upto: int | None = None) -> None:
         """Every entry durable, or the first ``upto`` of them."""
-        for _, point in self.entries[:upto]:
-            if not point.done():
+        end = len(self.entries) if upto is None else upto
+        if end <= self.durable_end:
+            return
+        self.durable_end = end
+        for covers, point in self._points:
+            if covers <= end and not point.done():
                 point.set_result(None)
+        if self._on_durable is not None:
+            self._on_durable(end)
 
 
 @pytest_asyncio.fixture
