@@ -12,7 +12,8 @@ from __future__ import annotations
 import uuid
 
 from coordinator.core.config import GroupConfig
-from coordinator.core.consumer.group import ConsumerGroupMember, at_one_epoch, normalized
+from coordinator.core.consumer.assignment import at_one_epoch, normalized
+from coordinator.core.consumer.member import ConsumerGroupMember
 from coordinator.core.consumer.records import (
     current_assignment_record,
     group_epoch_record,

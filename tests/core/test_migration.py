@@ -13,7 +13,8 @@ import pytest
 
 from coordinator.core.classic.group import ClassicGroup
 from coordinator.core.config import ConsumerGroupMigrationPolicy, GroupConfig
-from coordinator.core.consumer.group import ConsumerGroup, MemberState
+from coordinator.core.consumer.group import ConsumerGroup
+from coordinator.core.consumer.member import MemberState
 from coordinator.core.consumer_protocol import (
     decode_assignment,
     encode_subscription,

@@ -65,9 +65,11 @@ from coordinator.core.responses import (
     SyncGroupResponse,
 )
 
+from .assignment import Assignment
 from .context import ConsumerContext, join_timer_key, session_timer_key, sync_timer_key
-from .group import Assignment, ConsumerGroup, ConsumerGroupMember, MemberState
+from .group import ConsumerGroup
 from .heartbeat import assignment_changed
+from .member import ConsumerGroupMember, MemberState
 from .membership import Membership
 from .migration import Migration
 from .reconciliation import reconcile

@@ -18,7 +18,8 @@ from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.groups import Group
 from coordinator.core.migration import Bridges
 
-from .group import ConsumerGroup, ConsumerGroupMember
+from .group import ConsumerGroup
+from .member import ConsumerGroupMember
 from .topics import TopicsImage
 
 SESSION_TIMER = "consumer-session"

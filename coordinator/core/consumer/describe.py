@@ -13,8 +13,8 @@ from coordinator.core.responses import (
     DescribedTopicPartitions,
 )
 
+from .assignment import Assignment
 from .context import ConsumerContext
-from .group import Assignment
 from .targets import TargetAssigner
 
 NONE = ErrorCode.NONE

@@ -1,4 +1,10 @@
-"""KIP-848 consumer group and member state, and its replay: theory of operation.
+"""KIP-848 consumer group state and its replay: theory of operation.
+
+This module owns :class:`ConsumerGroup`: the group's durable state, the indexes derived from it, the
+``Group`` contract (offset validation, listing, deletion) and the replay of records 3, 5, 6, 7 and 8,
+the only code that changes a group or its members. A member's own data, its reconciliation state
+and its record values are in :mod:`.member`; the assignments and partition epochs that members and
+targets hold are in :mod:`.assignment`.
 
 Theory of operation
 ===================
@@ -70,14 +76,10 @@ and bumps the epoch if it changed) and ``last_state`` (to report state transitio
 
 from __future__ import annotations
 
-import enum
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from types import MappingProxyType
 from typing import Any
 from uuid import UUID
 
-import msgspec
 from msgspec.structs import replace
 
 from coordinator.core.consumer.topics import TopicsImage
@@ -91,347 +93,31 @@ from coordinator.core.groups import (
     commit_timestamp,
 )
 from coordinator.core.records import (
-    AssignedTopicPartitions,
-    ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataValue,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataValue,
     Record,
-    TopicPartitions,
 )
 from coordinator.core.requests import OffsetCommit
 from coordinator.core.responses import DescribedGroup, ListedGroup
 
-Assignment = Mapping[UUID, frozenset[int]]
-"""topic id -> partitions; topics with no partition are absent. Never mutated once built."""
-
-NO_PARTITIONS: Assignment = MappingProxyType({})
-
-TopicEpochs = int | Mapping[int, int]
-"""The epochs at which a member got the partitions it holds of one topic: one int when it got them
-all at the same epoch (the common case, and what a record without epochs means), else partition ->
-epoch."""
-
-PartitionEpochs = Mapping[UUID, TopicEpochs]
-"""topic id -> :data:`TopicEpochs`, for every topic the member holds partitions of (assigned or
-pending revocation): KIP-1251's assignment epochs. Never mutated once built."""
-
-NO_EPOCHS: PartitionEpochs = MappingProxyType({})
-
-
-def topic_epoch(epochs: TopicEpochs, partition: int) -> int:
-    """The epoch a held partition was assigned at."""
-    return epochs if isinstance(epochs, int) else epochs[partition]
-
-
-def uniform(epochs: Mapping[int, int]) -> TopicEpochs:
-    """One int when every partition has the same epoch."""
-    values = iter(epochs.values())
-    first = next(values, None)
-    if first is not None and all(e == first for e in values):
-        return first
-    return epochs
-
-
-def carried_epochs(
-    old: PartitionEpochs, kept: Assignment, pending: Assignment, added: Mapping[UUID, frozenset[int]], epoch: int
-) -> PartitionEpochs:
-    """The epochs after a reconciliation step: what it keeps and what it revokes keep the epochs they
-    were assigned at (``old``), what it is given now is assigned at ``epoch``."""
-    out: dict[UUID, TopicEpochs] = {}
-    for topic_id in kept.keys() | pending.keys():
-        known = old.get(topic_id, 0)
-        if isinstance(known, int):
-            out[topic_id] = known
-        else:
-            held = kept.get(topic_id, frozenset()) | pending.get(topic_id, frozenset())
-            out[topic_id] = uniform({p: known.get(p, 0) for p in held})
-    for topic_id, partitions in added.items():
-        if not partitions:
-            continue
-        have = out.get(topic_id)
-        if have is None or (isinstance(have, int) and have == epoch):
-            out[topic_id] = epoch
-            continue
-        held = kept.get(topic_id, frozenset()) | pending.get(topic_id, frozenset())
-        grown = dict.fromkeys(held, have) if isinstance(have, int) else dict(have)
-        grown.update(dict.fromkeys(partitions, epoch))
-        out[topic_id] = grown
-    return MappingProxyType(out) if out else NO_EPOCHS
-
-
-LEAVE_GROUP_MEMBER_EPOCH = -1
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+from .assignment import NO_EPOCHS, NO_PARTITIONS, Assignment, assignment_from_record
+from .member import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    ConsumerGroupMember,
+    HeldRecord,
+    MemberState,
+    held_epochs_complete,
+)
+from .records import group_tombstones
 
 EMPTY = "Empty"
 ASSIGNING = "Assigning"
 RECONCILING = "Reconciling"
 STABLE = "Stable"
 CONSUMER_GROUP_STATES = (EMPTY, ASSIGNING, RECONCILING, STABLE)
-
-
-class MemberState(enum.IntEnum):
-    """A member's reconciliation state (persisted as an int8 in record 8)."""
-
-    STABLE = 0
-    UNREVOKED_PARTITIONS = 1
-    UNRELEASED_PARTITIONS = 2
-    UNKNOWN = 127  # any byte this code does not know (forward compatibility)
-
-    @classmethod
-    def parse(cls, value: int) -> MemberState:
-        return _MEMBER_STATES.get(value, cls.UNKNOWN)
-
-
-_MEMBER_STATES = {int(state): state for state in MemberState}
-"""Record 8's state byte -> state (a dict lookup: calling the enum costs a microsecond per replay)."""
-
-
-def assignment_from_record(topics: Iterable[TopicPartitions]) -> Assignment:
-    result = {tp.topic_id: frozenset(tp.partitions) for tp in topics if tp.partitions}
-    return MappingProxyType(result) if result else NO_PARTITIONS
-
-
-def assignment_to_record(assignment: Assignment) -> tuple[TopicPartitions, ...]:
-    return tuple(
-        TopicPartitions(topic_id, tuple(sorted(partitions)))
-        for topic_id, partitions in sorted(assignment.items())
-        if partitions
-    )
-
-
-def held_to_record(assignment: Assignment, epochs: PartitionEpochs) -> tuple[AssignedTopicPartitions, ...]:
-    """Record 8's partitions with their assignment epochs (Kafka 4.3 always writes them)."""
-    out = []
-    for topic_id, partitions in sorted(assignment.items()):
-        if not partitions:
-            continue
-        ordered = tuple(sorted(partitions))
-        known = epochs.get(topic_id, 0)
-        if isinstance(known, int):
-            given = (known,) * len(ordered)
-        else:
-            given = tuple(known.get(p, 0) for p in ordered)
-        out.append(AssignedTopicPartitions(topic_id, ordered, given))
-    return tuple(out)
-
-
-def held_from_record(
-    topics: Iterable[AssignedTopicPartitions], default_epoch: int
-) -> tuple[Assignment, dict[UUID, TopicEpochs]]:
-    """Record 8's partitions of one kind (assigned, or pending revocation) and their assignment
-    epochs. A record written before KIP-1251 (or with a list of the wrong length, which Kafka logs
-    and ignores) reads every partition as assigned at ``default_epoch`` (Kafka's
-    ``assignmentFromTopicPartitions``). Start-up replays one of these per record 8 in the log: a
-    topic whose partitions share one epoch (the usual case) costs one int, not a dict."""
-    result: dict[UUID, frozenset[int]] = {}
-    epochs: dict[UUID, TopicEpochs] = {}
-    for tp in topics:
-        partitions = tp.partitions
-        if not partitions:
-            continue
-        topic_id = tp.topic_id
-        result[topic_id] = frozenset(partitions)
-        given = tp.assignment_epochs
-        if given is None or len(given) != len(partitions):
-            epochs[topic_id] = default_epoch
-        elif given.count(given[0]) == len(given):
-            epochs[topic_id] = given[0]
-        else:
-            epochs[topic_id] = dict(zip(partitions, given, strict=False))
-    return (MappingProxyType(result) if result else NO_PARTITIONS), epochs
-
-
-def merged_epochs(
-    assigned: Assignment, of_assigned: dict[UUID, TopicEpochs], pending: Assignment, of_pending: dict[UUID, TopicEpochs]
-) -> PartitionEpochs:
-    """The epochs of everything held: a topic with partitions of both kinds at different epochs
-    becomes one partition -> epoch map."""
-    for topic_id, theirs in of_pending.items():
-        mine = of_assigned.get(topic_id)
-        if mine is None or (isinstance(mine, int) and mine == theirs):
-            of_assigned[topic_id] = theirs
-            continue
-        merged = dict.fromkeys(assigned[topic_id], mine) if isinstance(mine, int) else dict(mine)
-        if isinstance(theirs, int):
-            merged.update(dict.fromkeys(pending[topic_id], theirs))
-        else:
-            merged.update(theirs)
-        of_assigned[topic_id] = merged
-    return MappingProxyType(of_assigned) if of_assigned else NO_EPOCHS
-
-
-def at_one_epoch(assignment: Assignment, epoch: int) -> PartitionEpochs:
-    """Every partition of ``assignment`` held since ``epoch``."""
-    out: dict[UUID, TopicEpochs] = {topic_id: epoch for topic_id, parts in assignment.items() if parts}
-    return MappingProxyType(out) if out else NO_EPOCHS
-
-
-def normalized(assignment: Mapping[UUID, Iterable[int]]) -> Assignment:
-    """An immutable :data:`Assignment` without empty topics (frozensets are reused, not copied)."""
-    result: dict[UUID, frozenset[int]] = {}
-    for topic_id, parts in assignment.items():
-        if parts:
-            result[topic_id] = parts if isinstance(parts, frozenset) else frozenset(parts)
-    return MappingProxyType(result) if result else NO_PARTITIONS
-
-
-def partition_count(assignment: Assignment) -> int:
-    return sum(len(parts) for parts in assignment.values())
-
-
-class ConsumerGroupMember(msgspec.Struct, frozen=True, gc=False):
-    """One member (Kafka's ``ConsumerGroupMember``); immutable, updated with ``msgspec.structs.replace``."""
-
-    member_id: str
-    # ---- record 5 (member metadata) ----
-    instance_id: str | None = None
-    rack_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    subscribed_topic_names: tuple[str, ...] = ()  # sorted, unique
-    subscribed_topic_regex: str = ""  # "" = none
-    rebalance_timeout_ms: int = -1
-    server_assignor: str | None = None
-    # With an authorizer: what the regex may match (its matches the principal may DESCRIBE, as
-    # last resolved by a heartbeat); None: no filter. See ``heartbeat.py``.
-    regex_topics: frozenset[str] | None = None
-    # Set for a member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside this
-    # consumer group: an online migration (``classic_members.py``).
-    classic: ClassicMemberMetadata | None = None
-    # ---- record 8 (current assignment) ----
-    member_epoch: int = 0
-    previous_member_epoch: int = -1
-    state: MemberState = MemberState.STABLE
-    assigned_partitions: Assignment = msgspec.field(default_factory=lambda: NO_PARTITIONS)
-    partitions_pending_revocation: Assignment = msgspec.field(default_factory=lambda: NO_PARTITIONS)
-    assignment_epochs: PartitionEpochs = msgspec.field(default_factory=lambda: NO_EPOCHS)
-
-    def is_reconciled_to(self, epoch: int) -> bool:
-        return self.state is MemberState.STABLE and self.member_epoch == epoch
-
-    @property
-    def uses_classic_protocol(self) -> bool:
-        return self.classic is not None
-
-    def assignment_epoch(self, topic_id: UUID, partition: int) -> int | None:
-        """The epoch at which the member got ``partition`` (assigned or pending revocation); None
-        when it holds no such partition (Kafka's ``assignmentEpoch`` / ``pendingRevocationEpoch``)."""
-        if partition not in self.assigned_partitions.get(topic_id, ()) and partition not in (
-            self.partitions_pending_revocation.get(topic_id, ())
-        ):
-            return None
-        known = self.assignment_epochs.get(topic_id)
-        return None if known is None else topic_epoch(known, partition)
-
-    def metadata_view(self) -> tuple[Any, ...]:
-        """The record-5 fields: a change here means a member-metadata record."""
-        return (
-            self.instance_id,
-            self.rack_id,
-            self.client_id,
-            self.client_host,
-            self.subscribed_topic_names,
-            self.subscribed_topic_regex,
-            self.rebalance_timeout_ms,
-            self.server_assignor,
-            self.classic,
-            self.regex_topics,
-        )
-
-    def assignment_view(self) -> tuple[Any, ...]:
-        """The record-8 fields: a change here means a current-assignment record."""
-        return (
-            self.member_epoch,
-            self.previous_member_epoch,
-            self.state,
-            self.assigned_partitions,
-            self.partitions_pending_revocation,
-            self.assignment_epochs,
-        )
-
-    def to_metadata_value(self) -> ConsumerGroupMemberMetadataValue:
-        return ConsumerGroupMemberMetadataValue(
-            instance_id=self.instance_id,
-            rack_id=self.rack_id,
-            client_id=self.client_id,
-            client_host=self.client_host,
-            subscribed_topic_names=self.subscribed_topic_names,
-            subscribed_topic_regex=self.subscribed_topic_regex,
-            rebalance_timeout_ms=self.rebalance_timeout_ms,
-            server_assignor=self.server_assignor,
-            classic_member_metadata=self.classic,
-            regex_authorized_topics=None if self.regex_topics is None else tuple(sorted(self.regex_topics)),
-        )
-
-    def to_assignment_value(self) -> ConsumerGroupCurrentMemberAssignmentValue:
-        return ConsumerGroupCurrentMemberAssignmentValue(
-            member_epoch=self.member_epoch,
-            previous_member_epoch=self.previous_member_epoch,
-            state=int(self.state),
-            assigned_partitions=held_to_record(self.assigned_partitions, self.assignment_epochs),
-            partitions_pending_revocation=held_to_record(self.partitions_pending_revocation, self.assignment_epochs),
-        )
-
-    def with_metadata(self, value: ConsumerGroupMemberMetadataValue) -> ConsumerGroupMember:
-        return replace(
-            self,
-            instance_id=value.instance_id,
-            rack_id=value.rack_id,
-            client_id=value.client_id,
-            client_host=value.client_host,
-            subscribed_topic_names=tuple(sorted(set(value.subscribed_topic_names))),
-            subscribed_topic_regex=value.subscribed_topic_regex or "",
-            rebalance_timeout_ms=value.rebalance_timeout_ms,
-            server_assignor=value.server_assignor,
-            classic=value.classic_member_metadata,
-            regex_topics=None if value.regex_authorized_topics is None else frozenset(value.regex_authorized_topics),
-        )
-
-    def with_assignment(self, value: ConsumerGroupCurrentMemberAssignmentValue) -> ConsumerGroupMember:
-        # Old records (no assignment epochs): every partition counts as assigned at the member's
-        # epoch, never negative (a static member that left is at -2), as Kafka reads them.
-        default_epoch = max(value.member_epoch, 0)
-        assigned, of_assigned = held_from_record(value.assigned_partitions, default_epoch)
-        pending, of_pending = held_from_record(value.partitions_pending_revocation, default_epoch)
-        return replace(
-            self,
-            member_epoch=value.member_epoch,
-            previous_member_epoch=value.previous_member_epoch,
-            state=MemberState.parse(value.state),
-            assigned_partitions=assigned,
-            partitions_pending_revocation=pending,
-            assignment_epochs=merged_epochs(assigned, of_assigned, pending, of_pending),
-        )
-
-
-def held_epochs_complete(value: ConsumerGroupCurrentMemberAssignmentValue) -> bool:
-    """Whether every partition of a record 8 carries its assignment epoch (then the partitions
-    alone say what a replay holds, whatever the record's member epoch)."""
-    for topics in (value.assigned_partitions, value.partitions_pending_revocation):
-        for tp in topics:
-            if tp.assignment_epochs is None or len(tp.assignment_epochs) != len(tp.partitions):
-                return False
-    return True
-
-
-class HeldRecord(msgspec.Struct, frozen=True, gc=False):
-    """A member's last record 8 and the partition objects replaying it gave the member."""
-
-    value: ConsumerGroupCurrentMemberAssignmentValue
-    assigned: Assignment
-    pending: Assignment
-    epochs: PartitionEpochs
-
-    def holds(self, member: ConsumerGroupMember) -> bool:
-        """The member holds exactly this record's partitions, as these very objects."""
-        return (
-            member.assigned_partitions is self.assigned
-            and member.partitions_pending_revocation is self.pending
-            and member.assignment_epochs is self.epochs
-        )
 
 
 class ConsumerGroup:
@@ -619,9 +305,6 @@ class ConsumerGroup:
 
     def tombstones(self) -> list[Record]:
         """The records that delete the group, in Kafka's order (``createGroupTombstoneRecords``)."""
-        # Imported here: records.py builds on this module.
-        from coordinator.core.consumer.records import group_tombstones
-
         return group_tombstones(self.group_id, sorted(self.members), sorted(self.target_assignment))
 
     @property

@@ -77,13 +77,12 @@ from coordinator.core.records import Record
 from coordinator.core.requests import ConsumerGroupHeartbeat
 from coordinator.core.responses import ConsumerGroupHeartbeatResponse
 
+from .assignment import NO_PARTITIONS, Assignment
 from .context import ConsumerContext, rebalance_timer_key, session_timer_key
-from .group import (
+from .group import ConsumerGroup
+from .member import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    NO_PARTITIONS,
-    Assignment,
-    ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
 )

@@ -28,16 +28,10 @@ from coordinator.core.events import MemberFenced, MemberLeft, RebalanceStarted, 
 from coordinator.core.requests import ConsumerGroupHeartbeat, TopicsChanged
 from coordinator.core.responses import ConsumerGroupHeartbeatResponse
 
+from .assignment import NO_PARTITIONS, at_one_epoch, partition_count
 from .context import ConsumerContext, member_timer_keys, rebalance_timer_key, session_timer_key
-from .group import (
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    NO_PARTITIONS,
-    ConsumerGroup,
-    ConsumerGroupMember,
-    MemberState,
-    at_one_epoch,
-    partition_count,
-)
+from .group import ConsumerGroup
+from .member import LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember, MemberState
 from .migration import Migration
 from .records import current_assignment_record, group_epoch_record, member_tombstones
 

@@ -33,16 +33,10 @@ from coordinator.core.migration import (
 )
 from coordinator.core.records import ClassicMemberMetadata, Record
 
+from .assignment import NO_PARTITIONS, Assignment, at_one_epoch, normalized
 from .context import ConsumerContext, member_timer_keys, session_timer_key
-from .group import (
-    NO_PARTITIONS,
-    Assignment,
-    ConsumerGroup,
-    ConsumerGroupMember,
-    MemberState,
-    at_one_epoch,
-    normalized,
-)
+from .group import ConsumerGroup
+from .member import ConsumerGroupMember, MemberState
 from .records import (
     current_assignment_record,
     group_epoch_record,

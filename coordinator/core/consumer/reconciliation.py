@@ -61,14 +61,13 @@ from uuid import UUID
 
 from msgspec.structs import replace
 
-from coordinator.core.consumer.group import (
+from coordinator.core.consumer.assignment import (
     NO_PARTITIONS,
     Assignment,
-    ConsumerGroupMember,
-    MemberState,
     carried_epochs,
     normalized,
 )
+from coordinator.core.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.core.errors import CoordinatorError, ErrorCode
 
 Owned = Mapping[UUID, frozenset[int]]

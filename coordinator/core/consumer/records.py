@@ -19,7 +19,8 @@ from coordinator.core.records import (
     Record,
 )
 
-from .group import Assignment, ConsumerGroupMember, assignment_to_record
+from .assignment import Assignment, assignment_to_record
+from .member import ConsumerGroupMember
 
 
 def group_epoch_record(group_id: str, group_epoch: int, metadata_hash: int) -> Record:

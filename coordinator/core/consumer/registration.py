@@ -25,8 +25,8 @@ from coordinator.core.responses import (
 from .classic_members import ClassicMembers
 from .context import JOIN_TIMER, REBALANCE_TIMER, SESSION_TIMER, SYNC_TIMER, ConsumerContext
 from .describe import Describer
-from .group import ConsumerGroupMember
 from .heartbeat import Heartbeats
+from .member import ConsumerGroupMember
 from .membership import Membership
 from .migration import Migration
 from .replay import RECORD_KEYS, Replayer

@@ -32,8 +32,10 @@ from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.events import TargetAssignmentComputed
 from coordinator.core.records import Record
 
+from .assignment import Assignment, normalized
 from .context import ConsumerContext
-from .group import Assignment, ConsumerGroup, ConsumerGroupMember, normalized
+from .group import ConsumerGroup
+from .member import ConsumerGroupMember
 from .records import target_epoch_record, target_member_record
 
 

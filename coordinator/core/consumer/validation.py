@@ -16,13 +16,9 @@ from msgspec.structs import replace
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.requests import ConsumerGroupHeartbeat
 
-from .group import (
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    Assignment,
-    ConsumerGroup,
-    ConsumerGroupMember,
-)
+from .assignment import Assignment
+from .group import ConsumerGroup
+from .member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember
 from .reconciliation import Owned
 
 

@@ -21,7 +21,8 @@ from typing import Any
 from uuid import UUID
 
 from coordinator.core.config import GroupConfig
-from coordinator.core.consumer.group import ConsumerGroup, MemberState
+from coordinator.core.consumer.group import ConsumerGroup
+from coordinator.core.consumer.member import MemberState
 from coordinator.core.consumer.topics import TopicInfo
 from coordinator.core.errors import ErrorCode
 from coordinator.core.requests import (

@@ -9,7 +9,7 @@ from uuid import UUID
 
 import msgspec
 
-from coordinator.core.consumer.group import ConsumerGroupMember, MemberState
+from coordinator.core.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.core.errors import ErrorCode
 from coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignmentKey,

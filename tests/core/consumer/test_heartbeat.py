@@ -8,7 +8,7 @@ from uuid import UUID
 import pytest
 
 from coordinator.core.config import GroupConfig
-from coordinator.core.consumer.group import MemberState
+from coordinator.core.consumer.member import MemberState
 from coordinator.core.errors import ErrorCode
 from coordinator.core.events import MemberFenced, MemberLeft, TargetAssignmentComputed
 from coordinator.core.records import (

@@ -8,7 +8,7 @@ and that no two members' latest responses share a partition.
 
 from __future__ import annotations
 
-from coordinator.core.consumer.group import MemberState
+from coordinator.core.consumer.member import MemberState
 from coordinator.core.errors import ErrorCode
 from coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
