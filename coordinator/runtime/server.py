@@ -12,7 +12,8 @@ A standby opens its metrics listener at once, so /healthz answers while it waits
 ready) -- unless the address is taken, which with the default settings means the active process on
 the same host holds it: then the standby opens it when it takes over. Anything that stops start-up
 (a port in use, a data directory that is not a writable directory, a corrupt catalog) raises
-`StartupError`, which the command line prints as one line and exit code 2.
+`StartupError` (`startup_checks.py`, with the checks of the data directory), which the command line
+prints as one line and exit code 2.
 
 `stop()` stops accepting, lets the request in flight on every connection finish (bounded by
 `shutdown.timeout.ms`), then closes.
@@ -27,7 +28,6 @@ import errno
 import itertools
 import os
 import signal
-import socket
 import sys
 import time
 import uuid
@@ -64,13 +64,7 @@ from ..security.listeners import Listener
 from ..security.settings import AuthorizerConfig, ConnectionLimits
 from ..security.store import SecurityStore
 from ..security.upstream import upstream_security
-from ..shards.placement import (
-    LayoutError,
-    ShardLayout,
-    check_partitions,
-    read_layout,
-    shard_data_dir,
-)
+from ..shards.placement import LayoutError, ShardLayout, shard_data_dir
 from ..shards.security_channel import SecurityChannel, SecurityForwarder
 from ..shards.security_mirror import SecurityMirror
 from ..sidecar.forwarder import Route
@@ -86,25 +80,20 @@ from .connection_table import ConnectionTable
 from .durable import DurableSink
 from .registry import ApiRegistry
 from .shard import ShardRuntime
+from .startup_checks import (
+    StartupError,
+    check_layout,
+    check_log_dir_kept,
+    check_sidecar_shards,
+    directory_identity,
+    prepare_data_dir,
+    reason,
+)
 
 log = get_logger("coordinator.server")
 
 METRICS_PORT_FILE = "metrics.port"
 """Written in a shard's directory when there are several shards: its metrics listener's port."""
-INT32_MAX = 2**31 - 1
-
-
-def _directory_identity(path: Path) -> tuple[int, int] | None:
-    """(device, inode) of a directory, None while it does not exist."""
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        return None
-    return stat.st_dev, stat.st_ino
-
-
-class StartupError(Exception):
-    """The server cannot start as configured; the message is the one line the operator reads."""
 
 
 class CoordinatorServer:
@@ -151,7 +140,7 @@ class CoordinatorServer:
         owns = owner(self.layout, self.shard_index) if self.layout.shards > 1 else None
         if sidecar.upstream_bootstrap_servers:
             if self.layout.shards > 1:
-                _check_sidecar_shards(sidecar, self.layout.shards)
+                check_sidecar_shards(sidecar, self.layout.shards)
             try:  # the coordinator's own credentials upstream
                 security = upstream_security(config)
             except SecurityConfigError as exc:
@@ -274,7 +263,7 @@ class CoordinatorServer:
         serve group APIs. Raises `StartupError` when the configuration cannot be served."""
         prepare_data_dir(self.root)
         prepare_data_dir(self.data_dir)
-        self._check_layout()
+        check_layout(self.root, self.layout)
         await self._open_metrics(may_defer=True)
         # Owner (listener open) but not loaded yet = Kafka's "loading" partition state.
         kafka_metrics.register(lambda: self.shard if self._loaded else None,
@@ -286,16 +275,14 @@ class CoordinatorServer:
         if self.security_mirror is not None:  # shard 0's users and ACLs, read while this shard loads
             copied = asyncio.ensure_future(self.security_mirror.catch_up())
             self._background.append(asyncio.create_task(self.security_mirror.run(), name="security-mirror"))
-        log_dir_before = _directory_identity(self.log_dir)
+        log_dir_before = directory_identity(self.log_dir)
         self._lock, record_log, _ = await ownership.acquire(
             self._fs, self.data_dir, self.log_dir, self.config.build(LogConfig), core, self._become_owner)
         # A standby may have waited through a move of the partitions: its tailed state is of the old
         # logs. A move to another shard count shows in the layout; one that came back to this count
         # (1 -> 2 -> 1) only in the log directory, which every move replaces.
-        self._check_layout()
-        if log_dir_before is not None and _directory_identity(self.log_dir) != log_dir_before:
-            raise StartupError(f"{self.log_dir} was replaced by a move of the partitions while this process "
-                               f"waited as a standby, so what it read is stale: start it again")
+        check_layout(self.root, self.layout)
+        check_log_dir_kept(self.log_dir, log_dir_before)
         self._committer = GroupCommitter(record_log, on_fatal=_fail_stop)
         self._committer.start()
         await self._load_shard(core, copied)
@@ -323,16 +310,6 @@ class CoordinatorServer:
             shard=self.shard_index,
             apis=len(list(self.registry)), writer_epoch=record_log.writer_epoch,
         )
-
-    def _check_layout(self) -> None:
-        try:
-            recorded = read_layout(self.root)
-            check_partitions(recorded, self.layout.partitions)
-        except LayoutError as exc:
-            raise StartupError(str(exc)) from exc
-        if (recorded or ShardLayout(self.layout.partitions)) != self.layout:
-            raise StartupError(f"{self.root} is laid out for {(recorded or ShardLayout()).shards} shard(s), not "
-                               f"{self.layout.shards}: start it with `coordinator serve`, which moves the partitions")
 
     @property
     def log_dir(self) -> Path:
@@ -366,7 +343,7 @@ class CoordinatorServer:
                     ssl_handshake_timeout=handshake_timeout if gate.ssl_context is not None else None)
             except OSError as exc:
                 raise StartupError(f"listeners {listener.name}://{listener.host}:{listener.port}: "
-                                   f"{_reason(exc)}") from exc
+                                   f"{reason(exc)}") from exc
             if listener.advertised_port == 0:
                 # Listening on port 0 (tests) advertises the port actually bound.
                 told = self.view.endpoints[listener.name]
@@ -406,7 +383,7 @@ class CoordinatorServer:
                             reason="address in use while standby; opened at takeover")
                 self._metrics_deferred = True
                 return
-            raise StartupError(f"metrics.listen {self.config['metrics.listen']}: {_reason(exc)}") from exc
+            raise StartupError(f"metrics.listen {self.config['metrics.listen']}: {reason(exc)}") from exc
         self._metrics_server = server
         if self.layout.shards > 1:  # the supervisor scrapes each shard's endpoint
             _write_atomically(self.data_dir / METRICS_PORT_FILE, str(server.port))
@@ -559,7 +536,7 @@ async def serve(config: Config, shard: int | None = None) -> int:
     try:
         server = CoordinatorServer(config, shard)
     except OSError as exc:
-        raise StartupError(f"log.dirs {config['log.dirs']}: {_reason(exc)}") from exc
+        raise StartupError(f"log.dirs {config['log.dirs']}: {reason(exc)}") from exc
     except ValueError as exc:  # a corrupt topic catalog
         raise StartupError(f"log.dirs {config['log.dirs']}: unreadable topic catalog: {exc}") from exc
     starting = asyncio.ensure_future(server.start())
@@ -587,34 +564,6 @@ async def serve(config: Config, shard: int | None = None) -> int:
     return 0
 
 
-def prepare_data_dir(path: Path) -> None:
-    """`log.dirs` must be a directory this process can create files in."""
-    if path.exists() and not path.is_dir():
-        raise StartupError(f"log.dirs {path}: not a directory")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StartupError(f"log.dirs {path}: cannot create the directory: {_reason(exc)}") from exc
-    probe = path / f".write-test-{os.getpid()}"
-    try:
-        probe.touch()
-        probe.unlink()
-    except OSError as exc:
-        raise StartupError(f"log.dirs {path}: not writable: {_reason(exc)}") from exc
-
-
-def _check_sidecar_shards(sidecar: SidecarConfig, shards: int) -> None:
-    """Sidecar mode over several shards: the shards' node ids must be Kafka node ids (int32), and
-    the shards share the broker listeners' ports, which needs SO_REUSEPORT."""
-    last = sidecar.sidecar_node_id + shards - 1
-    if last > INT32_MAX:
-        raise StartupError(f"sidecar.node.id {sidecar.sidecar_node_id} + coordinator.shards {shards} - 1 = {last} "
-                           f"is not a Kafka node id (at most {INT32_MAX})")
-    if not hasattr(socket, "SO_REUSEPORT"):
-        raise StartupError("coordinator.shards above 1 in sidecar mode needs SO_REUSEPORT, which this platform "
-                           "does not have")
-
-
 def _shifted(listener: Listener, shard: int) -> Listener:
     """Shard k's copy of a listener: the same host, port + k (bound and advertised)."""
     if not shard:
@@ -627,13 +576,6 @@ def _write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
-
-
-def _reason(exc: OSError) -> str:
-    """The short reason of a failed bind or file operation ("Address already in use")."""
-    if isinstance(exc, socket.gaierror) or not exc.errno:
-        return str(exc.strerror or exc)
-    return os.strerror(exc.errno)
 
 
 def _fail_stop(exc: BaseException) -> None:
