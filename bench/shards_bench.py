@@ -413,8 +413,8 @@ def kafka(knobs: Knobs) -> dict[str, Any] | None:
 
 
 def rows(knobs: Knobs, workdir: Path, which: list[str]) -> list[Any]:
-    """The suite's rows (bench.suite.Row) for the rows named in `which`."""
-    from bench.suite import Row, fmt_rps, verdict
+    """The suite's rows (bench.report.Row) for the rows named in `which`."""
+    from bench.report import Row, fmt_rps, verdict
 
     out: list[Any] = []
     if "steady" in which:

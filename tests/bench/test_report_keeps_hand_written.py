@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.suite import HAND_WRITTEN, with_hand_written
+from bench.report import HAND_WRITTEN, with_hand_written
 
 ROOT = Path(__file__).resolve().parents[2]
 
