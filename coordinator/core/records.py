@@ -147,7 +147,7 @@ class TopicPartitions(_Struct, frozen=True):
 class AssignedTopicPartitions(TopicPartitions, frozen=True):
     """The ``TopicPartitions`` of record 8, with Kafka 4.3's ``AssignmentEpochs`` (KIP-1251): the
     epoch at which each partition was assigned to the member, aligned with ``partitions``. Records
-    written before it have none: they read as the member's epoch (``consumer/group.py``). A
+    written before it have none: they read as the member's epoch (``consumer/assignment.py``, ``held_from_record``). A
     subclass, so the target-assignment record (7) keeps its bytes."""
 
     assignment_epochs: tuple[int, ...] | None = None
