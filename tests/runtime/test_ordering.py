@@ -8,7 +8,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 
 from coordinator.runtime.server import CoordinatorServer
 from protocol.codec import encode_request
-from tests.support.wire import WireClient
+from tests.support.wire import WireClient, request
 
 
 @pytest.mark.asyncio
@@ -27,3 +27,33 @@ async def test_pipelined_requests_come_back_in_order(server: CoordinatorServer, 
     for correlation_id, api_key, version in expected:
         got, _ = await client.receive(api_key, version)
         assert got == correlation_id
+
+
+@pytest.mark.asyncio
+async def test_replies_that_wait_for_the_log_keep_their_place_among_pipelined_requests(
+        server: CoordinatorServer, client: WireClient) -> None:
+    # Every OffsetCommit writes a record, so its reply waits for the fsync (a deferred reply);
+    # ApiVersions is answered at once. Pipelined together, they still come back in request order,
+    # and each commit is durable state by the time its reply arrives.
+    frames = b""
+    expected = []
+    for correlation_id in range(1, 61):
+        if correlation_id % 3:
+            frames += encode_request(8, correlation_id, "t", request(
+                8, 9, group_id="ordered", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+                topics=[{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": correlation_id,
+                                                      "committed_leader_epoch": -1, "committed_metadata": ""}]}]))
+            expected.append((correlation_id, 8, 9))
+        else:
+            frames += encode_request(18, correlation_id, "t", ApiVersionsRequest())
+            expected.append((correlation_id, 18, 0))
+    await client.send_raw(frames)
+    for correlation_id, api_key, version in expected:
+        got, body = await client.receive(api_key, version)
+        assert got == correlation_id
+        if api_key == 8:
+            assert [p.error_code for t in body.topics for p in t.partitions] == [0]
+    fetched = await client.request(request(9, 9, groups=[{"group_id": "ordered", "member_id": None, "member_epoch": -1,
+                                                          "topics": [{"name": "t", "partition_indexes": [0]}]}],
+                                           require_stable=False))
+    assert [p.committed_offset for t in fetched.groups[0].topics for p in t.partitions] == [59]
