@@ -115,7 +115,8 @@ Method:
   connections (one request in flight per connection on the server), in one load-generator process
   sharing the machine with the server; CPU is user + system time from /proc, in % of one core.
   The full run spreads the 50,000 joins over 300 s (about 170 joins/s): each join costs the
-  server ~2.4 ms all told (the join, ~3 acknowledgements, its records and their fsync) and a
+  server 2-4 ms all told (the join, its acknowledgements, every member's catch-up record, their
+  fsyncs; the scale row prints it as "server CPU per joining member") and a
   faster ramp saturates this one Python process, which then leaves the members phase-locked in
   platoons that persist into the measurement (see the findings). The load generator runs the
   scenario with its cyclic garbage collector off, so its own pauses do not count as latency.
@@ -160,8 +161,8 @@ Scale (50,000 KIP-848 members), what stands in the way of p99 < 10 ms:
   platoons. Past one core, groups hashed onto several shard processes (each with its own log and
   listener, e.g. SO_REUSEPORT) is the way out; fewer syscalls per request is the other.
 - Joins are the expensive requests: ~0.3 ms of core time each (the uniform assignor over the group
-  and one target record per changed member) plus ~3 acknowledgements, records, fsync and history:
-  about 2.4 ms of server time per joining member. At 2,000 joins/s (a 25 s ramp) the server is
+  and one target record per changed member) plus ~3 acknowledgements, every member's catch-up
+  record, fsyncs and history: 2-4 ms of server time per joining member (the scale row). At 2,000 joins/s (a 25 s ramp) the server is
   saturated for the whole ramp, requests queue for tens of seconds, members pass their session
   timeout and rejoin, and the groups never settle; the full run therefore ramps over 300 s, and is
   still at 95 % of a core by the end of it. A join's target is now computed incrementally (a new
