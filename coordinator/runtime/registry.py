@@ -49,6 +49,21 @@ class Deferred(msgspec.Struct, frozen=True, gc=False):
     convert: Callable[[Any], Any]
 
 
+def is_pending(result: Any) -> bool:
+    """A handler's result that is not the response yet: a `Deferred` or an awaitable."""
+    return result.__class__ is Deferred or asyncio.isfuture(result) or asyncio.iscoroutine(result)
+
+
+async def response_of(result: Any) -> Any:
+    """The response a handler's result stands for, awaited if it is pending: for a wrapper that
+    does something after the inner handler (cancelling it cancels what it waits for)."""
+    if result.__class__ is Deferred:
+        return result.convert(await result.pending)
+    if asyncio.isfuture(result) or asyncio.iscoroutine(result):
+        return await result
+    return result
+
+
 Handler = Callable[[RequestContext, Any], "Any | Awaitable[Any] | Deferred"]
 """Returns the kio response entity of the request's version (or an `EncodedResponse`), an
 awaitable of it, or a `Deferred`."""

@@ -49,7 +49,7 @@ from protocol.errors import ErrorCode
 from ..core import requests as core
 from ..core.events import OffsetsCommitted
 from ..logging import get_logger
-from ..runtime.registry import ApiHandler, RequestContext
+from ..runtime.registry import ApiHandler, RequestContext, is_pending, response_of
 from ..runtime.shard import ShardRuntime
 from .cluster import UpstreamCluster
 from .wire import ForwardError, request_class
@@ -129,8 +129,7 @@ class OffsetBridge:
             if task is None:
                 task = self._imports[group_id] = asyncio.create_task(self._import(shard, group_id))
             await asyncio.shield(task)
-        result = then()
-        return await result if asyncio.isfuture(result) or asyncio.iscoroutine(result) else result
+        return await response_of(then())
 
     async def _import(self, shard: ShardRuntime, group_id: str) -> None:
         try:
@@ -259,7 +258,7 @@ class OffsetBridge:
 
         def handle(ctx: RequestContext, request: Any) -> Any:
             result = inner(ctx, request)
-            if asyncio.isfuture(result) or asyncio.iscoroutine(result):
+            if is_pending(result):
                 return self._after(ctx.api_key, request, result)
             self._deleted(ctx.api_key, request, result)
             return result
@@ -267,7 +266,7 @@ class OffsetBridge:
         return ApiHandler(handler.api_key, handler.min_version, handler.max_version, handle)
 
     async def _after(self, api_key: int, request: Any, pending: Any) -> Any:
-        response = await pending
+        response = await response_of(pending)
         self._deleted(api_key, request, response)
         return response
 

@@ -27,7 +27,7 @@ from ..logging import get_logger
 from ..runtime.apis import api_versions, find_coordinator
 from ..runtime.apis.common import respond
 from ..runtime.apis.view import NodeView
-from ..runtime.registry import ApiHandler, RequestContext
+from ..runtime.registry import ApiHandler, RequestContext, response_of
 from ..security.upstream import UpstreamSecurity
 from . import apis
 from .cluster import UpstreamCluster
@@ -122,8 +122,7 @@ class Sidecar:
 
     async def after_ready(self, then: Callable[[], Any]) -> Any:
         await self.cluster.ready.wait()
-        result = then()
-        return await result if asyncio.isfuture(result) or asyncio.iscoroutine(result) else result
+        return await response_of(then())
 
     async def _find_transaction_coordinators(self, ctx: RequestContext, request: Any) -> Any:
         keys = list(request.coordinator_keys) if ctx.api_version >= 4 else [request.key]
