@@ -28,7 +28,10 @@ def configure(level: str = "info", json: bool | None = None) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stdout),
+        # One write per line (message and newline together): with PYTHONUNBUFFERED=1 (the Docker
+        # image sets it) print() writes them apart, and the shards share the supervisor's stdout,
+        # so two shards' lines could interleave into one unparseable line.
+        logger_factory=structlog.WriteLoggerFactory(file=sys.stdout),
         cache_logger_on_first_use=True,
     )
 
