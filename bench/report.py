@@ -148,7 +148,8 @@ server in the same run):
 What is left per heartbeat: the core's own handling (20-25 %), kio decode (~9 %), response encoding
 (~7 %), the connection loop.
 
-Scale (50,000 KIP-848 members), what stands in the way of p99 < 10 ms:
+Scale (50,000 KIP-848 members), what stood in the way of p99 < 10 ms on one process (found on
+2026-11-21, when the p99 was 314 ms; the shard rows above meet it with two processes):
 - One core's worth of steady heartbeats. With members spread over 64 connections a read rarely
   carries more than one request, so every heartbeat pays its own socket read and write: in a py-spy
   profile of the steady state the write syscall (`KafkaConnection._flush`) and uvloop's own
@@ -162,8 +163,8 @@ Scale (50,000 KIP-848 members), what stands in the way of p99 < 10 ms:
   listener, e.g. SO_REUSEPORT) is the way out; fewer syscalls per request is the other.
 - Joins are the expensive requests: ~0.3 ms of core time each (the uniform assignor over the group
   and one target record per changed member) plus ~3 acknowledgements, every member's catch-up
-  record, fsyncs and history: 2-4 ms of server time per joining member (the scale row). At 2,000 joins/s (a 25 s ramp) the server is
-  saturated for the whole ramp, requests queue for tens of seconds, members pass their session
+  record, fsyncs and history: 2-4 ms of server time per joining member (the scale row). At
+  2,000 joins/s (a 25 s ramp) the server is saturated for the whole ramp, requests queue for tens of seconds, members pass their session
   timeout and rejoin, and the groups never settle; the full run therefore ramps over 300 s, and is
   still at 95 % of a core by the end of it. A join's target is now computed incrementally (a new
   member takes its share from the most loaded members), which halves the joining heartbeat in
@@ -193,20 +194,11 @@ OffsetCommit per flush policy: the shard never waits for the disk, but a reply w
 that covers it, so under `interval` a closed loop of 16 connections is bounded by 16 requests per
 `log.flush.interval.ms` (~1,600/s at 10 ms); more connections raise it, not faster handling.
 
-Sidecar mode (`--only sidecar`, librdkafka's 3-broker mock cluster as the upstream, 20,000 1 KB
-messages per round, best of two rounds per side; run on 2026-11-23 at load average ~12 with other
-jobs on the machine, so the ratios move run to run by 2x; the CPU per MB does not):
-- The sidecar spends ~1.5-2.2 ms of one core per MB it forwards (Produce requests in, Fetch
-  responses out): each response is copied once into its own buffer and only its correlation id is
-  patched; Produce/Fetch responses are walked (not decoded) to look for KIP-951 leader hints.
-  Decoding every Fetch v16 response with kio to look for them had halved fetch throughput.
-- Produce: 0.95 of direct and +0.11 ms at p99 once consecutive forwarded requests are pipelined
-  (before that each Produce waited for the previous one's round trip through two hops).
-- Fetch: 0.56 of direct (237 vs 425 MB/s). A consumer keeps one Fetch in flight per broker, so
-  every fetch pays the second hop's latency and the sidecar's copy; the rest is CPU shared with the
-  mock cluster and the client on two cores. Fewer copies on the client side of the connection
-  (the request frame decoder copies each frame twice) and a zero-copy splice of large Fetch
-  responses are the next steps.
+Sidecar mode: a Python proxy beside the producer, the consumer and the mock cluster on two cores,
+so its ratios move with whatever else the machine runs (the Fetch ratio first: a consumer keeps one
+Fetch in flight per broker, which pays the second hop every time). The hand-written sections
+"Sidecar mode" below give runs on an idle machine and under load, with what the sidecar's CPU per
+MB goes to.
 """
 
 
