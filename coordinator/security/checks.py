@@ -1,7 +1,10 @@
 """What each group API checks, in one table (Kafka's KafkaApis and GroupCoordinator handling).
 
-`group_api` (runtime/apis/group_api.py) asks `CHECKS[api_key](ctx, request)` when an authorizer is
-configured (`ctx.authz`), before the core sees the request. A check answers:
+`group_api` (runtime/apis/group_api.py) asks `CHECKS[api_key](ctx, request, topics)` when an
+authorizer is configured (`ctx.authz`), before the core sees the request; `topics` is the shard's
+topics image, which names the topics that OffsetCommit and OffsetFetch v10 give by id (Kafka's
+KafkaApis resolves them the same way: an id it does not know is UNKNOWN_TOPIC_ID, answered by the
+core, before any topic ACL is asked). A check answers:
 
 - None: everything asked for is allowed;
 - an error code: the whole request is refused with it (through the API's `on_error`);
@@ -45,6 +48,7 @@ from .authorizer import CLUSTER, DELETE, DESCRIBE, GROUP, READ, TOPIC
 from .operations import NOT_REQUESTED, authorized_operations
 
 if TYPE_CHECKING:
+    from ..core.consumer.topics import TopicsImage
     from ..runtime.registry import RequestContext
 
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -62,7 +66,10 @@ class Answered(NamedTuple):
 
 
 Decision = int | Filtered | Answered | None
-Check = Callable[["RequestContext", Any], Decision]
+Check = Callable[["RequestContext", Any, "TopicsImage"], Decision]
+
+TOPIC_IDS = 10
+"""OffsetCommit and OffsetFetch name topics by id from this version on."""
 
 
 def _allowed(ctx: RequestContext, operation: int, resource_type: int, name: str) -> bool:
@@ -75,7 +82,7 @@ def group_operations(ctx: RequestContext, group_id: str) -> int:
 
 
 def _member_of_group(operation: int) -> Check:
-    def check(ctx: RequestContext, r: Any) -> Decision:
+    def check(ctx: RequestContext, r: Any, _: TopicsImage) -> Decision:
         return None if _allowed(ctx, operation, GROUP, r.group_id) else GROUP_DENIED
 
     return check
@@ -84,48 +91,83 @@ def _member_of_group(operation: int) -> Check:
 # ---- offsets -------------------------------------------------------------------------------
 
 
-def _refused_topic(name: str, indexes: Any, code: int, fetch: bool) -> dict[str, Any]:
+def _topic_name(ctx: RequestContext, topic: Any, image: TopicsImage) -> str | None:
+    """A request topic's name; from v10 on the name of its id, None for an id not known here."""
+    if ctx.api_version < TOPIC_IDS:
+        return str(topic.name)
+    info = None if topic.topic_id is None else image.by_id(topic.topic_id)
+    return None if info is None else info.name
+
+
+def _identity(ctx: RequestContext, topic: Any, name: str) -> dict[str, Any]:
+    """How a response names a topic: by id from v10 on, by name before."""
+    return {"topic_id": topic.topic_id} if ctx.api_version >= TOPIC_IDS else {"name": name}
+
+
+def _refused_topic(identity: dict[str, Any], indexes: Any, code: int, fetch: bool) -> dict[str, Any]:
     if fetch:
-        return {"name": name, "partitions": [{"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1,
-                                              "metadata": "", "error_code": code} for i in indexes]}
-    return {"name": name, "partitions": [{"partition_index": i, "error_code": code} for i in indexes]}
+        return {**identity, "partitions": [{"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1,
+                                            "metadata": "", "error_code": code} for i in indexes]}
+    return {**identity, "partitions": [{"partition_index": i, "error_code": code} for i in indexes]}
 
 
-def _offset_commit(ctx: RequestContext, r: Any) -> Decision:
+def _denied_topics(ctx: RequestContext, topics: Any, operation: int, image: TopicsImage) -> list[tuple[Any, str]]:
+    """(topic, name) of the request's topics the principal may not touch; an id not known here is
+    left to the core (UNKNOWN_TOPIC_ID)."""
+    denied = []
+    for topic in topics:
+        name = _topic_name(ctx, topic, image)
+        if name is not None and not _allowed(ctx, operation, TOPIC, name):
+            denied.append((topic, name))
+    return denied
+
+
+def _offset_commit(ctx: RequestContext, r: Any, image: TopicsImage) -> Decision:
     if not _allowed(ctx, READ, GROUP, r.group_id):
         return GROUP_DENIED
-    denied = [t for t in r.topics if not _allowed(ctx, READ, TOPIC, t.name)]
+    denied = _denied_topics(ctx, r.topics, READ, image)
     if not denied:
         return None
-    refused = [_refused_topic(t.name, [p.partition_index for p in t.partitions], TOPIC_DENIED, False) for t in denied]
-    allowed = tuple(t for t in r.topics if t not in denied)
+    refused = [_refused_topic(_identity(ctx, t, name), [p.partition_index for p in t.partitions], TOPIC_DENIED, False)
+               for t, name in denied]
+    out = [t for t, _ in denied]
+    allowed = tuple(t for t in r.topics if t not in out)
     if not allowed:  # nothing to commit: Kafka answers without the coordinator
         return Answered({"throttle_time": 0, "topics": refused})
     return Filtered(dataclasses.replace(r, topics=allowed), lambda d: {**d, "topics": [*d["topics"], *refused]})
 
 
-def _fetch_topics(ctx: RequestContext, topics: Any) -> tuple[Any, list[dict[str, Any]]]:
+def _fetch_topics(ctx: RequestContext, topics: Any, image: TopicsImage) -> tuple[Any, list[dict[str, Any]]]:
     """(topics the principal may describe, refused topic entries); None (all topics) stays None."""
     if topics is None:
         return None, []
-    denied = [t for t in topics if not _allowed(ctx, DESCRIBE, TOPIC, t.name)]
-    return (tuple(t for t in topics if t not in denied),
-            [_refused_topic(t.name, t.partition_indexes, TOPIC_DENIED, True) for t in denied])
+    denied = _denied_topics(ctx, topics, DESCRIBE, image)
+    out = [t for t, _ in denied]
+    return (tuple(t for t in topics if t not in out),
+            [_refused_topic(_identity(ctx, t, name), t.partition_indexes, TOPIC_DENIED, True) for t, name in denied])
 
 
-def _visible(ctx: RequestContext, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [t for t in topics if _allowed(ctx, DESCRIBE, TOPIC, t["name"])]
+def _visible(ctx: RequestContext, topics: list[dict[str, Any]], image: TopicsImage) -> list[dict[str, Any]]:
+    """The response topics of an "all topics" fetch that the principal may describe."""
+    if ctx.api_version < TOPIC_IDS:
+        return [t for t in topics if _allowed(ctx, DESCRIBE, TOPIC, t["name"])]
+    shown = []
+    for topic in topics:
+        info = image.by_id(topic["topic_id"])
+        if info is not None and _allowed(ctx, DESCRIBE, TOPIC, info.name):
+            shown.append(topic)
+    return shown
 
 
-def _offset_fetch(ctx: RequestContext, r: Any) -> Decision:
+def _offset_fetch(ctx: RequestContext, r: Any, image: TopicsImage) -> Decision:
     if ctx.api_version < 8:
         if not _allowed(ctx, DESCRIBE, GROUP, r.group_id):
             return GROUP_DENIED
-        topics, refused = _fetch_topics(ctx, r.topics)
+        topics, refused = _fetch_topics(ctx, r.topics, image)
         everything = r.topics is None
 
         def merge_one(d: dict[str, Any]) -> dict[str, Any]:
-            shown = _visible(ctx, d["topics"]) if everything else d["topics"]
+            shown = _visible(ctx, d["topics"], image) if everything else d["topics"]
             return {**d, "topics": [*shown, *refused]}
 
         return Filtered(r if everything else dataclasses.replace(r, topics=topics), merge_one)
@@ -137,7 +179,7 @@ def _offset_fetch(ctx: RequestContext, r: Any) -> Decision:
         if not _allowed(ctx, DESCRIBE, GROUP, group.group_id):
             refused_groups.append({"group_id": group.group_id, "error_code": GROUP_DENIED, "topics": []})
             continue
-        topics, refused = _fetch_topics(ctx, group.topics)
+        topics, refused = _fetch_topics(ctx, group.topics, image)
         refused_topics[group.group_id] = refused
         if group.topics is None:
             all_topics.add(group.group_id)
@@ -148,20 +190,21 @@ def _offset_fetch(ctx: RequestContext, r: Any) -> Decision:
     def merge(d: dict[str, Any]) -> dict[str, Any]:
         groups = []
         for g in d["groups"]:
-            shown = _visible(ctx, g["topics"]) if g["group_id"] in all_topics else g["topics"]
+            shown = _visible(ctx, g["topics"], image) if g["group_id"] in all_topics else g["topics"]
             groups.append({**g, "topics": [*shown, *refused_topics.get(g["group_id"], [])]})
         return {**d, "groups": [*groups, *refused_groups]}
 
     return Filtered(dataclasses.replace(r, groups=tuple(allowed_groups)), merge)
 
 
-def _offset_delete(ctx: RequestContext, r: Any) -> Decision:
+def _offset_delete(ctx: RequestContext, r: Any, _: TopicsImage) -> Decision:
     if not _allowed(ctx, DELETE, GROUP, r.group_id):
         return GROUP_DENIED
     denied = [t for t in r.topics if not _allowed(ctx, READ, TOPIC, t.name)]
     if not denied:
         return None
-    refused = [_refused_topic(t.name, [p.partition_index for p in t.partitions], TOPIC_DENIED, False) for t in denied]
+    refused = [_refused_topic({"name": t.name}, [p.partition_index for p in t.partitions], TOPIC_DENIED, False)
+               for t in denied]
     allowed = tuple(t for t in r.topics if t not in denied)
     return Filtered(dataclasses.replace(r, topics=allowed), lambda d: {**d, "topics": [*d["topics"], *refused]})
 
@@ -186,7 +229,7 @@ def _describe_groups(field: str, refused_entry: Callable[[str], dict[str, Any]],
     with `topics` (ConsumerGroupDescribe), a group whose assignments name a topic the principal may
     not DESCRIBE is TOPIC_AUTHORIZATION_FAILED, described no further."""
 
-    def check(ctx: RequestContext, r: Any) -> Decision:
+    def check(ctx: RequestContext, r: Any, _: TopicsImage) -> Decision:
         ids = getattr(r, field)
         denied = [g for g in ids if not _allowed(ctx, DESCRIBE, GROUP, g)]
         refused = [refused_entry(g) for g in denied]
@@ -211,14 +254,14 @@ def _describe_groups(field: str, refused_entry: Callable[[str], dict[str, Any]],
     return check
 
 
-def _list_groups(ctx: RequestContext, r: Any) -> Decision:
+def _list_groups(ctx: RequestContext, r: Any, _: TopicsImage) -> Decision:
     if _allowed(ctx, DESCRIBE, CLUSTER, "kafka-cluster"):
         return None
     return Filtered(r, lambda d: {**d, "groups": [g for g in d["groups"]
                                                   if _allowed(ctx, DESCRIBE, GROUP, g["group_id"])]})
 
 
-def _delete_groups(ctx: RequestContext, r: Any) -> Decision:
+def _delete_groups(ctx: RequestContext, r: Any, _: TopicsImage) -> Decision:
     denied = [g for g in dict.fromkeys(r.groups_names) if not _allowed(ctx, DELETE, GROUP, g)]
     if not denied:
         return None
@@ -229,7 +272,7 @@ def _delete_groups(ctx: RequestContext, r: Any) -> Decision:
     return Filtered(dataclasses.replace(r, groups_names=allowed), lambda d: {**d, "results": [*d["results"], *refused]})
 
 
-def _consumer_group_heartbeat(ctx: RequestContext, r: Any) -> Decision:
+def _consumer_group_heartbeat(ctx: RequestContext, r: Any, _: TopicsImage) -> Decision:
     if not _allowed(ctx, READ, GROUP, r.group_id):
         return GROUP_DENIED
     topics = r.subscribed_topic_names

@@ -4,12 +4,15 @@ is the test's super user (it creates the SCRAM users and the ACLs)."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 import pytest_asyncio
 
 from coordinator.runtime.server import CoordinatorServer
 from protocol.build import build
 from protocol.schemas import request_schema
+from tests.runtime.test_consumer_group_wire import create_topic
 from tests.security.conftest import connect, security_config
 from tests.security.support import add_user, sasl_login
 from tests.support.wire import WireClient
@@ -21,6 +24,7 @@ LITERAL, PREFIXED = 3, 4
 READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, ALL = 3, 4, 5, 6, 7, 8, 2
 ALLOW, DENY = 3, 2
 GROUP_DENIED, TOPIC_DENIED, CLUSTER_DENIED = 30, 29, 31
+UNKNOWN_TOPIC_ID = 100
 
 
 def req(api_key: int, version: int, **fields):
@@ -144,6 +148,39 @@ async def test_a_principal_without_read_on_a_group_gets_group_authorization_fail
         {"group_id": "secret", "member_id": None, "member_epoch": -1, "topics": None}]))
     assert [(g.group_id, g.error_code, [t.name for t in g.topics]) for g in fetched.groups] == [
         ("app-simple", 0, ["orders"]), ("secret", GROUP_DENIED, [])]
+
+
+@pytest.mark.asyncio
+async def test_offsets_by_topic_id_are_authorized_by_the_name_of_the_id(secured) -> None:
+    # OffsetCommit and OffsetFetch v10 name topics by id: the ACLs name topics, so each id is
+    # resolved first (an id nobody knows is UNKNOWN_TOPIC_ID, before any topic ACL is asked), and
+    # a refusal names the topic by id as the version does.
+    for topic in ("orders", "payments"):
+        await create_topic(secured.admin, topic, 1)
+    orders, payments = (secured.server.catalog.get(t).topic_id for t in ("orders", "payments"))
+    unknown = uuid.UUID(int=12345)
+    assert await secured.create(binding(GROUP, "app-", READ, pattern=PREFIXED), binding(TOPIC, "orders", READ),
+                                binding(TOPIC, "orders", DESCRIBE)) == [0, 0, 0]
+    alice = await secured.login("alice")
+    by_id = [{"topic_id": t, "partitions": [{"partition_index": 0, "committed_offset": 5, "committed_metadata": ""}]}
+             for t in (orders, payments, unknown)]
+    await secured.admin.request(req(8, 10, group_id="app-ids", generation_id_or_member_epoch=-1, member_id="",
+                                    group_instance_id=None, topics=by_id[:2]))  # the super user commits both
+    committed = await alice.request(req(8, 10, group_id="app-ids", generation_id_or_member_epoch=-1, member_id="",
+                                        group_instance_id=None, topics=by_id))
+    assert {t.topic_id: t.partitions[0].error_code for t in committed.topics} == {
+        orders: 0, payments: TOPIC_DENIED, unknown: UNKNOWN_TOPIC_ID}
+
+    def fetch(topics):
+        return req(9, 10, require_stable=False, groups=[
+            {"group_id": "app-ids", "member_id": None, "member_epoch": -1, "topics": topics}])
+
+    asked = await alice.request(fetch([{"topic_id": t, "partition_indexes": [0]} for t in (orders, payments, unknown)]))
+    assert {t.topic_id: (t.partitions[0].committed_offset, t.partitions[0].error_code)
+            for t in asked.groups[0].topics} == {orders: (5, 0), payments: (-1, TOPIC_DENIED),
+                                                 unknown: (-1, UNKNOWN_TOPIC_ID)}
+    everything = await alice.request(fetch(None))
+    assert [t.topic_id for t in everything.groups[0].topics] == [orders]
 
 
 @pytest.mark.asyncio

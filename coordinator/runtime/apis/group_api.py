@@ -61,7 +61,7 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
         runtime = shard()
         if runtime is None or not runtime.loaded:
             return respond(ctx, _merged(on_error(ctx, request, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), merge))
-        if ctx.authz is not None and check is not None and (decision := check(ctx, request)) is not None:
+        if ctx.authz is not None and check is not None and (decision := check(ctx, request, runtime.core.topics)) is not None:
             if isinstance(decision, int):
                 return respond(ctx, _merged(on_error(ctx, request, decision), merge))
             if isinstance(decision, AnsweredByCheck):

@@ -13,7 +13,7 @@ answered here, at the runtime edge, before the core sees it (the core stays unaw
 - ListGroups lists this node's groups: the core holds only those.
 
 An empty or null group id is left to the core, which answers INVALID_GROUP_ID as Kafka checks it
-before ownership. A check has the shape of the authorization checks (`security/checks.py`): None
+before ownership. A check answers as the authorization checks do (`security/checks.py`): None
 (all ours), an error code (refused whole), `Filtered(request, merge)` (the core gets our groups,
 `merge` adds the refused ones to the wire description), or `Answered(description)` (none ours);
 `group_api` applies both. Built only when there are several shards: one shard hashes nothing.
@@ -28,7 +28,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from ...security.checks import Answered, Check, Decision, Filtered
+from ...security.checks import Answered, Decision, Filtered
 from ...shards.placement import ShardLayout
 from ..registry import RequestContext
 
@@ -39,6 +39,8 @@ OWNED_CACHE = 1 << 16
 keeps a client inventing group ids from growing memory)."""
 
 Owns = Callable[[str], bool]
+PlacementCheck = Callable[[RequestContext, Any], Decision]
+"""An ownership check: the shape of an authorization check, asked before the shard is known."""
 
 
 def owner(layout: ShardLayout, shard: int) -> Owns:
@@ -50,7 +52,7 @@ def owner(layout: ShardLayout, shard: int) -> Owns:
     return owns
 
 
-def _single(owns: Owns, group_id: Callable[[Any], str | None]) -> Check:
+def _single(owns: Owns, group_id: Callable[[Any], str | None]) -> PlacementCheck:
     def check(ctx: RequestContext, r: Any) -> Decision:
         group = group_id(r)
         return None if not group or owns(group) else NOT_COORDINATOR
@@ -60,7 +62,7 @@ def _single(owns: Owns, group_id: Callable[[Any], str | None]) -> Check:
 
 def _multi(owns: Owns, ids: Callable[[Any], Sequence[Any]], key: Callable[[Any], str],
            keep: Callable[[Any, tuple[Any, ...]], Any], refused_entry: Callable[[str], dict[str, Any]],
-           field: str) -> Check:
+           field: str) -> PlacementCheck:
     """A request naming several groups: ours go to the core, the others are refused in `field`."""
 
     def check(ctx: RequestContext, r: Any) -> Decision:
@@ -76,7 +78,7 @@ def _multi(owns: Owns, ids: Callable[[Any], Sequence[Any]], key: Callable[[Any],
     return check
 
 
-def _offset_fetch(owns: Owns) -> Check:
+def _offset_fetch(owns: Owns) -> PlacementCheck:
     single = _single(owns, lambda r: r.group_id)
     batched = _multi(owns, lambda r: r.groups, lambda g: g.group_id,
                      lambda r, ours: dataclasses.replace(r, groups=ours),
@@ -88,13 +90,13 @@ def _offset_fetch(owns: Owns) -> Check:
     return check
 
 
-def _names(owns: Owns, field: str, refused_entry: Callable[[str], dict[str, Any]], answer_field: str) -> Check:
+def _names(owns: Owns, field: str, refused_entry: Callable[[str], dict[str, Any]], answer_field: str) -> PlacementCheck:
     """Requests naming groups by a list of ids in `field`."""
     return _multi(owns, lambda r: getattr(r, field), lambda g: g,
                   lambda r, ours: dataclasses.replace(r, **{field: ours}), refused_entry, answer_field)
 
 
-def ownership_checks(owns: Owns) -> dict[int, Check]:
+def ownership_checks(owns: Owns) -> dict[int, PlacementCheck]:
     """api key -> its NOT_COORDINATOR check, for a node that coordinates the groups `owns` accepts."""
     by_group_id = _single(owns, lambda r: r.group_id)
     return {
