@@ -37,7 +37,9 @@ connection stops reading (`_upstream_flow`), so a client cannot pile requests up
 A forwarding failure closes the connection with one log line, as a broker going away would.
 
 Handlers return a kio response entity or an already framed `EncodedResponse`, an awaitable of one,
-or None for "no response" (Produce with acks=0).
+a `Deferred` (a future and the conversion of its result into the response, applied here when the
+future resolves: the group APIs' replies that wait for the log), or None for "no response"
+(Produce with acks=0).
 """
 
 from __future__ import annotations
