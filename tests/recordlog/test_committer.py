@@ -231,3 +231,23 @@ async def test_the_linger_is_the_logs_append_linger_setting_whose_default_is_kaf
     assert not future.done()
     await committer.close()
     assert await future == 0
+
+
+@pytest.mark.asyncio
+async def test_entries_appended_without_futures_are_announced_by_their_durable_end() -> None:
+    # The shard's way: append_entry gives offsets, on_durable says how far the log is durable,
+    # on_released how many entries each write made durable (a barrier is not an entry).
+    fs = MemoryFileSystem()
+    committer = GroupCommitter(RecordLog.open(fs, LOG_DIR), on_fatal=Fatal(), linger_ms=200)
+    announced: list[int] = []
+    released: list[int] = []
+    committer.on_durable = announced.append
+    committer.on_released = released.append
+    committer.start()
+    assert [committer.append_entry([rec(1, f"k{i}", "v")], 0) for i in range(3)] == [0, 1, 2]
+    assert committer.durable_end == 0  # lingering: nothing written yet
+    barrier = committer.barrier()
+    assert await barrier == 2
+    assert committer.durable_end == 3 and announced == [3] and released == [3]
+    assert [e.offset for e in read_all(fs)] == [0, 1, 2]
+    await committer.close()
