@@ -129,10 +129,6 @@ class ConnectionLimits:
     connections_max_idle_ms: int = setting(
         "connections.max.idle.ms", 600000,
         "A connection with no traffic and no request in flight for this long is closed.", check=at_least(1))
-    connection_failed_authentication_delay_ms: int = setting(
-        "connection.failed.authentication.delay.ms", 100,
-        "A failed SASL authentication is answered, and its connection closed, this much later (keep it "
-        "below connections.max.idle.ms); 0 answers at once.", check=at_least(0))
     max_connections_per_ip: int = setting(
         "max.connections.per.ip", MAX_INT,
         "Most connections open at once from one client address; further ones are closed on accept.",
@@ -140,6 +136,10 @@ class ConnectionLimits:
     max_connections_per_ip_overrides: tuple[tuple[str, int], ...] = setting(
         "max.connections.per.ip.overrides", (),
         "Per-address exceptions to max.connections.per.ip, as host:count,...", parse=_host_counts)
+    connection_failed_authentication_delay_ms: int = setting(
+        "connection.failed.authentication.delay.ms", 100,
+        "A failed SASL authentication is answered, and its connection closed, this much later (keep it "
+        "below connections.max.idle.ms); 0 answers at once.", check=at_least(0))
 
     def limit_for(self, host: str) -> int:
         for address, count in self.max_connections_per_ip_overrides:
