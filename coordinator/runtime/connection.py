@@ -19,7 +19,10 @@ Rules (as a Kafka broker's SocketServer):
 On a SASL listener a connection starts unauthenticated (`security/sasl.py`): until its
 authenticator completes, only ApiVersions, SaslHandshake and SaslAuthenticate are served, frames
 are limited to `sasl.server.max.receive.size`, and anything else closes the connection unanswered
-(before any routing or decoding); a failed authentication is answered, then the connection closes.
+(before any routing or decoding); after a SaslHandshake v0 every frame is a bare SASL token, and
+so is each answer (`_sasl_token`). A failed authentication is answered and the connection closed
+only after `connection.failed.authentication.delay.ms`, reading nothing meanwhile, as Kafka's
+selector delays it; the server's `AuthenticationFailures` logs it (not a line per attempt).
 Once authenticated, the principal (`User:<name>`) goes with every request (`ctx.principal`).
 
 Sidecar mode adds one routing rule (`route`): on a connection with a route, a frame whose api key
@@ -79,6 +82,7 @@ _api_name = functools.cache(api_name)
 
 _STATS = metrics.REQUEST_STATS
 _API_KEY = struct.Struct(">h")
+_SIZE = struct.Struct(">i")
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
@@ -285,6 +289,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         while self._queue and not self._busy and not self._closing and not self._writing_paused:
             self.idle.clear()
             if self._sasl is not None:
+                if self._sasl.raw_tokens:  # after SaslHandshake v0: a frame is a token, not a request
+                    self._sasl_token(self._queue.popleft())
+                    continue
                 key = _API_KEY.unpack_from(self._queue[0])[0]
                 if key not in self._sasl.allowed_keys:
                     self._fail(UnexpectedRequest(f"api key {key} before SASL authentication completed"),
@@ -387,6 +394,40 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._respond(request, api, result, started)
         self._sasl_settled()
 
+    def _sasl_token(self, frame: bytes | bytearray) -> None:
+        """A bare SASL token (after SaslHandshake v0): the server's token goes back size-prefixed."""
+        sasl = self._sasl
+        assert sasl is not None
+        result = sasl.token(bytes(frame))
+        if asyncio.iscoroutine(result):  # a SCRAM exchange waiting for the log to load
+            self._busy = True
+            future = self._in_flight = asyncio.ensure_future(result)
+
+            def settled(done: asyncio.Future[Any]) -> None:
+                self._busy = False
+                self._in_flight = None
+                if done.cancelled() or done.exception() is not None:
+                    if not done.cancelled():
+                        log.error("sasl_failed", connection=self.connection_id, peer=self.peer,
+                                  exc_info=done.exception())
+                    self._closing = True
+                    if self._transport is not None:
+                        self._transport.abort()
+                    self.idle.set()
+                    return
+                self._answer_token(done.result())
+                self._process()
+
+            future.add_done_callback(settled)
+            return
+        self._answer_token(result)
+
+    def _answer_token(self, token: bytes | None) -> None:
+        if token is not None and not self._closing:
+            self._out.append(_SIZE.pack(len(token)) + token)
+            _STATS.bytes_out += len(token) + 4
+        self._sasl_settled()
+
     def _sasl_settled(self) -> None:
         """After an authentication step: the principal on success, the connection closed on failure."""
         sasl = self._sasl
@@ -398,17 +439,29 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._decoder.max_size = self._server.config["socket.request.max.bytes"]
             AUTHENTICATIONS.labels(sasl.mechanism, "ok").inc()
         elif sasl.failed:
-            self._flush()  # the error response leaves before the connection closes
             AUTHENTICATIONS.labels(sasl.mechanism or "none", "failed").inc()
             metrics.CONNECTIONS_CLOSED.labels("authentication_failed").inc()
-            log.warning("connection_closed", reason="authentication_failed", detail=sasl.failure,
-                        mechanism=sasl.mechanism, connection=self.connection_id, peer=self.peer,
-                        listener=self.listener, client_id=self.client_id)
+            failures = self._server.auth_failures
+            failures.failed(self.client_host, self.listener, sasl.mechanism, sasl.failure)
+            # The answer and the close wait for the delay, and nothing is read meanwhile: a client
+            # retrying a wrong password in a loop gets one try per delay, as from Kafka.
+            held, self._out = self._out, []
             self._closing = True
             self._queue.clear()
             if self._transport is not None:
-                self._transport.close()
+                if not self._reading_paused:
+                    self._reading_paused = True
+                    self._transport.pause_reading()
+                asyncio.get_running_loop().call_later(failures.delay, self._close_failed, held)
             self.idle.set()
+
+    def _close_failed(self, held: list[bytes]) -> None:
+        """`connection.failed.authentication.delay.ms` after a failed authentication."""
+        transport = self._transport
+        if transport is not None and not transport.is_closing():
+            if held:
+                transport.write(b"".join(held))
+            transport.close()
 
     def _completion(self, request: DecodedRequest, api: str, started: float,
                     convert: Callable[[Any], Any] | None = None) -> Callable[[asyncio.Future[Any]], None]:

@@ -59,6 +59,7 @@ from ..recordlog import (
 from ..recordlog.segments import list_segments
 from ..security.apis import security_handlers
 from ..security.authorizer import Authorizer
+from ..security.failures import AuthenticationFailures
 from ..security.gate import ListenerGate, SecurityConfigError, build_gates
 from ..security.listeners import Listener
 from ..security.settings import AuthorizerConfig, ConnectionLimits
@@ -165,6 +166,7 @@ class CoordinatorServer:
             self.security_forwarder = SecurityForwarder(self.root, self.shard_index, self.security_mirror,
                                                         self._security_store)
         self.limits = config.build(ConnectionLimits)
+        self.auth_failures = AuthenticationFailures(self.limits.connection_failed_authentication_delay_ms)
         if self.sidecar is not None:  # its per-broker listeners serve as the first listener does
             self.sidecar.listeners.ssl_context = self.gates[self.listeners[0].name].ssl_context
         authorization = config.build(AuthorizerConfig)
@@ -502,6 +504,7 @@ class CoordinatorServer:
                 log.warning("shutdown_timeout", connections_still_busy=len(still_busy))
         for connection in self.connections:
             connection.close()
+        self.auth_failures.close()
         if self.sidecar is not None:
             await self.sidecar.stop()
         if self.shard is not None:

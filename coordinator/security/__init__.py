@@ -7,6 +7,8 @@
 - `tls`: `ssl.SSLContext`s from PEM keystores and truststores; the principal of a client certificate.
 - `jaas`, `plain`, `scram`, `sasl`: SASL PLAIN and SCRAM-SHA-256/512 (RFC 5802/7677, Kafka's
   ScramSaslServer behaviour) and the per-connection authentication state machine.
+- `failures`: failed authentications delayed (`connection.failed.authentication.delay.ms`) and
+  logged once per client address and interval with a count.
 - `records`, `store`: SCRAM credentials and ACLs as records in the coordinator's log, and the pure
   state they replay into (a shard service, like offsets).
 - `acls`, `authorizer`: Kafka's ACL model (StandardAuthorizer semantics) and the check every API makes.

@@ -1,11 +1,12 @@
-"""The security APIs: SaslHandshake (17) v1, SaslAuthenticate (36) v0–2, DescribeAcls (29) v2–3,
+"""The security APIs: SaslHandshake (17) v0–1, SaslAuthenticate (36) v0–2, DescribeAcls (29) v2–3,
 CreateAcls (30) v2–3, DeleteAcls (31) v2–3, DescribeUserScramCredentials (50) v0,
 AlterUserScramCredentials (51) v0.
 
 - SaslHandshake and SaslAuthenticate are answered by a connection's authenticator while it is not
   authenticated (`sasl.py`); what reaches these handlers came on a listener without SASL or after
   authentication, and is ILLEGAL_SASL_STATE, as Kafka's KafkaApis answers it ("SaslAuthenticate
-  request received after successful authentication"). SaslHandshake v0 (raw tokens) is not served.
+  request received after successful authentication"). SaslHandshake v0 (bare SASL tokens after
+  it, no SaslAuthenticate) is served as Kafka 4.0 serves it: older librdkafka needs it advertised.
 - The ACL and SCRAM APIs go through the shard like the group APIs (`group_api`): changes are records
   in the log, answers wait until they are durable, COORDINATOR_LOAD_IN_PROGRESS while loading.
 - Authorization as Kafka's: CreateAcls, DeleteAcls, AlterUserScramCredentials need ALTER on the
@@ -108,7 +109,7 @@ def sasl_handshake() -> ApiHandler:
     def handle(ctx: RequestContext, request: Any) -> Any:
         return respond(ctx, {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": []})
 
-    return ApiHandler(SASL_HANDSHAKE, 1, 1, handle)
+    return ApiHandler(SASL_HANDSHAKE, 0, 1, handle)
 
 
 def sasl_authenticate() -> ApiHandler:

@@ -9,13 +9,17 @@ Rules (as Kafka's authenticator):
   SaslAuthenticate (AUTHENTICATE state); any other request closes the connection without an
   answer ("Unexpected Kafka request of type X during SASL handshake"), and frames larger than
   `sasl.server.max.receive.size` close it too (the connection enforces both).
-- SaslHandshake v1 only: v0 means raw SASL tokens without Kafka headers, which no current client
-  sends (Java, librdkafka and aiokafka use v1 with SaslAuthenticate).
+- SaslHandshake v0–1, as Kafka 4.0 serves them. After v1 each SASL message is a SaslAuthenticate
+  request. After v0 (librdkafka before it knew SaslAuthenticate, and any client whose broker
+  advertises only v0) each SASL message is a bare token in a size-prefixed frame, with no request
+  header, and so is each server message (`token`); a failed token exchange gets no answer, the
+  connection just closes, as Kafka's does.
 - A failed exchange is answered SASL_AUTHENTICATION_FAILED with Kafka's message, then the connection
   closes. Mechanism messages are shown as Kafka shows them: PLAIN's own ("Authentication failed:
   Invalid username or password"), SCRAM's generic one ("Authentication failed during authentication
   due to invalid credentials with SASL mechanism SCRAM-SHA-512"), so an unknown user and a wrong
-  password look alike.
+  password look alike. The connection sends that answer and closes only after
+  `connection.failed.authentication.delay.ms` (the connection applies it, `failures.py` logs it).
 - The principal is `User:<user name>`. Sessions do not expire (session lifetime 0: re-authentication,
   KIP-368, is not needed because `connections.max.reauth.ms` is not served).
 - SCRAM credentials are read from the log-backed store (its published view: a credential counts
@@ -25,7 +29,7 @@ Rules (as Kafka's authenticator):
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -124,6 +128,8 @@ class SaslAuthenticator:
         self.mechanism = ""
         self.principal: str | None = None
         self.failure = ""
+        self.raw_tokens = False
+        """After SaslHandshake v0: every frame is a bare SASL token (`token`), not a Kafka request."""
         self._server: PlainServer | ScramServer | None = None
 
     @property
@@ -165,7 +171,34 @@ class SaslAuthenticator:
             chosen = scram.BY_NAME[mechanism]
             self._server = ScramServer(chosen, lambda user: self.config.credential(user, chosen))
         self.state = AUTHENTICATE
+        self.raw_tokens = ctx.api_version == 0
         return respond(ctx, {"error_code": ErrorCode.NONE, "mechanisms": mechanisms})
+
+    def token(self, message: bytes) -> bytes | Coroutine[Any, Any, bytes | None] | None:
+        """One bare client token after a v0 handshake: the server's token to send back framed (an
+        empty one still goes: the client waits for it), None when the exchange failed (nothing is
+        sent: Kafka just closes), or an awaitable of either while the log loads."""
+        if isinstance(self._server, ScramServer) and not self.config.loaded():
+            return self._token_after_load(message)
+        return self._evaluate_token(message)
+
+    async def _token_after_load(self, message: bytes) -> bytes | None:
+        await self.config.wait_loaded()
+        return self._evaluate_token(message)
+
+    def _evaluate_token(self, message: bytes) -> bytes | None:
+        server = self._server
+        assert server is not None and self.state == AUTHENTICATE
+        try:
+            token = server.evaluate(message)
+        except SaslFailed as exc:
+            self.state = FAILED
+            self.failure = str(exc)
+            return None
+        if server.complete:
+            self.state = COMPLETE
+            self.principal = f"User:{server.user}"
+        return token
 
     async def _after_load(self, ctx: RequestContext, request: Any) -> Any:
         await self.config.wait_loaded()

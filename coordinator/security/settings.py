@@ -136,6 +136,10 @@ class ConnectionLimits:
     max_connections_per_ip_overrides: tuple[tuple[str, int], ...] = setting(
         "max.connections.per.ip.overrides", (),
         "Per-address exceptions to max.connections.per.ip, as host:count,...", parse=_host_counts)
+    connection_failed_authentication_delay_ms: int = setting(
+        "connection.failed.authentication.delay.ms", 100,
+        "A failed SASL authentication is answered, and its connection closed, this much later (keep it "
+        "below connections.max.idle.ms); 0 answers at once.", check=at_least(0))
 
     def limit_for(self, host: str) -> int:
         for address, count in self.max_connections_per_ip_overrides:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -32,6 +34,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from coordinator.security.jaas import PLAIN_MODULE
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = pytest.mark.interop
@@ -148,6 +151,36 @@ def test_confluent_kafka_with_a_wrong_password_gets_its_usual_authentication_err
     assert "SASL authentication error: Authentication failed during authentication due to invalid credentials " \
            "with SASL mechanism SCRAM-SHA-512" in error
     assert "authentication_failed" in sasl_ssl_server.log()
+
+
+def test_wrong_passwords_from_librdkafka_each_wait_the_delay_and_are_logged_as_a_count(tmp_path) -> None:
+    """Each wrong password is answered only after connection.failed.authentication.delay.ms (a
+    client retrying in a loop gets one try per delay), and the server logs the address once, then
+    a count, not a line per try."""
+    delay, attempts = 0.3, 4
+    server = ServerProcess(tmp_path / "data", scheme="SASL_PLAINTEXT", overrides={
+        "sasl.enabled.mechanisms": "PLAIN", "connection.failed.authentication.delay.ms": str(int(delay * 1000)),
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": f'{PLAIN_MODULE} required user_carol="carol-secret";'})
+    server.start()
+    try:
+        started = time.monotonic()
+        for _ in range(attempts):
+            errors: list[KafkaError] = []
+            producer = Producer({"bootstrap.servers": server.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                                 "sasl.mechanisms": "PLAIN", "sasl.username": "carol", "sasl.password": "wrong",
+                                 "error_cb": errors.append})
+            wait_until(lambda producer=producer, errors=errors: producer.poll(0.01) is not None and any(
+                e.code() == KafkaError._AUTHENTICATION for e in errors), 30, message="an authentication error")
+            del producer
+        elapsed = time.monotonic() - started
+        assert elapsed >= attempts * delay  # each answer was held for the delay
+        assert len([line for line in server.log().splitlines() if '"authentication_failed"' in line]) == 1
+    finally:
+        server.stop()
+    lines = [json.loads(line) for line in server.log().splitlines() if '"authentication_failed"' in line]
+    assert [line["host"] for line in lines] == ["127.0.0.1", "127.0.0.1"]  # at once, then the count at stop
+    assert lines[0]["count"] == 1 and sum(line["count"] for line in lines) >= attempts
+    assert lines[0]["detail"] == "Authentication failed: Invalid username or password"
 
 
 @pytest.mark.asyncio

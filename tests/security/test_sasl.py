@@ -1,7 +1,11 @@
-"""SASL on SASL_PLAINTEXT listeners with raw kio requests: the handshake, SCRAM and PLAIN exchanges,
-what an unauthenticated connection may send, and SCRAM users managed with Kafka's own APIs."""
+"""SASL on SASL_PLAINTEXT listeners with raw kio requests: the handshake (v1, and v0 with bare
+tokens), SCRAM and PLAIN exchanges, what an unauthenticated connection may send, how failures are
+delayed and logged, and SCRAM users managed with Kafka's own APIs."""
 
 from __future__ import annotations
+
+import struct
+import time
 
 import pytest
 from kio.schema.alter_user_scram_credentials.v0.request import (
@@ -15,9 +19,11 @@ from kio.schema.describe_user_scram_credentials.v0.request import (
 )
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as SaslHandshakeV0
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.static.primitive import i8
 
+from coordinator.security import scram
 from coordinator.security.jaas import PLAIN_MODULE
 from tests.security.conftest import connect
 from tests.security.support import add_user, sasl_login, upsertion
@@ -189,3 +195,106 @@ async def test_credentials_are_records_in_the_log_and_survive_a_restart(tmp_path
         await client.close()
     finally:
         await second.stop()
+
+
+def _token(data: bytes) -> bytes:
+    return struct.pack(">i", len(data)) + data
+
+
+@pytest.mark.asyncio
+async def test_sasl_handshake_v0_and_v1_are_advertised_as_kafka_4_serves_them(start_server) -> None:
+    server = await _server(start_server)
+    client = await connect(server.ports["SASL_PLAINTEXT"])
+    try:
+        versions = {k.api_key: (k.min_version, k.max_version) for k in (await client.request(API_VERSIONS)).api_keys}
+        assert versions[17] == (0, 1)  # older librdkafka (kcat 1.7.1) logs in only when v0 is there
+        assert versions[36] == (0, 2)
+    finally:
+        await client.close()
+
+
+@pytest.mark.asyncio
+async def test_after_a_v0_handshake_plain_is_a_bare_token_answered_by_an_empty_one(start_server) -> None:
+    server = await _server(start_server)
+    client = await connect(server.ports["SASL_PLAINTEXT"])
+    try:
+        handshake = await client.request(SaslHandshakeV0(mechanism="PLAIN"))
+        assert (handshake.error_code, list(handshake.mechanisms)) == (0, ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"])
+        await client.send_raw(_token(b"\0carol\0carol-pw"))
+        assert await client.read_frame() == b""  # Kafka's PLAIN answers an empty token, size-prefixed
+        assert (await client.request(METADATA)).brokers[0].port == server.ports["SASL_PLAINTEXT"]
+        (connection,) = [c for c in server.connections if c.listener == "SASL_PLAINTEXT"]
+        assert connection.principal == "User:carol"
+    finally:
+        await client.close()
+
+
+@pytest.mark.asyncio
+async def test_after_a_v0_handshake_scram_runs_over_bare_tokens(start_server) -> None:
+    server = await _server(start_server)
+    client = await connect(server.ports["SASL_PLAINTEXT"])
+    try:
+        assert (await client.request(SaslHandshakeV0(mechanism="SCRAM-SHA-512"))).error_code == 0
+        exchange = scram.ScramClient(scram.SCRAM_SHA_512, "alice", "alice-pw")
+        await client.send_raw(_token(exchange.first()))
+        server_first = await client.read_frame()
+        assert server_first.startswith(b"r=")
+        await client.send_raw(_token(exchange.final(server_first)))
+        exchange.verify(await client.read_frame())  # the server proved it knows alice's key
+        assert (await client.request(METADATA)).brokers
+    finally:
+        await client.close()
+
+
+@pytest.mark.asyncio
+async def test_a_wrong_password_after_a_v0_handshake_gets_no_answer_and_a_close(start_server) -> None:
+    server = await _server(start_server)
+    client = await connect(server.ports["SASL_PLAINTEXT"])
+    try:
+        assert (await client.request(SaslHandshakeV0(mechanism="PLAIN"))).error_code == 0
+        await client.send_raw(_token(b"\0carol\0wrong-pw"))
+        assert await client.reader.read(65536) == b""  # no token, no Kafka response: the close alone
+    finally:
+        await client.close()
+
+
+@pytest.mark.asyncio
+async def test_failed_logins_wait_for_the_delay_and_are_logged_once_per_address_with_a_count(start_server) -> None:
+    from structlog.testing import capture_logs
+
+    server = await _server(start_server, **{"connection.failed.authentication.delay.ms": "200"})
+    attempts = 5
+    with capture_logs() as logs:
+        started = time.monotonic()
+        for _ in range(attempts):
+            client = await connect(server.ports["SASL_PLAINTEXT"])
+            try:
+                response = await sasl_login(client, "PLAIN", "carol", "wrong")
+                assert response.error_code == 58
+                assert await client.closed_by_peer()
+            finally:
+                await client.close()
+        elapsed = time.monotonic() - started
+        lines = [e for e in logs if e["event"] == "authentication_failed"]
+        assert [(e["host"], e["count"]) for e in lines] == [("127.0.0.1", 1)]  # the first at once, the rest counted
+        await server.stop()
+    assert elapsed >= attempts * 0.2  # each answer waited for the delay
+    lines = [e for e in logs if e["event"] == "authentication_failed"]
+    assert [e["count"] for e in lines] == [1, attempts - 1]  # the count not logged yet is written at stop
+    assert lines[-1]["detail"] == "Authentication failed: Invalid username or password"
+    assert not [e for e in logs if e.get("reason") == "authentication_failed"]  # no line per attempt
+
+
+@pytest.mark.asyncio
+async def test_a_failed_login_is_answered_only_after_the_delay(start_server) -> None:
+    server = await _server(start_server, **{"connection.failed.authentication.delay.ms": "300"})
+    client = await connect(server.ports["SASL_PLAINTEXT"])
+    try:
+        assert (await client.request(SaslHandshakeRequest(mechanism="PLAIN"))).error_code == 0
+        started = time.monotonic()
+        response = await client.request(SaslAuthenticateRequest(auth_bytes=b"\0carol\0wrong"))
+        assert time.monotonic() - started >= 0.3
+        assert response.error_code == 58
+        assert await client.closed_by_peer()
+    finally:
+        await client.close()
