@@ -1,5 +1,5 @@
 """Fixtures for sidecar mode: real upstream clusters (librdkafka's 3-broker mock cluster, this
-project's own embedded server) and a coordinator in sidecar mode in front of them, each a child
+project's own embedded server, Apache Kafka 4.0 when `KAFKA_HOME` names it) and a coordinator in sidecar mode in front of them, each a child
 process stopped by its process id."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.kafka import KafkaBroker, require_kafka_home
 from tests.support.server import ServerProcess, free_port
 
 
@@ -22,7 +23,7 @@ from tests.support.server import ServerProcess, free_port
 class Upstream:
     bootstrap: str
     addresses: set[str]  # every host:port the upstream's brokers listen on
-    process: subprocess.Popen[bytes] | ServerProcess
+    process: subprocess.Popen[bytes] | ServerProcess | KafkaBroker
 
 
 def start_mock_cluster(brokers: int = 3) -> tuple[subprocess.Popen[bytes], str]:
@@ -61,6 +62,18 @@ def embedded_upstream(tmp_path: Path) -> Iterator[Upstream]:
         yield Upstream(server.bootstrap, {server.bootstrap}, server)
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def kafka_upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
+    """One Apache Kafka 4.0 broker for the module (a JVM start is 5-10 s): topics auto-created
+    with 3 partitions."""
+    broker = KafkaBroker(require_kafka_home(), tmp_path_factory.mktemp("kafka"), {"num.partitions": "3"})
+    broker.start()
+    try:
+        yield Upstream(broker.bootstrap, {broker.bootstrap}, broker)
+    finally:
+        broker.stop()
 
 
 def free_base_port(node_ids: range = range(0, 8)) -> int:
