@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.kafka import KafkaBroker, require_kafka_home
+from tests.support.kafka import KafkaBroker
 from tests.support.server import ServerProcess, free_port
 
 
@@ -64,16 +64,10 @@ def embedded_upstream(tmp_path: Path) -> Iterator[Upstream]:
         server.stop()
 
 
-@pytest.fixture(scope="module")
-def kafka_upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
-    """One Apache Kafka 4.0 broker for the module (a JVM start is 5-10 s): topics auto-created
-    with 3 partitions."""
-    broker = KafkaBroker(require_kafka_home(), tmp_path_factory.mktemp("kafka"), {"num.partitions": "3"})
-    broker.start()
-    try:
-        yield Upstream(broker.bootstrap, {broker.bootstrap}, broker)
-    finally:
-        broker.stop()
+@pytest.fixture
+def kafka_upstream(kafka_broker: KafkaBroker) -> Upstream:
+    """The session's Apache Kafka 4.0 broker (topics auto-created with 3 partitions)."""
+    return Upstream(kafka_broker.bootstrap, {kafka_broker.bootstrap}, kafka_broker)
 
 
 def free_base_port(node_ids: range = range(0, 8)) -> int:
