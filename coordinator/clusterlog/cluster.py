@@ -24,7 +24,7 @@ from ..sidecar.upstream import Address, UpstreamClient
 from ..sidecar.wire import ForwardError, UpstreamProtocolError
 
 METADATA, FIND_COORDINATOR = 3, 10
-TRANSACTION_KEY_TYPE = 1
+GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE = 0, 1
 _COORDINATOR_PENDING = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
 
 
@@ -49,7 +49,7 @@ class LogCluster:
         self.brokers: dict[int, Address] = {}
         self._client = UpstreamClient(bootstrap, self.brokers.get, timeout_s, security)
         self._leaders: dict[tuple[str, int], int] = {}
-        self._coordinators: dict[str, int] = {}
+        self._coordinators: dict[tuple[int, str], int] = {}
 
     async def call_any(self, api_key: int, version: int, fields: dict[str, Any]) -> Any:
         try:
@@ -100,37 +100,38 @@ class LogCluster:
     def forget_leader(self, topic: str, partition: int) -> None:
         self._leaders.pop((topic, partition), None)
 
-    async def call_coordinator(self, transactional_id: str, api_key: int, version: int,
-                               fields: dict[str, Any]) -> Any:
-        node = self._coordinators.get(transactional_id)
+    async def call_coordinator(self, key: str, api_key: int, version: int, fields: dict[str, Any],
+                               key_type: int = TRANSACTION_KEY_TYPE) -> Any:
+        """A call to the coordinator of a transactional id (or, with GROUP_KEY_TYPE, of a group)."""
+        node = self._coordinators.get((key_type, key))
         if node is None:
-            node = self._coordinators[transactional_id] = await self._find_coordinator(transactional_id)
+            node = self._coordinators[(key_type, key)] = await self._find_coordinator(key, key_type)
         try:
             return await self.call_node(node, api_key, version, fields)
         except LogUnavailable:
-            self.forget_coordinator(transactional_id)
+            self.forget_coordinator(key, key_type)
             raise
 
-    async def _find_coordinator(self, transactional_id: str) -> int:
-        # The first transactional id of a cluster creates `__transaction_state`: until its
-        # partitions have leaders the answer is COORDINATOR_NOT_AVAILABLE, which is worth waiting for.
+    async def _find_coordinator(self, key: str, key_type: int) -> int:
+        # The first transactional id (or group) of a cluster creates `__transaction_state` (or
+        # `__consumer_offsets`): until its partitions have leaders the answer is
+        # COORDINATOR_NOT_AVAILABLE, which is worth waiting for.
         deadline = time.monotonic() + self.retry_for_s
         delay = 0.05
         while True:
-            response = await self.call_any(FIND_COORDINATOR, 3, {"key": transactional_id,
-                                                                 "key_type": TRANSACTION_KEY_TYPE})
+            response = await self.call_any(FIND_COORDINATOR, 3, {"key": key, "key_type": key_type})
             code = ErrorCode(int(response.error_code))
             if code == ErrorCode.NONE:
                 node = int(response.node_id)
                 self.brokers.setdefault(node, (str(response.host), int(response.port)))
                 return node
             if code not in _COORDINATOR_PENDING or time.monotonic() > deadline:
-                raise LogUnavailable(f"FindCoordinator for {transactional_id}: {code.name}")
+                raise LogUnavailable(f"FindCoordinator for {key}: {code.name}")
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.5)
 
-    def forget_coordinator(self, transactional_id: str) -> None:
-        self._coordinators.pop(transactional_id, None)
+    def forget_coordinator(self, key: str, key_type: int = TRANSACTION_KEY_TYPE) -> None:
+        self._coordinators.pop((key_type, key), None)
 
     def close(self) -> None:
         self._client.close()
