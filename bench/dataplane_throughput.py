@@ -18,14 +18,14 @@ import uuid
 from typing import Any
 
 from crc32c import crc32c
-from kio.index import load_request_schema
 
 from coordinator.catalog.catalog import TopicCatalog
 from coordinator.dataplane import DataPlaneConfig, PartitionStore, dataplane_handlers
 from coordinator.recordlog import FlushPolicy, RealFileSystem
 from coordinator.runtime.registry import ApiRegistry, RequestContext
 from protocol.build import build
-from protocol.codec import RequestCodec, encode_request, encode_response
+from protocol.client import encode_request, request_class
+from protocol.codec import RequestCodec, encode_response
 
 
 def batch(records: int, value_size: int) -> bytes:
@@ -59,7 +59,7 @@ async def run(seconds: float) -> None:
             result = await result
         return len(encode_response(decoded.correlation_id, result))
 
-    produce = encode_request(0, 1, "bench", build(load_request_schema(0, 9), {
+    produce = encode_request(0, 1, "bench", build(request_class(0, 9), {
         "acks": -1, "timeout": 1000,
         "topic_data": [{"name": "bench", "partition_data": [{"index": 0, "records": records}]}],
     }))
@@ -73,7 +73,7 @@ async def run(seconds: float) -> None:
     end = store.log(catalog.get("bench"), 0).log_end_offset  # type: ignore[arg-type]
     m, out, start, offset = 0, 0, time.perf_counter(), store.log(catalog.get("bench"), 0).log_start_offset  # type: ignore[arg-type]
     while time.perf_counter() - start < seconds:
-        fetch = encode_request(1, 1, "bench", build(load_request_schema(1, 12), {
+        fetch = encode_request(1, 1, "bench", build(request_class(1, 12), {
             "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "session_epoch": -1,
             "topics": [{"topic": "bench", "partitions": [
                 {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}]}],

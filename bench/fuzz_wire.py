@@ -39,10 +39,11 @@ from dataclasses import dataclass, field
 from types import NoneType, UnionType
 from typing import Any, get_args, get_origin
 
-from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from protocol.client import decode_response, encode_request, request_class
+from protocol.errors import ErrorCode
+from protocol.schemas import request_schema
 
-from protocol.codec import encode_request
-from protocol.schemas import request_schema, response_schema
+ApiVersionsRequest = request_class(18, 3)
 
 _SIZE = struct.Struct(">i")
 _NAMES = ("g0", "g1", "g2", "t0", "t1", "orders", "", "range", "consumer", "uniform", "*", "__consumer_offsets")
@@ -118,8 +119,6 @@ class Generator:
         if kafka_type == "float64":
             return rng.choice((0.0, -1.0, 1e308))
         if kafka_type == "error_code":
-            from kio.schema.errors import ErrorCode
-
             return rng.choice(list(ErrorCode))
         raise TypeError(f"no generator for {kafka_type!r} ({spec.name})")
 
@@ -300,11 +299,7 @@ async def served_versions(host: str, port: int) -> dict[int, tuple[int, int]]:
         writer.write(encode_request(18, 1, "fuzz", request))
         size = _SIZE.unpack(await reader.readexactly(4))[0]
         payload = await reader.readexactly(size)
-        from kio.serial import entity_reader
-
-        cls = response_schema(18, 3)
-        _, offset = entity_reader(cls.__header_schema__)(payload, 0)
-        body, _ = entity_reader(cls)(payload, offset)
+        _, body = decode_response(18, 3, payload)
         return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in body.api_keys}
     finally:
         writer.close()

@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
 import signal
 import struct
 import sys
 import threading
 from typing import Any
 
-from kio.index import load_response_schema
-from kio.serial import entity_writer
-
 from protocol.build import build
-from protocol.codec import RequestCodec
+from protocol.codec import RequestCodec, encode_response
+from protocol.schemas import response_schema
 
 _SIZE = struct.Struct(">i")
 _HEAD = struct.Struct(">hhi")
@@ -44,20 +41,6 @@ def _default(api_key: int, body: Any) -> dict[str, Any]:
         return {"topics": [{"name": t.name, "partitions": [{"partition_index": p.partition_index}
                                                            for p in t.partitions]} for t in body.topics]}
     return {}
-
-
-def kio_encode(correlation_id: int, response: Any) -> bytes:
-    """kio's writers, exactly as `protocol.codec.encode_response` was before any fast path."""
-    cls = type(response)
-    header_cls = cls.__header_schema__
-    buffer = io.BytesIO()
-    buffer.write(b"\x00\x00\x00\x00")
-    entity_writer(header_cls)(buffer, header_cls(correlation_id=correlation_id))
-    entity_writer(cls)(buffer, response)
-    data = buffer.getbuffer()
-    _SIZE.pack_into(data, 0, len(data) - 4)
-    del data
-    return buffer.getvalue()
 
 
 class _Base(asyncio.Protocol):
@@ -92,11 +75,11 @@ class _Base(asyncio.Protocol):
 def _canned_tails() -> dict[tuple[int, int], bytes]:
     tails = {}
     for api_key, (version, _) in SERVED.items():
-        cls = load_response_schema(api_key, version)
+        cls = response_schema(api_key, version)
         body: Any = {"member_id": "m", "member_epoch": 1, "heartbeat_interval": 5000} if api_key == 68 else {}
         if api_key == 8:
             body = {"topics": [{"name": "t", "partitions": [{"partition_index": 0}]}]}
-        tails[(api_key, version)] = kio_encode(0, build(cls, body))[8:]
+        tails[(api_key, version)] = encode_response(0, build(cls, body))[8:]
     return tails
 
 
@@ -114,8 +97,8 @@ class DecodeOnly(_Base):
 
     def answer(self, frame: bytes) -> bytes:
         request = self.CODEC.decode(frame)
-        cls = load_response_schema(request.api_key, request.api_version)
-        return kio_encode(request.correlation_id, build(cls, _default(request.api_key, request.body)))
+        cls = response_schema(request.api_key, request.api_version)
+        return encode_response(request.correlation_id, build(cls, _default(request.api_key, request.body)))
 
 
 async def serve(kind: str, host: str, port: int) -> None:

@@ -54,7 +54,8 @@ def verdict(ok: bool | None) -> str:
 
 
 def machine() -> dict[str, str]:
-    import kio
+    from importlib.metadata import version
+
     import uvloop as uv
 
     cpu = "unknown"
@@ -75,7 +76,7 @@ def machine() -> dict[str, str]:
         "kernel": platform.release(),
         "Python": platform.python_version(),
         "uvloop": uv.__version__,
-        "kio": getattr(kio, "__version__", "?"),
+        "kio": version("kio"),
         "confluent-kafka": rdkafka,
         "commit": commit.strip() + (" (with uncommitted changes)" if dirty.strip() else ""),
         "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg()),

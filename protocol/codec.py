@@ -26,7 +26,6 @@ import msgspec
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i16, i32
 
 from . import guard
 from .errors import MalformedRequest, UnknownApiKey, UnsupportedVersion
@@ -145,28 +144,6 @@ def encode_response(correlation_id: int, response: Any) -> bytes:
     buffer.write(b"\x00\x00\x00\x00")
     header_writer(buffer, header_cls(correlation_id=correlation_id))
     body_writer(buffer, response)
-    data = buffer.getbuffer()
-    _SIZE.pack_into(data, 0, len(data) - 4)
-    del data
-    return buffer.getvalue()
-
-
-def encode_request(api_key: int, correlation_id: int, client_id: str | None, request: Any) -> bytes:
-    """Encode a kio request entity with its header, framed (used by tests, tools and benchmarks)."""
-    cls = type(request)
-    header_cls = RequestHeaderV2 if cls.__flexible__ else RequestHeaderV1
-    buffer = io.BytesIO()
-    buffer.write(b"\x00\x00\x00\x00")
-    entity_writer(header_cls)(
-        buffer,
-        header_cls(
-            request_api_key=i16(api_key),
-            request_api_version=cls.__version__,
-            correlation_id=i32(correlation_id),
-            client_id=client_id,
-        ),
-    )
-    entity_writer(cls)(buffer, request)
     data = buffer.getbuffer()
     _SIZE.pack_into(data, 0, len(data) - 4)
     del data

@@ -1,5 +1,5 @@
 """Where the entity class of an (api key, version) comes from: kio, or `protocol.legacy` for the
-versions Kafka 4 removed but old clients still send."""
+versions Kafka 4 removed but old clients still send; and the names of the APIs."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ from functools import cache
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
+from kio.schema.index import api_key_map
 
 from . import legacy
+
+_NAME_EXCEPTIONS = {"api_versions": "ApiVersions", "offset_for_leader_epoch": "OffsetForLeaderEpoch"}
 
 
 @cache
@@ -21,3 +24,17 @@ def request_schema(api_key: int, api_version: int) -> Any:
 def response_schema(api_key: int, api_version: int) -> Any:
     legacy_cls = legacy.RESPONSES.get((api_key, api_version))
     return legacy_cls if legacy_cls is not None else load_response_schema(api_key, api_version)
+
+
+def api_snake_name(api_key: int) -> str | None:
+    """The API's name in snake case (join_group), or None for a key Kafka does not define."""
+    return api_key_map.get(api_key)
+
+
+@cache
+def api_name(api_key: int) -> str:
+    """Kafka's API name in CamelCase (JoinGroup), as Kafka's docs and metrics spell it."""
+    snake = api_key_map.get(api_key)
+    if snake is None:
+        return f"Unknown{api_key}"
+    return _NAME_EXCEPTIONS.get(snake) or "".join(part.capitalize() for part in snake.split("_"))

@@ -1,4 +1,5 @@
-"""Suite-wide test configuration: the one place Hypothesis profiles are defined.
+"""Suite-wide test configuration: the one place Hypothesis profiles are defined, and the one Apache
+Kafka broker of a session (`kafka_broker`, started by the first test that needs it).
 
 "ci" is deterministic (derandomized, no example database), prints a reproduction blob on failure and
 tolerates slow examples; "dev" keeps Hypothesis' randomness. Neither has a deadline: run times of
@@ -9,8 +10,12 @@ the ``CI`` environment variable; ``HYPOTHESIS_PROFILE`` overrides the choice.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.support.kafka import KafkaBroker, require_kafka_home
 
 settings.register_profile(
     "ci", derandomize=True, database=None, deadline=None, print_blob=True,
@@ -18,3 +23,15 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """One Apache Kafka 4.0 broker for the whole session (a JVM start costs 5-10 s): tests that share
+    it use topic and group names of their own. Skips with the reason without `KAFKA_HOME`."""
+    broker = KafkaBroker(require_kafka_home(), tmp_path_factory.mktemp("kafka"), {"num.partitions": "3"})
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()

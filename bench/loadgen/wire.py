@@ -11,14 +11,11 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Mapping
-from functools import cache
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader
-
+from protocol import client
 from protocol.build import build
-from protocol.codec import encode_request
+from protocol.client import encode_request, request_class
 
 I16 = struct.Struct(">h")
 I32 = struct.Struct(">i")
@@ -66,22 +63,13 @@ class Template:
 def request(api_key: int, api_version: int, description: Mapping[str, Any],
             client_id: str = "loadgen") -> Template:
     """Encode a request of any API/version from a version-free description (protocol.build)."""
-    cls = load_request_schema(api_key, api_version)
+    cls = request_class(api_key, api_version)
     return Template(api_key, api_version, encode_request(api_key, 0, client_id, build(cls, description)))
 
 
-@cache
-def _readers(api_key: int, api_version: int) -> tuple[Any, Any]:
-    cls = load_response_schema(api_key, api_version)
-    return entity_reader(cls.__header_schema__), entity_reader(cls)
-
-
 def decode_response(api_key: int, api_version: int, payload: bytes) -> Any:
-    """Decode a response payload (frame without its size) with kio; returns the body."""
-    header_reader, body_reader = _readers(api_key, api_version)
-    _, offset = header_reader(payload, 0)
-    body, _ = body_reader(payload, offset)
-    return body
+    """Decode a response payload (frame without its size); returns the body."""
+    return client.decode_response(api_key, api_version, payload)[1]
 
 
 def heartbeat_v4_error(payload: bytes) -> int:

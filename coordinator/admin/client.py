@@ -24,12 +24,9 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from kio.serial import entity_reader
-
 from protocol.build import build
-from protocol.codec import encode_request
+from protocol.client import ResponseDecodeError, decode_response, encode_request, request_class
 from protocol.errors import ErrorCode
-from protocol.schemas import request_schema, response_schema
 
 API_VERSIONS = 18
 METADATA = 3
@@ -184,7 +181,7 @@ class Connection:
         """Build, send and await one request; returns the kio response entity."""
         api_version = self.version(api_key) if version is None else version
         name = API_NAMES.get(api_key, str(api_key))
-        entity = build(request_schema(api_key, api_version), data)
+        entity = build(request_class(api_key, api_version), data)
         async with self._lock:
             self._correlation += 1
             correlation_id = self._correlation
@@ -201,15 +198,13 @@ class Connection:
                 raise AdminError(f"{self.label}: connection closed during {name} v{api_version}") from exc
             except OSError as exc:
                 raise AdminError(f"{self.label}: {name} v{api_version} failed: {exc}") from exc
-        cls = response_schema(api_key, api_version)
         try:
-            header, offset = entity_reader(cls.__header_schema__)(payload, 0)
-            body, _ = entity_reader(cls)(payload, offset)
-        except Exception as exc:  # kio raises several types for bytes it cannot read
+            answered_id, body = decode_response(api_key, api_version, payload)
+        except ResponseDecodeError as exc:
             raise AdminError(f"{self.label}: cannot decode {name} v{api_version} response: {exc}") from exc
-        if int(header.correlation_id) != correlation_id:
+        if answered_id != correlation_id:
             raise AdminError(f"{self.label}: {name} response correlation id "
-                             f"{header.correlation_id} != {correlation_id}")
+                             f"{answered_id} != {correlation_id}")
         return body
 
     async def close(self) -> None:

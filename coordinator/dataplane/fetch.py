@@ -36,9 +36,9 @@ from coordinator.runtime.registry import RequestContext
 from coordinator.security.authorizer import READ, TOPIC
 from protocol.build import build
 from protocol.errors import ErrorCode
+from protocol.schemas import response_schema
 
 from . import metrics
-from ._schemas import response_class
 from .config import DataPlaneConfig
 from .log import LEADER_EPOCH, PartitionStore
 from .partition import PartitionLog
@@ -249,7 +249,7 @@ class FetchHandler:
                     "records": result.records,
                 }
             )
-        cls = response_class(API_KEY, ctx.api_version)
+        cls = response_schema(API_KEY, ctx.api_version)
         return build(
             cls,
             {

@@ -24,8 +24,8 @@ from coordinator.runtime.registry import RequestContext
 from coordinator.security.authorizer import CLUSTER, CLUSTER_NAME, IDEMPOTENT_WRITE, TOPIC, WRITE
 from protocol.build import build
 from protocol.errors import ErrorCode
+from protocol.schemas import response_schema
 
-from ._schemas import response_class
 from .log import PartitionStore
 
 API_KEY = 22
@@ -48,7 +48,7 @@ class InitProducerIdHandler:
             authz.allowed(ctx, WRITE, TOPIC, topic.name) for topic in self.store.catalog)
 
     def __call__(self, ctx: RequestContext, request: Any) -> Any:
-        cls = response_class(API_KEY, ctx.api_version)
+        cls = response_schema(API_KEY, ctx.api_version)
         transactional_id = request.transactional_id
         allocator = self.store.producer_ids
         if transactional_id is not None or allocator is None:

@@ -27,8 +27,8 @@ from coordinator.runtime.registry import RequestContext
 from coordinator.security.authorizer import DESCRIBE, TOPIC
 from protocol.build import build
 from protocol.errors import ErrorCode
+from protocol.schemas import response_schema
 
-from ._schemas import response_class
 from .log import LEADER_EPOCH, NO_TIMESTAMP, PartitionStore
 from .partition import PartitionLog
 
@@ -73,7 +73,7 @@ class ListOffsetsHandler:
                         log = self.store.log(topic, index)
                         partitions.append(_lookup(index, log, int(p.timestamp)))
             topics.append({"name": topic_req.name, "partitions": partitions})
-        cls = response_class(API_KEY, ctx.api_version)
+        cls = response_schema(API_KEY, ctx.api_version)
         return build(cls, {"throttle_time": 0, "topics": topics})
 
 

@@ -33,9 +33,9 @@ from coordinator.runtime.registry import RequestContext
 from coordinator.security.authorizer import TOPIC, WRITE
 from protocol.build import build
 from protocol.errors import ErrorCode
+from protocol.schemas import response_schema
 
 from . import metrics
-from ._schemas import response_class
 from .batch import InvalidBatch, validate_produce
 from .log import PartitionStore, TopicSettings
 from .producers import ProducerError
@@ -110,7 +110,7 @@ class ProduceHandler:
             topics.append({"name": topic_data.name, "partition_responses": partitions})
         if acks == 0:
             return None
-        cls = response_class(API_KEY, ctx.api_version)
+        cls = response_schema(API_KEY, ctx.api_version)
         if waits:
             return _after(waits, cls, topics)
         return build(cls, {"responses": topics})

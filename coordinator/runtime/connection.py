@@ -58,12 +58,13 @@ from typing import TYPE_CHECKING, Any, cast
 from protocol.codec import API_VERSIONS_KEY, DecodedRequest, EncodedResponse, encode_response
 from protocol.errors import ProtocolError
 from protocol.framing import FrameDecoder
+from protocol.schemas import api_name
 
 from .. import metrics
 from ..logging import get_logger
 from ..security.sasl import AUTHENTICATIONS, UnexpectedRequest
 from .errors_seen import error_names
-from .registry import ANONYMOUS, Deferred, RequestContext, api_name
+from .registry import ANONYMOUS, Deferred, RequestContext
 
 if TYPE_CHECKING:
     from ..security.gate import ListenerGate

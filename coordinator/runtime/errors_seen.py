@@ -13,9 +13,8 @@ import dataclasses
 from functools import cache
 from typing import Any, cast, get_args, get_origin
 
-from kio.schema.errors import ErrorCode
-
 from protocol.codec import EncodedResponse
+from protocol.errors import ErrorCode
 from protocol.schemas import response_schema
 
 Plan = tuple[tuple[str, "Plan | None"], ...]
@@ -72,13 +71,13 @@ def _collect(entity: Any, plan: Plan, described: bool, names: list[str]) -> None
 @cache
 def _name(code: int) -> str:
     try:
-        return ErrorCode(code).name
+        return ErrorCode(code).name.lower()  # the metric's label values are lower-case
     except ValueError:
         return str(code)
 
 
 def error_names(response: Any) -> tuple[str, ...] | list[str]:
-    """Names of the non-zero error codes in a response (lower-case, as kio names them)."""
+    """Names of the non-zero error codes in a response (lower-case)."""
     if response.__class__ is EncodedResponse:
         entity: Any = response.description
         plan = _DESCRIPTION_PLANS.get(response.key)

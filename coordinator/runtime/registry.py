@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from kio.schema.index import api_key_map
+
+from protocol.schemas import api_name
 
 ANONYMOUS = "User:ANONYMOUS"
 
@@ -79,15 +80,6 @@ class ApiHandler:
     @property
     def name(self) -> str:
         return api_name(self.api_key)
-
-
-def api_name(api_key: int) -> str:
-    """Kafka's API name in CamelCase (JoinGroup), as Kafka's docs and metrics spell it."""
-    snake = api_key_map.get(api_key)
-    if snake is None:
-        return f"Unknown{api_key}"
-    special = {"api_versions": "ApiVersions", "offset_for_leader_epoch": "OffsetForLeaderEpoch"}
-    return special.get(snake) or "".join(part.capitalize() for part in snake.split("_"))
 
 
 class ApiRegistry:

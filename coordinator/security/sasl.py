@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import Counter
 
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.schemas import api_snake_name
 
 from ..logging import get_logger
 from ..runtime.apis.common import respond
@@ -228,6 +229,4 @@ def _failed(ctx: RequestContext, code: int, message: str) -> Any:
 
 
 def _name(api_key: int) -> str:
-    from kio.schema.index import api_key_map
-
-    return str(api_key_map.get(api_key, api_key)).upper()
+    return str(api_snake_name(api_key) or api_key).upper()

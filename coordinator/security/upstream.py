@@ -19,8 +19,7 @@ import ssl
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kio.schema.sasl_authenticate.v0.request import SaslAuthenticateRequest
-from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+from protocol.client import request_class
 
 from . import jaas, scram, tls
 from .gate import SecurityConfigError
@@ -31,6 +30,8 @@ if TYPE_CHECKING:
     from ..config import Config
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+SaslHandshakeRequest = request_class(SASL_HANDSHAKE, 1)
+SaslAuthenticateRequest = request_class(SASL_AUTHENTICATE, 0)
 
 
 @dataclass

@@ -23,11 +23,13 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from protocol.client import request_class
+
 from ..catalog import Topic, TopicChange
 from ..logging import get_logger
 from ..security.upstream import UpstreamSecurity
 from .upstream import Address, UpstreamClient
-from .wire import ForwardError, UpstreamProtocolError, request_class
+from .wire import ForwardError, UpstreamProtocolError
 
 log = get_logger("coordinator.sidecar.cluster")
 

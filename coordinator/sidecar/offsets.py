@@ -44,6 +44,7 @@ from typing import Any
 from prometheus_client import Counter, Gauge
 
 from protocol.build import build
+from protocol.client import request_class
 from protocol.errors import ErrorCode
 
 from ..core import requests as core
@@ -52,7 +53,7 @@ from ..logging import get_logger
 from ..runtime.registry import ApiHandler, RequestContext, is_pending, response_of
 from ..runtime.shard import ShardRuntime
 from .cluster import UpstreamCluster
-from .wire import ForwardError, request_class
+from .wire import ForwardError
 
 log = get_logger("coordinator.sidecar.offsets")
 

@@ -25,6 +25,8 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+from protocol.client import encode_request
+
 from ..logging import get_logger
 from ..security.scram import SaslFailed
 from ..security.upstream import UpstreamSecurity
@@ -33,7 +35,6 @@ from .wire import (
     ResponseSplitter,
     UpstreamProtocolError,
     decode_response,
-    encode_request,
     response_correlation_id,
 )
 

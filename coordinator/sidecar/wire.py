@@ -1,5 +1,5 @@
 """Byte-level helpers for forwarding: request header peeks, correlation id swaps, response framing,
-and kio decoding/encoding of the few responses the sidecar must read or rewrite.
+and decoding of the few responses the sidecar must read or rewrite (through `protocol.client`).
 
 A forwarded request is never decoded: only its fixed header prefix (api key, version, correlation
 id) is read, and only the correlation id is replaced. Responses are cut from the upstream stream as
@@ -9,19 +9,11 @@ correlation id (the four bytes after the size in every header version) is then r
 
 from __future__ import annotations
 
-import io
 import struct
-from collections.abc import Callable
-from functools import cache
 from typing import Any
 
-from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
-from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
-from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i16, i32
-
+from protocol import client
 from protocol.errors import ProtocolError
-from protocol.schemas import request_schema, response_schema
 
 _HEAD = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
@@ -155,46 +147,16 @@ class ResponseSplitter:
         return out
 
 
-# ---- kio, for the requests the sidecar makes and the responses it rewrites --------------------
-
-
-@cache
-def _response_readers(api_key: int, version: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    cls = response_schema(api_key, version)
-    return entity_reader(cls.__header_schema__), entity_reader(cls)
+# ---- the few upstream responses the sidecar must read or rewrite ---------------------------------
 
 
 def decode_response(api_key: int, version: int, frame: bytes | bytearray) -> Any:
-    """The kio response entity of an upstream response frame (size prefix included)."""
-    header_reader, body_reader = _response_readers(api_key, version)
+    """The response entity of an upstream response frame (size prefix included)."""
     try:
-        data = bytes(frame[4:])
-        _, offset = header_reader(data, 0)
-        entity, _ = body_reader(data, offset)
-    except Exception as exc:  # kio raises several types for bad bytes; all mean the same
-        raise UpstreamProtocolError(
-            f"cannot decode upstream response to api {api_key} v{version}: {type(exc).__name__}: {exc}") from exc
+        _, entity = client.decode_response(api_key, version, memoryview(frame)[4:])
+    except client.ResponseDecodeError as exc:
+        raise UpstreamProtocolError(f"upstream: {exc}") from exc
     return entity
-
-
-def encode_request(api_key: int, correlation_id: int, client_id: str, request: Any) -> bytes:
-    """A kio request entity with its header, framed."""
-    cls = type(request)
-    header_cls = RequestHeaderV2 if cls.__flexible__ else RequestHeaderV1
-    buffer = io.BytesIO()
-    buffer.write(b"\x00\x00\x00\x00")
-    entity_writer(header_cls)(buffer, header_cls(
-        request_api_key=i16(api_key), request_api_version=cls.__version__,
-        correlation_id=i32(correlation_id), client_id=client_id))
-    entity_writer(cls)(buffer, request)
-    data = buffer.getbuffer()
-    _SIZE.pack_into(data, 0, len(data) - 4)
-    del data
-    return buffer.getvalue()
-
-
-def request_class(api_key: int, version: int) -> Any:
-    return request_schema(api_key, version)
 
 
 class ForwardError(ProtocolError):

@@ -17,7 +17,8 @@ from coordinator.dataplane import DataPlaneConfig, PartitionStore, dataplane_han
 from coordinator.dataplane.session import FetchSessionCache
 from coordinator.runtime.registry import ApiRegistry, RequestContext
 from protocol.build import build
-from protocol.codec import RequestCodec, encode_request
+from protocol.client import encode_request
+from protocol.codec import RequestCodec
 
 from .records import NOW_MS
 

@@ -11,7 +11,8 @@ from kio.index import load_response_schema
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
 
 from protocol.build import build
-from protocol.codec import RequestCodec, encode_request, encode_response
+from protocol.client import encode_request
+from protocol.codec import RequestCodec, encode_response
 from protocol.errors import MalformedRequest, ProtocolError, UnknownApiKey, UnsupportedVersion
 from tests.support.wire import decode_response
 

@@ -10,7 +10,7 @@ from kio.schema.api_versions.v0.request import ApiVersionsRequest
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
 
 from coordinator.runtime.server import CoordinatorServer
-from protocol.codec import encode_request
+from protocol.client import encode_request
 from tests.support.polling import eventually
 from tests.support.wire import WireClient
 

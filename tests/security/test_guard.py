@@ -12,7 +12,7 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from protocol import guard
 from protocol.build import build
-from protocol.codec import encode_request
+from protocol.client import encode_request
 from protocol.errors import MalformedRequest
 from protocol.schemas import request_schema
 from tests.support.server import ServerProcess

@@ -10,7 +10,7 @@ import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from protocol.build import build
-from protocol.codec import encode_request
+from protocol.client import encode_request
 from protocol.schemas import request_schema
 from tests.security.conftest import connect
 

@@ -1,5 +1,5 @@
 """Fixtures for sidecar mode: real upstream clusters (librdkafka's 3-broker mock cluster, this
-project's own embedded server) and a coordinator in sidecar mode in front of them, each a child
+project's own embedded server, Apache Kafka 4.0 when `KAFKA_HOME` names it) and a coordinator in sidecar mode in front of them, each a child
 process stopped by its process id."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.kafka import KafkaBroker
 from tests.support.server import ServerProcess, free_port
 
 
@@ -22,7 +23,7 @@ from tests.support.server import ServerProcess, free_port
 class Upstream:
     bootstrap: str
     addresses: set[str]  # every host:port the upstream's brokers listen on
-    process: subprocess.Popen[bytes] | ServerProcess
+    process: subprocess.Popen[bytes] | ServerProcess | KafkaBroker
 
 
 def start_mock_cluster(brokers: int = 3) -> tuple[subprocess.Popen[bytes], str]:
@@ -61,6 +62,12 @@ def embedded_upstream(tmp_path: Path) -> Iterator[Upstream]:
         yield Upstream(server.bootstrap, {server.bootstrap}, server)
     finally:
         server.stop()
+
+
+@pytest.fixture
+def kafka_upstream(kafka_broker: KafkaBroker) -> Upstream:
+    """The session's Apache Kafka 4.0 broker (topics auto-created with 3 partitions)."""
+    return Upstream(kafka_broker.bootstrap, {kafka_broker.bootstrap}, kafka_broker)
 
 
 def free_base_port(node_ids: range = range(0, 8)) -> int:

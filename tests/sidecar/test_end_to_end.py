@@ -2,14 +2,14 @@
 consumed exactly once in the committed view by a committing group across a member restart, read
 back directly from the upstream, offsets mirrored there, and no upstream address ever handed out.
 
-Upstreams: librdkafka's 3-broker mock cluster and this project's own embedded server.
+Upstreams: librdkafka's 3-broker mock cluster, this project's own embedded server, and Apache Kafka
+4.0 (when `KAFKA_HOME` names it; skipped with the reason otherwise).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from subprocess import Popen
 
 import pytest
 from confluent_kafka import Consumer
@@ -69,7 +69,7 @@ def assert_exactly_once(committed: Committed) -> None:
 def check_run(server: ServerProcess, base: int, upstream: Upstream, upstream_ids: range, protocol: str) -> None:
     topic, group = f"orders-{protocol}", f"billing-{protocol}"
     ours = sidecar_addresses(server, base, upstream_ids)
-    handed = produce_keyed(server.bootstrap, topic, MESSAGES, idempotent=isinstance(upstream.process, Popen))
+    handed = produce_keyed(server.bootstrap, topic, MESSAGES, idempotent=not isinstance(upstream.process, ServerProcess))
     committed, handed_to_consumers = run_confluent_group(server.bootstrap, topic, group, protocol)
     handed |= handed_to_consumers | metadata_addresses(AdminClient({"bootstrap.servers": server.bootstrap}))
 
@@ -107,6 +107,18 @@ def test_confluent_group_through_sidecar_on_embedded_upstream(tmp_path, embedded
         admin = AdminClient({"bootstrap.servers": embedded_upstream.bootstrap})
         described = admin.describe_consumer_groups(["billing-consumer"])["billing-consumer"].result(timeout=10)
         assert not described.members
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("protocol", ["consumer", pytest.param("classic", marks=pytest.mark.slow)])
+def test_confluent_group_through_sidecar_on_apache_kafka(tmp_path, kafka_upstream: Upstream, protocol: str) -> None:
+    """The upstream is the real thing: Apache Kafka 4.0 (KRaft, one broker, node id 1). The group
+    lives on the sidecar; the data, and the mirrored offsets, on Kafka."""
+    base = free_base_port()
+    server = sidecar_process(tmp_path / "sidecar", kafka_upstream.bootstrap, base).start()
+    try:
+        check_run(server, base, kafka_upstream, range(1, 2), protocol)
     finally:
         server.stop()
 

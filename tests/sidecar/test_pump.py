@@ -22,7 +22,8 @@ import pytest
 from coordinator.sidecar.pump import BLANK_TAG, STREAM_AFTER, ResponsePump
 from coordinator.sidecar.wire import ForwardError, UpstreamProtocolError, fetch_tags_offset
 from protocol.build import build
-from protocol.codec import encode_request, encode_response
+from protocol.client import encode_request
+from protocol.codec import encode_response
 from protocol.schemas import request_schema, response_schema
 from tests.support.wire import decode_response
 

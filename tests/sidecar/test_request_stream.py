@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from protocol.build import build
-from protocol.codec import encode_request, encode_response
+from protocol.client import encode_request
+from protocol.codec import encode_response
 from protocol.schemas import request_schema, response_schema
 from tests.sidecar.conftest import free_base_port
 from tests.support.polling import eventually

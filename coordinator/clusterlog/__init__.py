@@ -1,0 +1,17 @@
+"""The coordinator's record log kept on the Kafka cluster the sidecar fronts (issue 27, first part).
+
+Coordinator log partition p is partition p of one compacted topic on the upstream cluster. This
+package holds the pieces that talk to that cluster, each usable and tested on its own against a real
+Apache Kafka:
+
+- `batch`: record batches (magic 2) as written and read here;
+- `cluster`: the log topic's leaders and the transaction coordinators, found and called;
+- `topic`: the log topic created with its shape (compacted, replicated) or refused when it has
+  another shape;
+- `writer`: a partition's writer, a transactional producer whose `transactional.id` belongs to the
+  partition, so a new owner's InitProducerId fences the old one; many entries share one transaction;
+- `reader`: a partition read `read_committed`, aborted transactions left out.
+
+Not yet here: ownership through the cluster's group protocol, and the shard runtime appending
+through a writer instead of the local `recordlog` (docs/ARCHITECTURE.md says what is wired).
+"""
