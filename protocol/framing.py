@@ -82,6 +82,17 @@ class FrameDecoder:
         return len(self._frame) if self._frame is not None else self._end - self._start
 
     @property
+    def missing(self) -> int:
+        """Bytes still to come of the frame being received into a buffer here (0: none, or its
+        size prefix is not in yet)."""
+        if self._frame is not None:
+            return self._frame_size - len(self._frame)
+        have = self._end - self._start
+        if self._streaming or have < 4:
+            return 0
+        return int(_SIZE.unpack_from(self._view, self._start)[0]) + 4 - have
+
+    @property
     def max_size(self) -> int:
         return self._max_size
 
