@@ -491,6 +491,9 @@ def _check_relations(values: Mapping[str, Any]) -> None:
             raise ConfigError(mid, f"must lie between {low} and {high}")
     if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
         raise ConfigError("group.consumer.heartbeat.interval.ms", "must be lower than group.consumer.session.timeout.ms")
+    if values["max.connections.per.ip"] == 0 and not values["max.connections.per.ip.overrides"]:
+        raise ConfigError("max.connections.per.ip", "can be 0 only if max.connections.per.ip.overrides is set "
+                          "(else no client could connect)")
     queued = values["queued.max.request.bytes"]
     if 0 < queued < values["socket.request.max.bytes"]:  # else the largest request could never be read
         raise ConfigError("queued.max.request.bytes", f"must be -1 or at least socket.request.max.bytes "

@@ -170,7 +170,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> memoryview:
         buffer = self._decoder.get_buffer()
         room = self._budget.limit - self._budget.held
-        if room < len(buffer) and not self._budget.overdrawing(self):
+        if room < len(buffer) and self._budget.overdraft is not self:
             return buffer[:max(room, LEAST_READ)]  # read no more than the budget has room for
         return buffer
 
@@ -213,7 +213,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     self._reading_paused = True
                     self._transport.pause_reading()
                 budget.wait(self)  # after pausing: it may choose this connection to overdraw at once
-        if budget.overdrawing(self) and (self._closing or not self._decoder.missing):
+        if budget.overdraft is self and (self._closing or not self._decoder.missing):
             budget.frame_in(self)
 
     @property

@@ -7,7 +7,7 @@ connection reports its own count as it changes (`add`), so `held` is the server'
 While the budget is spent, a connection holding more than `FREE_BYTES` stops reading and waits
 (`wait`); nothing is dropped and nothing is answered with an error, as Kafka's broker mutes a
 channel when its memory pool is exhausted. When bytes are released and the total is under the
-limit again, every waiting connection reads again. Reads are cut to the room left (`room`), but
+limit again, every waiting connection reads again. Reads are cut to the room left, but
 never below `LEAST_READ`, so many connections reading in the same loop turn overshoot the limit
 by at most that much each.
 
@@ -51,16 +51,14 @@ class RequestBytes:
         self.limit = limit if limit > 0 else sys.maxsize
         self.held = 0
         self._waiting: dict[Waiter, None] = {}  # insertion-ordered: woken first come, first served
-        self._overdraft: Waiter | None = None
+        self.overdraft: Waiter | None = None
+        """The one waiter reading its frame to the end while the budget is spent."""
         self._overdraft_left = 0
         metrics.REQUEST_BYTES_HELD.set_function(lambda: self.held)
 
     @property
     def spent(self) -> bool:
         return self.held >= self.limit
-
-    def room(self) -> int:
-        return self.limit - self.held
 
     def add(self, delta: int) -> None:
         """A connection's held bytes changed by `delta`."""
@@ -70,25 +68,22 @@ class RequestBytes:
             for waiter in waiting:
                 waiter.budget_freed()
 
-    def overdrawing(self, waiter: Waiter) -> bool:
-        return waiter is self._overdraft
-
     def frame_in(self, waiter: Waiter) -> None:
         """The frame `waiter` overdrew for is in: another waiter may overdraw."""
-        if waiter is self._overdraft:
-            self._overdraft = None
+        if waiter is self.overdraft:
+            self.overdraft = None
             self._choose_overdraft()
 
     def may_hold(self, waiter: Waiter, delta: int) -> bool:
         """The spent budget's answer to `waiter` having read `delta` more bytes while holding more
         than its free share: True while it is overdrawing for its frame (then it reads on), False
         when it must stop reading and `wait`."""
-        if waiter is not self._overdraft:
+        if waiter is not self.overdraft:
             return False
         self._overdraft_left -= delta
         if self._overdraft_left > 0:
             return True
-        self._overdraft = None  # its frame is in: it waits like the others, and another is chosen
+        self.overdraft = None  # its frame is in: it waits like the others, and another is chosen
         return False
 
     def wait(self, waiter: Waiter) -> None:
@@ -99,12 +94,12 @@ class RequestBytes:
 
     def forget(self, waiter: Waiter) -> None:
         self._waiting.pop(waiter, None)
-        if waiter is self._overdraft:
-            self._overdraft = None
+        if waiter is self.overdraft:
+            self.overdraft = None
             self._choose_overdraft()
 
     def _choose_overdraft(self) -> None:
-        if self._overdraft is not None or not self.spent:
+        if self.overdraft is not None or not self.spent:
             return
         lacking = [(waiter.missing, index, waiter) for index, waiter in enumerate(self._waiting)]
         lacking = [entry for entry in lacking if entry[0] > 0]
@@ -112,7 +107,7 @@ class RequestBytes:
             return  # every waiter holds whole frames only: handling them frees the budget
         missing, _, chosen = min(lacking)
         del self._waiting[chosen]
-        self._overdraft, self._overdraft_left = chosen, missing
+        self.overdraft, self._overdraft_left = chosen, missing
         chosen.budget_freed()
 
     @property

@@ -96,6 +96,28 @@ async def test_large_requests_that_together_exceed_the_budget_are_all_served(tmp
 
 
 @pytest.mark.asyncio
+async def test_holders_that_stall_are_closed_by_the_idle_expiry_and_free_the_budget(tmp_path) -> None:
+    """A peer that claims a frame and stops sending is idle, waiting or not: after
+    connections.max.idle.ms it is closed, as Kafka's selector expires it, and its bytes return."""
+    server = CoordinatorServer(make_config(tmp_path, **{"socket.request.max.bytes": str(MAX_FRAME),
+                                                        "queued.max.request.bytes": str(BUDGET),
+                                                        "connections.max.idle.ms": "300"}))
+    await server.start()
+    budget = server.connections.request_bytes
+    holders: list[asyncio.StreamWriter] = []
+    try:
+        for _ in range(HOLDERS):
+            holders.append(await _holder(server.port, 40_000))
+        await eventually(lambda: budget.spent and budget.waiting >= 2, message="the budget to be spent")
+        await eventually(lambda: len(server.connections) == 0, message="the stalled holders to be closed")
+        assert budget.held == 0 and budget.waiting == 0 and budget.overdraft is None
+    finally:
+        for writer in holders:
+            writer.close()
+        await server.stop()
+
+
+@pytest.mark.asyncio
 async def test_without_a_bound_nothing_waits(tmp_path) -> None:
     server = CoordinatorServer(make_config(tmp_path, **{"socket.request.max.bytes": str(MAX_FRAME),
                                                         "queued.max.request.bytes": "-1"}))

@@ -9,10 +9,11 @@ import time
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
+from coordinator.config import ConfigError
 from protocol.build import build
 from protocol.codec import encode_request
 from protocol.schemas import request_schema
-from tests.security.conftest import connect
+from tests.security.conftest import connect, security_config
 from tests.support.polling import eventually
 from tests.support.wire import WireClient
 
@@ -165,3 +166,12 @@ async def test_connections_per_address_are_bounded_by_default(start_server) -> N
     finally:
         for writer in writers:
             writer.close()
+
+
+def test_no_connections_per_address_needs_overrides(tmp_path) -> None:
+    """As Kafka: max.connections.per.ip=0 would refuse every client unless some address is excepted."""
+    with pytest.raises(ConfigError, match=r"max\.connections\.per\.ip: can be 0 only if"):
+        security_config(tmp_path, "PLAINTEXT://127.0.0.1:0", **{"max.connections.per.ip": "0"})
+    config = security_config(tmp_path, "PLAINTEXT://127.0.0.1:0", **{"max.connections.per.ip": "0",
+                                                                      "max.connections.per.ip.overrides": "10.0.0.1:5"})
+    assert config["max.connections.per.ip"] == 0
