@@ -48,9 +48,9 @@ class FrameDecoder:
     inside the buffer is copied once from it; one larger than the buffer is gathered into a buffer
     of its own that grows with each read (reads then stop at its end, so each copies into it only
     its own bytes) and is returned as it is. No buffer is ever allocated for bytes that have not
-    arrived: a peer that claims a large frame and sends nothing costs nothing. A frame declined while arriving is offered again
-    with more bytes while it fits the receive buffer or less than `OFFER_AGAIN_UNDER` of it is in,
-    so a taker may wait for a longer head.
+    arrived: a peer that claims a large frame and sends nothing costs nothing. A frame declined
+    while arriving is offered again with more bytes while it fits the receive buffer or less than
+    `OFFER_AGAIN_UNDER` of it is in, so a taker may wait for a longer head.
 
     `feed(data)` hands bytes over instead (copied into the buffer), for callers without a socket.
     """

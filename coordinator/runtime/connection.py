@@ -12,7 +12,8 @@ Rules (as a Kafka broker's SocketServer):
 - the request bytes it holds (a frame arriving, the frames queued) count against the server-wide
   `queued.max.request.bytes` (`runtime/request_bytes.py`): while that is spent, reads are cut to
   the room left and a connection holding more than `FREE_BYTES` stops reading until bytes are
-  released elsewhere (it waits; it is not closed);
+  released elsewhere (it waits; it is not closed), but for the one the budget lets read its frame
+  to the end (`RequestBytes.overdraft`);
 - a frame that cannot be served (oversized, truncated, undecodable, unknown API key, unsupported
   version of anything but ApiVersions, or one a handler finds invalid by raising `ProtocolError`)
   closes this connection with one structured log line;
