@@ -11,7 +11,7 @@ import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from coordinator.config import ConfigError, resolve
-from coordinator.runtime.request_bytes import FREE_BYTES, LEAST_READ
+from coordinator.runtime.request_bytes import FREE_BYTES, LEAST_READ, RequestBytes
 from coordinator.runtime.server import CoordinatorServer
 from tests.runtime.conftest import make_config
 from tests.support.polling import eventually
@@ -20,6 +20,36 @@ from tests.support.wire import WireClient
 MAX_FRAME = 64 * 1024
 BUDGET = 256 * 1024
 HOLDERS = 30
+
+
+class Reader:
+    """A connection as the budget sees it: what its frame lacks, and whether it was let read."""
+
+    def __init__(self, missing: int) -> None:
+        self.missing = missing
+        self.freed = 0
+
+    def budget_freed(self) -> None:
+        self.freed += 1
+
+
+def test_the_waiter_nearest_to_the_end_of_its_frame_overdraws_one_at_a_time() -> None:
+    budget = RequestBytes(1000)
+    budget.add(1200)
+    far, near, middle, whole = Reader(900), Reader(100), Reader(300), Reader(0)
+    for waiter in (far, near, middle, whole):
+        budget.wait(waiter)
+    assert budget.overdraft is far  # the only one waiting when it came
+    assert budget.may_hold(far, 400) and budget.may_hold(far, 499)
+    assert not budget.may_hold(far, 1)  # its 900 bytes are in: its turn is over
+    budget.wait(far)
+    assert budget.overdraft is near and near.freed == 1  # then the one lacking least
+    budget.frame_in(near)
+    assert budget.overdraft is middle
+    budget.forget(middle)  # closed while overdrawing
+    assert budget.overdraft is far  # lacking 0 ("whole" holds only whole frames) is never chosen
+    budget.add(-1000)  # handled frames bring it under the limit: everyone reads again
+    assert budget.waiting == 0 and whole.freed == 1 and near.freed == 1
 
 
 def _claim(size: int) -> bytes:
