@@ -101,6 +101,18 @@ class FrameDecoder:
         """A new limit for the frames still to come (a SASL connection's grows once authenticated)."""
         self._max_size = value
 
+    def shrink(self) -> None:
+        """Give back a receive buffer grown large (its owner stops reading for a while): what it
+        holds moves to one just large enough, and the next reads start small again."""
+        keep = self._end - self._start
+        size = max(FIRST_BUFFER, keep + MIN_READ)
+        if size < len(self._buffer):
+            buffer = bytearray(size)
+            buffer[:keep] = self._view[self._start:self._end]
+            self._buffer, self._view = buffer, memoryview(buffer)
+            self._start, self._end = 0, keep
+            self._lent = self._grow = False
+
     def get_buffer(self) -> memoryview:
         """Where the next read goes: the receive buffer's free end (for a frame being gathered, at
         most the bytes it still lacks)."""

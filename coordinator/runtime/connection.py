@@ -213,6 +213,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if not self._reading_paused and self._transport is not None:
                     self._reading_paused = True
                     self._transport.pause_reading()
+                self._decoder.shrink()  # while it waits, it holds its request bytes and no more
                 budget.wait(self)  # after pausing: it may choose this connection to overdraw at once
         if budget.overdraft is self and (self._closing or not self._decoder.missing):
             budget.frame_in(self)

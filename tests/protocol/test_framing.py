@@ -63,6 +63,27 @@ def test_a_claimed_size_allocates_nothing_until_its_bytes_arrive() -> None:
     assert peak < 2 * 1024 * 1024  # about the 300 kB that arrived (and a receive buffer), never 100 MB
 
 
+def test_a_shrunk_receive_buffer_keeps_what_it_held() -> None:
+    decoder = FrameDecoder(max_size=1_000_000)
+    payload = bytes(range(256)) * 2000  # 512 kB: the receive buffer grows while reads fill it
+    stream = frame(payload)
+    done: list[bytes] = []
+    position = 0
+    while len(decoder.get_buffer()) < 64 * 1024:
+        room = decoder.get_buffer()
+        room[:] = stream[position:position + len(room)]
+        position += len(room)
+        done += decoder.updated(len(room))
+    done += decoder.feed(stream[position:len(frame(payload))])
+    small = frame(b"s" * 300)
+    done += decoder.feed(small[:150])  # half a frame waits in the (large) receive buffer
+    assert decoder.buffered == 150 and len(decoder.get_buffer()) > 64 * 1024
+    decoder.shrink()
+    assert decoder.buffered == 150 and len(decoder.get_buffer()) <= 1024
+    done += decoder.feed(small[150:])
+    assert [bytes(f) for f in done] == [payload, b"s" * 300]
+
+
 @given(st.binary(max_size=2000), st.lists(st.integers(min_value=0, max_value=3000), max_size=20))
 def test_garbage_never_raises_anything_but_protocol_errors(garbage: bytes, cuts: list[int]) -> None:
     decoder = FrameDecoder(max_size=512)

@@ -141,7 +141,7 @@ def _run(tmp_path, count: int, each: int,
 
 def test_500_connections_claiming_100_mb_frames_leave_rss_under_300_mb_while_a_group_works(tmp_path) -> None:
     """500 × 400 kB trickled (50 GB claimed, 200 MB sent: twice the default budget of 100 MiB); about
-    9 s here (peak RSS 209 MB from a 52 MB baseline)."""
+    8 s here (peak RSS 200 MB from a 52 MB baseline; 396 MB with queued.max.request.bytes=-1)."""
     tricklers, metrics, baseline = _run(tmp_path, count=500, each=400 * 1024,
                                         settled=lambda m: m["coordinator_request_bytes_waits_total"] > 0)
     assert tricklers.refused == 0
