@@ -27,13 +27,15 @@ RSS_LIMIT = 300 * MB
 TOPIC = "work"
 PARTITIONS = 4
 MESSAGES = 200
+_HELD_BACK = 100
+"""Rounds in a row a socket may refuse more bytes before its trickle counts as held back (done)."""
 
 
 @dataclass
 class Tricklers:
     """Connections from 127.0.0.2 that each claim a `CLAIM`-byte frame, then send `each` bytes of
-    it `piece` bytes at a time, round after round, skipping a connection whose socket is full.
-    Samples the server's RSS after every round."""
+    it `piece` bytes at a time, round after round, skipping a connection whose socket is full (done
+    when every one has sent its bytes or been held back). Samples the server's RSS every round."""
 
     port: int
     server_pid: int
@@ -57,21 +59,24 @@ class Tricklers:
                 s.setblocking(False)
                 sockets.append(s)
             left = [self.each] * len(sockets)
+            blocked = [0] * len(sockets)
             piece = b"\0" * self.piece
-            while not self.stop.is_set() and any(left):
+            while not self.stop.is_set() and any(n and b < _HELD_BACK for n, b in zip(left, blocked, strict=True)):
                 for i, s in enumerate(sockets):
                     if not left[i]:
                         continue
                     try:
                         n = s.send(piece[:min(self.piece, left[i])])
                     except BlockingIOError:
-                        continue  # the server stopped reading it: the kernel's buffers are full
+                        blocked[i] += 1  # the server stopped reading it and the kernel's buffers are full
+                        continue
                     except OSError as exc:
                         if exc.errno not in (errno.ECONNRESET, errno.EPIPE):
                             raise
                         self.refused += 1
                         left[i] = 0
                         continue
+                    blocked[i] = 0
                     left[i] -= n
                     self.sent += n
                 self.peak_rss = max(self.peak_rss, process.memory_info().rss)
@@ -145,7 +150,7 @@ def test_500_connections_claiming_100_mb_frames_leave_rss_under_300_mb_while_a_g
     tricklers, metrics, baseline = _run(tmp_path, count=500, each=400 * 1024,
                                         settled=lambda m: m["coordinator_request_bytes_waits_total"] > 0)
     assert tricklers.refused == 0
-    assert tricklers.sent >= 150 * MB  # most of it reached at least the kernel's buffers
+    assert tricklers.sent > 100 * MB  # more than the budget (195 MB here: the kernel's buffers took the rest)
     assert metrics["coordinator_request_bytes_waits_total"] > 0  # the budget was spent: connections waited
     assert metrics["coordinator_request_bytes_held"] <= 100 * MB + CLAIM + 500 * (16 * 1024 + 512)
     assert tricklers.peak_rss < RSS_LIMIT, f"RSS {tricklers.peak_rss / MB:.0f} MB (baseline {baseline / MB:.0f} MB)"
