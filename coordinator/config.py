@@ -161,7 +161,8 @@ _SERVER: tuple[Setting, ...] = (
     Setting("log.dirs", "./data", "Data directory: the record log, the topic catalog and the lock.", _parse_str),
     Setting("metrics.listen", "127.0.0.1:9644", "Address of the HTTP listener for /metrics, /healthz and /readyz (ours; empty disables it).", _optional_listener_or_empty),
     Setting("socket.request.max.bytes", "104857600", "Largest request frame accepted; a larger one closes the connection.", _parse_int, at_least(8)),
-    Setting("max.connections", "2147483647", "Most client connections open at once; further ones are closed on accept.", _parse_int, at_least(1)),
+    Setting("queued.max.request.bytes", "104857600", "Request bytes held in memory across all connections (frames arriving, or queued behind a request in flight) before connections holding more than 16 KiB stop reading until some are handled; at least socket.request.max.bytes, or -1 (or 0) for no bound (Kafka's default; ours is finite so peers claiming large frames cannot exhaust memory).", _parse_int),
+    Setting("max.connections", "10000", "Most client connections open at once; further ones are closed on accept (Kafka's default is unbounded; ours is finite, raise it for more clients).", _parse_int, at_least(1)),
     Setting("shutdown.timeout.ms", "10000", "On SIGTERM, how long in-flight requests may take before connections are cut (ours).", _parse_int, at_least(0)),
     # -- embedded catalog ---------------------------------------------------------------------
     Setting("auto.create.topics.enable", "true", "Create unknown topics named in Metadata requests.", _parse_bool),
@@ -490,6 +491,13 @@ def _check_relations(values: Mapping[str, Any]) -> None:
             raise ConfigError(mid, f"must lie between {low} and {high}")
     if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
         raise ConfigError("group.consumer.heartbeat.interval.ms", "must be lower than group.consumer.session.timeout.ms")
+    if values["max.connections.per.ip"] == 0 and not values["max.connections.per.ip.overrides"]:
+        raise ConfigError("max.connections.per.ip", "can be 0 only if max.connections.per.ip.overrides is set "
+                          "(else no client could connect)")
+    queued = values["queued.max.request.bytes"]
+    if 0 < queued < values["socket.request.max.bytes"]:  # else the largest request could never be read
+        raise ConfigError("queued.max.request.bytes", f"must be -1 or at least socket.request.max.bytes "
+                          f"({values['socket.request.max.bytes']}), got {queued}")
 
 
 def reference_table() -> str:

@@ -104,6 +104,11 @@ REQUEST_STATS = RequestStats(_LATENCY_BUCKETS)
 REGISTRY.register(REQUEST_STATS)
 CONNECTIONS_OPEN = Gauge("coordinator_connections_open", "Client connections currently open.")
 CONNECTIONS_CLOSED = Counter("coordinator_connections_closed", "Connections closed, by reason.", ["reason"])
+REQUEST_BYTES_HELD = Gauge("coordinator_request_bytes_held",
+                           "Request bytes received and not yet handled (frames arriving or queued), "
+                           "bounded by queued.max.request.bytes.")
+REQUEST_BYTES_WAITS = Counter("coordinator_request_bytes_waits",
+                              "Times a connection stopped reading because queued.max.request.bytes was spent.")
 READY = Gauge("coordinator_ready", "1 when listeners are open and state is loaded.")
 
 

@@ -3,7 +3,9 @@
 A frame is `int32 size` (big-endian, bytes that follow) then `size` bytes. `FrameDecoder` cuts
 frames out of what a connection receives; a size that is negative, too small to hold a request
 header, or above the configured maximum raises a `ProtocolError` subclass and the decoder stays
-poisoned, because nothing after a bad size can be trusted.
+poisoned, because nothing after a bad size can be trusted. A size is only a claim: no buffer is
+sized by it, every buffer grows with the bytes that arrived (four bytes claiming 100 MB cost four
+bytes, not 100 MB).
 """
 
 from __future__ import annotations
@@ -43,15 +45,17 @@ class FrameDecoder:
     the rest of that frame goes to `more(part)` as it arrives, and none of those bytes is
     overwritten while `holding()` says the taker may still be using them (the buffer is then
     replaced, not reused). A frame not taken is copied out whole and returned by `updated`: one
-    inside the buffer is copied once from it; one larger than the buffer is received into a buffer
-    of its own size, which is returned as it is. A frame declined while arriving is offered again
-    with more bytes while it fits the receive buffer or less than `OFFER_AGAIN_UNDER` of it is in,
-    so a taker may wait for a longer head.
+    inside the buffer is copied once from it; one larger than the buffer is gathered into a buffer
+    of its own that grows with each read (reads then stop at its end, so each copies into it only
+    its own bytes) and is returned as it is. No buffer is ever allocated for bytes that have not
+    arrived: a peer that claims a large frame and sends nothing costs nothing. A frame declined
+    while arriving is offered again with more bytes while it fits the receive buffer or less than
+    `OFFER_AGAIN_UNDER` of it is in, so a taker may wait for a longer head.
 
     `feed(data)` hands bytes over instead (copied into the buffer), for callers without a socket.
     """
 
-    __slots__ = ("_buffer", "_end", "_filled", "_frame", "_grow", "_holding", "_lent", "_max_size", "_more",
+    __slots__ = ("_buffer", "_end", "_frame", "_frame_size", "_grow", "_holding", "_lent", "_max_size", "_more",
                  "_offer", "_offered", "_poisoned", "_start", "_streaming", "_view")
 
     def __init__(self, max_size: int, offer: Offer | None = None, more: Callable[[memoryview], None] | None = None,
@@ -67,15 +71,26 @@ class FrameDecoder:
         self._offered = 0  # the room the last `get_buffer` offered
         self._grow = False  # a read filled all of it: the next buffer is larger
         self._lent = False  # bytes of `_buffer` were taken where they lie since it was last reused
-        self._frame: bytearray | None = None  # a frame larger than `_buffer`, received into its own
-        self._filled = 0
+        self._frame: bytearray | None = None  # a frame larger than `_buffer`, gathered into its own
+        self._frame_size = 0  # the size it claims: `_frame` grows to it only as its bytes arrive
         self._streaming = 0  # bytes still to come of the frame taken while arriving
         self._poisoned = False
 
     @property
     def buffered(self) -> int:
         """Bytes received and held for a frame not complete yet."""
-        return self._filled if self._frame is not None else self._end - self._start
+        return len(self._frame) if self._frame is not None else self._end - self._start
+
+    @property
+    def missing(self) -> int:
+        """Bytes still to come of the frame being received into a buffer here (0: none, or its
+        size prefix is not in yet)."""
+        if self._frame is not None:
+            return self._frame_size - len(self._frame)
+        have = self._end - self._start
+        if self._streaming or have < 4:
+            return 0
+        return int(_SIZE.unpack_from(self._view, self._start)[0]) + 4 - have
 
     @property
     def max_size(self) -> int:
@@ -86,27 +101,40 @@ class FrameDecoder:
         """A new limit for the frames still to come (a SASL connection's grows once authenticated)."""
         self._max_size = value
 
+    def shrink(self) -> None:
+        """Give back a receive buffer grown large (its owner stops reading for a while): what it
+        holds moves to one just large enough, and the next reads start small again."""
+        keep = self._end - self._start
+        size = max(FIRST_BUFFER, keep + MIN_READ)
+        if size < len(self._buffer):
+            buffer = bytearray(size)
+            buffer[:keep] = self._view[self._start:self._end]
+            self._buffer, self._view = buffer, memoryview(buffer)
+            self._start, self._end = 0, keep
+            self._lent = self._grow = False
+
     def get_buffer(self) -> memoryview:
-        """Where the next read goes."""
-        if self._frame is not None:
-            return memoryview(self._frame)[self._filled:]
+        """Where the next read goes: the receive buffer's free end (for a frame being gathered, at
+        most the bytes it still lacks)."""
         if len(self._buffer) - self._end < MIN_READ or (self._grow and len(self._buffer) < LARGEST_BUFFER):
             self._make_room()
-        self._offered = len(self._buffer) - self._end
-        return self._view[self._end:]
+        room = self._offered = len(self._buffer) - self._end
+        if self._frame is not None:
+            room = self._offered = min(room, self._frame_size - len(self._frame))
+        return self._view[self._end:self._end + room]
 
     def updated(self, nbytes: int) -> list[bytes | bytearray]:
         """`nbytes` were read into the last `get_buffer`: the frames they complete and that were
         not taken, in order."""
         if self._poisoned:
             raise InvalidFrame("decoder already failed on this connection")
+        self._grow = nbytes == self._offered
         if self._frame is not None:
-            self._filled += nbytes
-            if self._filled < len(self._frame):
+            self._frame += self._view[self._end:self._end + nbytes]
+            if len(self._frame) < self._frame_size:
                 return []
             frame, self._frame = self._frame, None
             return [frame]
-        self._grow = nbytes == self._offered
         self._end += nbytes
         try:
             return self._split()
@@ -156,9 +184,8 @@ class FrameDecoder:
                 self._streaming = size - have
                 position = end
             elif 4 + size > len(self._buffer) and (offer is None or have >= OFFER_AGAIN_UNDER):
-                frame = self._frame = bytearray(size)
-                frame[:have] = view[start:end]
-                self._filled = have
+                self._frame = bytearray(view[start:end])  # grows as the rest arrives
+                self._frame_size = size
                 position = end
             break
         if position == end and not self._lent:

@@ -9,6 +9,11 @@ Rules (as a Kafka broker's SocketServer):
 - frames that arrive meanwhile are queued; past 64 frames, or once the queued frames hold
   `socket.request.max.bytes` (Kafka reads one request per connection at a time, so that is what it
   buffers), the transport stops reading (backpressure) until the queue has drained;
+- the request bytes it holds (a frame arriving, the frames queued) count against the server-wide
+  `queued.max.request.bytes` (`runtime/request_bytes.py`): while that is spent, reads are cut to
+  the room left and a connection holding more than `FREE_BYTES` stops reading until bytes are
+  released elsewhere (it waits; it is not closed), but for the one the budget lets read its frame
+  to the end (`RequestBytes.overdraft`);
 - a frame that cannot be served (oversized, truncated, undecodable, unknown API key, unsupported
   version of anything but ApiVersions, or one a handler finds invalid by raising `ProtocolError`)
   closes this connection with one structured log line;
@@ -65,6 +70,7 @@ from ..logging import get_logger
 from ..security.sasl import AUTHENTICATIONS, UnexpectedRequest
 from .errors_seen import error_names
 from .registry import ANONYMOUS, Deferred, RequestContext
+from .request_bytes import FREE_BYTES, LEAST_READ
 
 if TYPE_CHECKING:
     from ..security.gate import ListenerGate
@@ -111,6 +117,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._reading_paused = False
         self._writing_paused = False
         self._buffer_cap = server.config["socket.request.max.bytes"]
+        self._budget = server.connections.request_bytes
+        self._held = 0
+        """Request bytes this connection has counted in `_budget` (a frame arriving, the queued ones)."""
+        self._budget_wait = False
+        """Reading stopped because `queued.max.request.bytes` is spent."""
         self.active = True
         """Traffic since the server's idle sweeper last looked (`connections.max.idle.ms`)."""
         self.idle_sweeps = 0
@@ -152,6 +163,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             metrics.CONNECTIONS_OPEN.dec()
         self._closing = True
         self._queue.clear()
+        self._recount()  # gives its bytes back to the budget
+        self._budget.forget(self)
         if self._in_flight is not None and not self._in_flight.done():
             self._in_flight.cancel()  # e.g. a parked JoinGroup whose client went away
         while self._forwarding:
@@ -161,7 +174,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.idle.set()
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        return self._decoder.get_buffer()
+        buffer = self._decoder.get_buffer()
+        room = self._budget.limit - self._budget.held
+        if room < len(buffer) and self._budget.overdraft is not self:
+            return buffer[:max(room, LEAST_READ)]  # read no more than the budget has room for
+        return buffer
 
     def buffer_updated(self, nbytes: int) -> None:
         if self._closing or self._draining:
@@ -182,6 +199,38 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._reading_paused = True
                 self._transport.pause_reading()
             self._process()
+        else:
+            self._recount()
+
+    def _recount(self) -> None:
+        """Report this connection's held request bytes to the budget; stop reading while the
+        budget is spent and this connection holds more than its free share."""
+        queue = self._queue
+        held = 0 if self._closing else self._decoder.buffered + (sum(map(len, queue)) if queue else 0)
+        delta = held - self._held
+        budget = self._budget
+        if delta:
+            self._held = held
+            budget.add(delta)
+            if (delta > 0 and held > FREE_BYTES and budget.spent and not self._budget_wait
+                    and not budget.may_hold(self, delta)):
+                self._budget_wait = True
+                if not self._reading_paused and self._transport is not None:
+                    self._reading_paused = True
+                    self._transport.pause_reading()
+                self._decoder.shrink()  # while it waits, it holds its request bytes and no more
+                budget.wait(self)  # after pausing: it may choose this connection to overdraw at once
+        if budget.overdraft is self and (self._closing or not self._decoder.missing):
+            budget.frame_in(self)
+
+    @property
+    def missing(self) -> int:
+        return self._decoder.missing
+
+    def budget_freed(self) -> None:
+        """`queued.max.request.bytes` has room again."""
+        self._budget_wait = False
+        self._maybe_resume_reading()
 
     def data_received(self, data: bytes) -> None:
         """Bytes handed over rather than read into `get_buffer` (bench/hotpath.py): the same path."""
@@ -226,7 +275,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _maybe_resume_reading(self) -> None:
         if (self._reading_paused and not self._draining and not self._upstream_full and not self._closing
-                and len(self._queue) <= _RESUME_AT and self._transport
+                and not self._budget_wait and len(self._queue) <= _RESUME_AT and self._transport
                 and sum(map(len, self._queue)) < self._buffer_cap):
             self._reading_paused = False
             self._transport.resume_reading()
@@ -276,6 +325,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._process_queue()
         finally:
             self._flush()
+            self._recount()
 
     def _flush(self) -> None:
         """Write the responses of this pass in one go (several when an idle shard answered

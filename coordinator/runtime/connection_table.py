@@ -4,6 +4,8 @@
   `max.connections` over every connection, `max.connections.per.ip` (with its per-address
   overrides) per client address. The connection closes itself when refused.
 - `release(connection)` counts it out again (once; True the first time).
+- `request_bytes` is the budget every connection's held request bytes count against
+  (`queued.max.request.bytes`, `runtime/request_bytes.py`).
 - `close_idle()` runs for the server's life: every tenth of `connections.max.idle.ms` it looks at
   every connection, and one with no traffic and no request in flight for ten looks in a row is
   closed (Kafka's idle expiry; a parked JoinGroup is waiting, not idle).
@@ -17,6 +19,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..security.settings import ConnectionLimits
+from .request_bytes import RequestBytes
 
 if TYPE_CHECKING:
     from .connection import KafkaConnection
@@ -26,9 +29,10 @@ _SWEEPS = 10
 
 
 class ConnectionTable:
-    def __init__(self, max_connections: int, limits: ConnectionLimits) -> None:
+    def __init__(self, max_connections: int, limits: ConnectionLimits, queued_max_request_bytes: int = -1) -> None:
         self._max_connections = max_connections
         self._limits = limits
+        self.request_bytes = RequestBytes(queued_max_request_bytes)
         self._open: set[KafkaConnection] = set()
         self._per_host: dict[str, int] = {}
 

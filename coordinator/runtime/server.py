@@ -195,7 +195,7 @@ class CoordinatorServer:
                 handlers.append(init_producer_id_handler(self.store))
         self.registry = ApiRegistry(handlers)
         self.codec = RequestCodec(self.registry.version_ranges())
-        self.connections = ConnectionTable(config["max.connections"], self.limits)
+        self.connections = ConnectionTable(config["max.connections"], self.limits, config["queued.max.request.bytes"])
         self._ids = itertools.count(1)
         self._servers: dict[str, asyncio.Server] = {}
         self._loaded_event = asyncio.Event()

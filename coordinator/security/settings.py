@@ -16,7 +16,6 @@ from ..settings import Check, at_least, setting
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 AUTHORIZERS = ("", STANDARD_AUTHORIZER, "kafka.security.authorizer.AclAuthorizer")
-MAX_INT = 2147483647
 
 
 def _pem_only(value: str) -> str | None:
@@ -130,8 +129,9 @@ class ConnectionLimits:
         "connections.max.idle.ms", 600000,
         "A connection with no traffic and no request in flight for this long is closed.", check=at_least(1))
     max_connections_per_ip: int = setting(
-        "max.connections.per.ip", MAX_INT,
-        "Most connections open at once from one client address; further ones are closed on accept.",
+        "max.connections.per.ip", 1000,
+        "Most connections open at once from one client address; further ones are closed on accept "
+        "(Kafka's default is unbounded; ours is finite, raise it or use the overrides for a busy address).",
         check=at_least(0))
     max_connections_per_ip_overrides: tuple[tuple[str, int], ...] = setting(
         "max.connections.per.ip.overrides", (),

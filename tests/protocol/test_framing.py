@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 import struct
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -31,6 +32,56 @@ def test_any_chunking_yields_the_same_frames(frames: list[bytes], cuts: list[int
         out.extend(decoder.feed(piece))
     assert out == frames
     assert decoder.buffered == 0
+
+
+@given(st.lists(st.binary(min_size=8, max_size=6000), min_size=1, max_size=6),
+       st.lists(st.integers(min_value=0, max_value=40_000), max_size=40))
+def test_frames_larger_than_the_receive_buffer_come_out_whole_under_any_chunking(
+        frames: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(frame(p) for p in frames)
+    decoder = FrameDecoder(max_size=10_000)
+    out: list[bytes] = []
+    for piece in chunk(stream, cuts):
+        out.extend(bytes(f) for f in decoder.feed(piece))
+    assert out == frames
+    assert decoder.buffered == 0
+
+
+def test_a_claimed_size_allocates_nothing_until_its_bytes_arrive() -> None:
+    """Four bytes claiming 100 MB, then a trickle: the decoder holds what arrived, not what was claimed."""
+    claim = 100 * 1024 * 1024
+    decoder = FrameDecoder(max_size=claim)
+    tracemalloc.start()
+    try:
+        assert decoder.feed(struct.pack(">i", claim) + b"h" * 8) == []
+        for _ in range(100):
+            assert decoder.feed(b"x" * 3000) == []
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert decoder.buffered == 8 + 300_000
+    assert peak < 2 * 1024 * 1024  # about the 300 kB that arrived (and a receive buffer), never 100 MB
+
+
+def test_a_shrunk_receive_buffer_keeps_what_it_held() -> None:
+    decoder = FrameDecoder(max_size=1_000_000)
+    payload = bytes(range(256)) * 2000  # 512 kB: the receive buffer grows while reads fill it
+    stream = frame(payload)
+    done: list[bytes] = []
+    position = 0
+    while len(decoder.get_buffer()) < 64 * 1024:
+        room = decoder.get_buffer()
+        room[:] = stream[position:position + len(room)]
+        position += len(room)
+        done += decoder.updated(len(room))
+    done += decoder.feed(stream[position:len(frame(payload))])
+    small = frame(b"s" * 300)
+    done += decoder.feed(small[:150])  # half a frame waits in the (large) receive buffer
+    assert decoder.buffered == 150 and len(decoder.get_buffer()) > 64 * 1024
+    decoder.shrink()
+    assert decoder.buffered == 150 and len(decoder.get_buffer()) <= 1024
+    done += decoder.feed(small[150:])
+    assert [bytes(f) for f in done] == [payload, b"s" * 300]
 
 
 @given(st.binary(max_size=2000), st.lists(st.integers(min_value=0, max_value=3000), max_size=20))

@@ -9,10 +9,13 @@ import time
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
+from coordinator.config import ConfigError
 from protocol.build import build
 from protocol.client import encode_request
 from protocol.schemas import request_schema
-from tests.security.conftest import connect
+from tests.security.conftest import connect, security_config
+from tests.support.polling import eventually
+from tests.support.wire import WireClient
 
 API_VERSIONS = ApiVersionsRequest(client_software_name="t", client_software_version="1")
 
@@ -139,3 +142,36 @@ async def test_a_create_topics_of_absurd_size_is_a_policy_violation(start_server
         assert (await client.request(fine)).topics[0].error_code == 0
     finally:
         await client.close()
+
+
+@pytest.mark.asyncio
+async def test_connections_per_address_are_bounded_by_default(start_server) -> None:
+    """Kafka leaves max.connections.per.ip unbounded; here it defaults to 1,000 (and
+    max.connections to 10,000): the 1,001st connection from one address is closed on accept, while
+    another address still connects."""
+    server = await start_server("PLAINTEXT://127.0.0.1:0")
+    assert server.config["max.connections"] == 10000
+    writers: list[asyncio.StreamWriter] = []
+    try:
+        for _ in range(1000):
+            _, writer = await asyncio.open_connection("127.0.0.1", server.port, local_addr=("127.0.0.2", 0))
+            writers.append(writer)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port, local_addr=("127.0.0.2", 0))
+        writers.append(writer)
+        assert await WireClient(reader, writer).closed_by_peer()
+        other = await connect(server.port)  # from 127.0.0.1
+        assert (await other.request(API_VERSIONS)).error_code == 0
+        await other.close()
+        await eventually(lambda: len(server.connections) == 1000, message="the 1,000 to stay open")
+    finally:
+        for writer in writers:
+            writer.close()
+
+
+def test_no_connections_per_address_needs_overrides(tmp_path) -> None:
+    """As Kafka: max.connections.per.ip=0 would refuse every client unless some address is excepted."""
+    with pytest.raises(ConfigError, match=r"max\.connections\.per\.ip: can be 0 only if"):
+        security_config(tmp_path, "PLAINTEXT://127.0.0.1:0", **{"max.connections.per.ip": "0"})
+    config = security_config(tmp_path, "PLAINTEXT://127.0.0.1:0", **{"max.connections.per.ip": "0",
+                                                                      "max.connections.per.ip.overrides": "10.0.0.1:5"})
+    assert config["max.connections.per.ip"] == 0
