@@ -55,12 +55,13 @@ class FrameDecoder:
     `feed(data)` hands bytes over instead (copied into the buffer), for callers without a socket.
     """
 
-    __slots__ = ("_buffer", "_end", "_frame", "_frame_size", "_grow", "_holding", "_lent", "_max_size", "_more",
-                 "_offer", "_offered", "_poisoned", "_start", "_streaming", "_view")
+    __slots__ = ("_buffer", "_end", "_frame", "_frame_size", "_grow", "_holding", "_lent", "_max_size", "_min_size",
+                 "_more", "_offer", "_offered", "_poisoned", "_start", "_streaming", "_view")
 
     def __init__(self, max_size: int, offer: Offer | None = None, more: Callable[[memoryview], None] | None = None,
                  holding: Callable[[], bool] | None = None) -> None:
         self._max_size = max_size
+        self._min_size = MIN_REQUEST_SIZE
         self._offer = offer
         self._more = more
         self._holding = holding
@@ -100,6 +101,17 @@ class FrameDecoder:
     def max_size(self, value: int) -> None:
         """A new limit for the frames still to come (a SASL connection's grows once authenticated)."""
         self._max_size = value
+
+    @property
+    def min_size(self) -> int:
+        return self._min_size
+
+    @min_size.setter
+    def min_size(self, value: int) -> None:
+        """A new floor for the frames still to come: a request is at least its 8-byte header, but
+        after a SaslHandshake v0 a frame is a bare SASL token, which may be shorter (PLAIN for
+        user "a", password "b" is 4 bytes), and Kafka reads those without a floor."""
+        self._min_size = value
 
     def shrink(self) -> None:
         """Give back a receive buffer grown large (its owner stops reading for a while): what it
@@ -164,10 +176,10 @@ class FrameDecoder:
             self._streaming -= part
             position += part
         frames: list[bytes | bytearray] = []
-        offer, most = self._offer, self._max_size
+        offer, least, most = self._offer, self._min_size, self._max_size
         while end - position >= 4:
             (size,) = _SIZE.unpack_from(view, position)
-            if size < MIN_REQUEST_SIZE or size > most:
+            if size < least or size > most:
                 self._refuse(size)
             start = position + 4
             have = end - start
@@ -194,8 +206,8 @@ class FrameDecoder:
         return frames
 
     def _refuse(self, size: int) -> None:
-        if size < MIN_REQUEST_SIZE:
-            raise InvalidFrame(f"frame size {size} is below the minimum {MIN_REQUEST_SIZE}")
+        if size < self._min_size:
+            raise InvalidFrame(f"frame size {size} is below the minimum {self._min_size}")
         raise FrameTooLarge(f"frame size {size} exceeds socket.request.max.bytes {self._max_size}")
 
     def _make_room(self) -> None:

@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from protocol.codec import API_VERSIONS_KEY, DecodedRequest, EncodedResponse, encode_response
 from protocol.errors import ProtocolError
-from protocol.framing import FrameDecoder
+from protocol.framing import MIN_REQUEST_SIZE, FrameDecoder
 from protocol.schemas import api_name
 
 from .. import metrics
@@ -488,6 +488,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.principal = sasl.principal
             self._sasl = None
             self._decoder.max_size = self._server.config["socket.request.max.bytes"]
+            self._decoder.min_size = MIN_REQUEST_SIZE
             AUTHENTICATIONS.labels(sasl.mechanism, "ok").inc()
         elif sasl.failed:
             AUTHENTICATIONS.labels(sasl.mechanism or "none", "failed").inc()
@@ -505,6 +506,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     self._transport.pause_reading()
                 asyncio.get_running_loop().call_later(failures.delay, self._close_failed, held)
             self.idle.set()
+        elif sasl.raw_tokens:
+            self._decoder.min_size = 0  # bare tokens from now on; a short PLAIN one is legal
 
     def _close_failed(self, held: list[bytes]) -> None:
         """`connection.failed.authentication.delay.ms` after a failed authentication."""

@@ -230,6 +230,23 @@ async def test_after_a_v0_handshake_plain_is_a_bare_token_answered_by_an_empty_o
 
 
 @pytest.mark.asyncio
+async def test_after_a_v0_handshake_a_token_shorter_than_a_request_header_is_read(start_server) -> None:
+    # "\0a\0b" is 4 bytes: below any request's 8-byte header, but a legal PLAIN token.
+    server = await _server(start_server, **{"listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                                            f'{PLAIN_MODULE} required user_a="b";'})
+    client = await connect(server.ports["SASL_PLAINTEXT"])
+    try:
+        assert (await client.request(SaslHandshakeV0(mechanism="PLAIN"))).error_code == 0
+        await client.send_raw(_token(b"\0a\0b"))
+        assert await client.read_frame() == b""
+        assert (await client.request(METADATA)).brokers  # and requests are requests again
+        (connection,) = [c for c in server.connections if c.listener == "SASL_PLAINTEXT"]
+        assert connection.principal == "User:a"
+    finally:
+        await client.close()
+
+
+@pytest.mark.asyncio
 async def test_after_a_v0_handshake_scram_runs_over_bare_tokens(start_server) -> None:
     server = await _server(start_server)
     client = await connect(server.ports["SASL_PLAINTEXT"])
