@@ -5,9 +5,10 @@
 # Then:
 #   PYTHON_IMAGE=coordinator-base:bookworm PROMETHEUS_IMAGE=coordinator-prometheus:bookworm \
 #     docker compose up --build -d coordinator prometheus
-# Needs root, debootstrap and a Debian mirror (DEBIAN_MIRROR, default deb.debian.org). Certificate
-# authorities the host added locally (HOST_CA_DIR, default /usr/local/share/ca-certificates; empty
-# to skip) are trusted inside the base too, so that pip and apt work behind a TLS-inspecting proxy.
+# Needs root, debootstrap (install-docker.sh installs it) and a Debian mirror (DEBIAN_MIRROR,
+# default deb.debian.org). Certificate authorities the host added locally (HOST_CA_DIR, default
+# /usr/local/share/ca-certificates; empty to skip) are trusted inside the base too, so that pip and
+# apt work behind a TLS-inspecting proxy.
 # Usage: deploy/debian/build.sh [BASE_IMAGE [PROMETHEUS_IMAGE]]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
