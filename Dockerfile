@@ -1,12 +1,16 @@
-# syntax=docker/dockerfile:1
 # The coordinator image: `coordinator serve` as a non-root user, configured by environment
 # variables (COORDINATOR_<KEY>, see README "Configuration reference"), state in the /data volume.
 #   docker build -t coordinator .
 #   docker run -p 9092:9092 -p 9644:9644 -v coordinator-data:/data coordinator
 # Admin CLI from the same image:
 #   docker run --rm --entrypoint coordinator coordinator groups list --bootstrap host:9092
+# Without Docker Hub, any image with Python 3.11 (`python` on PATH, the venv module) will do as the
+# base; deploy/debian-base/build.sh makes one from Debian's packages:
+#   docker build --build-arg PYTHON_IMAGE=coordinator-base:bookworm -t coordinator .
+# No `# syntax=` line: it would make BuildKit fetch its frontend from Docker Hub.
 
-FROM python:3.11-slim AS base
+ARG PYTHON_IMAGE=python:3.11-slim
+FROM ${PYTHON_IMAGE} AS base
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \

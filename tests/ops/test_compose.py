@@ -1,7 +1,8 @@
-"""docker-compose.yml and deploy/ without a Docker engine (`docker compose config` is unavailable
-here): the YAML loads, every mounted config file exists, ports and the Prometheus scrape target
-agree with the coordinator's configuration, declared volumes are used, Grafana's datasource points
-at the prometheus service and its dashboard provider at the mounted dashboards."""
+"""docker-compose.yml and deploy/ without a Docker engine: every Compose implementation installed
+(v2, docker-compose 1.29) accepts the file with each profile, the YAML loads, every mounted config
+file exists, ports and the Prometheus scrape target agree with the coordinator's configuration,
+declared volumes are used, Grafana's datasource points at the prometheus service and its dashboard
+provider at the mounted dashboards. tests/ops/test_compose_stack.py runs the stack itself."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import pytest
 import yaml
 
 from coordinator.config import parse_host_port
+from tests.ops.docker_tools import compose_implementations
 from tests.ops.lockfile import ROOT
-from tests.ops.test_docker import image_env
+from tests.ops.test_docker import global_args, image_env
 
 COMPOSE = ROOT / "docker-compose.yml"
 
@@ -55,7 +58,7 @@ def published(service: str) -> dict[int, int]:
     """Container port → host port."""
     result = {}
     for entry in services()[service].get("ports", []):
-        host, container = str(entry).rsplit(":", 2)[-2:]
+        host, container = interpolate(str(entry)).rsplit(":", 2)[-2:]
         result[int(container)] = int(host)
     return result
 
@@ -72,7 +75,10 @@ def coordinator_env() -> dict[str, str]:
 
 def test_the_stack_has_the_coordinator_prometheus_grafana_and_kafka_behind_a_profile() -> None:
     assert set(services()) == {"coordinator", "prometheus", "grafana", "kafka", "sidecar"}
-    assert services()["coordinator"]["build"] == "."
+    build = services()["coordinator"]["build"]
+    assert build["context"] == "."
+    # The Dockerfile's base image, overridable where Docker Hub cannot be reached.
+    assert interpolate(build["args"]["PYTHON_IMAGE"]) == global_args()["PYTHON_IMAGE"]
     for name in ("coordinator", "prometheus", "grafana"):
         assert "profiles" not in services()[name], f"{name} starts by default"
     kafka = services()["kafka"]
@@ -134,3 +140,20 @@ def test_grafana_provisions_the_prometheus_datasource_and_the_dashboard() -> Non
     uids = {p["datasource"]["uid"] for p in dashboard["panels"] if "datasource" in p}
     uids |= {t["datasource"]["uid"] for p in dashboard["panels"] for t in p.get("targets", [])}
     assert uids == {source["uid"]}
+
+
+def test_the_file_has_no_top_level_name_which_docker_compose_1_29_refuses() -> None:
+    assert set(compose()) == {"services", "volumes"}
+    env_file = dict(line.split("=", 1) for line in (ROOT / ".env").read_text().splitlines()
+                    if line and not line.startswith("#"))
+    assert env_file == {"COMPOSE_PROJECT_NAME": "coordinator"}, "the project keeps its name through .env"
+
+
+def test_every_installed_compose_implementation_accepts_the_file_with_each_profile() -> None:
+    implementations = compose_implementations()
+    if not implementations:
+        pytest.skip("neither Compose v2 nor docker-compose is installed")
+    for implementation in implementations:
+        for profile in ("kafka", "sidecar"):  # each adds to the default services
+            done = implementation.run("--profile", profile, "config", "-q", cwd=ROOT, timeout=60)
+            assert done.returncode == 0, f"compose {implementation.version}, {profile}: {done.stderr}"

@@ -34,13 +34,28 @@ class Stage:
     instructions: list[tuple[str, str]] = field(default_factory=list)
 
 
+def global_args() -> dict[str, str]:
+    """The ARGs declared before the first FROM, with their defaults (what FROM lines may use)."""
+    args: dict[str, str] = {}
+    for item in DockerfileParser(str(DOCKERFILE)).structure:
+        if item["instruction"] == "FROM":
+            break
+        if item["instruction"] == "ARG":
+            name, _, default = item["value"].partition("=")
+            args[name.strip()] = default.strip()
+    return args
+
+
 def stages() -> list[Stage]:
+    """The build stages, FROM resolved with the global ARGs' defaults (as a plain `docker build`)."""
+    defaults = global_args()
     result: list[Stage] = []
     for item in DockerfileParser(str(DOCKERFILE)).structure:
         instruction, value = item["instruction"], item["value"]
-        if instruction == "COMMENT":
+        if instruction == "COMMENT" or (instruction == "ARG" and not result):
             continue
         if instruction == "FROM":
+            value = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: defaults[m[1] or m[2]], value)
             parts = value.split()
             result.append(Stage(parts[2] if len(parts) == 3 and parts[1].upper() == "AS" else None, parts[0]))
         else:
@@ -91,6 +106,18 @@ def test_the_image_builds_from_a_slim_python_311_base_in_stages() -> None:
     assert stages()[0].base == "python:3.11-slim"
     assert final_chain()[0].base == "python:3.11-slim"
     assert len(stages()) >= 2, "dependencies are built in a separate stage"
+
+
+def test_the_base_image_is_a_build_argument_and_nothing_else_needs_docker_hub() -> None:
+    # Where Docker Hub is out of reach, --build-arg PYTHON_IMAGE=<a local image> replaces the base
+    # (tests/ops/test_docker_engine.py builds one from Debian's packages).
+    assert global_args() == {"PYTHON_IMAGE": "python:3.11-slim"}
+    first_from = next(i["value"] for i in DockerfileParser(str(DOCKERFILE)).structure
+                      if i["instruction"] == "FROM")
+    assert first_from.split()[0] == "${PYTHON_IMAGE}"
+    # A `# syntax=` directive would make BuildKit pull its frontend image from Docker Hub.
+    assert not DOCKERFILE.read_text().startswith("# syntax=")
+    assert {s.base for s in stages()} - {s.name for s in stages()} == {"python:3.11-slim"}
 
 
 def test_every_copy_source_exists_and_is_not_dockerignored() -> None:
