@@ -7,6 +7,7 @@ ignored by .gitignore, so following README leaves a checkout clean."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ from tests.readme.blocks import ROOT, Block, readme_blocks
 from tests.readme.walk import is_spark
 
 BLOCKS = readme_blocks()
-WALK_TIMEOUT = 840.0
+WALK_TIMEOUT = 1200.0
 
 pytestmark = pytest.mark.timeout(WALK_TIMEOUT + 60)  # the first test of the module waits for the walk
 
@@ -59,9 +60,18 @@ def run_walk(results_file: Any, slow: bool, readme: Any = None) -> tuple[dict[in
     return results, log
 
 
+def set_up_done() -> bool:
+    """`./dev test` installed the test extra for this pyproject.toml (./dev's stamp): README's
+    commands then run without installing anything (the walk's namespace has no network)."""
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    return (ROOT / ".venv" / f".installed-test-{digest}").exists()
+
+
 @pytest.fixture(scope="module")
 def walk(request, tmp_path_factory) -> dict[int, dict[str, Any]]:
     """One walk for the module; with the Spark blocks if any of their tests was selected."""
+    if not set_up_done():
+        pytest.fail("README's set-up has not run for this pyproject.toml: run ./dev test", pytrace=False)
     slow = any(item.module is sys.modules[__name__] and item.get_closest_marker("slow")
                for item in request.session.items)
     results, _ = run_walk(tmp_path_factory.mktemp("readme") / "results.jsonl", slow)

@@ -42,7 +42,7 @@ from typing import Any
 
 from tests.readme.blocks import README, ROOT, Block, readme_blocks
 
-COMMAND_TIMEOUT = 240.0  # one foreground command; the Spark report is the longest
+COMMAND_TIMEOUT = 600.0  # the foreground commands of one block; the Spark block (two reports) is the longest
 READY_TIMEOUT = 90.0
 STOP_TIMEOUT = 30.0
 DEFAULT_METRICS_PORT = 9644
@@ -292,6 +292,13 @@ def written_and_not_ignored(work: Path) -> list[str]:
     return found
 
 
+def checkout_status() -> set[str]:
+    """The checkout's own changes and untracked files (blocks reach it through the links)."""
+    status = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all"],
+                            capture_output=True, text=True)
+    return set(status.stdout.splitlines())
+
+
 def walk_env() -> dict[str, str]:
     """The reader's environment: no virtualenv on PATH (README's commands must not need one), none
     of this test run's COORDINATOR_* settings."""
@@ -312,6 +319,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     bring_loopback_up()
     blocks = readme_blocks(args.readme)
+    checkout_before = checkout_status()
     results: dict[int, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="readme-walk-") as tmp:
         work, logs = Path(tmp) / "checkout", Path(tmp) / "logs"
@@ -350,6 +358,7 @@ def main() -> int:
             if results.get(index, {}).get("outcome") == "passed":
                 results[index] = {"outcome": "failed", "output": failure}
         dirty = written_and_not_ignored(work)
+        dirty += [f"{line} (in the checkout itself)" for line in sorted(checkout_status() - checkout_before)]
         results[-1] = ({"outcome": "passed"} if not dirty else
                        {"outcome": "failed", "output": "written and not ignored by .gitignore: " + ", ".join(dirty)})
     with args.results.open("w") as out:
