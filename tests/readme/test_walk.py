@@ -1,6 +1,7 @@
 """The README walk itself, on a README made for the test: a failing block fails with its command and
 output, a marker's skip carries its reason, a background command is ready when it prints what its
-marker says and is stopped at the end of its section, and a file the blocks write that .gitignore
+marker says and is stopped at the end of its section, a block whose program the machine lacks skips
+(and the rest of its section with it), and a file the blocks write that .gitignore
 does not ignore fails the clean-checkout check."""
 
 from __future__ import annotations
@@ -45,6 +46,16 @@ false
 ```
 a diagram: not run
 ```
+
+## Missing
+
+```sh
+no-such-program-anywhere --flag
+```
+
+```sh
+echo builds on the block before
+```
 '''
 
 
@@ -59,4 +70,7 @@ def test_the_walk_reports_each_block_and_what_it_left_behind(tmp_path) -> None:
     assert 6 not in results  # text
     assert results[-1]["outcome"] == "failed"
     assert "stray.txt" in results[-1]["output"]
+    assert results[7]["outcome"] == "skipped"
+    assert results[7]["reason"] == "needs no-such-program-anywhere, which this machine does not have"
+    assert results[8]["outcome"] == "skipped" and "an earlier block of this section" in results[8]["reason"]
     assert "secure.properties" not in results[-1]["output"] and "data" not in results[-1]["output"]

@@ -95,25 +95,39 @@ def dockerfile_bases() -> list[str]:
     return bases
 
 
+SHELL_WORDS = frozenset({"cd", "export", "set", "unset", "source", ".", "echo", "printf", "test", "[",
+                         "true", "false", "exec", "eval", "wait", "kill", "trap", "read", "exit"})
+
+
+def programs_of(command: str) -> set[str]:
+    """The programs a command line runs: the first word of each part between && || | ; (comments
+    dropped), after any VAR=value prefixes."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    programs, first = set(), True
+    for token in lexer:
+        if token in ("&&", "||", "|", ";", "&", "(", ")"):
+            first = True
+        elif first and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", token):
+            programs.add(token)
+            first = False
+    return programs
+
+
 def missing_tool(block: Block) -> str | None:
     """Why the machine cannot run this block, or None."""
-    programs = {shlex.split(c, comments=True)[0] for c in block.commands if shlex.split(c, comments=True)}
-    for part in block.text.split("&&"):
-        words = part.split()
-        if words:
-            programs.add(words[0])
-    if "openssl" in programs and shutil.which("openssl") is None:
-        return "needs openssl"
-    if "docker" in programs:
-        if shutil.which("docker") is None:
-            return "needs a container engine (docker)"
+    programs = set().union(*(programs_of(c) for c in block.commands))
+    for program in sorted(programs):
+        if "/" not in program and program not in SHELL_WORDS and shutil.which(program) is None:
+            return f"needs {program}, which this machine does not have"
+    if any(p.startswith("docker") for p in programs):
         if subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
             return "needs a running container engine (`docker info` fails)"
         for base in dockerfile_bases():
             if subprocess.run(["docker", "image", "inspect", base], capture_output=True).returncode != 0:
                 return f"needs the base image {base}, which this machine's docker does not have (no registry access)"
-        if "compose" in block.text and subprocess.run(["docker", "compose", "version"],
-                                                      capture_output=True).returncode != 0:
+        if "docker compose" in block.text and subprocess.run(["docker", "compose", "version"],
+                                                             capture_output=True).returncode != 0:
             return "needs Docker Compose v2 (`docker compose version` fails)"
     if is_spark(block.text) and not has_java():
         return "the Spark pipeline needs Java 17 (java on PATH or JAVA_HOME)"
