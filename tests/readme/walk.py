@@ -155,17 +155,21 @@ class Walk:
 
     # -- running commands -------------------------------------------------------------------
 
-    def foreground(self, block: Block, script: str, stdin: str | None = None, argv: list[str] | None = None) -> str:
+    def foreground(self, script: str, stdin: str | None = None, argv: list[str] | None = None) -> str:
+        """Run commands to their end (bash -e: the first failing one fails the block). In a session
+        of their own, so a timeout kills what they started too (Spark's JVM)."""
+        proc = subprocess.Popen(argv or ["bash", "-e", "-o", "pipefail", "-c", script], cwd=self.work,
+                                env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
         try:
-            result = subprocess.run(
-                argv or ["bash", "-e", "-o", "pipefail", "-c", script], cwd=self.work, env=self.env,
-                input=stdin, capture_output=True, text=True, timeout=COMMAND_TIMEOUT,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise BlockFailed(f"still running after {COMMAND_TIMEOUT:.0f} s:\n{script}\n{exc.output or ''}") from exc
-        output = (result.stdout + result.stderr)[-OUTPUT_TAIL:]
-        if result.returncode != 0:
-            raise BlockFailed(f"exit {result.returncode}:\n{script}\n--- output ---\n{output}")
+            output, _ = proc.communicate(stdin, timeout=COMMAND_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            output, _ = proc.communicate()
+            raise BlockFailed(f"still running after {COMMAND_TIMEOUT:.0f} s:\n{script}\n--- output ---\n"
+                              f"{output[-OUTPUT_TAIL:]}") from None
+        if proc.returncode != 0:
+            raise BlockFailed(f"exit {proc.returncode}:\n{script}\n--- output ---\n{output[-OUTPUT_TAIL:]}")
         return output
 
     def start(self, block: Block, command: str, stop_signal: signal.Signals) -> Background:
@@ -231,7 +235,7 @@ class Walk:
             assert block.file_name is not None
             (self.work / block.file_name).write_text(block.text)
         elif block.kind == "python":
-            self.foreground(block, "./dev python -", stdin=block.text, argv=["./dev", "python", "-"])
+            self.foreground("./dev python -", stdin=block.text, argv=["./dev", "python", "-"])
         elif block.until:
             pattern = re.compile(block.until)
             for command in block.commands:
@@ -246,13 +250,13 @@ class Walk:
         for command in block.commands:
             if is_server(command):
                 if script:
-                    self.foreground(block, "\n".join(script))
+                    self.foreground("\n".join(script))
                     script = []
                 self.serve(block, command)
             else:
                 script.append(command)
         if script:
-            self.foreground(block, "\n".join(script))
+            self.foreground("\n".join(script))
 
 
 def metrics_port(command: str, work: Path) -> int:
