@@ -1,6 +1,6 @@
 """The `coordinator groups ...` and `coordinator offsets ...` sub-commands.
 
-    coordinator groups list                   [--bootstrap HOST:PORT] [--json] [--timeout S]
+    coordinator groups list                   [--bootstrap HOST:PORT] [--json] [--timeout S: the whole command]
     coordinator groups describe GROUP         [...]
     coordinator groups delete GROUP           [...]
     coordinator offsets reset GROUP (--all-topics | --topic T[:P,...] ...) SELECTOR [--dry-run | --execute]
@@ -43,7 +43,7 @@ def add_commands(commands: Any) -> None:
                         help="any coordinator or Kafka broker (default: $COORDINATOR_ADMIN_BOOTSTRAP or %(default)s)")
     common.add_argument("--json", action="store_true", help="print JSON instead of a table")
     common.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
-                        help="per-request timeout (default: %(default)s)")
+                        help="time the whole command may take (default: %(default)s)")
 
     group_parser = commands.add_parser("groups", help="list, describe and delete groups")
     group_actions = group_parser.add_subparsers(dest="action", required=True)
@@ -135,8 +135,14 @@ def _print(text: str, out: TextIO) -> int:
 
 
 async def _with_client(args: argparse.Namespace, handler: Handler) -> str | Reply:
-    async with AdminClient(args.bootstrap, timeout=args.timeout) as client:
-        return await handler(client, args)
+    """`--timeout` bounds the whole command, not only each request: a silent broker would otherwise
+    cost one timeout per request (ApiVersions alone is tried twice, v3 then v0)."""
+    try:
+        async with asyncio.timeout(args.timeout):
+            async with AdminClient(args.bootstrap, timeout=args.timeout) as client:
+                return await handler(client, args)
+    except TimeoutError as exc:
+        raise AdminError(f"timed out after {args.timeout:g}s (--timeout bounds the whole command)") from exc
 
 
 async def _list(client: AdminClient, args: argparse.Namespace) -> str:

@@ -203,6 +203,7 @@ class CoordinatorServer:
         self._metrics_deferred = False
         self._loaded = False
         self._stopped = asyncio.Event()
+        self._started = False  # server_started was logged: only then does stopping log server_stopped
         self._background: list[asyncio.Task[None]] = []
         self._fs = durable.TimedFileSystem()
         self._lock: DataDirLock | None = None
@@ -312,6 +313,7 @@ class CoordinatorServer:
             shard=self.shard_index,
             apis=len(list(self.registry)), writer_epoch=record_log.writer_epoch,
         )
+        self._started = True
 
     @property
     def log_dir(self) -> Path:
@@ -522,7 +524,8 @@ class CoordinatorServer:
         if self._metrics_server is not None:
             await self._metrics_server.stop()
         self._stopped.set()
-        log.info("server_stopped")
+        if self._started:  # after a failed start-up the one line on stderr says it all
+            log.info("server_stopped")
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()

@@ -75,6 +75,15 @@ def test_the_kafka_port_in_use_is_one_line_and_exit_2(tmp_path, busy_port: int) 
     assert_one_line_exit_2(result, "listeners", f"127.0.0.1:{busy_port}", "in use")
 
 
+def test_a_failed_start_up_never_logs_that_the_server_stopped(tmp_path, busy_port: int) -> None:
+    """It never started: `server_stopped` would tell an operator reading the logs otherwise."""
+    result = run_serve(*local(tmp_path, kafka=busy_port), "--log-format", "json")
+    assert_one_line_exit_2(result, "in use")
+    events = [json.loads(line)["event"] for line in result.stdout.splitlines() if line.startswith("{")]
+    assert "server_started" not in events
+    assert "server_stopped" not in events
+
+
 def test_the_metrics_port_in_use_without_an_active_owner_is_one_line_and_exit_2(tmp_path, busy_port: int) -> None:
     result = run_serve(*local(tmp_path, metrics=busy_port))
     assert_one_line_exit_2(result, "metrics.listen", f"127.0.0.1:{busy_port}", "in use")
