@@ -231,7 +231,10 @@ class CoordinatorServer:
     # -- lifecycle ----------------------------------------------------------------------------
     @property
     def ready(self) -> bool:
-        return self._loaded and bool(self._servers) and all(s.is_serving() for s in self._servers.values())
+        """Listeners open, state loaded, and in sidecar mode the upstream answering (a sidecar
+        that cannot reach its upstream cannot serve data: load balancers should look elsewhere)."""
+        return (self._loaded and bool(self._servers) and all(s.is_serving() for s in self._servers.values())
+                and (self.sidecar is None or self.sidecar.upstream_reachable))
 
     @property
     def port(self) -> int:
