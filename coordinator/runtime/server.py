@@ -147,7 +147,8 @@ class CoordinatorServer:
                 raise StartupError(str(exc)) from exc
             self.sidecar = Sidecar(config, node_id, self._coordinator_nodes, self._connection_factory,
                                    lambda: self.shard, owns,
-                                   TopicsChanged(self.root) if self.layout.shards > 1 else None, security)
+                                   TopicsChanged(self.root) if self.layout.shards > 1 else None, security,
+                                   connections=lambda: self.connections)
         self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
         # What each listener asks of its connections (TLS, SASL); a bad key file or mechanism
         # stops start-up here, before anything is opened.

@@ -88,7 +88,11 @@ class UpstreamCatalog:
 
 class UpstreamCluster:
     def __init__(self, bootstrap: Sequence[Address], max_age_ms: int,
-                 on_brokers: Callable[[dict[int, Address]], None], security: UpstreamSecurity | None = None) -> None:
+                 on_brokers: Callable[[dict[int, Address]], None], security: UpstreamSecurity | None = None,
+                 on_versions: Callable[[], None] | None = None) -> None:
+        """`on_brokers` hears every broker table read; `on_versions` that the upstream's API
+        version ranges were read and differ from before (the first time, or after an outage),
+        once the refresh that read them is complete."""
         self.bootstrap = list(bootstrap)
         self.catalog = UpstreamCatalog()
         self.brokers: dict[int, Address] = {}
@@ -101,6 +105,7 @@ class UpstreamCluster:
         self.client = UpstreamClient(self.bootstrap, self.brokers.get, security=security)
         self._max_age_s = max_age_ms / 1000
         self._on_brokers = on_brokers
+        self._on_versions = on_versions
         self._wake = asyncio.Event()
         self._refreshed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -190,8 +195,11 @@ class UpstreamCluster:
             if response.error_code:
                 raise ForwardError(f"upstream {address} answered ApiVersions with error {int(response.error_code)}")
             ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
-            if ranges != self.api_ranges:
+            versions_changed = ranges != self.api_ranges
+            if versions_changed:
                 self.api_ranges = ranges
+        else:
+            versions_changed = False
         version = self.version_for(METADATA_KEY, 12, 1)
         if version is None:
             raise ForwardError(f"upstream {self.names} serves no Metadata version we speak")
@@ -200,6 +208,8 @@ class UpstreamCluster:
         request = build(request_class(METADATA_KEY, version), {"topics": None, "allow_auto_topic_creation": False})
         response, _ = await self.client.call_any(METADATA_KEY, request)
         self._apply(response)
+        if versions_changed and self._on_versions is not None:
+            self._on_versions()
 
     def _apply(self, response: Any) -> None:
         brokers = {int(b.node_id): (str(b.host), int(b.port)) for b in response.brokers}

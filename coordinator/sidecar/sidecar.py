@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import Config, parse_host_port
 from ..logging import get_logger
@@ -56,21 +56,34 @@ log = get_logger("coordinator.sidecar")
 TRANSACTION = 1  # FindCoordinator key type
 
 
+class ClientConnection(Protocol):
+    """What the sidecar needs of a client connection (`runtime.connection.KafkaConnection`)."""
+
+    connection_id: int
+
+    def close(self) -> None: ...
+
+
 class Sidecar:
     def __init__(self, config: Config, node_id: int, coordinators: Callable[[], Sequence[tuple[int, str, int]]],
                  factory: Callable[[Route | None], asyncio.BaseProtocol],
                  shard: Callable[[], ShardRuntime | None], owns: Callable[[str], bool] | None = None,
-                 topics_changed: TopicsChanged | None = None, security: UpstreamSecurity | None = None) -> None:
+                 topics_changed: TopicsChanged | None = None, security: UpstreamSecurity | None = None,
+                 connections: Callable[[], Iterable[ClientConnection]] = tuple) -> None:
         """`node_id` is this process's coordinator node; `coordinators` every shard's (shard 0
         first); `owns` says which groups this shard coordinates (None: all, one shard);
         `topics_changed` is shared with the other shards (None: one shard); `security` the
-        coordinator's own upstream credentials (None: PLAINTEXT)."""
+        coordinator's own upstream credentials (None: PLAINTEXT); `connections` the client
+        connections open now."""
         settings = config.build(SidecarConfig)
         bootstrap = [parse_host_port(s) for s in settings.upstream_bootstrap_servers]
         self.security = security
         """This sidecar's upstream credentials (TLS, SASL; None: PLAINTEXT): every connection it opens upstream."""
         self.cluster = UpstreamCluster(bootstrap, settings.upstream_metadata_max_age_ms, self._brokers_changed,
-                                       security)
+                                       security, on_versions=self._versions_known)
+        self._connections = connections
+        self._provisional: set[int] = set()
+        """Connections told the provisional ApiVersions table (closed once the upstream's is known)."""
         self.catalog = self.cluster.catalog
         bind_host, _ = config.listen
         advertised_host, _ = config.advertised
@@ -109,6 +122,7 @@ class Sidecar:
         def handle_versions(ctx: RequestContext, request: Any) -> Any:
             ranges = self.cluster.api_ranges
             if not ranges:
+                self._told_provisional(ctx.connection_id)
                 return provisional.handle(ctx, request)
             built = merged.get(0)
             if built is None or built[0] is not ranges:  # first, or the upstream came back as another version
@@ -200,6 +214,26 @@ class Sidecar:
                           detail="an upstream broker has a coordinator shard's node id (sidecar.node.id + shard): "
                                  "clients cannot reach both; move sidecar.node.id clear of the upstream's broker ids")
         self.listeners.update(set(brokers))
+
+    def _told_provisional(self, connection_id: int) -> None:
+        told = self._provisional
+        told.add(connection_id)
+        if len(told) >= 1024 and len(told) & 1023 == 0:  # clients reconnecting all along: forget closed ones
+            told &= {connection.connection_id for connection in self._connections()}
+
+    def _versions_known(self) -> None:
+        """The upstream's API versions are known: a connection told the provisional table would
+        believe for its whole life that the forwarded APIs are not served, so it is closed, as a
+        broker restart closes it, and its client negotiates again (the merged table now)."""
+        told, self._provisional = self._provisional, set()
+        closed = 0
+        for connection in self._connections():
+            if connection.connection_id in told:
+                connection.close()
+                closed += 1
+        if closed:
+            log.info("sidecar_connections_renegotiate", connections=closed,
+                     reason="told ApiVersions before the upstream's were known")
 
     def _watch_subscriptions(self, handler: ApiHandler) -> ApiHandler:
         """A KIP-848 subscription naming a topic we do not know, or a regex, asks for a Metadata

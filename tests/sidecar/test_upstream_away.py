@@ -36,10 +36,17 @@ def metadata(port: int, topics: list[str] | None) -> Any:
                              allow_auto_topic_creation=False, include_topic_authorized_operations=False))
 
 
-def api_keys(port: int) -> dict[int, tuple[int, int]]:
-    response = ask(port, request(API_VERSIONS, 3, client_software_name="test", client_software_version="1"))
+def api_versions_request() -> Any:
+    return request(API_VERSIONS, 3, client_software_name="test", client_software_version="1")
+
+
+def versions_table(response: Any) -> dict[int, tuple[int, int]]:
     assert response.error_code == ErrorCode.NONE
     return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
+
+
+def api_keys(port: int) -> dict[int, tuple[int, int]]:
+    return versions_table(ask(port, api_versions_request()))
 
 
 def offset_fetch(port: int, group: str) -> Any:
@@ -77,12 +84,17 @@ def test_a_sidecar_started_before_its_upstream_answers_and_turns_ready_when_it_c
     collected = Collected()
     logger.addHandler(collected)
     consumer: Consumer | None = None
+    told: WireClient | None = None
+    loop = asyncio.new_event_loop()
     try:
         server.start(wait=False)
         wait_until(lambda: any(e["event"] == "upstream_unreachable" for e in events(server)), timeout=60,
                    message="the sidecar trying its upstream")
         # ApiVersions at once: our own APIs and Metadata, nothing forwarded (nothing is known of it).
-        table = api_keys(server.port)
+        # The connection told so is closed once the upstream's table is known, so that its client
+        # asks again rather than believing the forwarded APIs are not served.
+        told = loop.run_until_complete(WireClient.connect(server.port))
+        table = versions_table(loop.run_until_complete(told.request(api_versions_request())))
         assert {API_VERSIONS, METADATA, FIND_COORDINATOR, OFFSET_FETCH} <= set(table)
         assert PRODUCE not in table and FETCH not in table
         # Metadata at once: the coordinator as the one broker, no controller, no leader for the topic.
@@ -108,6 +120,8 @@ def test_a_sidecar_started_before_its_upstream_answers_and_turns_ready_when_it_c
             producer.produce("t", value=str(i).encode(), partition=i % 2)
         assert producer.flush(10) == 0
         server.wait_ready(timeout=30)
+        assert loop.run_until_complete(told.closed_by_peer(10))
+        assert PRODUCE in api_keys(server.port)
         values: list[bytes] = []
 
         def consumed_all() -> bool:
@@ -123,6 +137,9 @@ def test_a_sidecar_started_before_its_upstream_answers_and_turns_ready_when_it_c
     finally:
         if consumer is not None:
             consumer.close()
+        if told is not None:
+            loop.run_until_complete(told.close())
+        loop.close()
         logger.removeHandler(collected)
         server.stop()
         upstream.stop()
