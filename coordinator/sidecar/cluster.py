@@ -149,12 +149,14 @@ class UpstreamCluster:
     async def _run(self) -> None:
         backoff = RECONNECT_BACKOFF_S
         failing_since: float | None = None
+        failures = 0
         refresh = True
         while True:
             try:
                 await (self._refresh() if refresh else self._probe())
             except (TimeoutError, ForwardError, UpstreamProtocolError) as exc:
                 self.reachable = False
+                failures += 1
                 if failing_since is None:
                     failing_since = time.monotonic()
                 limited.warning("upstream_unreachable", upstream=self.names, error=str(exc) or type(exc).__name__,
@@ -165,10 +167,11 @@ class UpstreamCluster:
                 refresh = True
                 continue
             if failing_since is not None:
-                failures = limited.reset("upstream_unreachable") + 1
+                limited.reset("upstream_unreachable")  # the next outage is logged as it starts
                 log.info("upstream_reachable", upstream=self.names, failures=failures,
                          unreachable_for_s=round(time.monotonic() - failing_since, 1))
                 failing_since = None
+                failures = 0
             backoff = RECONNECT_BACKOFF_S
             refresh = await self._next()
 
