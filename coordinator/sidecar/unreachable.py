@@ -18,6 +18,9 @@ unreachable (`UpstreamCluster.reachable` false), or when opening one has just fa
   leader is not available, and retry). Produce with acks=0 gets no answer, as from a broker. A
   Fetch in an incremental session (session id set) gets FETCH_SESSION_ID_NOT_FOUND: the session
   was the upstream's, and the client starts a new one.
+- DescribeCluster: the same brokers, no controller. InitProducerId: COORDINATOR_NOT_AVAILABLE for
+  a transactional id (its coordinator is an upstream partition leader), else
+  COORDINATOR_LOAD_IN_PROGRESS (a broker without a producer id block from its controller).
 - Anything else: None. The route then fails the request and the client's connection closes, as
   when a broker goes away; the client reconnects (and asks ApiVersions and Metadata again).
 
@@ -41,8 +44,9 @@ from ..security.operations import NOT_REQUESTED
 from .apis import decodable
 from .wire import expects_response
 
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_FOR_LEADER_EPOCH = 0, 1, 2, 3, 23
-ANSWERED = (PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_FOR_LEADER_EPOCH)
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH, DESCRIBE_CLUSTER = (
+    0, 1, 2, 3, 22, 23, 60)
+ANSWERED = (PRODUCE, FETCH, LIST_OFFSETS, METADATA, INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH, DESCRIBE_CLUSTER)
 NO_CONTROLLER = -1
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -72,7 +76,8 @@ class Fallback:
         self._codec = RequestCodec({key: span for key in ANSWERED if (span := decodable(key)) is not None})
         self._answers: dict[int, Callable[[int, Any], dict[str, Any]]] = {
             PRODUCE: self._produce, FETCH: self._fetch, LIST_OFFSETS: self._list_offsets, METADATA: self._metadata,
-            OFFSET_FOR_LEADER_EPOCH: self._offset_for_leader_epoch}
+            INIT_PRODUCER_ID: self._init_producer_id, OFFSET_FOR_LEADER_EPOCH: self._offset_for_leader_epoch,
+            DESCRIBE_CLUSTER: self._describe_cluster}
 
     def answer(self, frame: bytes | bytearray) -> bytes | None:
         """The framed response to `frame` (a request, size prefix removed), `NO_RESPONSE`, or None
@@ -86,11 +91,24 @@ class Fallback:
         description = self._answers[api_key](request.api_version, request.body)
         return encode_response(request.correlation_id, build(response_schema(api_key, request.api_version), description))
 
-    # -- Metadata -----------------------------------------------------------------------------
-    def _metadata(self, version: int, request: Any) -> dict[str, Any]:
+    # -- Metadata, DescribeCluster -------------------------------------------------------------
+    def _brokers(self) -> list[tuple[int, str, int]]:
         brokers = [(node_id, *self._address(node_id)) for node_id in sorted(self._known.brokers)]
         present = {node_id for node_id, _, _ in brokers}
-        brokers += [node for node in self._coordinators() if node[0] not in present]
+        return brokers + [node for node in self._coordinators() if node[0] not in present]
+
+    def _describe_cluster(self, version: int, request: Any) -> dict[str, Any]:
+        return {
+            "throttle_time": 0, "error_code": 0, "error_message": None,
+            "endpoint_type": getattr(request, "endpoint_type", 1),
+            "cluster_id": self._known.cluster_id or "", "controller_id": NO_CONTROLLER,
+            "brokers": [{"broker_id": n, "host": h, "port": p, "rack": None, "is_fenced": False}
+                        for n, h, p in self._brokers()],
+            "cluster_authorized_operations": NOT_REQUESTED,
+        }
+
+    def _metadata(self, version: int, request: Any) -> dict[str, Any]:
+        brokers = self._brokers()
         catalog = self._known.catalog
         requested = request.topics
         if requested is None or (version == 0 and not requested):
@@ -163,6 +181,14 @@ class Fallback:
                 {"partition_index": p.partition_index, "error_code": ErrorCode.NOT_LEADER_OR_FOLLOWER,
                  "timestamp": -1, "offset": -1, "leader_epoch": -1} for p in t.partitions]}
             for t in request.topics]}
+
+    @staticmethod
+    def _init_producer_id(version: int, request: Any) -> dict[str, Any]:
+        # A transactional id's coordinator is a partition leader upstream: not available. Without
+        # one a broker hands out ids from a block the controller gave it: still loading.
+        code = ErrorCode.COORDINATOR_NOT_AVAILABLE if request.transactional_id else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return {"throttle_time": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1,
+                "ongoing_txn_producer_id": -1, "ongoing_txn_producer_epoch": -1}
 
     @staticmethod
     def _offset_for_leader_epoch(version: int, request: Any) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from protocol.errors import ErrorCode, ProtocolError
 from tests.support.wire import decode_response, request
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_FOR_LEADER_EPOCH, CREATE_TOPICS = 0, 1, 2, 3, 23, 19
+INIT_PRODUCER_ID, DESCRIBE_CLUSTER = 22, 60
 ORDERS = Topic("orders", uuid.uuid4(), 3)
 COORDINATOR = (1000000, "127.0.0.1", 9092)
 
@@ -136,6 +137,24 @@ def test_offset_for_leader_epoch_is_told_the_partition_has_no_leader_here(versio
         {"topic": "orders", "partitions": [{"partition": 2, "leader_epoch": 3}]}]))
     assert [(p.partition, p.error_code, p.end_offset) for t in response.topics for p in t.partitions] == [
         (2, ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)]
+
+
+@pytest.mark.parametrize("version", versions(DESCRIBE_CLUSTER))
+def test_describe_cluster_lists_our_brokers_and_no_controller(version: int) -> None:
+    response = answer(fallback(known()), request(DESCRIBE_CLUSTER, version, endpoint_type=1))
+    assert response.error_code == ErrorCode.NONE and response.controller_id == -1
+    assert response.cluster_id == "upstream-cluster"
+    assert [(b.broker_id, b.port) for b in response.brokers] == [(1, 19093), (2, 19094), (1000000, 9092)]
+
+
+@pytest.mark.parametrize("version", versions(INIT_PRODUCER_ID))
+def test_init_producer_id_waits_for_a_coordinator(version: int) -> None:
+    idempotent = answer(fallback(known()), request(INIT_PRODUCER_ID, version, transactional_id=None,
+                                                   transaction_timeout=60000, producer_id=-1, producer_epoch=-1))
+    assert (idempotent.error_code, idempotent.producer_id) == (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1)
+    transactional = answer(fallback(known()), request(INIT_PRODUCER_ID, version, transactional_id="tx",
+                                                      transaction_timeout=60000, producer_id=-1, producer_epoch=-1))
+    assert transactional.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
 def test_other_requests_are_not_answered_here() -> None:
