@@ -102,7 +102,8 @@ class UpstreamCluster:
         """Set once the upstream has answered ApiVersions and Metadata (it stays set)."""
         self.reachable = False
         """The upstream answered the last refresh or probe."""
-        self.client = UpstreamClient(self.bootstrap, self.brokers.get, security=security)
+        self.client = UpstreamClient(self.bootstrap, self.brokers.get, security=security,
+                                     brokers=lambda: list(self.brokers))
         self._max_age_s = max_age_ms / 1000
         self._on_brokers = on_brokers
         self._on_versions = on_versions

@@ -7,18 +7,21 @@ again once it is back, and logs the outage in a few rate-limited lines."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
 import time
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
 
+from coordinator.sidecar.cluster import PROBE_INTERVAL_S
 from protocol.errors import ErrorCode
 from tests.support.server import free_port, wait_until
 from tests.support.wire import WireClient, call, request
 
-from .conftest import free_base_port, sidecar_process
+from .conftest import free_base_port, sidecar_process, start_mock_cluster, stop_process
 from .test_lifecycle import events, upstream_server
 
 pytestmark = pytest.mark.interop
@@ -239,3 +242,62 @@ def test_a_client_that_fetches_in_a_session_is_told_to_start_a_new_one(tmp_path)
     finally:
         server.stop()
 
+
+
+class Relay:
+    """A TCP relay on 127.0.0.1 to one address, in a thread of its own: a bootstrap server that
+    can be taken away while the brokers behind it stay up."""
+
+    def __init__(self, target: str) -> None:
+        host, port = target.rsplit(":", 1)
+        self.target = (host, int(port))
+        self.loop = asyncio.new_event_loop()
+        self.streams: list[asyncio.StreamWriter] = []
+        self.server = self.loop.run_until_complete(asyncio.start_server(self._relay, "127.0.0.1", 0))
+        self.port = int(self.server.sockets[0].getsockname()[1])
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection(*self.target)
+        self.streams += [writer, up_writer]
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(ConnectionError):
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            sink.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    def close(self) -> None:
+        async def shut() -> None:
+            self.server.close()
+            for stream in self.streams:
+                stream.close()
+
+        asyncio.run_coroutine_threadsafe(shut(), self.loop).result(5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        self.loop.close()
+
+
+def test_the_bootstrap_server_gone_is_not_the_upstream_gone(tmp_path) -> None:
+    proc, brokers = start_mock_cluster(3)
+    relay = Relay(brokers.split(",")[0])
+    server = sidecar_process(tmp_path / "sidecar", f"127.0.0.1:{relay.port}", free_base_port())
+    try:
+        server.start()
+        relay.close()
+        # The sidecar asks the brokers it read instead: ready all along, forwarding as before.
+        deadline = time.monotonic() + 3 * PROBE_INTERVAL_S
+        while time.monotonic() < deadline:  # a window of three probes, each must keep it ready
+            assert server.ready()
+            time.sleep(0.1)
+        answer = metadata(server.port, None)
+        assert answer.controller_id != -1  # the upstream's answer (one made here names none)
+        assert not [e for e in events(server) if e["event"] == "upstream_unreachable"]
+    finally:
+        server.stop()
+        stop_process(proc)
