@@ -18,13 +18,13 @@ order. Only the correlation id of a request changes; a response is rewritten onl
 broker endpoints (`rewrite`). A failure (upstream gone, refused, broken stream) surfaces as
 `ForwardError`: the client connection is closed, as a broker going away closes it.
 
-While the upstream cannot be reached (`UpstreamCluster.reachable` false, or opening this route's
-upstream connection has just failed), a request with no open upstream connection to go to is
-answered here when a broker would have an answer for it (`unreachable.Fallback`: Metadata without
+While the upstream cannot be reached (`UpstreamCluster.reachable` false), a request with no open
+upstream connection to go to is answered here when a broker would have an answer for it (`unreachable.Fallback`: Metadata without
 leaders, NOT_LEADER_OR_FOLLOWER for data requests), so clients hear why they must wait instead of
 hearing nothing; anything else fails with `UpstreamUnavailable` (the connection closes, one
 rate-limited log line). A failed opening asks the cluster to check the upstream at once, and the
-next request tries to open a connection again. A forwarded
+next request tries to open a connection again; while the rest of the upstream is still believed
+reachable, it fails its requests as before (one broker away closes its connections). A forwarded
 CreateTopics, DeleteTopics or CreatePartitions refreshes the upstream catalog once answered (every
 shard's, with several shards).
 """
@@ -152,7 +152,12 @@ class Route:
             try:
                 upstream = await asyncio.shield(connecting)
             except ForwardError as exc:
-                self._sidecar.cluster.suspect()
+                cluster = self._sidecar.cluster
+                cluster.suspect()
+                if cluster.reachable:
+                    # As far as is known the rest of the cluster answers: this broker alone is
+                    # away, and its connection closes as its own would (the client asks another).
+                    raise
                 return self._answer_here(frame, exc)
             self._upstream = upstream
             if self._paused:
