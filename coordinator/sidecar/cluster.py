@@ -30,6 +30,8 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from prometheus_client import Gauge
+
 from ..catalog import Topic, TopicChange
 from ..logging import get_logger
 from ..security.upstream import UpstreamSecurity
@@ -47,6 +49,9 @@ RECONNECT_BACKOFF_MAX_S = 1.0
 RETRY_BACKOFF_S = 0.1
 PROBE_INTERVAL_S = 2.0
 _ZERO_UUID = uuid.UUID(int=0)
+
+REACHABLE = Gauge("coordinator_sidecar_upstream_reachable",
+                  "Sidecar mode: 1 while the upstream cluster answers, 0 while not (and /readyz is false).")
 
 
 class UpstreamCatalog:
@@ -102,6 +107,7 @@ class UpstreamCluster:
         """Set once the upstream has answered ApiVersions and Metadata (it stays set)."""
         self.reachable = False
         """The upstream answered the last refresh or probe."""
+        REACHABLE.set_function(lambda: float(self.reachable))
         self.client = UpstreamClient(self.bootstrap, self.brokers.get, security=security,
                                      brokers=lambda: list(self.brokers))
         self._max_age_s = max_age_ms / 1000

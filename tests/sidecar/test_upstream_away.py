@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, Producer
 
 from coordinator.sidecar.cluster import PROBE_INTERVAL_S
 from protocol.errors import ErrorCode
-from tests.support.server import free_port, wait_until
+from tests.support.server import ServerProcess, free_port, http_get, wait_until
 from tests.support.wire import WireClient, call, request
 
 from .conftest import free_base_port, sidecar_process, start_mock_cluster, stop_process
@@ -54,6 +54,14 @@ def api_keys(port: int) -> dict[int, tuple[int, int]]:
 
 def offset_fetch(port: int, group: str) -> Any:
     return ask(port, request(OFFSET_FETCH, 7, group_id=group, topics=None, require_stable=False))
+
+
+def reachable_gauge(server: ServerProcess) -> float:
+    _, body = http_get(server.metrics_port, "/metrics")
+    values = [line.split()[-1] for line in body.decode().splitlines()
+              if line.startswith("coordinator_sidecar_upstream_reachable ")]
+    assert len(values) == 1, values
+    return float(values[0])
 
 
 def closed_after(port: int, req: Any) -> bool:
@@ -161,6 +169,7 @@ def test_an_upstream_that_goes_away_turns_readiness_off_and_leaders_unavailable(
         upstream.stop()
         wait_until(lambda: not server.ready(), timeout=10, message="/readyz false with the upstream gone")
         gone_at = time.monotonic()
+        assert reachable_gauge(server) == 0.0
 
         # ApiVersions: the table the upstream last gave, as before.
         assert api_keys(server.port) == before
@@ -196,6 +205,7 @@ def test_an_upstream_that_goes_away_turns_readiness_off_and_leaders_unavailable(
         # Back: ready again, and forwarding again.
         upstream.start()
         wait_until(server.ready, timeout=20, message="/readyz true with the upstream back")
+        assert reachable_gauge(server) == 1.0
         away_s = time.monotonic() - gone_at
         wait_until(lambda: metadata(server.port, ["t"]).topics[0].partitions[0].leader_id == 1, timeout=10,
                    message="Metadata forwarded again")
