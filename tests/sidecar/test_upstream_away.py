@@ -119,8 +119,10 @@ def test_a_sidecar_started_before_its_upstream_answers_and_turns_ready_when_it_c
 
         # A real consumer joins meanwhile: nothing it logs blames the broker's version, and it
         # consumes once the upstream is there.
+        # (A short ApiVersions timeout, so that a sidecar not answering would show within the wait.)
         consumer = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "early", "logger": logger,
-                             "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 1000})
+                             "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 1000,
+                             "api.version.request.timeout.ms": 1000})
         consumer.subscribe(["t"])
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline:  # the client's own pace: it keeps asking while we watch
