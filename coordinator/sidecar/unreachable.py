@@ -2,7 +2,7 @@
 broker gives when the partition leaders are not available, made here instead of silence.
 
 A route asks `Fallback.answer(frame)` when it has no open upstream connection and the upstream is
-unreachable (`UpstreamCluster.reachable` false), or when opening one has just failed:
+unreachable (`UpstreamCluster.reachable` false, or it was never reached):
 
 - Metadata: the brokers as the rewritten Metadata lists them (the upstream's brokers last read, at
   our listeners, then the coordinator's own nodes), ControllerId -1 (Kafka's "no controller"),
