@@ -76,6 +76,19 @@ def closed_after(port: int, req: Any) -> bool:
     return asyncio.run(run())
 
 
+async def acks_zero_then_metadata(port: int) -> bool:
+    client = await WireClient.connect(port)
+    try:
+        await client.send(request(PRODUCE, 9, transactional_id=None, acks=0, timeout=1000, topic_data=[
+            {"name": "t", "partition_data": [{"index": 0, "records": None}]}]))
+        cid = await client.send(request(METADATA, 12, topics=[], allow_auto_topic_creation=False,
+                                        include_topic_authorized_operations=False))
+        got, _ = await client.receive(METADATA, 12)
+        return bool(got == cid)
+    finally:
+        await client.close()
+
+
 class Collected(logging.Handler):
     """librdkafka's log lines, as the client would print them."""
 
@@ -113,6 +126,14 @@ def test_a_sidecar_started_before_its_upstream_answers_and_turns_ready_when_it_c
         assert [(b.node_id, b.port) for b in answer.brokers] == [(1000000, server.port)]
         assert answer.controller_id == -1
         assert [(t.name, t.error_code, t.partitions) for t in answer.topics] == [("t", ErrorCode.LEADER_NOT_AVAILABLE, ())]
+        # A Fetch in a session: the session was the upstream's, start a new one.
+        fetched = ask(server.port, request(FETCH, 12, replica_id=-1, max_wait=100, min_bytes=1, max_bytes=1 << 20,
+                                           isolation_level=0, session_id=7, session_epoch=3, topics=[],
+                                           forgotten_topics_data=[], rack_id=""))
+        assert fetched.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+        # Produce with acks=0 is never answered, by a broker or here: the next request's answer
+        # is the first to come back on the connection.
+        assert asyncio.run(acks_zero_then_metadata(server.port))
         # Group APIs: the coordinator is loading.
         assert offset_fetch(server.port, "g").error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         assert not server.ready()
@@ -228,38 +249,6 @@ def test_an_upstream_that_goes_away_turns_readiness_off_and_leaders_unavailable(
         upstream.stop()
 
 
-def test_a_client_that_fetches_in_a_session_is_told_to_start_a_new_one(tmp_path) -> None:
-    server = sidecar_process(tmp_path / "sidecar", f"127.0.0.1:{free_port()}", free_base_port())
-    try:
-        server.start(wait=False)
-        wait_until(lambda: any(e["event"] == "upstream_unreachable" for e in events(server)), timeout=60,
-                   message="the sidecar trying its upstream")
-        fetched = ask(server.port, request(FETCH, 12, replica_id=-1, max_wait=100, min_bytes=1, max_bytes=1 << 20,
-                                           isolation_level=0, session_id=7, session_epoch=3, topics=[],
-                                           forgotten_topics_data=[], rack_id=""))
-        assert fetched.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
-        # Produce with acks=0 is never answered, by a broker or here: the next request's answer
-        # is the first to come back on the connection.
-
-        async def acks_zero_then_metadata() -> Any:
-            client = await WireClient.connect(server.port)
-            try:
-                await client.send(request(PRODUCE, 9, transactional_id=None, acks=0, timeout=1000, topic_data=[
-                    {"name": "t", "partition_data": [{"index": 0, "records": None}]}]))
-                cid = await client.send(request(METADATA, 12, topics=[], allow_auto_topic_creation=False,
-                                                include_topic_authorized_operations=False))
-                got, _ = await client.receive(METADATA, 12)
-                return got == cid
-            finally:
-                await client.close()
-
-        assert asyncio.run(acks_zero_then_metadata())
-        assert "Traceback" not in server.log()
-    finally:
-        server.stop()
-
-
-
 class Relay:
     """A TCP relay on 127.0.0.1 to one address, in a thread of its own: a bootstrap server that
     can be taken away while the brokers behind it stay up."""
@@ -307,8 +296,8 @@ def test_the_bootstrap_server_gone_is_not_the_upstream_gone(tmp_path) -> None:
         server.start()
         relay.close()
         # The sidecar asks the brokers it read instead: ready all along, forwarding as before.
-        deadline = time.monotonic() + 3 * PROBE_INTERVAL_S
-        while time.monotonic() < deadline:  # a window of three probes, each must keep it ready
+        deadline = time.monotonic() + 2 * PROBE_INTERVAL_S + 0.5
+        while time.monotonic() < deadline:  # a window holding at least one probe after the loss
             assert server.ready()
             time.sleep(0.1)
         answer = metadata(server.port, None)
