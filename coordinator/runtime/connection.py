@@ -582,7 +582,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _fail(self, exc: ProtocolError, frame: bytes | bytearray | int | None) -> None:
         self._flush()  # answers to the requests before the bad one still leave
         metrics.CONNECTIONS_CLOSED.labels(exc.reason).inc()
-        log.warning(
+        # An error that repeats with a cause outside this process (the sidecar's upstream away)
+        # carries its own rate limit for this line.
+        getattr(exc, "log_limit", log).warning(
             "connection_closed", reason=exc.reason, detail=str(exc), connection=self.connection_id,
             peer=self.peer, client_id=self.client_id,
             frame_bytes=frame if frame is None or isinstance(frame, int) else len(frame),

@@ -76,6 +76,9 @@ class ApiHandler:
     min_version: int
     max_version: int
     handle: Handler
+    refuse: Callable[[RequestContext, Any, int], Any] | None = None
+    """The whole request answered with one error code, without the handler (group APIs: their
+    `on_error`): for a wrapper that must refuse before the handler runs."""
 
     @property
     def name(self) -> str:

@@ -148,7 +148,8 @@ class CoordinatorServer:
                 raise StartupError(str(exc)) from exc
             self.sidecar = Sidecar(config, node_id, self._coordinator_nodes, self._connection_factory,
                                    lambda: self.shard, owns,
-                                   TopicsChanged(self.root) if self.layout.shards > 1 else None, security)
+                                   TopicsChanged(self.root) if self.layout.shards > 1 else None, security,
+                                   connections=lambda: self.connections)
         self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
         # What each listener asks of its connections (TLS, SASL); a bad key file or mechanism
         # stops start-up here, before anything is opened.
@@ -234,7 +235,10 @@ class CoordinatorServer:
     # -- lifecycle ----------------------------------------------------------------------------
     @property
     def ready(self) -> bool:
-        return self._loaded and bool(self._servers) and all(s.is_serving() for s in self._servers.values())
+        """Listeners open, state loaded, and in sidecar mode the upstream answering (a sidecar
+        that cannot reach its upstream cannot serve data: load balancers should look elsewhere)."""
+        return (self._loaded and bool(self._servers) and all(s.is_serving() for s in self._servers.values())
+                and (self.sidecar is None or self.sidecar.upstream_reachable))
 
     @property
     def port(self) -> int:

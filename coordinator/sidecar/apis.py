@@ -37,6 +37,7 @@ log = get_logger("coordinator.sidecar.apis")
 
 TXN_OFFSET_COMMIT = 28
 FIND_COORDINATOR = 10
+METADATA = 3
 NOT_ADVERTISED = frozenset({TXN_OFFSET_COMMIT, 76, 77, 78, 79, 80, 81, 88, 89, 90, 91})
 DECODED = (0, 1, 3, 60)  # responses we may rewrite: versions limited to the ones we can decode
 
@@ -83,6 +84,19 @@ def api_table(ours: Mapping[int, tuple[int, int]], upstream: Mapping[int, tuple[
     return dict(sorted(table.items()))
 
 
+def provisional_table(ours: Mapping[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+    """ApiVersions before the upstream has ever answered: what this process answers itself, which
+    is its own APIs and Metadata (`unreachable.Fallback`). Nothing forwarded is advertised, since
+    nothing is known of what the upstream serves; the broker listeners a client would send data
+    requests to open only once the upstream has answered, and a client asks ApiVersions again on
+    each of them."""
+    table = {key: span for key, span in ours.items() if key not in NOT_ADVERTISED}
+    known = decodable(METADATA)
+    if known is not None:
+        table[METADATA] = known
+    return dict(sorted(table.items()))
+
+
 def txn_offset_commit_refusal() -> ApiHandler:
     def handle(ctx: RequestContext, request: Any) -> Any:
         log.warning("txn_offset_commit_refused", group_id=request.group_id,
@@ -108,6 +122,10 @@ async def locate_transaction_coordinators(sidecar: Sidecar, keys: list[tuple[str
         entry: dict[str, Any] = {"key": key, "node_id": -1, "host": "", "port": -1,
                                  "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "error_message": None}
         version = cluster.version_for(FIND_COORDINATOR, 3, 1)
+        if not cluster.reachable:
+            entry["error_message"] = "The upstream cluster cannot be reached."
+            out.append(entry)
+            continue
         if version is None:
             entry["error_message"] = "The upstream cluster does not serve FindCoordinator for this key type."
             out.append(entry)

@@ -1,17 +1,24 @@
 """The upstream cluster as the sidecar knows it: brokers, API version ranges and topics, refreshed
-from upstream Metadata.
+from upstream Metadata, and whether the upstream can be reached now.
 
 Theory of operation (one task, `run`):
 - start: ApiVersions v0 then Metadata (all topics, no auto-creation) to a bootstrap server; until
   both have answered once, `ready` is unset (the server keeps group APIs in
-  COORDINATOR_LOAD_IN_PROGRESS and /readyz false). A failure is logged naming the upstream servers
-  and retried with exponential backoff (`reconnect.backoff.ms` .. `reconnect.backoff.max.ms`, Kafka's
-  client defaults 50 ms .. 1 s), never raised.
+  COORDINATOR_LOAD_IN_PROGRESS). A failure is retried with exponential backoff
+  (`reconnect.backoff.ms` .. `reconnect.backoff.max.ms`, Kafka's client defaults 50 ms .. 1 s),
+  never raised.
 - steady: Metadata again every `upstream.metadata.max.age.ms`, or at once when `request_refresh()` is
-  called (a subscription named a topic not known yet); requests are coalesced and spaced by at least
-  `retry.backoff.ms` (100 ms).
+  called (a subscription named a topic not known yet, a client's forwarded connection could not be
+  opened); requests are coalesced and spaced by at least `retry.backoff.ms` (100 ms). In between,
+  an ApiVersions v0 every `PROBE_INTERVAL_S` checks the upstream still answers: the metadata age
+  alone (5 minutes by default) would notice an upstream gone far too late for /readyz.
+- `reachable` is whether the last refresh or probe was answered: false from start until the first
+  answer, false from the first failure until an answer again (then ApiVersions is read again too:
+  the upstream may have come back as another version). /readyz and the forwarding routes follow it.
 - every answer replaces the broker table and feeds the catalog, which tells its listeners of each
   topic created, grown, shrunk or deleted (consumer groups turn that into new target assignments).
+- while the upstream cannot be reached, one `upstream_unreachable` line per `lograte.INTERVAL_S`
+  (with the failures held back), and one `upstream_reachable` when it answers again.
 """
 
 from __future__ import annotations
@@ -23,22 +30,30 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from prometheus_client import Gauge
+
 from protocol.client import request_class
 
 from ..catalog import Topic, TopicChange
 from ..logging import get_logger
 from ..security.upstream import UpstreamSecurity
+from .lograte import RateLimitedLog
 from .upstream import Address, UpstreamClient
 from .wire import ForwardError, UpstreamProtocolError
 
 log = get_logger("coordinator.sidecar.cluster")
+limited = RateLimitedLog(log)
 
 API_VERSIONS_KEY = 18
 METADATA_KEY = 3
 RECONNECT_BACKOFF_S = 0.05
 RECONNECT_BACKOFF_MAX_S = 1.0
 RETRY_BACKOFF_S = 0.1
+PROBE_INTERVAL_S = 2.0
 _ZERO_UUID = uuid.UUID(int=0)
+
+REACHABLE = Gauge("coordinator_sidecar_upstream_reachable",
+                  "Sidecar mode: 1 while the upstream cluster answers, 0 while not (and /readyz is false).")
 
 
 class UpstreamCatalog:
@@ -80,16 +95,26 @@ class UpstreamCatalog:
 
 class UpstreamCluster:
     def __init__(self, bootstrap: Sequence[Address], max_age_ms: int,
-                 on_brokers: Callable[[dict[int, Address]], None], security: UpstreamSecurity | None = None) -> None:
+                 on_brokers: Callable[[dict[int, Address]], None], security: UpstreamSecurity | None = None,
+                 on_versions: Callable[[], None] | None = None) -> None:
+        """`on_brokers` hears every broker table read; `on_versions` that the upstream's API
+        version ranges were read and differ from before (the first time, or after an outage),
+        once the refresh that read them is complete."""
         self.bootstrap = list(bootstrap)
         self.catalog = UpstreamCatalog()
         self.brokers: dict[int, Address] = {}
         self.api_ranges: dict[int, tuple[int, int]] = {}
         self.cluster_id: str | None = None
         self.ready = asyncio.Event()
-        self.client = UpstreamClient(self.bootstrap, self.brokers.get, security=security)
+        """Set once the upstream has answered ApiVersions and Metadata (it stays set)."""
+        self.reachable = False
+        """The upstream answered the last refresh or probe."""
+        REACHABLE.set_function(lambda: float(self.reachable))
+        self.client = UpstreamClient(self.bootstrap, self.brokers.get, security=security,
+                                     brokers=lambda: list(self.brokers))
         self._max_age_s = max_age_ms / 1000
         self._on_brokers = on_brokers
+        self._on_versions = on_versions
         self._wake = asyncio.Event()
         self._refreshed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -126,38 +151,67 @@ class UpstreamCluster:
         version = min(upstream[1], highest)
         return version if version >= max(upstream[0], lowest) else None
 
+    def suspect(self) -> None:
+        """Something failed to reach the upstream (a client's forwarded connection): check now."""
+        self.request_refresh()
+
     async def _run(self) -> None:
         backoff = RECONNECT_BACKOFF_S
         failing_since: float | None = None
+        failures = 0
+        refresh = True
         while True:
             try:
-                await self._refresh()
+                await (self._refresh() if refresh else self._probe())
             except (TimeoutError, ForwardError, UpstreamProtocolError) as exc:
+                self.reachable = False
+                failures += 1
                 if failing_since is None:
                     failing_since = time.monotonic()
-                log.warning("upstream_unreachable", upstream=self.names, error=str(exc) or type(exc).__name__,
-                            retry_in_ms=int(backoff * 1000), failing_for_s=round(time.monotonic() - failing_since, 1))
+                limited.warning("upstream_unreachable", upstream=self.names, error=str(exc) or type(exc).__name__,
+                                retry_in_ms=int(backoff * 1000),
+                                failing_for_s=round(time.monotonic() - failing_since, 1))
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, RECONNECT_BACKOFF_MAX_S)
+                refresh = True
                 continue
             if failing_since is not None:
-                log.info("upstream_reachable", upstream=self.names)
+                limited.reset("upstream_unreachable")  # the next outage is logged as it starts
+                log.info("upstream_reachable", upstream=self.names, failures=failures,
+                         unreachable_for_s=round(time.monotonic() - failing_since, 1))
                 failing_since = None
+                failures = 0
             backoff = RECONNECT_BACKOFF_S
-            try:
-                await asyncio.wait_for(self._wake.wait(), self._max_age_s)
-                await asyncio.sleep(RETRY_BACKOFF_S)  # coalesce a burst of refresh requests
-            except TimeoutError:
-                pass
+            refresh = await self._next()
+
+    async def _next(self) -> bool:
+        """Wait for what comes next: True a refresh (asked for, or the metadata is old), False a probe."""
+        due = self.last_refresh_monotonic + self._max_age_s
+        try:
+            await asyncio.wait_for(self._wake.wait(), max(0.0, min(PROBE_INTERVAL_S, due - time.monotonic())))
+        except TimeoutError:
+            return time.monotonic() >= due
+        await asyncio.sleep(RETRY_BACKOFF_S)  # coalesce a burst of refresh requests
+        return True
+
+    async def _probe(self) -> None:
+        response, address = await self.client.call_any(API_VERSIONS_KEY, request_class(API_VERSIONS_KEY, 0)())
+        if response.error_code:
+            raise ForwardError(f"upstream {address} answered ApiVersions with error {int(response.error_code)}")
 
     async def _refresh(self) -> None:
         self._wake.clear()
-        if not self.api_ranges:
+        if not self.api_ranges or not self.reachable:
             cls = request_class(API_VERSIONS_KEY, 0)
             response, address = await self.client.call_any(API_VERSIONS_KEY, cls())
             if response.error_code:
                 raise ForwardError(f"upstream {address} answered ApiVersions with error {int(response.error_code)}")
-            self.api_ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
+            ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
+            versions_changed = ranges != self.api_ranges
+            if versions_changed:
+                self.api_ranges = ranges
+        else:
+            versions_changed = False
         version = self.version_for(METADATA_KEY, 12, 1)
         if version is None:
             raise ForwardError(f"upstream {self.names} serves no Metadata version we speak")
@@ -166,6 +220,8 @@ class UpstreamCluster:
         request = build(request_class(METADATA_KEY, version), {"topics": None, "allow_auto_topic_creation": False})
         response, _ = await self.client.call_any(METADATA_KEY, request)
         self._apply(response)
+        if versions_changed and self._on_versions is not None:
+            self._on_versions()
 
     def _apply(self, response: Any) -> None:
         brokers = {int(b.node_id): (str(b.host), int(b.port)) for b in response.brokers}
@@ -192,5 +248,6 @@ class UpstreamCluster:
                      partitions_before=before.num_partitions if before else None,
                      partitions_after=after.num_partitions if after else None)
         self.last_refresh_monotonic = time.monotonic()
+        self.reachable = True
         self.ready.set()
         self._refreshed.set()

@@ -16,7 +16,15 @@ The listener of upstream broker N forwards to N's current address; the coordinat
 (the bootstrap address clients start from) forwards to any upstream broker, trying them in node-id
 order. Only the correlation id of a request changes; a response is rewritten only when it carries
 broker endpoints (`rewrite`). A failure (upstream gone, refused, broken stream) surfaces as
-`ForwardError`: the client connection is closed, as a broker going away closes it. A forwarded
+`ForwardError`: the client connection is closed, as a broker going away closes it.
+
+While the upstream cannot be reached (`UpstreamCluster.reachable` false), a request with no open
+upstream connection to go to is answered here when a broker would have an answer for it (`unreachable.Fallback`: Metadata without
+leaders, NOT_LEADER_OR_FOLLOWER for data requests), so clients hear why they must wait instead of
+hearing nothing; anything else fails with `UpstreamUnavailable` (the connection closes, one
+rate-limited log line). A failed opening asks the cluster to check the upstream at once, and the
+next request tries to open a connection again; while the rest of the upstream is still believed
+reachable, it fails its requests as before (one broker away closes its connections). A forwarded
 CreateTopics, DeleteTopics or CreatePartitions refreshes the upstream catalog once answered (every
 shard's, with several shards).
 """
@@ -25,10 +33,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .pump import CLIENT_HIGH_WATER, CLIENT_LOW_WATER, ResponsePump
-from .wire import ForwardError, expects_response, peek_header
+from .unreachable import NO_RESPONSE
+from .wire import ForwardError, UpstreamUnavailable, expects_response, peek_header
 
 if TYPE_CHECKING:
     from .sidecar import Sidecar
@@ -82,18 +91,41 @@ class Route:
         """Request bytes handed over may still be waiting to be sent: they must stay unchanged."""
         return self._upstream is not None and self._upstream.holding
 
-    def forward(self, frame: bytes | bytearray) -> asyncio.Future[None]:
+    def forward(self, frame: bytes | bytearray) -> asyncio.Future[Any]:
         """Send the whole frame upstream now (in call order) and return a future that resolves once
-        its response has been written to the client (at once for Produce with acks=0). Only the
-        first frame of a connection waits for the upstream connection to open; the frames behind
-        it wait on the same opening, in order."""
+        its response has been written to the client (at once for Produce with acks=0), or with the
+        response to write when it was answered here (the upstream unreachable). Only the first
+        frame of a connection waits for the upstream connection to open; the frames behind it wait
+        on the same opening, in order."""
         upstream = self._upstream
         if upstream is not None and not upstream.closed and not self._unsent:
             return self._send(upstream, frame, len(frame), expects_response(frame) is not False)
-        if self._connecting is None or (upstream is not None and upstream.closed):
-            self._connecting = asyncio.ensure_future(self._connect())
+        if not self._sidecar.cluster.reachable and not self._unsent:
+            return self._answered_here(frame)
+        connecting = self._connecting
+        if (connecting is None or (upstream is not None and upstream.closed)
+                or (connecting.done() and (connecting.cancelled() or connecting.exception() is not None))):
+            connecting = self._connecting = asyncio.ensure_future(self._connect())
         self._unsent += 1
-        return asyncio.ensure_future(self._send_when_connected(self._connecting, frame))
+        return asyncio.ensure_future(self._send_when_connected(connecting, frame))
+
+    def _answered_here(self, frame: bytes | bytearray) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        try:
+            future.set_result(self._answer_here(frame))
+        except Exception as exc:  # refused (ProtocolError), or a bug: the connection closes and logs it
+            future.set_exception(exc)
+        return future
+
+    def _answer_here(self, frame: bytes | bytearray, cause: Exception | None = None) -> bytes | None:
+        """The answer a broker would give without the upstream (None: none goes back, acks=0), or
+        `UpstreamUnavailable` when there is none to give."""
+        answer = self._sidecar.fallback.answer(frame)
+        if answer is None:
+            api_key, version, _ = peek_header(frame)
+            raise UpstreamUnavailable(f"upstream unreachable; api key {api_key} v{version} cannot be answered here"
+                                      + (f" ({cause})" if cause is not None else ""))
+        return None if answer is NO_RESPONSE else answer
 
     def start(self, head: memoryview, size: int) -> asyncio.Future[None] | None:
         """Send the first part (`head`, at least its header) of a frame of `size` bytes now, on the
@@ -114,28 +146,38 @@ class Route:
         if self._streaming_on is not None and self._streaming_on is self._upstream:
             self._streaming_on.more(part)
 
-    async def _send_when_connected(self, connecting: asyncio.Task[ResponsePump], frame: bytes | bytearray) -> None:
+    async def _send_when_connected(self, connecting: asyncio.Task[ResponsePump], frame: bytes | bytearray
+                                   ) -> Any:
         try:
-            upstream = await asyncio.shield(connecting)
+            try:
+                upstream = await asyncio.shield(connecting)
+            except ForwardError as exc:
+                cluster = self._sidecar.cluster
+                cluster.suspect()
+                if cluster.reachable:
+                    # As far as is known the rest of the cluster answers: this broker alone is
+                    # away, and its connection closes as its own would (the client asks another).
+                    raise
+                return self._answer_here(frame, exc)
             self._upstream = upstream
             if self._paused:
                 upstream.pause()
             sent = self._send(upstream, frame, len(frame), expects_response(frame) is not False)
         finally:
             self._unsent -= 1
-        await sent
+        return await sent
 
     def _send(self, upstream: ResponsePump, head: bytes | bytearray | memoryview, size: int,
-              expect_response: bool) -> asyncio.Future[None]:
+              expect_response: bool) -> asyncio.Future[Any]:
         api_key, version, correlation_id = peek_header(head)
         try:
             pending = upstream.begin(head, size, api_key, version, correlation_id, expect_response)
         except ForwardError as exc:
-            failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            failed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             failed.set_exception(exc)
             return failed
         if pending is None:
-            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             done.set_result(None)
             return done
         if api_key in TOPIC_ADMIN:
@@ -149,7 +191,8 @@ class Route:
 
     async def _connect(self) -> ResponsePump:
         cluster = self._sidecar.cluster
-        await cluster.ready.wait()
+        if not cluster.ready.is_set():
+            raise ForwardError("the upstream has not been reached yet")
         client = self._client
         if client is None:
             raise ForwardError("the client connection has no transport")

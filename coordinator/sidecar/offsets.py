@@ -7,16 +7,19 @@ group has committed offsets here. If it has none, the upstream's committed offse
 upstream's group coordinator) are committed here as a
 simple commit (generation -1, empty member id) through the core, so they are records in the log
 before the waiting request (and any OffsetFetch) is answered. Upstream trouble is retried with
-backoff and a log line; the group's requests wait meanwhile (clients time out and retry as with a
-coordinator still loading). Other groups are never held up. With several shards only the groups
-this shard coordinates are imported (`owns`); a request for another shard's group goes on to its
+backoff and a (rate-limited) log line; the group's requests wait meanwhile (clients time out and
+retry as with a coordinator still loading). While the upstream is unreachable, a request that would
+wait for an import is answered COORDINATOR_LOAD_IN_PROGRESS at once instead (its handler's
+`refuse`). Other groups are never held up. With several shards only the groups this shard
+coordinates are imported (`owns`); a request for another shard's group goes on to its
 NOT_COORDINATOR answer without touching the upstream.
 
 Mirror (after the fact): every `OffsetsCommitted` event marks its group dirty. Every
 `upstream.offsets.mirror.interval.ms` the bridge reads each dirty group's offsets from the core (an
 OffsetFetch, answered only with durable state) and sends what changed since the last mirror to the
 upstream as a simple OffsetCommit of the same group id (the group is empty upstream, so Kafka accepts
-it). A failure keeps the group dirty for the next round and is counted; a client's commit never
+it). A failure keeps the group dirty for the next round and is counted (and logged, rate-limited);
+while the upstream is unreachable no round is tried; a client's commit never
 waits for the mirror. `coordinator_sidecar_offset_mirror_lag_seconds` is the age of the oldest
 commit not yet mirrored.
 
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
@@ -53,9 +57,12 @@ from ..logging import get_logger
 from ..runtime.registry import ApiHandler, RequestContext, is_pending, response_of
 from ..runtime.shard import ShardRuntime
 from .cluster import UpstreamCluster
+from .lograte import RateLimitedLog
 from .wire import ForwardError
 
 log = get_logger("coordinator.sidecar.offsets")
+limited = RateLimitedLog(log)
+"""Retries against an upstream that is away: one line per kind per interval."""
 
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT = 8, 9, 10, 11, 68
 DELETE_GROUPS, OFFSET_DELETE = 42, 47
@@ -120,9 +127,13 @@ class OffsetBridge:
                 pending = [g for g in pending if self._owns(g)]
             if not pending:
                 return inner(ctx, request)
+            if not self._cluster.reachable and handler.refuse is not None:
+                # The import cannot happen now: the group is still loading, as Kafka says of a
+                # group whose offsets partition it has not loaded (clients retry).
+                return handler.refuse(ctx, request, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
             return self._after_import(shard, pending, lambda: inner(ctx, request))
 
-        return ApiHandler(handler.api_key, handler.min_version, handler.max_version, handle)
+        return dataclasses.replace(handler, handle=handle)
 
     async def _after_import(self, shard: ShardRuntime, groups: list[str], then: Callable[[], Any]) -> Any:
         for group_id in groups:
@@ -153,7 +164,7 @@ class OffsetBridge:
                 return await self._upstream_offsets(group_id)
             except Exception as exc:  # whatever the upstream did (or sent), retry: never crash on it
                 self._coordinators.pop(group_id, None)
-                log.warning("offset_import_retrying", group_id=group_id, upstream=self._cluster.names,
+                limited.warning("offset_import_retrying", group_id=group_id, upstream=self._cluster.names,
                             error=str(exc) or type(exc).__name__, retry_in_ms=int(backoff * 1000))
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX_S)
@@ -264,7 +275,7 @@ class OffsetBridge:
             self._deleted(ctx.api_key, request, result)
             return result
 
-        return ApiHandler(handler.api_key, handler.min_version, handler.max_version, handle)
+        return dataclasses.replace(handler, handle=handle)
 
     async def _after(self, api_key: int, request: Any, pending: Any) -> Any:
         response = await response_of(pending)
@@ -299,7 +310,7 @@ class OffsetBridge:
     async def _mirror_loop(self, shard: ShardRuntime) -> None:
         while True:
             await asyncio.sleep(self._interval_s)
-            if not self._dirty or not self._cluster.ready.is_set():
+            if not self._dirty or not self._cluster.reachable:  # kept dirty until it is back
                 continue
             for group_id in list(self._dirty):
                 changes = self._changes.get(group_id)
@@ -309,7 +320,7 @@ class OffsetBridge:
                     done = False
                     MIRROR_COMMITS.labels("failed").inc()
                     self._coordinators.pop(group_id, None)
-                    log.warning("offset_mirror_failed", group_id=group_id, upstream=self._cluster.names,
+                    limited.warning("offset_mirror_failed", group_id=group_id, upstream=self._cluster.names,
                                 error=str(exc) or type(exc).__name__)
                 if done and self._changes.get(group_id) == changes:  # nothing new came meanwhile
                     self._dirty.pop(group_id, None)

@@ -6,7 +6,15 @@ everything else is forwarded as bytes to the upstream broker the listener stands
 side sees only a topic source (`UpstreamCatalog`) and never learns which mode it runs in.
 
 This object wires the parts together for the server: the upstream view (`cluster`), the listener
-set, per-connection routes, the ApiVersions table, offset import and mirror.
+set, per-connection routes, the ApiVersions table, the answers made while the upstream is away
+(`fallback`), offset import and mirror.
+
+The upstream away (at start, or later): the coordinator's listener opens all the same and answers
+at once: ApiVersions (the provisional table until the upstream's ranges are first known), Metadata
+and data requests as a broker whose partition leaders are unavailable (`unreachable`), group APIs
+COORDINATOR_LOAD_IN_PROGRESS until the first upstream Metadata has been read and the log loaded
+(then served as ever: groups live here). /readyz is false while the upstream is unreachable
+(`upstream_reachable`).
 
 With several shards (`coordinator.shards`) each shard process has its own `Sidecar`: it reads the
 upstream on its own (brokers, topics), coordinates the groups of its partitions (node
@@ -19,15 +27,17 @@ shards (`TopicsChanged`), which read the upstream's topics again at once, as the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import Config, parse_host_port
 from ..logging import get_logger
 from ..runtime.apis import api_versions, find_coordinator
 from ..runtime.apis.common import respond
 from ..runtime.apis.view import NodeView
-from ..runtime.registry import ApiHandler, RequestContext, response_of
+from ..runtime.registry import ApiHandler, RequestContext
+from ..security.settings import AuthorizerConfig
 from ..security.upstream import UpstreamSecurity
 from . import apis
 from .cluster import UpstreamCluster
@@ -36,6 +46,7 @@ from .listeners import ListenerSet
 from .offsets import OffsetBridge
 from .settings import SidecarConfig
 from .topics_changed import TopicsChanged
+from .unreachable import Fallback
 
 if TYPE_CHECKING:
     from ..runtime.shard import ShardRuntime
@@ -45,21 +56,34 @@ log = get_logger("coordinator.sidecar")
 TRANSACTION = 1  # FindCoordinator key type
 
 
+class ClientConnection(Protocol):
+    """What the sidecar needs of a client connection (`runtime.connection.KafkaConnection`)."""
+
+    connection_id: int
+
+    def close(self) -> None: ...
+
+
 class Sidecar:
     def __init__(self, config: Config, node_id: int, coordinators: Callable[[], Sequence[tuple[int, str, int]]],
                  factory: Callable[[Route | None], asyncio.BaseProtocol],
                  shard: Callable[[], ShardRuntime | None], owns: Callable[[str], bool] | None = None,
-                 topics_changed: TopicsChanged | None = None, security: UpstreamSecurity | None = None) -> None:
+                 topics_changed: TopicsChanged | None = None, security: UpstreamSecurity | None = None,
+                 connections: Callable[[], Iterable[ClientConnection]] = tuple) -> None:
         """`node_id` is this process's coordinator node; `coordinators` every shard's (shard 0
         first); `owns` says which groups this shard coordinates (None: all, one shard);
         `topics_changed` is shared with the other shards (None: one shard); `security` the
-        coordinator's own upstream credentials (None: PLAINTEXT)."""
+        coordinator's own upstream credentials (None: PLAINTEXT); `connections` the client
+        connections open now."""
         settings = config.build(SidecarConfig)
         bootstrap = [parse_host_port(s) for s in settings.upstream_bootstrap_servers]
         self.security = security
         """This sidecar's upstream credentials (TLS, SASL; None: PLAINTEXT): every connection it opens upstream."""
         self.cluster = UpstreamCluster(bootstrap, settings.upstream_metadata_max_age_ms, self._brokers_changed,
-                                       security)
+                                       security, on_versions=self._versions_known)
+        self._connections = connections
+        self._provisional: set[int] = set()
+        """Connections told the provisional ApiVersions table (closed once the upstream's is known)."""
         self.catalog = self.cluster.catalog
         bind_host, _ = config.listen
         advertised_host, _ = config.advertised
@@ -68,6 +92,11 @@ class Sidecar:
         self.listeners = ListenerSet(bind_host, advertised_host, settings.sidecar_listener_base_port,
                                      coordinators, lambda node_id: factory(self.route(node_id)),
                                      reuse_port=self.sharded)
+        # Under an authorizer the upstream authorizes what is forwarded: answers made here without
+        # it must not describe topics.
+        self.fallback = Fallback(self.cluster, self.listeners.address, coordinators,
+                                 reveal_topics=not config.build(AuthorizerConfig).enabled)
+        """The answers to forwarded requests while the upstream cannot be reached."""
         self.offsets = OffsetBridge(self.cluster, shard, settings.upstream_offsets_mirror_interval_ms, owns)
         self.node_id = node_id
         self._coordinators = coordinators
@@ -75,21 +104,31 @@ class Sidecar:
         self._watching: asyncio.Task[None] | None = None
         self.local_keys: frozenset[int] = frozenset()
         apis.warm()
-        self._table: tuple[Mapping[int, tuple[int, int]], dict[int, tuple[int, int]]] | None = None
 
     # -- wiring -------------------------------------------------------------------------------
     def handlers(self, view: NodeView, ours: Callable[[], Mapping[int, tuple[int, int]]]) -> list[ApiHandler]:
         """The bootstrap APIs served here in sidecar mode (Metadata, DescribeCluster and the topic
-        APIs are forwarded): ApiVersions with the merged table (answered once the upstream's ranges
-        are known), FindCoordinator (transaction keys asked of the upstream), and the
-        TxnOffsetCommit refusal. `ours` is the registry's own table."""
-        versions = api_versions.api_versions(lambda: self.api_table(ours()) or ours())
+        APIs are forwarded): ApiVersions, FindCoordinator (transaction keys asked of the upstream),
+        and the TxnOffsetCommit refusal. `ours` is the registry's own table.
+
+        ApiVersions is answered at once, as a broker answers it whatever else is going on: with the
+        merged table once the upstream's ranges are known (they are kept while it is away), before
+        that with the provisional one (`apis.provisional_table`: what is answered here). Each table
+        gets its own handler, which caches its encoded answers."""
+        provisional = api_versions.api_versions(lambda: apis.provisional_table(ours()))
+        merged: dict[int, tuple[Mapping[int, tuple[int, int]], ApiHandler]] = {}
         locate = find_coordinator.find_coordinator(view)
 
         def handle_versions(ctx: RequestContext, request: Any) -> Any:
-            if not self.cluster.api_ranges:
-                return self.after_ready(lambda: versions.handle(ctx, request))
-            return versions.handle(ctx, request)
+            ranges = self.cluster.api_ranges
+            if not ranges:
+                self._told_provisional(ctx.connection_id)
+                return provisional.handle(ctx, request)
+            built = merged.get(0)
+            if built is None or built[0] is not ranges:  # first, or the upstream came back as another version
+                table = apis.api_table(ours(), ranges)
+                built = merged[0] = (ranges, api_versions.api_versions(lambda: table))
+            return built[1].handle(ctx, request)
 
         def handle_locate(ctx: RequestContext, request: Any) -> Any:
             if getattr(request, "key_type", 0) == TRANSACTION:
@@ -97,7 +136,7 @@ class Sidecar:
             return locate.handle(ctx, request)
 
         return [
-            ApiHandler(versions.api_key, versions.min_version, versions.max_version, handle_versions),
+            ApiHandler(provisional.api_key, provisional.min_version, provisional.max_version, handle_versions),
             ApiHandler(locate.api_key, locate.min_version, locate.max_version, handle_locate),
             apis.txn_offset_commit_refusal(),
         ]
@@ -112,21 +151,13 @@ class Sidecar:
     def route(self, node_id: int | None) -> Route:
         return Route(self, node_id)
 
-    def api_table(self, ours: Mapping[int, tuple[int, int]]) -> Mapping[int, tuple[int, int]] | None:
-        """The ApiVersions table, or None until the upstream's ranges are known."""
-        if not self.cluster.api_ranges:
-            return None
-        if self._table is None or self._table[0] is not self.cluster.api_ranges:
-            self._table = (self.cluster.api_ranges, apis.api_table(ours, self.cluster.api_ranges))
-        return self._table[1]
-
-    async def after_ready(self, then: Callable[[], Any]) -> Any:
-        await self.cluster.ready.wait()
-        return await response_of(then())
+    @property
+    def upstream_reachable(self) -> bool:
+        """The upstream answered the last refresh or probe (/readyz is false while it does not)."""
+        return self.cluster.reachable
 
     async def _find_transaction_coordinators(self, ctx: RequestContext, request: Any) -> Any:
         keys = list(request.coordinator_keys) if ctx.api_version >= 4 else [request.key]
-        await self.cluster.ready.wait()
         found = await apis.locate_transaction_coordinators(self, [(key, TRANSACTION) for key in keys])
         if ctx.api_version >= 4:
             return respond(ctx, {"throttle_time": 0, "coordinators": found})
@@ -184,6 +215,26 @@ class Sidecar:
                                  "clients cannot reach both; move sidecar.node.id clear of the upstream's broker ids")
         self.listeners.update(set(brokers))
 
+    def _told_provisional(self, connection_id: int) -> None:
+        told = self._provisional
+        told.add(connection_id)
+        if len(told) >= 1024 and len(told) & 1023 == 0:  # clients reconnecting all along: forget closed ones
+            told &= {connection.connection_id for connection in self._connections()}
+
+    def _versions_known(self) -> None:
+        """The upstream's API versions are known: a connection told the provisional table would
+        believe for its whole life that the forwarded APIs are not served, so it is closed, as a
+        broker restart closes it, and its client negotiates again (the merged table now)."""
+        told, self._provisional = self._provisional, set()
+        closed = 0
+        for connection in self._connections():
+            if connection.connection_id in told:
+                connection.close()
+                closed += 1
+        if closed:
+            log.info("sidecar_connections_renegotiate", connections=closed,
+                     reason="told ApiVersions before the upstream's were known")
+
     def _watch_subscriptions(self, handler: ApiHandler) -> ApiHandler:
         """A KIP-848 subscription naming a topic we do not know, or a regex, asks for a Metadata
         refresh at once (the group's target follows the catalog change it brings)."""
@@ -202,4 +253,4 @@ class Sidecar:
                 self.cluster.request_refresh()
             return inner(ctx, request)
 
-        return ApiHandler(handler.api_key, handler.min_version, handler.max_version, handle)
+        return dataclasses.replace(handler, handle=handle)

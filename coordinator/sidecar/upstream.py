@@ -13,8 +13,9 @@ opens it, passed to `open`); a refused authentication is a `ForwardError` like a
 broker.
 
 `UpstreamClient` is the sidecar's own client (metadata refresh, offset import and mirror, transaction
-coordinator lookups): kio-encoded requests to the bootstrap servers or to a broker by node id, one
-pipelined connection per target, re-opened on demand.
+coordinator lookups): kio-encoded requests to the bootstrap servers (then, when none answers, to
+the brokers last read) or to a broker by node id, one pipelined connection per target, re-opened on
+demand.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
 from protocol.client import encode_request
@@ -140,17 +141,23 @@ class UpstreamClient:
     """The sidecar's own requests to the upstream cluster."""
 
     def __init__(self, bootstrap: Sequence[Address], broker_address: Callable[[int], Address | None],
-                 timeout_s: float = 10.0, security: UpstreamSecurity | None = None) -> None:
+                 timeout_s: float = 10.0, security: UpstreamSecurity | None = None,
+                 brokers: Callable[[], Iterable[int]] = tuple) -> None:
+        """`broker_address` finds a broker by node id; `brokers` are the node ids last read."""
         self._bootstrap = list(bootstrap)
         self._security = security
         self._broker_address = broker_address
+        self._brokers = brokers
         self._timeout_s = timeout_s
         self._connections: dict[object, UpstreamConnection] = {}
         self._locks: dict[object, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
         self._next_bootstrap = 0
 
     async def call_any(self, api_key: int, request: Any) -> tuple[Any, str]:
-        """Send to a bootstrap server (the next one after a failure); returns (response, address)."""
+        """Send to a bootstrap server (the next one after a failure), or when none answers to a
+        broker last read that is not one of them (as a Kafka client, which asks any node it knows
+        once it has metadata: the bootstrap servers down is not the cluster down); returns
+        (response, address)."""
         errors = []
         for _ in range(len(self._bootstrap)):
             index = self._next_bootstrap % len(self._bootstrap)
@@ -161,6 +168,14 @@ class UpstreamClient:
                 self._drop(("bootstrap", index))
                 errors.append(f"{self._bootstrap[index][0]}:{self._bootstrap[index][1]}: {exc or 'timed out'}")
                 self._next_bootstrap += 1
+        for node_id in sorted(self._brokers()):
+            address = self._broker_address(node_id)
+            if address is None or address in self._bootstrap:
+                continue
+            try:
+                return await self.call_node(node_id, api_key, request), f"{address[0]}:{address[1]}"
+            except ForwardError as exc:
+                errors.append(str(exc))
         raise ForwardError("; ".join(errors))
 
     async def call_node(self, node_id: int, api_key: int, request: Any) -> Any:

@@ -15,6 +15,9 @@ from typing import Any
 from protocol import client
 from protocol.errors import ProtocolError
 
+from ..logging import get_logger
+from .lograte import RateLimitedLog
+
 _HEAD = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
 _I32 = struct.Struct(">i")
@@ -161,9 +164,17 @@ def decode_response(api_key: int, version: int, frame: bytes | bytearray) -> Any
 
 class ForwardError(ProtocolError):
     """A forwarded request could not be answered (upstream unreachable or gone): the client's
-    connection is closed, as a broker that went away would close it."""
+    connection is closed, as a broker that went away would close it. The line saying so is
+    rate-limited (`log_limit`): an upstream that dies closes every client connection at once, and
+    clients that reconnect while it is away fail again."""
 
     reason = "upstream_unavailable"
+    log_limit = RateLimitedLog(get_logger("coordinator.connection"))
+
+
+class UpstreamUnavailable(ForwardError):
+    """The upstream cannot be reached and the request is not one answered without it
+    (`unreachable.Fallback`)."""
 
 
 # ---- finding the leader hints without decoding a whole Produce or Fetch response -----------------

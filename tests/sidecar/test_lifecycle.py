@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.offset_fetch.v7.request import OffsetFetchRequest
 
 from protocol.build import build
@@ -63,19 +62,6 @@ def offset_fetch(port: int, group: str) -> Any:
     return asyncio.run(run())
 
 
-def metadata_closed(port: int) -> bool:
-    async def run() -> bool:
-        client = await WireClient.connect(port)
-        try:
-            await client.send(MetadataRequest(topics=None, allow_auto_topic_creation=False,
-                                              include_topic_authorized_operations=False))
-            return await client.closed_by_peer(15)
-        finally:
-            await client.close()
-
-    return asyncio.run(run())
-
-
 def test_unreachable_upstream_is_retried_until_it_answers(tmp_path) -> None:
     upstream_port = free_port()
     server = sidecar_process(tmp_path / "sidecar", f"127.0.0.1:{upstream_port}", free_base_port())
@@ -113,12 +99,10 @@ def test_catalog_follows_the_upstream_and_groups_survive_its_restart(tmp_path) -
         upstream.stop()
         wait_until(lambda: any(e["event"] == "upstream_unreachable" for e in events(server)),
                    message="the sidecar noticing the upstream is gone")
-        assert server.ready()
-        # A forwarded request finds no upstream: its connection is closed (clients reconnect);
-        # group APIs keep answering.
-        assert metadata_closed(server.port)
+        # Not ready while the upstream is away (test_upstream_away has what clients hear); the
+        # group lives here and keeps answering.
+        wait_until(lambda: not server.ready(), message="/readyz false")
         assert offset_fetch(server.port, "g848").error_code == 0
-        assert any(e["event"] == "connection_closed" and e["reason"] == "upstream_unavailable" for e in events(server))
         upstream.overrides["topics"] = "orders:4"
         upstream.start()
         poll_until([member], lambda: member.assignment() == {0, 1, 2, 3}, timeout=30,

@@ -74,7 +74,10 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
             return respond(ctx, description if merge is None else merge(description))
         return Deferred(pending, functools.partial(_wire_response, to_wire, ctx, request, merge))
 
-    return ApiHandler(api_key, min_version, max_version, handle)
+    def refuse(ctx: RequestContext, request: Any, code: int) -> Any:
+        return respond(ctx, on_error(ctx, request, code))
+
+    return ApiHandler(api_key, min_version, max_version, handle, refuse)
 
 
 def _wire_response(to_wire: ToWire, ctx: RequestContext, request: Any, merge: Merge | None, response: Any) -> Any:
