@@ -13,7 +13,7 @@ from coordinator.catalog import Topic
 from coordinator.sidecar.apis import decodable
 from coordinator.sidecar.cluster import UpstreamCatalog
 from coordinator.sidecar.unreachable import NO_RESPONSE, Fallback
-from protocol.codec import encode_request
+from protocol.client import encode_request
 from protocol.errors import ErrorCode, ProtocolError
 from tests.support.wire import decode_response, request
 
