@@ -132,13 +132,21 @@ def _parse_protocol_map(raw: str) -> dict[str, str]:
 
 
 def _parse_topics(raw: str) -> tuple[tuple[str, int], ...]:
+    """name:partitions,...: names by Kafka's rules (`Topic.validate`), counts between 1 and 2^31-1."""
+    from .catalog.catalog import CatalogError, validate_topic_name
+
     topics = []
     for item in _parse_list(raw):
         name, sep, partitions = item.partition(":")
-        count = int(partitions) if sep else 1
-        if count < 1:
-            raise ValueError(f"topic {name} needs at least one partition")
-        topics.append((name.strip(), count))
+        name = name.strip()
+        try:
+            validate_topic_name(name)
+        except CatalogError as exc:
+            raise ValueError(exc.message) from None
+        count = _parse_int(partitions) if sep else 1
+        if not 1 <= count <= INT32_MAX:
+            raise ValueError(f"topic {name} must have between 1 and {INT32_MAX} partitions")
+        topics.append((name, count))
     return tuple(topics)
 
 

@@ -61,6 +61,11 @@ def test_bad_configuration_exits_2_naming_the_key(args: list[str], key: str, tmp
     ({}, ["--override", "sidecar.listener.base.port=70000"],
      "sidecar.listener.base.port: invalid value '70000' (--override): must be between 1 and 65535"),
     ({}, ["--override", "num.partitions=many"], "num.partitions: invalid value 'many' (--override): expected an integer"),
+    ({}, ["--override", "topics=orders:3,bad/name:1"],
+     "topics: invalid value 'orders:3,bad/name:1' (--override): Topic name \"bad/name\" is illegal, it contains a"
+     " character other than ASCII alphanumerics, '.', '_' and '-'"),
+    ({}, ["--override", "topics=orders:0"],
+     "topics: invalid value 'orders:0' (--override): topic orders must have between 1 and 2147483647 partitions"),
 ])
 def test_a_value_out_of_range_is_one_line_naming_the_allowed_range(env, args, line, tmp_path) -> None:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")}
