@@ -5,6 +5,7 @@ made-up topic name reaches the offsets (and no group is created by a commit that
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -71,3 +72,20 @@ async def test_topic_existence_is_checked_before_the_group_as_kafka_does(client:
     # With a known topic the coordinator refuses what it was given; the unknown keep their code.
     mixed = await client.request(commit(8, "nobody", {"ghost": [0], "t": [0]}, generation=3))
     assert answers(mixed) == {"ghost": {0: UNKNOWN}, "t": {0: ErrorCode.ILLEGAL_GENERATION}}
+
+
+@pytest.mark.asyncio
+async def test_by_topic_id_a_partition_past_the_count_is_refused_and_an_unknown_id_is_unknown_topic_id(
+        server: CoordinatorServer, client: WireClient) -> None:
+    known = server.catalog.get("t")
+    assert known is not None
+    ghost = uuid.uuid4()
+    response = await client.request(request(8, 10, group_id="by-id", generation_id_or_member_epoch=-1, member_id="",
+                                            group_instance_id=None, topics=[
+                                                {"topic_id": topic_id, "partitions": [
+                                                    {"partition_index": i, "committed_offset": 5,
+                                                     "committed_leader_epoch": -1, "committed_metadata": ""}
+                                                    for i in (0, 2)]}
+                                                for topic_id in (known.topic_id, ghost)]))
+    assert {t.topic_id: {p.partition_index: p.error_code for p in t.partitions} for t in response.topics} == {
+        known.topic_id: {0: 0, 2: UNKNOWN}, ghost: {0: ErrorCode.UNKNOWN_TOPIC_ID, 2: ErrorCode.UNKNOWN_TOPIC_ID}}
