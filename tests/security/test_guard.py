@@ -1,6 +1,8 @@
 """One frame must not kill the server: collection sizes a request claims are checked before kio
 decodes it (kio reserves 8 bytes an element up front, and a failed reservation aborts the process;
-this 30-byte OffsetFetch did). Kafka's message; the server process survives it."""
+this 30-byte OffsetFetch did). Kafka's message; the server process survives it. And no string
+over 32,767 bytes gets in through a flexible version's compact strings, as Kafka's parsers refuse
+it, so no stored name is too long for the older versions' responses."""
 
 from __future__ import annotations
 
