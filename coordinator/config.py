@@ -49,7 +49,7 @@ from .security.settings import (
     ListenerSecurityConfig,
     UpstreamSecurityConfig,
 )
-from .settings import Setting, at_least, declared
+from .settings import INT32_MAX, Setting, at_least, between, declared
 from .sidecar.settings import SidecarConfig
 
 ENV_PREFIX = "COORDINATOR_"
@@ -69,7 +69,10 @@ class ConfigError(Exception):
 
 
 def _parse_int(raw: str) -> int:
-    return int(raw.strip())
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise ValueError("expected an integer") from None
 
 
 def _parse_bool(raw: str) -> bool:
@@ -129,13 +132,21 @@ def _parse_protocol_map(raw: str) -> dict[str, str]:
 
 
 def _parse_topics(raw: str) -> tuple[tuple[str, int], ...]:
+    """name:partitions,...: names by Kafka's rules (`Topic.validate`), counts between 1 and 2^31-1."""
+    from .catalog.catalog import CatalogError, validate_topic_name
+
     topics = []
     for item in _parse_list(raw):
         name, sep, partitions = item.partition(":")
-        count = int(partitions) if sep else 1
-        if count < 1:
-            raise ValueError(f"topic {name} needs at least one partition")
-        topics.append((name.strip(), count))
+        name = name.strip()
+        try:
+            validate_topic_name(name)
+        except CatalogError as exc:
+            raise ValueError(exc.message) from None
+        count = _parse_int(partitions) if sep else 1
+        if not 1 <= count <= INT32_MAX:
+            raise ValueError(f"topic {name} must have between 1 and {INT32_MAX} partitions")
+        topics.append((name, count))
     return tuple(topics)
 
 
@@ -156,20 +167,20 @@ _SERVER: tuple[Setting, ...] = (
     Setting("listeners", "PLAINTEXT://127.0.0.1:9092", "Kafka protocol listeners as NAME://host:port,... (an empty host, PLAINTEXT://:9092, binds every interface; a bare host:port is PLAINTEXT).", _parse_listeners),
     Setting("advertised.listeners", "", "Addresses given to clients in Metadata and FindCoordinator, per listener name (default: listeners; an empty host is this host's canonical name; 0.0.0.0 is refused).", _parse_optional_listeners),
     Setting("listener.security.protocol.map", listener_specs.DEFAULT_PROTOCOL_MAP, "Security protocol of each listener name, as NAME:PROTOCOL,... (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).", _parse_protocol_map),
-    Setting("node.id", "1", "This node's id in Metadata and FindCoordinator answers.", _parse_int, at_least(0)),
+    Setting("node.id", "1", "This node's id in Metadata and FindCoordinator answers.", _parse_int, between(0, INT32_MAX)),
     Setting("cluster.id", "coordinator-embedded", "Cluster id reported in Metadata and DescribeCluster (ours).", _parse_str),
     Setting("log.dirs", "./data", "Data directory: the record log, the topic catalog and the lock.", _parse_str),
     Setting("metrics.listen", "127.0.0.1:9644", "Address of the HTTP listener for /metrics, /healthz and /readyz (ours; empty disables it).", _optional_listener_or_empty),
-    Setting("socket.request.max.bytes", "104857600", "Largest request frame accepted; a larger one closes the connection.", _parse_int, at_least(8)),
-    Setting("queued.max.request.bytes", "104857600", "Request bytes held in memory across all connections (frames arriving, or queued behind a request in flight) before connections holding more than 16 KiB stop reading until some are handled; at least socket.request.max.bytes, or -1 (or 0) for no bound (Kafka's default; ours is finite so peers claiming large frames cannot exhaust memory).", _parse_int),
-    Setting("max.connections", "10000", "Most client connections open at once; further ones are closed on accept (Kafka's default is unbounded; ours is finite, raise it for more clients).", _parse_int, at_least(1)),
+    Setting("socket.request.max.bytes", "104857600", "Largest request frame accepted; a larger one closes the connection.", _parse_int, between(8, INT32_MAX)),
+    Setting("queued.max.request.bytes", "104857600", "Request bytes held in memory across all connections (frames arriving, or queued behind a request in flight) before connections holding more than 16 KiB stop reading until some are handled; at least socket.request.max.bytes, or -1 (or 0) for no bound (Kafka's default; ours is finite so peers claiming large frames cannot exhaust memory).", _parse_int, between(-1, INT32_MAX)),
+    Setting("max.connections", "10000", "Most client connections open at once; further ones are closed on accept (Kafka's default is unbounded; ours is finite, raise it for more clients).", _parse_int, between(1, INT32_MAX)),
     Setting("shutdown.timeout.ms", "10000", "On SIGTERM, how long in-flight requests may take before connections are cut (ours).", _parse_int, at_least(0)),
     # -- embedded catalog ---------------------------------------------------------------------
     Setting("auto.create.topics.enable", "true", "Create unknown topics named in Metadata requests.", _parse_bool),
-    Setting("num.partitions", "1", "Partition count of auto-created topics and CreateTopics without a count.", _parse_int, at_least(1)),
+    Setting("num.partitions", "1", "Partition count of auto-created topics and CreateTopics without a count.", _parse_int, between(1, INT32_MAX)),
     Setting("topics", "", "Topics declared at start-up, as name:partitions,... (ours).", _parse_topics),
     # -- groups -------------------------------------------------------------------------------
-    Setting("offsets.topic.num.partitions", "50", "Log partitions groups are hashed onto (Kafka's formula); fixed once a data directory has a layout.", _parse_int, at_least(1)),
+    Setting("offsets.topic.num.partitions", "50", "Log partitions groups are hashed onto (Kafka's formula); fixed once a data directory has a layout.", _parse_int, between(1, INT32_MAX)),
     Setting("coordinator.shards", "1", "Coordinator processes the partitions are spread over; shard k is node node.id+k on each listener's port+k (ours).", _parse_int, at_least(1)),
     Setting("group.coordinator.rebalance.protocols", "classic,consumer", "Group protocols served.", _parse_list, _protocols),
 )
@@ -436,7 +447,7 @@ def resolve(
         if problem:
             raise ConfigError(key, f"invalid value {text!r} ({sources[key]}): {problem}")
         values[key] = parsed
-    _check_relations(values)
+    _check_relations(values, sources)
     _check_listeners(values)
     return Config(values, sources)
 
@@ -479,25 +490,36 @@ def _check_listeners(values: Mapping[str, Any]) -> None:
             raise ConfigError(key, f"no listener named {scoped[0].upper()} in listeners")
 
 
-def _check_relations(values: Mapping[str, Any]) -> None:
-    if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
-        raise ConfigError("group.min.session.timeout.ms", "must not exceed group.max.session.timeout.ms")
-    pairs = (
-        ("group.consumer.min.session.timeout.ms", "group.consumer.session.timeout.ms", "group.consumer.max.session.timeout.ms"),
-        ("group.consumer.min.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms"),
+def _check_relations(values: Mapping[str, Any], sources: Mapping[str, str]) -> None:
+    """Kafka's cross-checks of the session and heartbeat settings (`GroupCoordinatorConfig`); each
+    refusal names the value, where it came from and the range it must lie in."""
+    def refuse(key: str, allowed: str) -> ConfigError:
+        return ConfigError(key, f"invalid value {values[key]} ({sources[key]}): {allowed}")
+
+    triples = (
+        ("group.min.session.timeout.ms", None, "group.max.session.timeout.ms"),
+        ("group.consumer.min.session.timeout.ms", "group.consumer.session.timeout.ms",
+         "group.consumer.max.session.timeout.ms"),
+        ("group.consumer.min.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms",
+         "group.consumer.max.heartbeat.interval.ms"),
     )
-    for low, mid, high in pairs:
-        if not values[low] <= values[mid] <= values[high]:
-            raise ConfigError(mid, f"must lie between {low} and {high}")
-    if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
-        raise ConfigError("group.consumer.heartbeat.interval.ms", "must be lower than group.consumer.session.timeout.ms")
+    for low, mid, high in triples:
+        if values[low] > values[high]:
+            raise refuse(low, f"must be at most {high} ({values[high]})")
+        if mid is not None and not values[low] <= values[mid] <= values[high]:
+            raise refuse(mid, f"must be between {values[low]} and {values[high]} ({low} and {high})")
+    heartbeat, session = "group.consumer.heartbeat.interval.ms", "group.consumer.session.timeout.ms"
+    if values[heartbeat] >= values[session]:
+        most = min(values[session] - 1, values["group.consumer.max.heartbeat.interval.ms"])
+        raise refuse(heartbeat, f"must be between {values['group.consumer.min.heartbeat.interval.ms']} and "
+                                f"{most} (lower than {session}, {values[session]})")
     if values["max.connections.per.ip"] == 0 and not values["max.connections.per.ip.overrides"]:
         raise ConfigError("max.connections.per.ip", "can be 0 only if max.connections.per.ip.overrides is set "
                           "(else no client could connect)")
     queued = values["queued.max.request.bytes"]
     if 0 < queued < values["socket.request.max.bytes"]:  # else the largest request could never be read
-        raise ConfigError("queued.max.request.bytes", f"must be -1 or at least socket.request.max.bytes "
-                          f"({values['socket.request.max.bytes']}), got {queued}")
+        raise refuse("queued.max.request.bytes", f"must be -1 or 0 (no bound), or between "
+                     f"{values['socket.request.max.bytes']} and {INT32_MAX} (at least socket.request.max.bytes)")
 
 
 def reference_table() -> str:

@@ -70,8 +70,18 @@ def as_text(value: Any) -> str:
     return str(value)
 
 
+INT32_MAX = 2**31 - 1
+"""The largest value of a Kafka INT setting (a Java int)."""
+
+
 def at_least(low: int) -> Check:
     return lambda v: None if v >= low else f"must be at least {low}"
+
+
+def between(low: int, high: int) -> Check:
+    """A Kafka INT setting's range is `between(low, INT32_MAX)`: Kafka refuses a larger number
+    ("Not a number of type INT"), and some of these values go into INT32 fields on the wire."""
+    return lambda v: None if low <= v <= high else f"must be between {low} and {high}"
 
 
 def one_of(*choices: str) -> Check:

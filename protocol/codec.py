@@ -11,7 +11,9 @@ Rules (Kafka's `RequestHeader.json`, `ApiMessageType.requestHeaderVersion`, KIP-
   closed), except ApiVersions: a too-new ApiVersions is answered, so it decodes to a request flagged
   `unsupported_version` with no body;
 - a request claiming an array larger than the bytes it holds is refused before kio sees it
-  (`guard.py`: kio would reserve memory for it, and a failed reservation aborts the process).
+  (`guard.py`: kio would reserve memory for it, and a failed reservation aborts the process), and so
+  is a compact string over 32,767 bytes, as Kafka's parsers refuse it (no name too long for an older
+  version's INT16 string is ever stored).
 """
 
 from __future__ import annotations

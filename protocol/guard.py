@@ -16,6 +16,13 @@ summed, arrays counted and walked, tagged fields skipped by size or walked when 
 reads lengths and counts; kio still decodes and checks everything, so a frame that ends early is
 left for kio to refuse. Requests without arrays (Heartbeat) cost one dict lookup; a steady
 ConsumerGroupHeartbeat about a microsecond.
+
+Strings too: Kafka's generated readers refuse a compact (flexible-version) string longer than
+32,767 bytes ("string field groupId had invalid length 40000"), the most an INT16 length can say,
+so a name taken from a flexible request always fits the older versions' responses (a 40,000-byte
+group id stored once would otherwise break ListGroups v0–v2 for every client). The walker checks
+every compact string's length where it reads it. A request whose only reason to be walked is its
+strings is walked only when the frame is big enough to hold such a string.
 """
 
 from __future__ import annotations
@@ -35,6 +42,9 @@ _FIXED = {"int8": 1, "uint8": 1, "bool": 1, "int16": 2, "uint16": 2, "error_code
           "timedelta_i32": 4, "int64": 8, "timedelta_i64": 8, "float64": 8, "uuid": 16}
 _I16 = struct.Struct(">h").unpack_from
 _I32 = struct.Struct(">i").unpack_from
+
+MAX_STRING_LENGTH = 0x7FFF
+"""The longest string Kafka's readers accept (an INT16 length's limit, kept for compact strings)."""
 
 Walker = Callable[[bytes, int], int]
 
@@ -60,6 +70,16 @@ def _too_large(count: int, remaining: int) -> MalformedRequest:
                             f"{max(remaining, 0)} bytes remaining.")
 
 
+def _long_string(name: str, length: int) -> MalformedRequest:
+    return MalformedRequest(f"string field {name} had invalid length {length}")
+
+
+def _camel(name: str) -> str:
+    """kio's snake_case field name as Kafka's schema spells it (for Kafka's message)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
 def _unwrap(tp: Any) -> Any:
     if get_origin(tp) is UnionType:
         return next(a for a in get_args(tp) if a is not NoneType)
@@ -73,8 +93,10 @@ class _Source:
         self.lines: list[str] = []
         self.names = itertools.count()
         self.helpers: dict[str, Any] = {"_uv": _uvarint, "_i16": _I16, "_i32": _I32, "_too_large": _too_large,
-                                        "_null": _null}
+                                        "_null": _null, "_long": _long_string}
         self.has_array = False
+        self.has_string = False
+        """A compact string is read: its length is checked (Kafka's readers refuse one over 32,767)."""
 
     def emit(self, indent: int, line: str) -> None:
         self.lines.append("    " * indent + line)
@@ -138,6 +160,10 @@ class _Source:
                 self.emit(indent + 1, "p += b or 1")
                 self.emit(indent, "else:")
                 self.emit(indent + 1, "b, p = _uv(d, p)")
+                if kafka_type == "string":  # one byte holds lengths up to 126: checked only here
+                    self.has_string = True
+                    self.emit(indent + 1, f"if b > {MAX_STRING_LENGTH + 1}:")
+                    self.emit(indent + 2, f"raise _long({_camel(spec.name)!r}, b - 1)")
                 self.emit(indent + 1, "p += b - 1")
             elif kafka_type == "string":
                 self.emit(indent, "p += 2 + max(_i16(d, p)[0], 0)")
@@ -148,14 +174,15 @@ class _Source:
 
     def tags(self, tagged: dict[int, dataclasses.Field[Any]], indent: int) -> None:
         """Tagged fields: a count (checked like an array's), then tag, size, value; a known tag
-        whose value holds an array is walked by its own walker, within its size."""
+        whose value holds an array or a string is walked by its own walker, within its size."""
         known = {}
         for tag, spec in tagged.items():
             sub = _Source()
             sub.field(spec, spec.type, True, 1)
-            if sub.has_array:
+            if sub.has_array or sub.has_string:
                 known[tag] = sub.compile()
-                self.has_array = True
+                self.has_array |= sub.has_array
+                self.has_string |= sub.has_string
         t = f"t{next(self.names)}"
         self.emit(indent, "b = d[p]")
         self.emit(indent, "if b < 128:")
@@ -186,12 +213,28 @@ class _Source:
 
 
 @cache
-def walker(api_key: int, version: int) -> Walker | None:
-    """The request's generated walker (from the body's first byte), or None: no array to check."""
+def _plan(api_key: int, version: int) -> tuple[Walker, bool] | None:
+    """The request's walker and whether every frame needs it (it has an array), or None: nothing
+    to check (no array, no compact string)."""
     cls = request_schema(api_key, version)
     source = _Source()
     source.entity(cls, bool(cls.__flexible__), 1)
-    return source.compile() if source.has_array else None
+    if not (source.has_array or source.has_string):
+        return None
+    return source.compile(), source.has_array
+
+
+def walker(api_key: int, version: int) -> Walker | None:
+    """The request's generated walker (from the body's first byte), or None: nothing to check."""
+    plan = _plan(api_key, version)
+    return None if plan is None else plan[0]
+
+
+def walks_every_frame(api_key: int, version: int) -> bool:
+    """Whether every frame is walked (the request has an array), not only those that could hold a
+    string over 32,767 bytes."""
+    plan = _plan(api_key, version)
+    return plan is not None and plan[1]
 
 
 @cache
@@ -201,10 +244,14 @@ def _flexible(api_key: int, version: int) -> bool:
 
 def check(api_key: int, version: int, frame: bytes) -> None:
     """Raise MalformedRequest if `frame` (header included) claims more elements in a collection
-    than it has bytes left. A frame that ends early is left to kio, which refuses it."""
-    walk = walker(api_key, version)
-    if walk is None:
+    than it has bytes left, or holds a compact string over 32,767 bytes. A frame that ends early
+    is left to kio, which refuses it."""
+    plan = _plan(api_key, version)
+    if plan is None:
         return
+    walk, every_frame = plan
+    if not every_frame and len(frame) <= MAX_STRING_LENGTH:
+        return  # too small to hold a string the walker would refuse
     try:
         # Header: api key, version, correlation id (8 bytes), client id (INT16 string), then
         # tagged fields in flexible versions (header v2).

@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.core.assignors.registry import consumer_group_assignors
-from coordinator.settings import at_least, setting
-
-INT32_MAX = 2**31 - 1
+from coordinator.settings import INT32_MAX, at_least, between, setting
 
 
 def _assignors(value: Any) -> str | None:
@@ -60,38 +58,38 @@ class GroupConfig:
     # --- classic groups -------------------------------------------------------------------------
     group_initial_rebalance_delay_ms: int = setting(
         "group.initial.rebalance.delay.ms", 3_000,
-        "Delay of the first rebalance of an empty classic group, to let more members join.", check=at_least(0))
+        "Delay of the first rebalance of an empty classic group, to let more members join.", check=between(0, INT32_MAX))
     group_min_session_timeout_ms: int = setting(
         "group.min.session.timeout.ms", 6_000, "Smallest session timeout a classic member may ask for.",
-        check=at_least(1))
+        check=between(1, INT32_MAX))
     group_max_session_timeout_ms: int = setting(
         "group.max.session.timeout.ms", 1_800_000, "Largest session timeout a classic member may ask for.",
-        check=at_least(1))
-    group_max_size: int = setting("group.max.size", INT32_MAX, "Most members of a classic group.", check=at_least(1))
+        check=between(1, INT32_MAX))
+    group_max_size: int = setting("group.max.size", INT32_MAX, "Most members of a classic group.", check=between(1, INT32_MAX))
     # Not configurable in Kafka (CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS): how long a parked JoinGroup
     # of a brand-new member may wait before the member is dropped.
     new_member_join_timeout_ms: int = 300_000
 
     # --- consumer groups (KIP-848); not used by the classic protocol ---------------------------
     consumer_group_session_timeout_ms: int = setting(
-        "group.consumer.session.timeout.ms", 45_000, "Session timeout of consumer-group members.", check=at_least(1))
+        "group.consumer.session.timeout.ms", 45_000, "Session timeout of consumer-group members.", check=between(1, INT32_MAX))
     consumer_group_min_session_timeout_ms: int = setting(
         "group.consumer.min.session.timeout.ms", 45_000, "Smallest configurable consumer session timeout.",
-        check=at_least(1))
+        check=between(1, INT32_MAX))
     consumer_group_max_session_timeout_ms: int = setting(
         "group.consumer.max.session.timeout.ms", 60_000, "Largest configurable consumer session timeout.",
-        check=at_least(1))
+        check=between(1, INT32_MAX))
     consumer_group_heartbeat_interval_ms: int = setting(
         "group.consumer.heartbeat.interval.ms", 5_000, "Heartbeat interval given to consumer-group members.",
-        check=at_least(1))
+        check=between(1, INT32_MAX))
     consumer_group_min_heartbeat_interval_ms: int = setting(
         "group.consumer.min.heartbeat.interval.ms", 5_000, "Smallest configurable consumer heartbeat interval.",
-        check=at_least(1))
+        check=between(1, INT32_MAX))
     consumer_group_max_heartbeat_interval_ms: int = setting(
         "group.consumer.max.heartbeat.interval.ms", 15_000, "Largest configurable consumer heartbeat interval.",
-        check=at_least(1))
+        check=between(1, INT32_MAX))
     consumer_group_max_size: int = setting(
-        "group.consumer.max.size", INT32_MAX, "Most members of a consumer group.", check=at_least(1))
+        "group.consumer.max.size", INT32_MAX, "Most members of a consumer group.", check=between(1, INT32_MAX))
     consumer_group_assignors: tuple[str, ...] = setting(
         "group.consumer.assignors", ("uniform", "range"), "Server-side assignors; the first is the default.",
         check=_assignors)
@@ -103,9 +101,9 @@ class GroupConfig:
     # --- offsets --------------------------------------------------------------------------------
     offsets_retention_ms: int = setting(
         "offsets.retention.minutes", 10_080, "Committed offsets of empty groups expire after this long.",
-        check=at_least(1), scale=60_000)
+        check=between(1, INT32_MAX), scale=60_000)
     offsets_retention_check_interval_ms: int = setting(
         "offsets.retention.check.interval.ms", 600_000, "How often expired offsets are looked for.",
-        check=at_least(1))
+        check=at_least(1))  # a LONG in Kafka
     offset_metadata_max_bytes: int = setting(
-        "offset.metadata.max.bytes", 4_096, "Largest metadata string of a committed offset.", check=at_least(0))
+        "offset.metadata.max.bytes", 4_096, "Largest metadata string of a committed offset.", check=between(0, INT32_MAX))

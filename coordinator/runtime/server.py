@@ -183,7 +183,8 @@ class CoordinatorServer:
             on_fatal=_fail_stop, remove_dir=_remove_empty_dir)
         self.shard: ShardRuntime | None = None
         self.history: HistoryWriter | None = None
-        groups = group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]), owns)
+        groups = group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]), owns,
+                                self.topics)
         groups += security_handlers(lambda: self.shard, self.security_forwarder)
         if self.sidecar is not None:
             handlers = self.sidecar.serve_locally(

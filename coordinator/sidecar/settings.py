@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..settings import at_least, setting
+from ..settings import INT32_MAX, at_least, between, setting
 
 
 def _host_ports(raw: str) -> tuple[str, ...]:
@@ -30,9 +30,9 @@ class SidecarConfig:
         "Sidecar mode: how often committed offsets are mirrored to the upstream cluster (ours).", check=at_least(1))
     sidecar_listener_base_port: int = setting(
         "sidecar.listener.base.port", 19092,
-        "Sidecar mode: upstream broker N is presented at this port + N (ours).", check=at_least(1))
+        "Sidecar mode: upstream broker N is presented at this port + N (ours).", check=between(1, 65535))
     sidecar_node_id: int = setting(
         "sidecar.node.id", 1000000,
         "Sidecar mode: the coordinator's own node id (shard k: this + k); must differ from every upstream "
         "broker id (ours).",
-        check=at_least(0))
+        check=between(0, INT32_MAX))

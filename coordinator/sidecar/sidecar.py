@@ -237,7 +237,11 @@ class Sidecar:
 
     def _watch_subscriptions(self, handler: ApiHandler) -> ApiHandler:
         """A KIP-848 subscription naming a topic we do not know, or a regex, asks for a Metadata
-        refresh at once (the group's target follows the catalog change it brings)."""
+        refresh at once (the group's target follows the catalog change it brings). So does an
+        OffsetCommit naming a topic we do not know: it is answered UNKNOWN_TOPIC_OR_PARTITION, a
+        retriable error, and the client's retry finds the topic if the upstream has it."""
+        if handler.api_key == 8:
+            return self._watch_commits(handler)
         if handler.api_key != 68:
             return handler
         inner = handler.handle
@@ -250,6 +254,19 @@ class Sidecar:
                 self.cluster.request_refresh()
             elif regex and regex not in seen_regexes:
                 seen_regexes.add(regex)
+                self.cluster.request_refresh()
+            return inner(ctx, request)
+
+        return dataclasses.replace(handler, handle=handle)
+
+    def _watch_commits(self, handler: ApiHandler) -> ApiHandler:
+        inner = handler.handle
+
+        def handle(ctx: RequestContext, request: Any) -> Any:
+            if ctx.api_version < 10:
+                if any(self.catalog.get(t.name) is None for t in request.topics):
+                    self.cluster.request_refresh()
+            elif any(t.topic_id is None or self.catalog.by_id(t.topic_id) is None for t in request.topics):
                 self.cluster.request_refresh()
             return inner(ctx, request)
 

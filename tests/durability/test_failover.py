@@ -151,12 +151,12 @@ def test_revived_old_owner_cannot_append_after_a_newer_epoch(tmp_path) -> None:
     operator or a broken shared filesystem might), a new owner takes over, then the old one wakes
     up and receives a commit: it must not append, and it stops instead of acknowledging."""
     data = tmp_path / "data"
-    old = ServerProcess(data).start()
+    old = ServerProcess(data, overrides={"topics": "t:1"}).start()
     assert old.proc is not None
     os.kill(old.proc.pid, signal.SIGSTOP)
     try:
         (data / "coordinator.lock").unlink()
-        new = ServerProcess(data)
+        new = ServerProcess(data, overrides={"topics": "t:1"})
         new.log_path = tmp_path / "new.log"
         new.start()
 

@@ -22,6 +22,9 @@ from tests.support.wire import WireClient
 
 pytestmark = pytest.mark.interop
 
+TOPIC = {"topics": "t:4"}
+"""The topic the commits name (OffsetCommit refuses topics the catalog does not know)."""
+
 
 async def commit_many(port: int, group: str, offsets: range, partitions: int = 4) -> None:
     client = await WireClient.connect(port)
@@ -48,7 +51,7 @@ def log_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_torn_tail_is_truncated_with_a_warning_and_acknowledged_data_kept(tmp_path) -> None:
     data = tmp_path / "data"
-    server = ServerProcess(data).start()
+    server = ServerProcess(data, overrides=TOPIC).start()
     try:
         asyncio.run(commit_many(server.port, "g", range(1, 11)))
         server.stop()
@@ -69,7 +72,7 @@ def test_torn_tail_is_truncated_with_a_warning_and_acknowledged_data_kept(tmp_pa
 
 def test_background_compaction_shrinks_the_log_and_keeps_the_latest_offsets(tmp_path) -> None:
     data = tmp_path / "data"
-    server = ServerProcess(data, overrides={"log.segment.bytes": "16384", "log.cleaner.backoff.ms": "50"}).start()
+    server = ServerProcess(data, overrides={**TOPIC, "log.segment.bytes": "16384", "log.cleaner.backoff.ms": "50"}).start()
     try:
         asyncio.run(commit_many(server.port, "g", range(1, 301)))
         wait_until(lambda: scrape(server.metrics_port).get('coordinator_log_compactions_total{outcome="ok"}', 0) >= 1,
@@ -86,7 +89,7 @@ def test_background_compaction_shrinks_the_log_and_keeps_the_latest_offsets(tmp_
 
 def test_offline_tools_refuse_a_running_server_and_work_on_a_stopped_one(tmp_path) -> None:
     data = tmp_path / "data"
-    server = ServerProcess(data, overrides={"log.segment.bytes": "16384"}).start()
+    server = ServerProcess(data, overrides={**TOPIC, "log.segment.bytes": "16384"}).start()
     try:
         asyncio.run(commit_many(server.port, "g", range(1, 101)))
         refused = log_cli("compact", "--data-dir", str(data))

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 
 import pytest_asyncio
@@ -17,14 +18,28 @@ def make_config(tmp_path, **overrides: str):
     )
 
 
-@pytest_asyncio.fixture
-async def server(tmp_path) -> AsyncIterator[CoordinatorServer]:
-    instance = CoordinatorServer(make_config(tmp_path))
+@contextlib.asynccontextmanager
+async def serving(tmp_path, **overrides: str) -> AsyncIterator[CoordinatorServer]:
+    instance = CoordinatorServer(make_config(tmp_path, **overrides))
     await instance.start()
     try:
         yield instance
     finally:
         await instance.stop()
+
+
+@pytest_asyncio.fixture
+async def server(tmp_path) -> AsyncIterator[CoordinatorServer]:
+    async with serving(tmp_path) as instance:
+        yield instance
+
+
+@pytest_asyncio.fixture
+async def server_with_topic(tmp_path) -> AsyncIterator[CoordinatorServer]:
+    """A server whose catalog has topic "t" (2 partitions): OffsetCommit refuses partitions of
+    topics it does not know, as Kafka does."""
+    async with serving(tmp_path, topics="t:2") as instance:
+        yield instance
 
 
 @pytest_asyncio.fixture

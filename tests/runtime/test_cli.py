@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -40,6 +41,37 @@ def test_bad_configuration_exits_2_naming_the_key(args: list[str], key: str, tmp
     result = run_cli("serve", "--data-dir", str(tmp_path), *args)
     assert result.returncode == 2
     assert key in result.stderr
+
+
+@pytest.mark.parametrize(("env", "args", "line"), [
+    # README's example once: Kafka refuses it too (below group.consumer.min.session.timeout.ms).
+    ({"COORDINATOR_GROUP_CONSUMER_SESSION_TIMEOUT_MS": "30000"}, [],
+     "group.consumer.session.timeout.ms: invalid value 30000 (environment COORDINATOR_GROUP_CONSUMER_SESSION_TIMEOUT_MS):"
+     " must be between 45000 and 60000 (group.consumer.min.session.timeout.ms and"
+     " group.consumer.max.session.timeout.ms)"),
+    ({}, ["--override", "group.consumer.max.heartbeat.interval.ms=60000",
+          "--override", "group.consumer.heartbeat.interval.ms=45000"],
+     "group.consumer.heartbeat.interval.ms: invalid value 45000 (--override): must be between 5000 and 44999"
+     " (lower than group.consumer.session.timeout.ms, 45000)"),
+    ({}, ["--override", "group.min.session.timeout.ms=2000000"],
+     "group.min.session.timeout.ms: invalid value 2000000 (--override): must be at most group.max.session.timeout.ms"
+     " (1800000)"),
+    ({}, ["--override", "group.max.size=3000000000"],
+     "group.max.size: invalid value '3000000000' (--override): must be between 1 and 2147483647"),
+    ({}, ["--override", "sidecar.listener.base.port=70000"],
+     "sidecar.listener.base.port: invalid value '70000' (--override): must be between 1 and 65535"),
+    ({}, ["--override", "num.partitions=many"], "num.partitions: invalid value 'many' (--override): expected an integer"),
+    ({}, ["--override", "topics=orders:3,bad/name:1"],
+     "topics: invalid value 'orders:3,bad/name:1' (--override): Topic name \"bad/name\" is illegal, it contains a"
+     " character other than ASCII alphanumerics, '.', '_' and '-'"),
+    ({}, ["--override", "topics=orders:0"],
+     "topics: invalid value 'orders:0' (--override): topic orders must have between 1 and 2147483647 partitions"),
+])
+def test_a_value_out_of_range_is_one_line_naming_the_allowed_range(env, args, line, tmp_path) -> None:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("COORDINATOR_")}
+    result = run_cli("serve", "--data-dir", str(tmp_path), *args, env={**environ, **env})
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [f"coordinator: configuration error: {line}"]
 
 
 def test_unknown_key_in_config_file_exits_2(tmp_path) -> None:

@@ -12,6 +12,12 @@ from protocol.schemas import request_schema
 from tests.support.wire import WireClient
 
 
+@pytest.fixture
+def server(server_with_topic: CoordinatorServer) -> CoordinatorServer:
+    """These commits name topic "t", which must exist (Kafka refuses unknown topics)."""
+    return server_with_topic
+
+
 def req(api_key: int, version: int, **fields):
     return build(request_schema(api_key, version), fields)
 

@@ -11,6 +11,12 @@ from protocol.client import encode_request
 from tests.support.wire import WireClient, request
 
 
+@pytest.fixture
+def server(server_with_topic: CoordinatorServer) -> CoordinatorServer:
+    """These commits name topic "t", which must exist (Kafka refuses unknown topics)."""
+    return server_with_topic
+
+
 @pytest.mark.asyncio
 async def test_pipelined_requests_come_back_in_order(server: CoordinatorServer, client: WireClient) -> None:
     frames = b""

@@ -9,6 +9,7 @@ import struct
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.list_groups.v4.request import ListGroupsRequest
 
 from coordinator.config import ConfigError, resolve
 from coordinator.runtime.request_bytes import FREE_BYTES, LEAST_READ, RequestBytes
@@ -86,7 +87,8 @@ async def test_a_spent_budget_stops_the_holders_serves_small_requests_and_makes_
         assert answer.error_code == 0  # a heartbeat-sized request is still served
 
         # A 50 kB request: more than a connection's free share, so it waits for room...
-        await large.send(ApiVersionsRequest(client_software_name="y" * 50_000, client_software_version="1"))
+        # (two strings: one over 32,767 bytes would be refused as Kafka refuses it)
+        await large.send(ApiVersionsRequest(client_software_name="y" * 25_000, client_software_version="z" * 25_000))
         (waiting,) = [c for c in server.connections if c.peer.endswith(f":{large.writer.get_extra_info('sockname')[1]}")]
         await eventually(lambda: waiting._budget_wait, message="the large request to wait for the budget")
 
@@ -114,9 +116,10 @@ async def test_large_requests_that_together_exceed_the_budget_are_all_served(tmp
     clients = [await WireClient.connect(server.port) for _ in range(3)]
     try:
         for client in clients:
-            await client.send(ApiVersionsRequest(client_software_name="z" * 200_000, client_software_version="1"))
+            # 210 kB in seven strings (one string over 32,767 bytes is refused, as Kafka refuses it).
+            await client.send(ListGroupsRequest(states_filter=("z" * 30_000,) * 7))
         for client in clients:
-            _, answer = await client.receive(18, 3, timeout=10)
+            _, answer = await client.receive(16, 4, timeout=10)
             assert answer.error_code == 0
         assert budget.held == 0
     finally:

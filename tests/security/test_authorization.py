@@ -138,7 +138,13 @@ async def test_a_principal_without_read_on_a_group_gets_group_authorization_fail
     assert found.coordinators[0].error_code == GROUP_DENIED
     found = await alice.request(req(10, 4, key_type=0, coordinator_keys=["app-1"]))
     assert found.coordinators[0].error_code == 0
-    # Commits: the group first, then each topic (the allowed one is committed).
+    # Commits: the group first, then each topic (the allowed one is committed); the topics exist
+    # (an unknown topic would be UNKNOWN_TOPIC_OR_PARTITION once authorized).
+    for topic in ("orders", "payments"):
+        await create_topic(secured.admin, topic, 1)
+    committed = await alice.request(commit("app-simple", "orders", "payments", "ghost"))
+    assert {t.name: t.partitions[0].error_code for t in committed.topics} == {
+        "orders": 0, "payments": TOPIC_DENIED, "ghost": TOPIC_DENIED}
     committed = await alice.request(commit("app-simple", "orders", "payments"))
     assert {t.name: t.partitions[0].error_code for t in committed.topics} == {"orders": 0, "payments": TOPIC_DENIED}
     assert {t.name: t.partitions[0].error_code for t in (await bob.request(commit("app-simple", "orders"))).topics} == {
@@ -186,6 +192,7 @@ async def test_offsets_by_topic_id_are_authorized_by_the_name_of_the_id(secured)
 @pytest.mark.asyncio
 async def test_list_describe_and_delete_groups_show_only_what_the_principal_may_see(secured) -> None:
     root_client = secured.admin
+    await create_topic(root_client, "orders", 1)
     for group in ("app-1", "hidden"):
         await root_client.request(commit(group, "orders"))
     assert await secured.create(binding(GROUP, "app-", DESCRIBE, pattern=PREFIXED)) == [0]

@@ -296,3 +296,17 @@ async def test_every_node_hands_out_producer_ids_from_its_own_range(cluster: Sha
         assert second.producer_id > first.producer_id
         ids[shard] = first.producer_id
     assert ids[0] < SHARD_ID_BITS_START <= ids[1] < 2 * SHARD_ID_BITS_START
+
+
+@pytest.mark.asyncio
+async def test_a_commit_right_after_another_node_created_the_topic_is_accepted(cluster: ShardCluster) -> None:
+    # OffsetCommit refuses topics the node does not know (UNKNOWN_TOPIC_OR_PARTITION, as Kafka);
+    # it asks the shared catalog, which re-reads topics.json when another node changed it, so a
+    # topic created on node 0 is committable on node 1 at once, not at the next 200 ms watch.
+    for n in range(5):
+        await create_topic(cluster, 0, f"fresh-{n}", 1)
+        group = group_on(1, prefix=f"fresh-{n}")
+        assert (await ask(cluster, 1, commit(group, f"fresh-{n}", 1))).topics[0].partitions[0].error_code == 0
+    for shard in (0, 1):
+        refused = await ask(cluster, shard, commit(group_on(shard, prefix="ghost"), "never-created", 1))
+        assert refused.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -33,6 +33,7 @@ from .group_owner import Owns, owner
 from .view import Node, NodeView, TopicDefaults
 
 if TYPE_CHECKING:
+    from ...catalog.source import TopicSource
     from ..shard import ShardRuntime
 
 __all__ = ["Node", "NodeView", "Owns", "TopicDefaults", "bootstrap_handlers", "group_handlers", "owner"]
@@ -52,17 +53,18 @@ def bootstrap_handlers(view: NodeView, table: Callable[[], Mapping[int, tuple[in
 
 def group_handlers(shard: Callable[[], ShardRuntime | None],
                    protocols: tuple[str, ...] = ("classic", "consumer"),
-                   owns: Owns | None = None) -> list[ApiHandler]:
+                   owns: Owns | None = None, topics: TopicSource | None = None) -> list[ApiHandler]:
     """The group coordinator's APIs, served by the shard. The KIP-848 APIs exist only when
     `group.coordinator.rebalance.protocols` names `consumer` (then they are advertised too).
     `owns` (several shards only, `group_owner.owner`): the groups this node coordinates; the
-    others are answered NOT_COORDINATOR."""
+    others are answered NOT_COORDINATOR. `topics`: the node's topic source (OffsetCommit refuses
+    partitions it does not know)."""
     handlers = [
         classic_groups.join_group(shard, owns),
         classic_groups.sync_group(shard, owns),
         classic_groups.heartbeat(shard, owns),
         classic_groups.leave_group(shard, owns),
-        offsets.offset_commit(shard, owns),
+        offsets.offset_commit(shard, owns, topics),
         offsets.offset_fetch(shard, owns),
         offsets.offset_delete(shard, owns),
         group_admin.list_groups(shard, owns),

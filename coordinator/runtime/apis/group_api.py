@@ -12,6 +12,11 @@ Authorization is one table (`security/checks.py`, by api key), asked only when a
 configured (`ctx.authz`): the request may be refused whole (through `on_error`), trimmed to what
 the principal may touch (the refusals merged into the wire description), or answered outright.
 
+Topic existence (`known`, OffsetCommit only) comes after authorization, as in Kafka's KafkaApis:
+partitions of a topic the node's metadata does not know are refused UNKNOWN_TOPIC_OR_PARTITION by the
+same trim/merge mechanism, so the core never stores an offset of a topic that does not exist (or a
+name Kafka would refuse: the catalog holds only legal names).
+
 Group ownership (several shards: `owns` given) is a second table of the same shape
 (`group_owner.py`): groups of another node are refused with NOT_COORDINATOR, whole or per group.
 It is asked first, before the load check (Kafka answers NOT_COORDINATOR for a partition it does
@@ -27,7 +32,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from ...security.checks import CHECKS, Merge
+from ...security.checks import CHECKS, Check, Merge
 from ...security.checks import Answered as AnsweredByCheck
 from ..registry import ApiHandler, Deferred, RequestContext
 from ..shard import Answered, ShardRuntime
@@ -42,9 +47,11 @@ OnError = Callable[[RequestContext, Any, int], dict[str, Any]]
 def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_version: int, max_version: int,
               to_core: ToCore, to_wire: ToWire, on_error: OnError,
               precheck: Callable[[RequestContext, Any], int | None] | None = None,
-              owns: Owns | None = None) -> ApiHandler:
+              owns: Owns | None = None, known: Check | None = None) -> ApiHandler:
     """`precheck` returns an error code for requests the wire layer itself must refuse; `owns`
-    (several shards only) says whether this node coordinates a group."""
+    (several shards only) says whether this node coordinates a group; `known` trims what names
+    topics or partitions the metadata does not know (a check of the authorization checks' shape,
+    asked whether or not an authorizer is configured)."""
     check = CHECKS.get(api_key)
     placed = ownership_checks(owns).get(api_key) if owns is not None else None
 
@@ -68,6 +75,13 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
                 return respond(ctx, _merged(decision.description, merge))
             request, authorized = decision
             merge = authorized if merge is None else _chained(authorized, merge)
+        if known is not None and (decision := known(ctx, request, runtime.core.topics)) is not None:
+            if isinstance(decision, AnsweredByCheck):
+                return respond(ctx, _merged(decision.description, merge))
+            if isinstance(decision, int):
+                return respond(ctx, _merged(on_error(ctx, request, decision), merge))
+            request, existing = decision
+            merge = existing if merge is None else _chained(existing, merge)
         pending = runtime.submit(to_core(ctx, request, runtime.new_ref()))
         if isinstance(pending, Answered):  # answered at once: no loop turn
             description = to_wire(ctx, request, pending.response)

@@ -14,21 +14,34 @@ Version notes:
   id; a fetch of every committed offset lists only topics that still exist, by id). v0 comes from
   `protocol.legacy`.
 - OffsetDelete v0: GROUP_SUBSCRIBED_TO_TOPIC per partition for topics the live group consumes.
+
+OffsetCommit of a topic, or a partition, the topic source does not know is answered
+UNKNOWN_TOPIC_OR_PARTITION for those partitions, as Kafka's KafkaApis answers it (every version,
+after the group and topic authorization, before the coordinator sees the rest; a commit left with
+nothing is answered without it). The source is the catalog (a shared one re-reads its file when
+another node changed it, and the shard hears of the change before this commit) or the sidecar's
+view of the upstream (which the sidecar refreshes on such a miss, `Sidecar.serve_locally`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from protocol.errors import ErrorCode
 
 from ...core import requests as core
+from ...security.checks import Answered, Decision, Filtered
 from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .group_api import group_api, ms
 from .group_owner import Owns
+
+if TYPE_CHECKING:
+    from ...catalog.source import TopicSource
+    from ...core.consumer.topics import TopicsImage
 
 ZERO_UUID = UUID(int=0)
 
@@ -37,7 +50,9 @@ TOPIC_IDS = 10
 """OffsetCommit and OffsetFetch name topics by id from this version on (Kafka 4.2)."""
 
 
-def offset_commit(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
+def offset_commit(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None,
+                  topics: TopicSource | None = None) -> ApiHandler:
+    """`topics`: the node's topic source; partitions it does not know are refused (module notes)."""
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.OffsetCommit:
         by_id = ctx.api_version >= TOPIC_IDS
         topics = tuple(
@@ -75,7 +90,59 @@ def offset_commit(shard: Callable[[], ShardRuntime | None], owns: Owns | None = 
                             "partitions": [{"partition_index": p.partition_index, "error_code": code}
                                            for p in t.partitions]} for t in r.topics]}
 
-    return group_api(shard, 8, 0, TOPIC_IDS, to_core, to_wire, on_error, owns=owns)
+    known = None if topics is None else _known_partitions(topics)
+    return group_api(shard, 8, 0, TOPIC_IDS, to_core, to_wire, on_error, owns=owns, known=known)
+
+
+def _known_partitions(source: TopicSource) -> Callable[[RequestContext, Any, TopicsImage], Decision]:
+    """OffsetCommit's metadata check: the partitions of topics `source` does not know, and those
+    past a known topic's count, are UNKNOWN_TOPIC_OR_PARTITION; the core gets the rest. A topic id
+    (v10) the source does not know is left to the core, which answers UNKNOWN_TOPIC_ID."""
+    unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def check(ctx: RequestContext, r: Any, _: TopicsImage) -> Decision:
+        by_id = ctx.api_version >= TOPIC_IDS
+        kept: list[Any] = []
+        refused: list[tuple[Any, list[int]]] = []
+        for t in r.topics:
+            if by_id:
+                info = source.by_id(_topic_id(t))
+                if info is None:
+                    kept.append(t)
+                    continue
+            else:
+                info = source.get(t.name)
+            count = 0 if info is None else info.num_partitions
+            outside = [p.partition_index for p in t.partitions if not 0 <= p.partition_index < count]
+            if not outside:
+                kept.append(t)
+                continue
+            refused.append((t, outside))
+            if len(outside) < len(t.partitions):
+                kept.append(dataclasses.replace(t, partitions=tuple(
+                    p for p in t.partitions if 0 <= p.partition_index < count)))
+        if not refused:
+            return None
+        answers = [(_request_topic(ctx, t), [{"partition_index": i, "error_code": unknown} for i in indexes])
+                   for t, indexes in refused]
+
+        def merge(d: dict[str, Any]) -> dict[str, Any]:
+            # One entry per topic, as Kafka's response builder keeps them: a topic partly refused
+            # gets its refused partitions added to the entry the core answered.
+            topics = [{**topic, "partitions": list(topic["partitions"])} for topic in d["topics"]]
+            for identity, partitions in answers:
+                entry = next((topic for topic in topics if all(topic.get(k) == v for k, v in identity.items())), None)
+                if entry is None:
+                    topics.append({**identity, "partitions": partitions})
+                else:
+                    entry["partitions"].extend(partitions)
+            return {**d, "topics": topics}
+
+        if not kept:  # nothing left to commit: Kafka answers without the coordinator
+            return Answered(merge({"throttle_time": 0, "topics": []}))
+        return Filtered(dataclasses.replace(r, topics=tuple(kept)), merge)
+
+    return check
 
 
 def _topic_id(topic: Any) -> UUID:
