@@ -33,6 +33,7 @@ from coordinator.recordlog.errors import (
     LogFailed,
     RecordLogError,
     UnsupportedFormatVersion,
+    WriteRefused,
 )
 from coordinator.recordlog.format import decode_entry, encode_entry
 from coordinator.recordlog.fs import FileSystem, RealFileSystem
@@ -74,6 +75,7 @@ __all__ = [
     "RecordLogError",
     "Recovery",
     "UnsupportedFormatVersion",
+    "WriteRefused",
     "compact",
     "compact_offline",
     "decode_entry",
