@@ -32,8 +32,19 @@ process whose lock was broken, a lock on a filesystem that does not honour flock
 - readers skip entries whose epoch is lower than an epoch seen before them (`segments`), so a
   stale write that slips into the window between the check and the write is never replayed.
 
-After any failure (OSError from write/fsync, FencedWriter) the writer is fail-stop: every later
-call raises `LogFailed`; nothing is undone, the process exits and a restart replays the log.
+Failures
+--------
+A write the disk refuses (an OSError from the write call itself: ENOSPC, EDQUOT) is undone: the
+active segment is cut back to where this writer left it and `write_batch` raises `WriteRefused`.
+The batch's entries and every entry appended after them were never written, and they must go
+too (they were computed from state that included the refused ones): the appending thread calls
+`rewind()`, after which offsets continue from `written_end` again. Nothing below `written_end` is
+touched, so nothing acknowledged is lost.
+
+Every other failure (an fsync, the fence check, a roll, a cut that fails) is fail-stop: every
+later call raises `LogFailed`; nothing is undone, the process exits and a restart replays the log.
+A failed fsync cannot be retried: the kernel may have dropped the pages it could not write
+(fsyncgate), so a second fsync could succeed over lost bytes.
 
 Threads: `append` and `take_batch` from one thread; `write_batch`, `sync` and `close` from one
 thread at a time (possibly another one). They share no mutable state except through `Batch`.
@@ -46,7 +57,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from coordinator.recordlog.errors import FencedWriter, LogFailed
+from coordinator.recordlog.errors import FencedWriter, LogFailed, WriteRefused
 from coordinator.recordlog.format import encode_entry
 from coordinator.recordlog.fs import AppendHandle, FileSystem
 from coordinator.recordlog.load import LoadSink
@@ -231,6 +242,15 @@ class RecordLog:
         self._next_offset = offset + 1
         return offset
 
+    def rewind(self) -> None:
+        """After `WriteRefused`: forget every entry not written (buffered or in the refused batch);
+        the next append takes offset `written_end`. Call from the appending thread, once the
+        refused `write_batch` has returned."""
+        self._check_usable()
+        self._pending = []
+        self._pending_bytes = 0
+        self._next_offset = self._pending_first = self._written_end
+
     def take_batch(self) -> Batch | None:
         """Remove everything buffered as one batch (None if nothing is)."""
         if not self._pending:
@@ -252,7 +272,7 @@ class RecordLog:
         self._check_now(now_ms)
         self._check_usable()
         try:
-            self._write(batch)
+            self._write(batch)  # raises WriteRefused with the writer still usable
             policy = self._config.flush_policy
             if policy is FlushPolicy.ALWAYS:
                 self._fsync(now_ms)
@@ -260,6 +280,8 @@ class RecordLog:
                 self._durable_end = self._written_end
             elif now_ms is not None and self._sync_is_due(now_ms):
                 self._fsync(now_ms)
+        except WriteRefused:
+            raise
         except BaseException as exc:
             self._failed = exc
             raise
@@ -345,7 +367,15 @@ class RecordLog:
         self._check_not_fenced()
         if self._active_size and self._active_size + len(batch.data) > self._config.segment_bytes:
             self._roll(batch.first_offset)
-        self._active_handle().write(batch.data)
+        handle = self._active_handle()
+        try:
+            handle.write(batch.data)
+        except OSError as exc:
+            # A short write may have left part of the batch: cut it off. If the cut fails, the
+            # file's end is unknown and the OSError makes the writer fail-stop.
+            handle.truncate(self._active_size)
+            raise WriteRefused(f"{self._directory}: write of {len(batch.data)} bytes refused: {exc}",
+                               batch.first_offset) from exc
         self._active_size += len(batch.data)
         self._written_end = batch.end_offset
 

@@ -32,6 +32,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from protocol.codec import RequestCodec
 
@@ -52,6 +53,7 @@ from ..recordlog import (
     DataDirLock,
     GroupCommitter,
     LogConfig,
+    LogTailer,
     RealFileSystem,
     compact,
     try_lock_data_dir,
@@ -205,6 +207,7 @@ class CoordinatorServer:
         self._fs = durable.TimedFileSystem()
         self._lock: DataDirLock | None = None
         self._committer: GroupCommitter | None = None
+        self._assignments: CoreAssignments | None = None
         durable.LOG_BYTES.set_function(lambda: durable.log_size(str(self.log_dir))[0])
         durable.LOG_SEGMENTS.set_function(lambda: durable.log_size(str(self.log_dir))[1])
 
@@ -392,13 +395,14 @@ class CoordinatorServer:
         """Start serving the loaded core: the new owner's CoordinatorEpoch is made durable first,
         and (shard k >= 1 of several) the copy of shard 0's security state read (`copied`)."""
         assert self._committer is not None
-        shard = ShardRuntime(core, DurableSink(self._committer))
+        shard = ShardRuntime(core, DurableSink(self._committer), reload=self._reload_core)
         shard.add_observer(group_metrics.observer(self.config["metrics.group.labels.enable"]))
         group_metrics.register_shard(lambda: self.shard if self._loaded else None)
         shard.add_observer(kafka_metrics.observe)
         # The rebalance history observes every event (buffered, written off the loop); opened only
         # now, under the data directory lock, so one process appends to it.
-        self.history = open_writer(self.data_dir, self.config, CoreAssignments(core),
+        self._assignments = CoreAssignments(core)
+        self.history = open_writer(self.data_dir, self.config, self._assignments,
                                    node_id=self.config["node.id"] + self.shard_index)
         if self.history is not None:
             shard.add_observer(self.history.observe)
@@ -422,6 +426,16 @@ class CoordinatorServer:
             await copied
         self._loaded = True
         self._loaded_event.set()
+
+    async def _reload_core(self) -> tuple[CoordinatorShard, list[Any]]:
+        """A core loaded from the log as it is on disk now, and the topic snapshot to hand it
+        first: the shard's state again after the disk refused a write (`ShardRuntime`)."""
+        core = CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
+        replayer = ownership.Replayer(core)
+        await asyncio.to_thread(LogTailer(self._fs, str(self.log_dir)).load, replayer)
+        if self._assignments is not None:
+            self._assignments.core = core
+        return core, [consumer_groups.topics_snapshot(self.topics)]
 
     async def _compact_periodically(self) -> None:
         """Compact closed segments in a worker thread every `log.cleaner.backoff.ms` when the log

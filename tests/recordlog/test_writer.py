@@ -16,6 +16,7 @@ from coordinator.recordlog import (
     MemoryFileSystem,
     RealFileSystem,
     RecordLog,
+    WriteRefused,
     encode_entry,
 )
 from coordinator.recordlog.segments import list_segments, segment_path
@@ -226,14 +227,37 @@ def test_failed_fsync_is_fail_stop() -> None:
     log.close()  # releases the file without trying again
 
 
-def test_failed_short_write_is_fail_stop_and_recovered_on_restart() -> None:
+def test_a_refused_short_write_is_cut_back_and_the_log_rewinds_to_its_written_end() -> None:
     fs = MemoryFileSystem()
     log = RecordLog.open(fs, LOG_DIR)
     log.append([rec(1, "a", "v")], 0)
     log.flush()
     log.append([rec(1, "b", "v")], 0)
     fs.fail_next("write", partial_bytes=7, error=OSError(errno.ENOSPC, "disk full"))
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(WriteRefused, match="disk full") as refused:
+        log.flush()
+    assert refused.value.first_offset == 1
+    assert len(fs.content(segment_path(LOG_DIR, 0))) == len(fs.durable_content(segment_path(LOG_DIR, 0)) or b"")
+    log.rewind()
+    assert log.append([rec(1, "c", "v")], 0) == 1  # the refused entry's offset, reused
+    log.flush()
+    log.close()
+    replayed: list[LogEntry] = []
+    log = RecordLog.open(fs, LOG_DIR, replay=replayed.append)
+    assert [(e.offset, e.records[0].key) for e in replayed] == [(0, b"a"), (1, b"c")]
+    assert log.recovery.truncated_bytes == 0
+    log.close()
+
+
+def test_a_failed_write_that_cannot_be_cut_back_is_fail_stop_and_recovered_on_restart() -> None:
+    fs = MemoryFileSystem()
+    log = RecordLog.open(fs, LOG_DIR)
+    log.append([rec(1, "a", "v")], 0)
+    log.flush()
+    log.append([rec(1, "b", "v")], 0)
+    fs.fail_next("write", partial_bytes=7, error=OSError(errno.ENOSPC, "disk full"))
+    fs.fail_next("truncate", error=OSError(errno.EIO, "cut failed"))
+    with pytest.raises(OSError, match="cut failed"):
         log.flush()
     with pytest.raises(LogFailed):
         log.flush()
