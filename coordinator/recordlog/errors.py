@@ -64,6 +64,11 @@ class WriteRefused(RecordLogError):
         """The first offset that was not written: it and everything appended after it are gone."""
 
 
+class LogRewound(RecordLogError):
+    """A reader following the log finds that entries it already returned were cut off by the writer
+    (a refused write: `WriteRefused`). What it built from them must be rebuilt from the start."""
+
+
 class LogFailed(RecordLogError):
     """The writer is unusable because an earlier write, fsync or fence check failed.
 

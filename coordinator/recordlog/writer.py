@@ -41,7 +41,14 @@ too (they were computed from state that included the refused ones): the appendin
 `rewind()`, after which offsets continue from `written_end` again. Nothing below `written_end` is
 touched, so nothing acknowledged is lost.
 
-Every other failure (an fsync, the fence check, a roll, a cut that fails) is fail-stop: every
+A reader following the log (a standby, another shard's security copy) may have read some of the
+refused bytes in the instant before the cut. So that it can tell, the writer never writes at a
+position it cut back to: the next write after a refusal goes to a new segment (unless the active
+one is empty), and a reader that finds a segment shorter than where it stopped knows it read
+entries that are gone (`tail.LogRewound`). Creating that segment may be refused too; then nothing
+has changed and the roll is tried again with the next write.
+
+Every other failure (an fsync, the fence check, a cut that fails) is fail-stop: every
 later call raises `LogFailed`; nothing is undone, the process exits and a restart replays the log.
 A failed fsync cannot be retried: the kernel may have dropped the pages it could not write
 (fsyncgate), so a second fsync could succeed over lost bytes.
@@ -146,6 +153,8 @@ class RecordLog:
         self._durable_end = recovery.next_offset
         self._last_sync_ms: int | None = None
         self._failed: BaseException | None = None
+        self._cut = False
+        """The last write was refused and cut back: the next one starts a new segment."""
 
     @classmethod
     def open(
@@ -365,7 +374,7 @@ class RecordLog:
         if batch.first_offset != self._written_end:
             raise ValueError(f"batch starts at {batch.first_offset}, expected {self._written_end}")
         self._check_not_fenced()
-        if self._active_size and self._active_size + len(batch.data) > self._config.segment_bytes:
+        if self._active_size and (self._cut or self._active_size + len(batch.data) > self._config.segment_bytes):
             self._roll(batch.first_offset)
         handle = self._active_handle()
         try:
@@ -374,8 +383,10 @@ class RecordLog:
             # A short write may have left part of the batch: cut it off. If the cut fails, the
             # file's end is unknown and the OSError makes the writer fail-stop.
             handle.truncate(self._active_size)
+            self._cut = True
             raise WriteRefused(f"{self._directory}: write of {len(batch.data)} bytes refused: {exc}",
                                batch.first_offset) from exc
+        self._cut = False
         self._active_size += len(batch.data)
         self._written_end = batch.end_offset
 
@@ -409,9 +420,11 @@ class RecordLog:
             # Closed segments must be whole: only the active one may have a torn tail.
             handle.fsync()
             self._durable_end = self._written_end
+        try:
+            new_handle = self._fs.open_append(segment_path(self._directory, base))
+        except OSError as exc:  # no room for a new file: nothing has changed, the next write retries
+            raise WriteRefused(f"{self._directory}: cannot create segment {base}: {exc}", base) from exc
         handle.close()
-        self._handle = None
-        new_handle = self._fs.open_append(segment_path(self._directory, base))
         self._handle = new_handle
         if new_handle.size() != 0:
             raise FencedWriter(f"new segment {base} of {self._directory} already has data")

@@ -273,14 +273,14 @@ class CoordinatorServer:
                                lambda: bool(self._servers) and not self._loaded)
         if self.sidecar is not None:
             self.sidecar.start()
-        core = CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
         copied: asyncio.Future[None] | None = None
         if self.security_mirror is not None:  # shard 0's users and ACLs, read while this shard loads
             copied = asyncio.ensure_future(self.security_mirror.catch_up())
             self._background.append(asyncio.create_task(self.security_mirror.run(), name="security-mirror"))
         log_dir_before = directory_identity(self.log_dir)
-        self._lock, record_log, _ = await ownership.acquire(
-            self._fs, self.data_dir, self.log_dir, self.config.build(LogConfig), core, self._become_owner)
+        self._lock, record_log, loaded = await ownership.acquire(
+            self._fs, self.data_dir, self.log_dir, self.config.build(LogConfig), self._new_core, self._become_owner)
+        core = loaded.core
         # A standby may have waited through a move of the partitions: its tailed state is of the old
         # logs. A move to another shard count shows in the layout; one that came back to this count
         # (1 -> 2 -> 1) only in the log directory, which every move replaces.
@@ -427,10 +427,13 @@ class CoordinatorServer:
         self._loaded = True
         self._loaded_event.set()
 
+    def _new_core(self) -> CoordinatorShard:
+        return CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
+
     async def _reload_core(self) -> tuple[CoordinatorShard, list[Any]]:
         """A core loaded from the log as it is on disk now, and the topic snapshot to hand it
         first: the shard's state again after the disk refused a write (`ShardRuntime`)."""
-        core = CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
+        core = self._new_core()
         replayer = ownership.Replayer(core)
         await asyncio.to_thread(LogTailer(self._fs, str(self.log_dir)).load, replayer)
         if self._assignments is not None:

@@ -311,3 +311,27 @@ def test_corruption_early_in_a_large_last_segment_reports_every_dropped_byte() -
     assert log.recovery.truncated_bytes == len(content) - first
     assert log.next_offset == 1
     log.close()
+
+
+def test_after_a_refused_write_the_next_one_starts_a_new_segment_whose_creation_may_be_refused_too() -> None:
+    fs = MemoryFileSystem()
+    log = RecordLog.open(fs, LOG_DIR)
+    log.append([rec(1, "a", "v")], 0)
+    log.flush()
+    full = OSError(errno.ENOSPC, "disk full")
+    fs.fail_next("write", error=full)
+    log.append([rec(1, "b", "v")], 0)
+    with pytest.raises(WriteRefused):
+        log.flush()
+    log.rewind()
+    fs.fail_next("open_append", error=full)  # no room for the new segment's file either
+    log.append([rec(1, "c", "v")], 0)
+    with pytest.raises(WriteRefused, match="cannot create segment 1"):
+        log.flush()
+    assert list_segments(fs, LOG_DIR) == [0] and log.written_end == 1
+    log.rewind()
+    log.append([rec(1, "d", "v")], 0)
+    assert log.flush() == 2
+    assert list_segments(fs, LOG_DIR) == [0, 1]  # never written again where it was cut back
+    log.close()
+    assert [(e.offset, e.records[0].key) for e in read_all(fs)] == [(0, b"a"), (1, b"d")]
