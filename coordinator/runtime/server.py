@@ -596,8 +596,9 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def _fail_stop(exc: BaseException) -> None:
-    """A record-log write or fsync failed: nothing may be acknowledged any more, and in-memory
-    state may be ahead of the disk. Stop; a restart replays the log (fail-stop, no undo)."""
+    """A record-log or partition fsync failed (or a refused write could not be cut back): nothing
+    may be acknowledged any more, and in-memory state may be ahead of the disk. Stop; a restart
+    replays the log (fail-stop, no undo). A write the disk merely refused does not come here."""
     log.critical("record_log_failed_exiting", error=repr(exc))
     sys.stdout.flush()
     os._exit(1)

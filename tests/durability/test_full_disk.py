@@ -24,7 +24,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from protocol.errors import ErrorCode
-from tests.support.server import ServerProcess, wait_until
+from tests.support.server import ServerProcess, http_get, wait_until
 from tests.support.wire import call, request
 
 pytestmark = pytest.mark.interop
@@ -160,6 +160,7 @@ def test_a_full_disk_answers_kafka_errors_keeps_reads_and_loses_nothing_acknowle
             for _ in range(5):  # a disk that stays full keeps refusing, quietly
                 assert produce(server.bootstrap, [b"r" * BIG])[0].code() == KafkaError.KAFKA_STORAGE_ERROR  # type: ignore[union-attr]
             assert server.proc is not None and server.proc.poll() is None
+            assert http_get(server.metrics_port, "/readyz")[0] == 200
             lines = log_lines(server)
             assert "Traceback" not in server.log()
             refusals = [line for line in lines if line["event"] == "produce_write_refused"]
