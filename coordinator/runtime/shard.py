@@ -91,6 +91,9 @@ RELOAD_INTERVAL_S = 0.5
 """Reloads after refused writes are at least this far apart: a disk that stays full costs a replay
 of the log at most twice a second, however many clients retry their writes."""
 
+RELOAD_LOG_INTERVAL_S = 10.0
+"""At most one `shard_reloaded` line this often (it carries the count of reloads so far)."""
+
 Reload = Callable[[], Awaitable[tuple[CoordinatorShard, Sequence[Any]]]]
 """Builds a core from what the log holds now; returns it with the events to handle first (the
 topic snapshot)."""
@@ -193,6 +196,7 @@ class ShardRuntime:
         self._reload_due = False
         """The disk refused entries: the core must be replaced before anything else is handled."""
         self._last_reload = -RELOAD_INTERVAL_S
+        self._reload_logged = -RELOAD_LOG_INTERVAL_S
         self._writer_id: str | None = None
         """This owner's `CoordinatorEpoch` writer id, until that record is durable (a reload
         writes it again if the disk refused it)."""
@@ -564,7 +568,10 @@ class ShardRuntime:
         for event in reversed(first):
             self._queue.appendleft(event)
             self._queued_at.appendleft(perf_counter())
-        log.info("shard_reloaded", reason="log write refused", seconds=round(self._last_reload - started, 3))
+        if self._last_reload - self._reload_logged >= RELOAD_LOG_INTERVAL_S:  # a full disk: every write
+            log.info("shard_reloaded", reason="log write refused", seconds=round(self._last_reload - started, 3),
+                     reloads=self.reloads)
+            self._reload_logged = self._last_reload
         self._on_loaded()
         self.loaded = True
         self._wake.set()
