@@ -357,3 +357,28 @@ async def test_a_failed_write_that_cannot_be_undone_takes_only_its_partition_off
     assert stored(after, "t", 0) == [(0, [b"a"])]  # recovery cut the junk the write left
     assert (await after.produce("t", 0, make_batch([b"c"]))).base_offset == 1
     await after.store.close()
+
+
+async def test_a_read_the_disk_fails_answers_that_partition_kafka_storage_error_and_serves_the_others() -> None:
+    import errno
+
+    fs = MemoryFileSystem()
+    h = durable_harness(fs)
+    h.create("t", partitions=2)
+    for partition in (0, 1):
+        assert (await h.produce("t", partition, make_batch([b"v%d" % partition]))).error_code == 0
+    await h.store.close()
+    after = durable_harness(fs, h)  # recovered batches are read from disk, not memory
+    topic = after.catalog.get("t")
+    assert topic is not None
+    fs.fail_next("read", path_contains=f"{topic.topic_id}-0/", error=OSError(errno.EIO, "Input/output error"))
+    failing = after.partitions(await after.fetch([("t", 0, 0), ("t", 1, 0)]))
+    assert failing[("t", 0)].error_code == 56 and not failing[("t", 0)].records  # KAFKA_STORAGE_ERROR
+    assert failing[("t", 1)].error_code == 0 and failing[("t", 1)].records
+    again = after.partitions(await after.fetch([("t", 0, 0)]))
+    assert again[("t", 0)].error_code == 0 and again[("t", 0)].records
+    fs.fail_next("read", path_contains=f"{topic.topic_id}-0/", error=OSError(errno.EIO, "Input/output error"))
+    assert (await after.list_offset("t", 0, 0)).error_code == 56  # a timestamp lookup reads the batch
+    found = await after.list_offset("t", 0, 0)
+    assert (found.error_code, found.offset) == (0, 0)
+    await after.store.close()
