@@ -395,7 +395,7 @@ class CoordinatorServer:
         """Start serving the loaded core: the new owner's CoordinatorEpoch is made durable first,
         and (shard k >= 1 of several) the copy of shard 0's security state read (`copied`)."""
         assert self._committer is not None
-        shard = ShardRuntime(core, DurableSink(self._committer), reload=self._reload_core)
+        shard = ShardRuntime(core, DurableSink(self._committer), reload=self._reload_core, on_fatal=_fail_stop)
         shard.add_observer(group_metrics.observer(self.config["metrics.group.labels.enable"]))
         group_metrics.register_shard(lambda: self.shard if self._loaded else None)
         shard.add_observer(kafka_metrics.observe)

@@ -364,7 +364,11 @@ class ShardRuntime:
     async def _run(self) -> None:
         while True:
             if self._reload_due:
-                await self._reload()
+                try:
+                    await self._reload()
+                except Exception as exc:  # the log cannot be read back: no state to serve from
+                    self._fatal(exc)
+                    return
             self._idle = not self._queue
             await self._wake.wait()
             self._idle = False

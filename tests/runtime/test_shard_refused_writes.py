@@ -119,3 +119,26 @@ async def test_a_disk_that_stays_full_keeps_refusing_writes_while_reads_are_serv
     await eventually(lambda: runtime.loaded)
     assert runtime.reloads == 3 and not fatal.errors
     assert await fetch(runtime, "a") == 1
+
+
+@pytest.mark.asyncio
+async def test_a_log_that_cannot_be_read_back_after_a_refusal_is_fatal() -> None:
+    fs = MemoryFileSystem()
+    fatal = Fatal()
+    committer = GroupCommitter(RecordLog.open(fs, LOG_DIR), on_fatal=fatal)
+    committer.start()
+
+    async def unreadable() -> tuple[CoordinatorShard, list[Any]]:
+        raise OSError(errno.EIO, "Input/output error")
+
+    runtime = ShardRuntime(CoordinatorShard(), DurableSink(committer), clock=lambda: 1_000_000,
+                           reload=unreadable, on_fatal=fatal)
+    await runtime.start()
+    try:
+        fs.fail_next("write", error=ENOSPC)
+        assert await commit(runtime, "a", 1) == ErrorCode.NOT_COORDINATOR
+        await eventually(lambda: fatal.errors, message="the fatal call")
+        assert [type(e) for e in fatal.errors] == [OSError] and not runtime.loaded
+    finally:
+        await runtime.stop()
+        await committer.close()
