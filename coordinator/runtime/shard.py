@@ -535,13 +535,10 @@ class ShardRuntime:
                 refused.extend(reply.ref for reply in item[1])
         self._carried = kept
         waiting = {reply.ref for _, replies, _ in kept if replies is not None for reply in replies}
-        queue = [(event, at) for event, at in zip(self._queue, self._queued_at, strict=True)
-                 if isinstance(event, _Unload) or hasattr(event, "ref")]  # timers and topics: redone
-        queued = {event.ref for event, _ in queue if not isinstance(event, _Unload)}
+        self._drop_events()
+        queued = {event.ref for event in self._queue if not isinstance(event, _Unload)}
         # Parked requests (a join waiting for its group) live in the core being replaced.
         refused.extend(ref for ref in self._waiters if ref not in waiting and ref not in queued)
-        self._queue = collections.deque(event for event, _ in queue)
-        self._queued_at = collections.deque(at for _, at in queue)
         for ref in refused:
             waiter = self._waiters.pop(ref, None)
             if waiter is not None and not waiter[0].done():
@@ -556,6 +553,14 @@ class ShardRuntime:
         self._barrier = self._unflushed
         self._wake.set()
 
+    def _drop_events(self) -> None:
+        """Forget queued timer firings and topic changes (keep requests and unloads): the new core
+        arms its own timers and starts from a topic snapshot taken after them."""
+        queue = [(event, at) for event, at in zip(self._queue, self._queued_at, strict=True)
+                 if isinstance(event, _Unload) or hasattr(event, "ref")]
+        self._queue = collections.deque(event for event, _ in queue)
+        self._queued_at = collections.deque(at for _, at in queue)
+
     async def _reload(self) -> None:
         """Replace the core by one loaded from the log (after refused writes)."""
         assert self._reload_core is not None
@@ -566,6 +571,7 @@ class ShardRuntime:
         self._reload_due = False
         started = loop.time()
         core, first = await self._reload_core()
+        self._drop_events()  # queued while the log was read: older than the snapshot in `first`
         self._last_reload = loop.time()
         self.core = core
         self.reloads += 1
