@@ -24,12 +24,13 @@ result, in offset order, then `on_durable(durable_end)` is called. `barrier()` g
 for a reply that has no records of its own but must not overtake earlier ones.
 
 A write the disk refuses (`WriteRefused`: ENOSPC, EDQUOT; the writer has cut the file back) is
-not fatal: the log rewinds (the refused batch and every entry appended since are dropped, the
-next append takes the refused batch's first offset), the futures of the dropped entries fail with
-the `WriteRefused`, and `on_refused(exc)` is called at once, before anything else can append:
-the appender must drop the state those entries carried (the shard reloads from the log). The
-entries below the refused batch are untouched and become durable as usual. Without an
-`on_refused` a refused write is fatal like any other failure.
+not fatal: the log rewinds (the refused batch and every entry appended since are dropped; their
+offsets stay unused), the futures of the dropped entries fail with the `WriteRefused`, and
+`on_refused(exc)` is called at once, before anything else can append: the appender must drop the
+state those entries carried (the shard reloads from the log). Then the new `durable_end` (past
+the unused offsets, when everything written is durable) is announced. The entries below the
+refused batch are untouched and become durable as usual. Without an `on_refused` a refused write
+is fatal like any other failure.
 
 Every other failure is fail-stop: if an fsync, the fence check or a roll raises, `on_fatal(exc)`
 is called once (the server logs it as critical and exits non-zero), outstanding futures fail with
@@ -239,6 +240,11 @@ class GroupCommitter:
         self._waiters = kept
         if self.on_refused is not None:
             self.on_refused(exc)
+        end = self._log.durable_end
+        if end > self._released_end:  # the unused offsets: nothing was made durable, not counted
+            self._released_end = end
+            if self.on_durable is not None:
+                self.on_durable(end)
 
     def _fail(self, exc: BaseException) -> None:
         self._failed = exc

@@ -38,15 +38,16 @@ A write the disk refuses (an OSError from the write call itself: ENOSPC, EDQUOT)
 active segment is cut back to where this writer left it and `write_batch` raises `WriteRefused`.
 The batch's entries and every entry appended after them were never written, and they must go
 too (they were computed from state that included the refused ones): the appending thread calls
-`rewind()`, after which offsets continue from `written_end` again. Nothing below `written_end` is
-touched, so nothing acknowledged is lost.
+`rewind()`. Nothing below the refused batch is touched, so nothing acknowledged is lost.
 
 A reader following the log (a standby, another shard's security copy) may have read some of the
-refused bytes in the instant before the cut. So that it can tell, the writer never writes at a
-position it cut back to: the next write after a refusal goes to a new segment (unless the active
-one is empty), and a reader that finds a segment shorter than where it stopped knows it read
-entries that are gone (`tail.LogRewound`). Creating that segment may be refused too; then nothing
-has changed and the roll is tried again with the next write.
+refused entries in the instant before the cut. So that it can tell, and so that it never takes a
+later entry for one it has seen, the writer reuses neither their offsets nor their bytes: the
+offsets of the dropped entries stay unused (a gap, as compaction leaves), and the next write after
+a refusal starts a new segment (at the first unused offset; the cut one stays, possibly empty). A
+reader that finds a segment shorter than where it stopped in it knows it read entries that are
+gone (`tail.LogRewound`). Creating that segment may be refused too; then nothing has changed and
+the roll is tried again with the next write.
 
 Every other failure (an fsync, the fence check, a cut that fails) is fail-stop: every
 later call raises `LogFailed`; nothing is undone, the process exits and a restart replays the log.
@@ -252,13 +253,19 @@ class RecordLog:
         return offset
 
     def rewind(self) -> None:
-        """After `WriteRefused`: forget every entry not written (buffered or in the refused batch);
-        the next append takes offset `written_end`. Call from the appending thread, once the
-        refused `write_batch` has returned."""
+        """After `WriteRefused`: forget every entry not written (buffered or in the refused batch).
+        Their offsets are not used again: the next append takes `next_offset` as it was, and the
+        gap, holding nothing, counts as written (and as durable if everything written is).
+
+        Call from the appending thread, once the refused `write_batch` has returned and before the
+        next one starts (the committer runs one at a time): it moves the write side's ends too."""
         self._check_usable()
         self._pending = []
         self._pending_bytes = 0
-        self._next_offset = self._pending_first = self._written_end
+        self._pending_first = self._next_offset
+        if self._durable_end == self._written_end:
+            self._durable_end = self._next_offset
+        self._written_end = self._next_offset
 
     def take_batch(self) -> Batch | None:
         """Remove everything buffered as one batch (None if nothing is)."""
@@ -374,7 +381,7 @@ class RecordLog:
         if batch.first_offset != self._written_end:
             raise ValueError(f"batch starts at {batch.first_offset}, expected {self._written_end}")
         self._check_not_fenced()
-        if self._active_size and (self._cut or self._active_size + len(batch.data) > self._config.segment_bytes):
+        if self._cut or (self._active_size and self._active_size + len(batch.data) > self._config.segment_bytes):
             self._roll(batch.first_offset)
         handle = self._active_handle()
         try:

@@ -121,7 +121,7 @@ class LogSink(Protocol):
               on_refused: Callable[[int], None] | None = None) -> None:
         """Call `on_durable(durable_end)` each time entries become durable, and
         `on_refused(first_offset)` when the disk refused the entries from `first_offset` on (they
-        are gone, and the next append takes that offset again)."""
+        are gone, and their offsets are not used again)."""
         ...
 
     def durable_point(self) -> asyncio.Future[Any] | None:

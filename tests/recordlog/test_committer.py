@@ -141,11 +141,13 @@ async def test_a_refused_write_is_cut_back_and_drops_every_later_entry_without_b
             await future
     assert [e.first_offset for e in refused] == [1] and fatal.errors == []
     assert isinstance(refused[0].__cause__, OSError) and refused[0].__cause__.errno == errno.ENOSPC
-    # Space again: offsets continue where the refused batch began, and nothing of it remains.
-    assert await committer.append([rec(1, "after", "v")], 0) == 1
-    assert committer.durable_end == 2
+    # The refused entries' offsets stay unused (a reader may have seen them): a gap, durable as
+    # it is (it holds nothing), and the next entry comes after it.
+    assert committer.durable_end == 4
+    assert await committer.append([rec(1, "after", "v")], 0) == 4
+    assert committer.durable_end == 5
     await committer.close()
-    assert [[r.key for r in e.records] for e in read_all(fs)] == [[b"kept"], [b"after"]]
+    assert [(e.offset, [r.key for r in e.records]) for e in read_all(fs)] == [(0, [b"kept"]), (4, [b"after"])]
     assert not fatal.errors
 
 

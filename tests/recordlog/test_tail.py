@@ -274,13 +274,13 @@ def test_a_tailer_that_read_a_refused_write_before_the_cut_is_told_the_log_rewou
         log.flush()
     assert [e.records[0].key for e in seen] == [b"refused"]  # it read an entry that is now gone
     log.rewind()
-    log.append([rec(1, "b", "2")], 0)  # takes offset 1 again, in a new segment
+    log.append([rec(1, "b", "2")], 0)  # after the refused offsets, in a new segment
     log.flush()
-    assert list_segments(fs, LOG_DIR) == [0, 1]
+    assert list_segments(fs, LOG_DIR) == [0, 3]
     with pytest.raises(LogRewound):
         tailer.poll()
     fresh = LogTailer(fs, LOG_DIR)  # what a reader that must start over gets
-    assert [(e.offset, e.records[0].key) for e in fresh.poll()] == [(0, b"a"), (1, b"b")]
+    assert [(e.offset, e.records[0].key) for e in fresh.poll()] == [(0, b"a"), (3, b"b")]
     log.close()
 
 
@@ -299,5 +299,5 @@ def test_a_tailer_that_did_not_read_the_refused_write_just_goes_on() -> None:
     log.rewind()
     log.append([rec(1, "b", "2")], 0)
     log.flush()
-    assert [(e.offset, e.records[0].key) for e in tailer.poll()] == [(1, b"b")]
+    assert [(e.offset, e.records[0].key) for e in tailer.poll()] == [(2, b"b")]
     log.close()

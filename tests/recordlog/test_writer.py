@@ -239,12 +239,14 @@ def test_a_refused_short_write_is_cut_back_and_the_log_rewinds_to_its_written_en
     assert refused.value.first_offset == 1
     assert len(fs.content(segment_path(LOG_DIR, 0))) == len(fs.durable_content(segment_path(LOG_DIR, 0)) or b"")
     log.rewind()
-    assert log.append([rec(1, "c", "v")], 0) == 1  # the refused entry's offset, reused
+    assert log.append([rec(1, "c", "v")], 0) == 2  # the refused entry's offset stays unused
     log.flush()
+    assert list_segments(fs, LOG_DIR) == [0, 2]  # and its bytes' place too: a new segment
     log.close()
     replayed: list[LogEntry] = []
     log = RecordLog.open(fs, LOG_DIR, replay=replayed.append)
-    assert [(e.offset, e.records[0].key) for e in replayed] == [(0, b"a"), (1, b"c")]
+    assert [(e.offset, e.records[0].key) for e in replayed] == [(0, b"a"), (2, b"c")]
+    assert log.next_offset == 3
     assert log.recovery.truncated_bytes == 0
     log.close()
 
@@ -326,12 +328,18 @@ def test_after_a_refused_write_the_next_one_starts_a_new_segment_whose_creation_
     log.rewind()
     fs.fail_next("open_append", error=full)  # no room for the new segment's file either
     log.append([rec(1, "c", "v")], 0)
-    with pytest.raises(WriteRefused, match="cannot create segment 1"):
+    with pytest.raises(WriteRefused, match="cannot create segment 2"):
         log.flush()
-    assert list_segments(fs, LOG_DIR) == [0] and log.written_end == 1
+    assert list_segments(fs, LOG_DIR) == [0] and log.written_end == 2
     log.rewind()
+    fs.fail_next("write", partial_bytes=9, error=full)  # in the new, empty segment this time
     log.append([rec(1, "d", "v")], 0)
-    assert log.flush() == 2
-    assert list_segments(fs, LOG_DIR) == [0, 1]  # never written again where it was cut back
+    with pytest.raises(WriteRefused):
+        log.flush()
+    log.rewind()
+    log.append([rec(1, "e", "v")], 0)
+    assert log.flush() == 5
+    # Never written again where it was cut back: the empty segment 3 stays, closed.
+    assert list_segments(fs, LOG_DIR) == [0, 3, 4]
     log.close()
-    assert [(e.offset, e.records[0].key) for e in read_all(fs)] == [(0, b"a"), (1, b"d")]
+    assert [(e.offset, e.records[0].key) for e in read_all(fs)] == [(0, b"a"), (4, b"e")]

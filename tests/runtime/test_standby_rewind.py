@@ -110,7 +110,7 @@ async def test_a_standby_that_replayed_a_refused_write_replays_the_log_again() -
     lock, log, loaded = await asyncio.wait_for(standby, 10)
     try:
         assert loaded.core is cores[-1] and committed(loaded.core) == 3
-        assert log.next_offset == 2  # entries 0 and 1 (the one written after the cut)
+        assert log.next_offset == 3  # entry 0, the unused 1 (refused), entry 2 (written after the cut)
     finally:
         log.close()
         lock.release()
