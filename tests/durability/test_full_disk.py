@@ -16,6 +16,7 @@ import errno
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -146,6 +147,7 @@ def test_a_full_disk_answers_kafka_errors_keeps_reads_and_loses_nothing_acknowle
             assert commit(server.port, 5) == ErrorCode.NONE
 
             fill(disk / "filler")
+            first_refusal = time.monotonic()
             refused = produce(server.bootstrap, [b"r" * BIG])
             assert refused[0] is not None and refused[0].code() == KafkaError.KAFKA_STORAGE_ERROR
             assert commit(server.port, 7, "m" * BIG) == ErrorCode.NOT_COORDINATOR
@@ -164,7 +166,9 @@ def test_a_full_disk_answers_kafka_errors_keeps_reads_and_loses_nothing_acknowle
             lines = log_lines(server)
             assert "Traceback" not in server.log()
             refusals = [line for line in lines if line["event"] == "produce_write_refused"]
-            assert len(refusals) == 1 and refusals[0]["kind"] == "ENOSPC"  # one line per kind per interval
+            # Six refusals, one line per kind per 10 s (more only if this machine made the test slow).
+            allowed = 1 + int((time.monotonic() - first_refusal) // 10)
+            assert 1 <= len(refusals) <= allowed and {line["kind"] for line in refusals} == {"ENOSPC"}
             assert [line["kind"] for line in lines if line["event"] == "group_log_write_refused"] == ["ENOSPC"]
 
             os.remove(disk / "filler")
