@@ -5,7 +5,9 @@ declaration, from CreateTopics, and from auto-creation on Metadata; DeleteTopics
 CreatePartitions-style growth raises a count. Topic ids must survive restarts (KIP-848 assignments
 refer to topics by id), so the catalog is persisted to `<data-dir>/topics.json`, written to a
 temporary file, fsynced and renamed. Listeners are told of every change so consumer groups subscribed
-to a topic can bump their epoch.
+to a topic can bump their epoch. A change the disk refuses to save (full) is taken back and refused
+with KAFKA_STORAGE_ERROR (CreateTopics, DeleteTopics; Metadata's auto-creation answers
+UNKNOWN_TOPIC_OR_PARTITION, as for any failed creation).
 
 Validation follows Kafka (`Topic.validate`): names of 1..249 characters from `[a-zA-Z0-9._-]`, not
 `.` or `..`; partition counts >= 1.
@@ -37,9 +39,11 @@ from pathlib import Path
 from protocol.errors import ErrorCode
 
 from ..logging import get_logger
+from ..storage_errors import StorageLog, error_kind
 from .shared import SharedFile
 
 log = get_logger("coordinator.catalog")
+_storage = StorageLog("coordinator.catalog")
 
 WATCH_INTERVAL_S = 0.2
 """How often a shared catalog looks for changes made by other processes when nobody reads it."""
@@ -238,11 +242,26 @@ class TopicCatalog:
     def _writing(self) -> Iterator[None]:
         """A shared catalog changes under the lock, starting from the file as the last writer left it."""
         if self._sharing is None:
-            yield
+            with self._undone_if_unsaved():
+                yield
             return
         with self._sharing.locked():
             self.refresh()
+            with self._undone_if_unsaved():
+                yield
+
+    @contextlib.contextmanager
+    def _undone_if_unsaved(self) -> Iterator[None]:
+        """A change the disk refuses to save (full: ENOSPC) is taken back in memory too, and refused
+        with KAFKA_STORAGE_ERROR: a topic exists only once its file says so."""
+        by_name, by_id = dict(self._by_name), dict(self._by_id)
+        try:
             yield
+        except OSError as exc:
+            self._by_name, self._by_id = by_name, by_id
+            _storage.failed("catalog_write_refused", "catalog", exc)
+            raise CatalogError(ErrorCode.KAFKA_STORAGE_ERROR,
+                               f"the topic catalog could not be saved ({error_kind(exc)})") from exc
 
     def _notify(self, change: TopicChange) -> None:
         for listener in self._listeners:
@@ -278,10 +297,15 @@ class TopicCatalog:
             indent=1,
         )
         tmp = self._path.with_suffix(".json.tmp")
-        with open(tmp, "w") as f:
-            f.write(body)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(tmp, "w") as f:
+                f.write(body)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError:
+            with contextlib.suppress(OSError):
+                tmp.unlink()  # the space it took
+            raise
         os.replace(tmp, self._path)
         dir_fd = os.open(self._path.parent, os.O_RDONLY)
         try:

@@ -224,6 +224,11 @@ class CoordinatorShard:
         for hook in self._before_event:
             hook(event, fx)
 
+    def error_response(self, request: Any, code: int) -> object:
+        """The response refusing `request` whole with `code`, as a handler's `CoordinatorError`
+        would (the runtime answers requests whose log entry the disk refused this way)."""
+        return self._error_responses[type(request)](request, code)
+
     def _end_of_batch_hooks(self, fx: Effects) -> None:
         for hook in self._end_of_batch:
             hook(fx)

@@ -15,6 +15,8 @@ Version notes (FetchRequest/Response.json):
   for READ_COMMITTED. Errors answer -1 for all three and empty records (never null records:
   librdkafka rejects a null record set).
 - OFFSET_OUT_OF_RANGE when the fetch offset is below the log start offset or above the log end.
+- A read from disk that fails (EIO, a segment cut short under us) answers KAFKA_STORAGE_ERROR for
+  that partition, as Kafka does for a partition on a failed log directory; the others are served.
 - Limits (KIP-74): whole batches only, from the batch holding the fetch offset; each partition at
   most `partition_max_bytes`, the response at most min(`max_bytes`, `fetch.max.bytes`), except that
   the first partition returning data always gets its first batch, however large. (Kafka may end a
@@ -34,6 +36,7 @@ from typing import Any
 from coordinator.catalog.catalog import Topic, TopicCatalog
 from coordinator.runtime.registry import RequestContext
 from coordinator.security.authorizer import READ, TOPIC
+from coordinator.storage_errors import StorageLog
 from protocol.build import build
 from protocol.errors import ErrorCode
 from protocol.schemas import response_schema
@@ -59,6 +62,8 @@ MIN_VERSION = 4
 MAX_VERSION = 17
 
 READ_COMMITTED = 1
+
+_storage = StorageLog("coordinator.dataplane")
 
 
 class FetchHandler:
@@ -194,7 +199,12 @@ class FetchHandler:
             if code != ErrorCode.NONE or log is None or topic is None:
                 results.append(PartitionResult(req, code, topic_name=topic.name if topic else None))
                 continue
-            records, count = log.read_records(req.fetch_offset, min(req.partition_max_bytes, budget), min_one)
+            try:
+                records, count = log.read_records(req.fetch_offset, min(req.partition_max_bytes, budget), min_one)
+            except OSError as exc:  # a failing disk (EIO) or a segment cut short under us
+                _storage.failed("fetch_read_failed", "fetch", exc, topic=topic.name, partition=req.partition)
+                results.append(PartitionResult(req, ErrorCode.KAFKA_STORAGE_ERROR, topic_name=topic.name))
+                continue
             if records:
                 min_one = False
                 budget = max(0, budget - len(records))

@@ -20,8 +20,11 @@ producer it costs one fsync per Produce request, which is what `always` promises
 Under `log.flush.policy=none` nothing runs here: written counts as durable at once (the bytes are
 in the page cache; they survive a process kill, not a power cut).
 
-Failure is fail-stop, as for the group record log: if an fsync raises, `on_fatal(exc)` is called
-once (the server logs a critical line and exits), waiters fail, and nothing is acknowledged.
+A failed fsync is fail-stop, as for the group record log: `on_fatal(exc)` is called once (the
+server logs a critical line and exits), waiters fail, and nothing is acknowledged. It cannot be
+retried: the kernel may have dropped the pages it could not write (fsyncgate). A failed *write*
+never reaches here: it happens at append, is cut back and answered KAFKA_STORAGE_ERROR
+(`segments.PartitionFiles.append`).
 """
 
 from __future__ import annotations

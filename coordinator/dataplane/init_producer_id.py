@@ -13,6 +13,9 @@ APIs (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, WriteTxnMark
 advertised, so clients see UNSUPPORTED_VERSION for them. InitProducerId with a transactional id is
 answered UNSUPPORTED_VERSION too (Kafka's code for "this broker does not serve this"; clients treat
 it as fatal rather than retrying), and the refusal is logged once per transactional id.
+
+When the next block of ids cannot be persisted (a full disk), no id is handed out and the answer
+is COORDINATOR_LOAD_IN_PROGRESS, retriable: Kafka's when its producer id manager has no block yet.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 from coordinator.logging import get_logger
 from coordinator.runtime.registry import RequestContext
 from coordinator.security.authorizer import CLUSTER, CLUSTER_NAME, IDEMPOTENT_WRITE, TOPIC, WRITE
+from coordinator.storage_errors import StorageLog
 from protocol.build import build
 from protocol.errors import ErrorCode
 from protocol.schemas import response_schema
@@ -33,6 +37,7 @@ MIN_VERSION = 0
 MAX_VERSION = 5
 
 log = get_logger("coordinator.dataplane")
+_storage = StorageLog("coordinator.dataplane")
 
 _REFUSALS_LOGGED = 1024
 
@@ -62,4 +67,10 @@ class InitProducerIdHandler:
         if ctx.authz is not None and not self._may_write(ctx):
             return build(cls, {"throttle_time": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                "producer_id": -1, "producer_epoch": -1})
-        return build(cls, {"throttle_time": 0, "error_code": ErrorCode.NONE, "producer_id": allocator.allocate(), "producer_epoch": 0})
+        try:
+            producer_id = allocator.allocate()
+        except OSError as exc:  # the next block could not be persisted (a full disk): nothing handed out
+            _storage.failed("producer_ids_write_refused", "producer_ids", exc)
+            return build(cls, {"throttle_time": 0, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                               "producer_id": -1, "producer_epoch": -1})
+        return build(cls, {"throttle_time": 0, "error_code": ErrorCode.NONE, "producer_id": producer_id, "producer_epoch": 0})

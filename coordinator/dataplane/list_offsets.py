@@ -15,6 +15,7 @@ Version notes (ListOffsetsRequest/Response.json):
   UNKNOWN_LEADER_EPOCH, below it (and >= 0) -> FENCED_LEADER_EPOCH.
 - Unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION; a partition listed twice ->
   INVALID_REQUEST for each listing, as Kafka does.
+- A timestamp lookup whose read from disk fails (EIO) -> KAFKA_STORAGE_ERROR for that partition.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 from coordinator.catalog.catalog import TopicCatalog
 from coordinator.runtime.registry import RequestContext
 from coordinator.security.authorizer import DESCRIBE, TOPIC
+from coordinator.storage_errors import StorageLog
 from protocol.build import build
 from protocol.errors import ErrorCode
 from protocol.schemas import response_schema
@@ -35,6 +37,8 @@ from .partition import PartitionLog
 API_KEY = 2
 MIN_VERSION = 1
 MAX_VERSION = 10
+
+_storage = StorageLog("coordinator.dataplane")
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -71,7 +75,12 @@ class ListOffsetsHandler:
                         partitions.append(_error(index, ErrorCode.FENCED_LEADER_EPOCH))
                     else:
                         log = self.store.log(topic, index)
-                        partitions.append(_lookup(index, log, int(p.timestamp)))
+                        try:
+                            partitions.append(_lookup(index, log, int(p.timestamp)))
+                        except OSError as exc:  # a timestamp lookup reads batches from a failing disk
+                            _storage.failed("list_offsets_read_failed", "list_offsets", exc, topic=topic.name,
+                                            partition=index)
+                            partitions.append(_error(index, ErrorCode.KAFKA_STORAGE_ERROR))
             topics.append({"name": topic_req.name, "partitions": partitions})
         cls = response_schema(API_KEY, ctx.api_version)
         return build(cls, {"throttle_time": 0, "topics": topics})

@@ -38,7 +38,7 @@ from typing import Any
 
 from coordinator.catalog.catalog import Topic, TopicCatalog, TopicChange
 from coordinator.logging import get_logger
-from coordinator.recordlog import FileSystem, FlushPolicy, MemoryFileSystem
+from coordinator.recordlog import FileSystem, FlushPolicy, MemoryFileSystem, WriteRefused
 
 from . import metrics
 from .batch import BatchHeader, parse_header, stamp
@@ -250,7 +250,9 @@ class PartitionStore:
         settings: TopicSettings | None = None,
     ) -> AppendResult:
         """Append one validated batch (see `batch.validate_produce`): producer checks, offsets,
-        the write to the active segment, the memory bounds. Raises `ProducerError`. The batch is
+        the write to the active segment, the memory bounds. Raises `ProducerError`, or
+        `WriteRefused` when the disk refuses the write (nothing changed: Produce answers
+        KAFKA_STORAGE_ERROR and the producer retries). The batch is
         acknowledged (and visible to Fetch) once the high watermark reaches `end_offset`."""
         settings = settings or TopicSettings.of(topic, self.config)
         log = self.log(topic, partition)
@@ -267,9 +269,15 @@ class PartitionStore:
         end_offset = base_offset + header.last_offset_delta + 1
         files = log.files
         if files is None:
-            files = log.files = PartitionFiles.create(
-                self.fs, self.directory, f"{topic.topic_id}-{partition}", base_offset, sync=not self.flusher.immediate
-            )
+            try:
+                files = PartitionFiles.create(
+                    self.fs, self.directory, f"{topic.topic_id}-{partition}", base_offset,
+                    sync=not self.flusher.immediate,
+                )
+            except OSError as exc:  # nothing was written: refuse as a failed write is refused
+                raise WriteRefused(f"{topic.name}-{partition}: cannot create its files: {exc}", base_offset) from exc
+            log.files = files
+        # Raises WriteRefused (undone, nothing changed) when the disk refuses the write.
         segment, file_position = files.append(data, base_offset, end_offset, settings.segment_bytes)
         size = len(data)
         log._add(base_offset, header, size, segment, file_position, data)

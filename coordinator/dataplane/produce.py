@@ -16,6 +16,9 @@ Version notes (ProduceRequest/Response.json):
   answered with their original offsets, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH): see
   `producers.py`. A refused partition answers base_offset -1, log_append_time -1, log_start_offset -1
   and, from v8, the error message.
+- Storage: a write the disk refuses (full: ENOSPC) is undone and answers KAFKA_STORAGE_ERROR (56)
+  for that partition, as Kafka answers a produce to a failed log directory; the producer retries.
+  One warning line per failure kind per interval (`storage_errors.StorageLog`).
 - Durability: with acks 1 or -1 the response waits until every appended batch is below its
   partition's high watermark (on disk per `log.flush.policy`, see `flusher.py`); acks 0 waits for
   nothing, as in Kafka.
@@ -29,8 +32,10 @@ from collections.abc import Awaitable
 from typing import Any
 
 from coordinator.catalog.catalog import TopicCatalog
+from coordinator.recordlog import WriteRefused
 from coordinator.runtime.registry import RequestContext
 from coordinator.security.authorizer import TOPIC, WRITE
+from coordinator.storage_errors import StorageLog, error_kind
 from protocol.build import build
 from protocol.errors import ErrorCode
 from protocol.schemas import response_schema
@@ -43,6 +48,8 @@ from .producers import ProducerError
 API_KEY = 0
 MIN_VERSION = 3
 MAX_VERSION = 11
+
+_storage = StorageLog("coordinator.dataplane")
 
 KAFKA_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
@@ -94,6 +101,12 @@ class ProduceHandler:
                         result = self.store.append(topic, index, batch, header, settings)
                     except ProducerError as exc:
                         partitions.append(_refused(index, exc.code, exc.message))
+                        continue
+                    except WriteRefused as exc:  # a full disk: nothing was appended
+                        cause = exc.__cause__ if exc.__cause__ is not None else exc
+                        _storage.failed("produce_write_refused", "produce", cause, topic=topic.name, partition=index)
+                        partitions.append(_refused(index, ErrorCode.KAFKA_STORAGE_ERROR,
+                                                   f"the disk refused the write ({error_kind(cause)})"))
                         continue
                     wait = self.store.log(topic, index).wait_durable(result.end_offset)
                     if wait is not None:

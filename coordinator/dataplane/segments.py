@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from crc32c import crc32c
 
+from coordinator.recordlog.errors import WriteRefused
 from coordinator.recordlog.fs import AppendHandle, FileSystem, ReadHandle
 
 from .batch import (
@@ -131,6 +132,8 @@ class PartitionFiles:
         self.written_end = 0
         """Offset after the last batch written (set by the store after recovery)."""
         self.synced_end = 0
+        self.broken: OSError | None = None
+        """A failed write could not be undone: the active segment's end is unknown."""
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
@@ -183,25 +186,47 @@ class PartitionFiles:
 
     # -- writing -------------------------------------------------------------------------------
     def append(self, data: bytes, base_offset: int, end_offset: int, segment_bytes: int) -> tuple[Segment, int]:
-        """Write one stamped batch; returns its segment and position there."""
+        """Write one stamped batch; returns its segment and position there.
+
+        A write the disk refuses (ENOSPC: a full disk, EDQUOT) is undone: the segment is cut
+        back to where it ended, and `WriteRefused` is raised with nothing changed. If the cut
+        fails too, the file's end is unknown: this partition refuses every later append (reads
+        of what was written before are unaffected; a restart's recovery drops the junk)."""
+        if self.broken is not None:
+            raise WriteRefused(f"{self.directory}: an earlier write could not be undone", base_offset) \
+                from self.broken
         active = self.segments[-1]
-        if active.size and active.size + len(data) > segment_bytes:
-            active = self._roll(base_offset)
-        position = active.size
-        self._handle.write(data)
+        try:
+            if active.size and active.size + len(data) > segment_bytes:
+                active = self._roll(base_offset)
+            position = active.size
+            self._handle.write(data)
+        except OSError as exc:
+            self._undo(active, exc)
+            raise WriteRefused(f"{active.path}: write of {len(data)} bytes failed: {exc}", base_offset) from exc
         active.size += len(data)
         self.written_end = end_offset
         if not self._sync:
             self.synced_end = end_offset
         return active, position
 
+    def _undo(self, active: Segment, exc: OSError) -> None:
+        """Cut the active segment back to its known size after a failed write (a short write
+        may have left part of the batch)."""
+        try:
+            self._handle.truncate(active.size)
+        except OSError as cut:
+            cut.__context__ = exc
+            self.broken = cut
+
     def _roll(self, base_offset: int) -> Segment:
         path = f"{self.directory}/{segment_name(base_offset)}"
+        handle = self.fs.open_append(path)  # first: if it fails, nothing has changed
         if self._sync:
             self._rolled.append(self._handle)
         else:
             self._handle.close()
-        self._handle = self.fs.open_append(path)
+        self._handle = handle
         segment = Segment(self.fs, path, base_offset, 0)
         self.segments.append(segment)
         if self.directory not in self._dirs_dirty:

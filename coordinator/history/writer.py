@@ -14,7 +14,8 @@ waiting), swaps the list out and hands it to a worker thread, which encodes the 
 (msgspec) and appends them to the segment files (`coordinator.history.segments`: rotation,
 retention). One batch is in flight at a time, so rows reach the files in sequence order.
 
-Failure policy: the history is an observability stream, not state. A write error is logged and the
+Failure policy: the history is an observability stream, not state. A write error is logged (one
+line per error kind per interval, `storage_errors.StorageLog`: a full disk fails every flush) and the
 batch dropped; the coordinator keeps serving. If writing falls behind by `max_buffered_rows`, new
 rows are dropped and counted (`dropped`), never blocking the shard. No fsync (see segments).
 """
@@ -31,11 +32,13 @@ from typing import Any
 import msgspec
 
 from ..logging import get_logger
+from ..storage_errors import StorageLog
 from .rows import AssignmentSource, GroupTypeWatch, PartitionTracker, Row, rows_of
 from .schema import SCHEMA_VERSION
 from .segments import SegmentLog
 
 log = get_logger("coordinator.history")
+_storage = StorageLog("coordinator.history")
 
 FLUSH_ROWS = 10_000
 """Rows waiting that trigger a flush before the interval is up."""
@@ -141,8 +144,8 @@ class HistoryWriter:
             # A directory listing per flush (in this thread): cheap next to the write.
             for path in self.segments.enforce_retention():
                 log.info("history_segment_deleted", path=str(path))
-        except OSError as exc:
-            log.error("history_write_failed", rows=len(rows), error=repr(exc))
+        except OSError as exc:  # a full disk fails every flush: one line per kind per interval
+            _storage.failed("history_write_failed", "history", exc, rows=len(rows))
 
     def _write_and_close(self, rows: list[Row]) -> None:
         self._write(rows)

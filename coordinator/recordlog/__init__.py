@@ -31,8 +31,10 @@ from coordinator.recordlog.errors import (
     CorruptLog,
     FencedWriter,
     LogFailed,
+    LogRewound,
     RecordLogError,
     UnsupportedFormatVersion,
+    WriteRefused,
 )
 from coordinator.recordlog.format import decode_entry, encode_entry
 from coordinator.recordlog.fs import FileSystem, RealFileSystem
@@ -67,6 +69,7 @@ __all__ = [
     "LogEntry",
     "LogFailed",
     "LogRecord",
+    "LogRewound",
     "LogTailer",
     "MemoryFileSystem",
     "RealFileSystem",
@@ -74,6 +77,7 @@ __all__ = [
     "RecordLogError",
     "Recovery",
     "UnsupportedFormatVersion",
+    "WriteRefused",
     "compact",
     "compact_offline",
     "decode_entry",

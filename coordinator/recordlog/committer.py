@@ -23,8 +23,17 @@ After each write or sync, every future whose offset is below `durable_end` gets 
 result, in offset order, then `on_durable(durable_end)` is called. `barrier()` gives a future for "everything appended so far is durable",
 for a reply that has no records of its own but must not overtake earlier ones.
 
-Failure is fail-stop: if a write, fsync or fence check raises, `on_fatal(exc)` is called once
-(the server logs it as critical and exits non-zero), outstanding futures fail with
+A write the disk refuses (`WriteRefused`: ENOSPC, EDQUOT; the writer has cut the file back) is
+not fatal: the log rewinds (the refused batch and every entry appended since are dropped; their
+offsets stay unused), the futures of the dropped entries fail with the `WriteRefused`, and
+`on_refused(exc)` is called at once, before anything else can append: the appender must drop the
+state those entries carried (the shard reloads from the log). Then the new `durable_end` (past
+the unused offsets, when everything written is durable) is announced. The entries below the
+refused batch are untouched and become durable as usual. Without an `on_refused` a refused write
+is fatal like any other failure.
+
+Every other failure is fail-stop: if an fsync, the fence check or a roll raises, `on_fatal(exc)`
+is called once (the server logs it as critical and exits non-zero), outstanding futures fail with
 `LogFailed`, and later appends raise `LogFailed`. Nothing is retried or undone.
 
 Only one `write_batch`/`sync` runs at a time (the task awaits each), as `RecordLog` requires.
@@ -37,7 +46,7 @@ import collections
 from collections.abc import Callable, Sequence
 
 from coordinator.recordlog.disk_thread import DiskThread
-from coordinator.recordlog.errors import LogFailed
+from coordinator.recordlog.errors import LogFailed, WriteRefused
 from coordinator.recordlog.record import RawRecord
 from coordinator.recordlog.writer import RecordLog
 
@@ -71,6 +80,9 @@ class GroupCommitter:
         self._closing = False
         self._failed: BaseException | None = None
         self.batches_written = 0
+        self.refused_batches = 0
+        self.on_refused: Callable[[WriteRefused], None] | None = None
+        """Told when a write was refused and the log rewound (see the module docstring)."""
         self.syncs = 0
         self.on_released: Callable[[int], None] | None = None
         """Told how many appends each write or sync made durable (group-commit batch sizes)."""
@@ -161,7 +173,13 @@ class GroupCommitter:
                         continue
                 batch = log.take_batch()
                 if batch is not None:
-                    durable_end = await self._disk.run(log.write_batch, batch, _now_ms(loop))
+                    try:
+                        durable_end = await self._disk.run(log.write_batch, batch, _now_ms(loop))
+                    except WriteRefused as exc:
+                        if self.on_refused is None:
+                            raise  # nobody can drop what the refused entries carried: fail-stop
+                        self._refused(exc)
+                        continue
                     self.batches_written += 1
                     self._release(durable_end)
                     continue
@@ -209,6 +227,24 @@ class GroupCommitter:
                 self.on_released(released)
             if self.on_durable is not None:
                 self.on_durable(durable_end)
+
+    def _refused(self, exc: WriteRefused) -> None:
+        self.refused_batches += 1
+        self._log.rewind()
+        kept: collections.deque[tuple[int, asyncio.Future[int]]] = collections.deque()
+        for offset, future in self._waiters:
+            if offset < exc.first_offset:
+                kept.append((offset, future))
+            elif not future.done():
+                future.set_exception(exc)
+        self._waiters = kept
+        if self.on_refused is not None:
+            self.on_refused(exc)
+        end = self._log.durable_end
+        if end > self._released_end:  # the unused offsets: nothing was made durable, not counted
+            self._released_end = end
+            if self.on_durable is not None:
+                self.on_durable(end)
 
     def _fail(self, exc: BaseException) -> None:
         self._failed = exc

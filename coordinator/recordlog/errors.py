@@ -49,6 +49,26 @@ class FencedWriter(RecordLogError):
     """
 
 
+class WriteRefused(RecordLogError):
+    """A write failed (a full disk: ENOSPC, EDQUOT) and was undone: the file was cut back to
+    where it was, so nothing of the refused data remains and the writer can go on.
+
+    Only a failed *write* is refused this way. A failed fsync stays fail-stop (`LogFailed`):
+    after it the kernel may have dropped the dirty pages it could not write, so what the file
+    holds is unknown and retrying the fsync would report success over lost data (fsyncgate).
+    `__cause__` is the OSError."""
+
+    def __init__(self, message: str, first_offset: int) -> None:
+        super().__init__(message)
+        self.first_offset = first_offset
+        """The first offset that was not written: it and everything appended after it are gone."""
+
+
+class LogRewound(RecordLogError):
+    """A reader following the log finds that entries it already returned were cut off by the writer
+    (a refused write: `WriteRefused`). What it built from them must be rebuilt from the start."""
+
+
 class LogFailed(RecordLogError):
     """The writer is unusable because an earlier write, fsync or fence check failed.
 

@@ -16,6 +16,10 @@ Rules:
   (entries at or below the last offset read are skipped, see `segments`) drops what was
   already returned. A removed segment sends us to the segment with the greatest base offset at
   or below our next offset.
+- The writer cuts a write the disk refused back off the active segment, and writes next in a new
+  segment (`writer`). A segment found shorter than where this reader stopped in it therefore means
+  that entries it returned are gone: `LogRewound`. What was built from them must be rebuilt from a
+  new tailer (the standby reloads, the security copy re-reads).
 - Compaction can drop a superseded value or an expired tombstone before the tailer has read
   it; the later record that superseded it is still read, so a tailer that keeps up within
   `delete.retention.ms` ends in the same state as the writer.
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
-from coordinator.recordlog.errors import CorruptLog
+from coordinator.recordlog.errors import CorruptLog, LogRewound
 from coordinator.recordlog.fs import FileSystem, ReadHandle
 from coordinator.recordlog.load import DEFAULT_WINDOW, READ_CHUNK, LoadSink, LoadState, load_segment
 from coordinator.recordlog.record import LogEntry
@@ -125,6 +129,10 @@ class LogTailer:
                     if self._file_id is not None:
                         self._position = 0  # replaced by compaction: re-read, skip what we have
                     self._file_id = handle.file_id
+                elif handle.size() < self._position:
+                    raise LogRewound(
+                        f"segment {segment_path(self._directory, self._base)} is {handle.size()} bytes, shorter"
+                        f" than the {self._position} already read: the writer cut back a refused write")
                 end = read(handle, self._position)
             finally:
                 handle.close()

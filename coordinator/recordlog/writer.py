@@ -32,8 +32,27 @@ process whose lock was broken, a lock on a filesystem that does not honour flock
 - readers skip entries whose epoch is lower than an epoch seen before them (`segments`), so a
   stale write that slips into the window between the check and the write is never replayed.
 
-After any failure (OSError from write/fsync, FencedWriter) the writer is fail-stop: every later
-call raises `LogFailed`; nothing is undone, the process exits and a restart replays the log.
+Failures
+--------
+A write the disk refuses (an OSError from the write call itself: ENOSPC, EDQUOT) is undone: the
+active segment is cut back to where this writer left it and `write_batch` raises `WriteRefused`.
+The batch's entries and every entry appended after them were never written, and they must go
+too (they were computed from state that included the refused ones): the appending thread calls
+`rewind()`. Nothing below the refused batch is touched, so nothing acknowledged is lost.
+
+A reader following the log (a standby, another shard's security copy) may have read some of the
+refused entries in the instant before the cut. So that it can tell, and so that it never takes a
+later entry for one it has seen, the writer reuses neither their offsets nor their bytes: the
+offsets of the dropped entries stay unused (a gap, as compaction leaves), and the next write after
+a refusal starts a new segment (at the first unused offset; the cut one stays, possibly empty). A
+reader that finds a segment shorter than where it stopped in it knows it read entries that are
+gone (`tail.LogRewound`). Creating that segment may be refused too; then nothing has changed and
+the roll is tried again with the next write.
+
+Every other failure (an fsync, the fence check, a cut that fails) is fail-stop: every
+later call raises `LogFailed`; nothing is undone, the process exits and a restart replays the log.
+A failed fsync cannot be retried: the kernel may have dropped the pages it could not write
+(fsyncgate), so a second fsync could succeed over lost bytes.
 
 Threads: `append` and `take_batch` from one thread; `write_batch`, `sync` and `close` from one
 thread at a time (possibly another one). They share no mutable state except through `Batch`.
@@ -46,7 +65,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from coordinator.recordlog.errors import FencedWriter, LogFailed
+from coordinator.recordlog.errors import FencedWriter, LogFailed, WriteRefused
 from coordinator.recordlog.format import encode_entry
 from coordinator.recordlog.fs import AppendHandle, FileSystem
 from coordinator.recordlog.load import LoadSink
@@ -135,6 +154,8 @@ class RecordLog:
         self._durable_end = recovery.next_offset
         self._last_sync_ms: int | None = None
         self._failed: BaseException | None = None
+        self._cut = False
+        """The last write was refused and cut back: the next one starts a new segment."""
 
     @classmethod
     def open(
@@ -231,6 +252,21 @@ class RecordLog:
         self._next_offset = offset + 1
         return offset
 
+    def rewind(self) -> None:
+        """After `WriteRefused`: forget every entry not written (buffered or in the refused batch).
+        Their offsets are not used again: the next append takes `next_offset` as it was, and the
+        gap, holding nothing, counts as written (and as durable if everything written is).
+
+        Call from the appending thread, once the refused `write_batch` has returned and before the
+        next one starts (the committer runs one at a time): it moves the write side's ends too."""
+        self._check_usable()
+        self._pending = []
+        self._pending_bytes = 0
+        self._pending_first = self._next_offset
+        if self._durable_end == self._written_end:
+            self._durable_end = self._next_offset
+        self._written_end = self._next_offset
+
     def take_batch(self) -> Batch | None:
         """Remove everything buffered as one batch (None if nothing is)."""
         if not self._pending:
@@ -252,7 +288,7 @@ class RecordLog:
         self._check_now(now_ms)
         self._check_usable()
         try:
-            self._write(batch)
+            self._write(batch)  # raises WriteRefused with the writer still usable
             policy = self._config.flush_policy
             if policy is FlushPolicy.ALWAYS:
                 self._fsync(now_ms)
@@ -260,6 +296,8 @@ class RecordLog:
                 self._durable_end = self._written_end
             elif now_ms is not None and self._sync_is_due(now_ms):
                 self._fsync(now_ms)
+        except WriteRefused:
+            raise
         except BaseException as exc:
             self._failed = exc
             raise
@@ -343,9 +381,19 @@ class RecordLog:
         if batch.first_offset != self._written_end:
             raise ValueError(f"batch starts at {batch.first_offset}, expected {self._written_end}")
         self._check_not_fenced()
-        if self._active_size and self._active_size + len(batch.data) > self._config.segment_bytes:
+        if self._cut or (self._active_size and self._active_size + len(batch.data) > self._config.segment_bytes):
             self._roll(batch.first_offset)
-        self._active_handle().write(batch.data)
+        handle = self._active_handle()
+        try:
+            handle.write(batch.data)
+        except OSError as exc:
+            # A short write may have left part of the batch: cut it off. If the cut fails, the
+            # file's end is unknown and the OSError makes the writer fail-stop.
+            handle.truncate(self._active_size)
+            self._cut = True
+            raise WriteRefused(f"{self._directory}: write of {len(batch.data)} bytes refused: {exc}",
+                               batch.first_offset) from exc
+        self._cut = False
         self._active_size += len(batch.data)
         self._written_end = batch.end_offset
 
@@ -379,9 +427,11 @@ class RecordLog:
             # Closed segments must be whole: only the active one may have a torn tail.
             handle.fsync()
             self._durable_end = self._written_end
+        try:
+            new_handle = self._fs.open_append(segment_path(self._directory, base))
+        except OSError as exc:  # no room for a new file: nothing has changed, the next write retries
+            raise WriteRefused(f"{self._directory}: cannot create segment {base}: {exc}", base) from exc
         handle.close()
-        self._handle = None
-        new_handle = self._fs.open_append(segment_path(self._directory, base))
         self._handle = new_handle
         if new_handle.size() != 0:
             raise FencedWriter(f"new segment {base} of {self._directory} already has data")

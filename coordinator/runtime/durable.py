@@ -2,7 +2,8 @@
 
 `DurableSink` adapts the asyncio `GroupCommitter` to the shard's `LogSink`: every Result's records
 become one entry, the committer's `durable_end` tells the shard which are durable, and
-`durable_point()` is a barrier future for everything appended so far. `TimedFileSystem` wraps the
+`durable_point()` is a barrier future for everything appended so far; a write the disk refused
+is counted, logged (one line per kind per interval) and handed to the shard's `on_refused`. `TimedFileSystem` wraps the
 real filesystem to measure write and fsync latency where they happen, in the committer's thread.
 """
 
@@ -22,8 +23,9 @@ from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from ..recordlog import GroupCommitter, RealFileSystem
+from ..recordlog import GroupCommitter, RealFileSystem, WriteRefused
 from ..recordlog.fs import AppendHandle
+from ..storage_errors import StorageLog
 
 _FAST = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 
@@ -68,9 +70,14 @@ LOG_SEGMENTS = Gauge("coordinator_log_segments", "Segment files in the record lo
 LOAD_DURATION = Gauge("coordinator_log_load_duration_seconds", "How long the last start-up or takeover replay took.")
 LOAD_RECORDS = Gauge("coordinator_log_load_records", "Records replayed by the last start-up or takeover.")
 TRUNCATED_BYTES = Counter("coordinator_log_truncated_bytes", "Torn or corrupt tail bytes dropped at recovery.")
+REFUSED_WRITES = Counter("coordinator_log_refused_writes",
+                         "Record log batches the disk refused (cut back; their requests answered NOT_COORDINATOR).")
 COMPACTIONS = Counter("coordinator_log_compactions", "Compaction runs, by outcome.", ["outcome"])
 COMPACTION_DURATION = Histogram("coordinator_log_compaction_duration_seconds", "Duration of one compaction run.",
                                 buckets=(0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
+
+
+_storage = StorageLog("coordinator.recordlog")
 
 
 class _TimedAppendHandle:
@@ -126,6 +133,7 @@ class DurableSink:
         """(offset, perf_counter at append) of the entries not yet durable, for APPEND_LATENCY:
         timed when the committer releases them, without a callback per entry."""
         self._on_durable: Callable[[int], None] | None = None
+        self._on_refused: Callable[[int], None] | None = None
         committer.on_released = BATCH_ENTRIES.observe
         committer.on_durable = self._durable
 
@@ -138,8 +146,21 @@ class DurableSink:
     def durable_end(self) -> int:
         return self.committer.durable_end
 
-    def watch(self, on_durable: Callable[[int], None]) -> None:
+    def watch(self, on_durable: Callable[[int], None],
+              on_refused: Callable[[int], None] | None = None) -> None:
         self._on_durable = on_durable
+        self._on_refused = on_refused
+        self.committer.on_refused = self._refused if on_refused is not None else None
+
+    def _refused(self, exc: WriteRefused) -> None:
+        REFUSED_WRITES.inc()
+        _storage.failed("group_log_write_refused", "group_log", exc.__cause__ or exc,
+                        first_offset=exc.first_offset)
+        appended = self._appended
+        while appended and appended[-1][0] >= exc.first_offset:
+            appended.pop()
+        if self._on_refused is not None:
+            self._on_refused(exc.first_offset)
 
     def _durable(self, durable_end: int) -> None:
         appended = self._appended

@@ -34,6 +34,7 @@ from ..recordlog import (
     FileSystem,
     LoadBatch,
     LogConfig,
+    LogRewound,
     LogTailer,
     RecordLog,
     try_lock_data_dir,
@@ -74,20 +75,33 @@ class Replayer:
 
 
 async def acquire(fs: FileSystem, data_dir: Path, log_dir: Path, log_config: LogConfig,
-                  core: CoordinatorShard, on_owner: Callable[[], Awaitable[None]]) -> tuple[DataDirLock, RecordLog, Replayer]:
-    """Take the data directory (waiting as a standby if it is owned) and load its log into `core`.
+                  new_core: Callable[[], CoordinatorShard],
+                  on_owner: Callable[[], Awaitable[None]]) -> tuple[DataDirLock, RecordLog, Replayer]:
+    """Take the data directory (waiting as a standby if it is owned) and load its log into a core
+    from `new_core()`: the returned replayer's `core`.
 
     `on_owner` runs as soon as the lock is held, before the (possibly long) load: the server opens
-    its listener there, so clients get COORDINATOR_LOAD_IN_PROGRESS rather than a refused connection."""
-    replayer = Replayer(core)
+    its listener there, so clients get COORDINATOR_LOAD_IN_PROGRESS rather than a refused connection.
+
+    A standby whose tailer finds that entries it replayed were cut off by the owner (a write the
+    disk refused: `LogRewound`) starts over with a new core. It tails once more after taking the
+    lock, so a cut made just before the owner died is seen too."""
+    replayer = Replayer(new_core())
     started = time.monotonic()
     lock = try_lock_data_dir(fs, str(data_dir))
     from_offset = 0
     if lock is None:
         log.info("standby_waiting", data_dir=str(data_dir))
         tailer = LogTailer(fs, str(log_dir))
-        while lock is None:
-            await asyncio.to_thread(tailer.load, replayer)
+        while True:
+            try:
+                await asyncio.to_thread(tailer.load, replayer)
+            except LogRewound as exc:
+                log.warning("standby_replaying_again", reason=str(exc))
+                replayer, tailer = Replayer(new_core()), LogTailer(fs, str(log_dir))
+                continue
+            if lock is not None:
+                break
             lock = try_lock_data_dir(fs, str(data_dir))
             if lock is None:
                 await asyncio.sleep(STANDBY_POLL_S)

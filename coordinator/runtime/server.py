@@ -32,6 +32,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from protocol.codec import RequestCodec
 
@@ -52,6 +53,7 @@ from ..recordlog import (
     DataDirLock,
     GroupCommitter,
     LogConfig,
+    LogTailer,
     RealFileSystem,
     compact,
     try_lock_data_dir,
@@ -210,6 +212,7 @@ class CoordinatorServer:
         self._fs = durable.TimedFileSystem()
         self._lock: DataDirLock | None = None
         self._committer: GroupCommitter | None = None
+        self._assignments: CoreAssignments | None = None
         durable.LOG_BYTES.set_function(lambda: durable.log_size(str(self.log_dir))[0])
         durable.LOG_SEGMENTS.set_function(lambda: durable.log_size(str(self.log_dir))[1])
 
@@ -278,14 +281,14 @@ class CoordinatorServer:
                                lambda: bool(self._servers) and not self._loaded)
         if self.sidecar is not None:
             self.sidecar.start()
-        core = CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
         copied: asyncio.Future[None] | None = None
         if self.security_mirror is not None:  # shard 0's users and ACLs, read while this shard loads
             copied = asyncio.ensure_future(self.security_mirror.catch_up())
             self._background.append(asyncio.create_task(self.security_mirror.run(), name="security-mirror"))
         log_dir_before = directory_identity(self.log_dir)
-        self._lock, record_log, _ = await ownership.acquire(
-            self._fs, self.data_dir, self.log_dir, self.config.build(LogConfig), core, self._become_owner)
+        self._lock, record_log, loaded = await ownership.acquire(
+            self._fs, self.data_dir, self.log_dir, self.config.build(LogConfig), self._new_core, self._become_owner)
+        core = loaded.core
         # A standby may have waited through a move of the partitions: its tailed state is of the old
         # logs. A move to another shard count shows in the layout; one that came back to this count
         # (1 -> 2 -> 1) only in the log directory, which every move replaces.
@@ -401,13 +404,14 @@ class CoordinatorServer:
         """Start serving the loaded core: the new owner's CoordinatorEpoch is made durable first,
         and (shard k >= 1 of several) the copy of shard 0's security state read (`copied`)."""
         assert self._committer is not None
-        shard = ShardRuntime(core, DurableSink(self._committer))
+        shard = ShardRuntime(core, DurableSink(self._committer), reload=self._reload_core, on_fatal=_fail_stop)
         shard.add_observer(group_metrics.observer(self.config["metrics.group.labels.enable"]))
         group_metrics.register_shard(lambda: self.shard if self._loaded else None)
         shard.add_observer(kafka_metrics.observe)
         # The rebalance history observes every event (buffered, written off the loop); opened only
         # now, under the data directory lock, so one process appends to it.
-        self.history = open_writer(self.data_dir, self.config, CoreAssignments(core),
+        self._assignments = CoreAssignments(core)
+        self.history = open_writer(self.data_dir, self.config, self._assignments,
                                    node_id=self.config["node.id"] + self.shard_index)
         if self.history is not None:
             shard.add_observer(self.history.observe)
@@ -431,6 +435,19 @@ class CoordinatorServer:
             await copied
         self._loaded = True
         self._loaded_event.set()
+
+    def _new_core(self) -> CoordinatorShard:
+        return CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
+
+    async def _reload_core(self) -> tuple[CoordinatorShard, list[Any]]:
+        """A core loaded from the log as it is on disk now, and the topic snapshot to hand it
+        first: the shard's state again after the disk refused a write (`ShardRuntime`)."""
+        core = self._new_core()
+        replayer = ownership.Replayer(core)
+        await asyncio.to_thread(LogTailer(self._fs, str(self.log_dir)).load, replayer)
+        if self._assignments is not None:
+            self._assignments.core = core
+        return core, [consumer_groups.topics_snapshot(self.topics)]
 
     async def _compact_periodically(self) -> None:
         """Compact closed segments in a worker thread every `log.cleaner.backoff.ms` when the log
@@ -590,8 +607,9 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def _fail_stop(exc: BaseException) -> None:
-    """A record-log write or fsync failed: nothing may be acknowledged any more, and in-memory
-    state may be ahead of the disk. Stop; a restart replays the log (fail-stop, no undo)."""
+    """A record-log or partition fsync failed (or a refused write could not be cut back): nothing
+    may be acknowledged any more, and in-memory state may be ahead of the disk. Stop; a restart
+    replays the log (fail-stop, no undo). A write the disk merely refused does not come here."""
     log.critical("record_log_failed_exiting", error=repr(exc))
     sys.stdout.flush()
     os._exit(1)

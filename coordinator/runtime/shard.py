@@ -44,8 +44,20 @@ calls ``publish(mark)`` once the entry is durable, before the entry's replies ar
 
 Timer firings and catalog changes enter through the same queue, never touching state directly.
 While ``loaded`` is false (the log is being replayed) adapters answer COORDINATOR_LOAD_IN_PROGRESS.
-A core bug fails the requests it concerns (``Result.failure``) and the shard keeps serving. A log
-failure is fatal: ``on_fatal`` is called and the process exits (fail-stop, no undo).
+A core bug fails the requests it concerns (``Result.failure``) and the shard keeps serving.
+
+A write the disk refuses (full: the sink's ``on_refused(first_offset)``; the log has cut the
+refused bytes off and rewound) is not fatal. Kafka answers a coordinator append that failed with
+KAFKA_STORAGE_ERROR as NOT_COORDINATOR (``GroupCoordinatorService``'s normalisation), and reverts
+its in-memory state to the last written offset; this shard does the same in two steps: every
+reply that waited for a refused entry, and every request parked in the core, is answered
+NOT_COORDINATOR (the core's own error response for the request), publications of refused entries
+are dropped; then the core is replaced by one loaded from the log (``reload``, given by the
+server: the state of the entries that were written, exactly what clients were told), with fresh
+timers, at most once per ``RELOAD_INTERVAL_S``. Meanwhile ``loaded`` is false (adapters answer
+COORDINATOR_LOAD_IN_PROGRESS, retriable) and queued requests wait for the new core. Without
+``reload`` a refusal is fatal. Any other log failure (a failed fsync) is fatal: ``on_fatal`` is
+called and the process exits (fail-stop, no undo).
 """
 
 from __future__ import annotations
@@ -56,21 +68,35 @@ import contextlib
 import contextvars
 import functools
 import itertools
-from collections.abc import Callable, Generator, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Hashable, Sequence
 from time import perf_counter, perf_counter_ns
 from typing import Any, Protocol, cast
 
 import msgspec
+
+from protocol.errors import ErrorCode
 
 from ..core.records import Record, encode_record, group_of
 from ..core.requests import TimerFired
 from ..core.result import Reply, Result
 from ..core.shard import CoordinatorShard
 from ..logging import get_logger
+from ..recordlog.errors import WriteRefused
 from .clock import Timers, now_ms
 from .kafka_metrics import STATS
 
 log = get_logger("coordinator.shard")
+
+RELOAD_INTERVAL_S = 0.5
+"""Reloads after refused writes are at least this far apart: a disk that stays full costs a replay
+of the log at most twice a second, however many clients retry their writes."""
+
+RELOAD_LOG_INTERVAL_S = 10.0
+"""At most one `shard_reloaded` line this often (it carries the count of reloads so far)."""
+
+Reload = Callable[[], Awaitable[tuple[CoordinatorShard, Sequence[Any]]]]
+"""Builds a core from what the log holds now; returns it with the events to handle first (the
+topic snapshot)."""
 
 _queue_time = STATS.queue_ms.append
 _processing_time = STATS.processing_ms.append
@@ -91,8 +117,11 @@ class LogSink(Protocol):
         """Every entry whose offset is below it is durable."""
         ...
 
-    def watch(self, on_durable: Callable[[int], None]) -> None:
-        """Call `on_durable(durable_end)` each time entries become durable."""
+    def watch(self, on_durable: Callable[[int], None],
+              on_refused: Callable[[int], None] | None = None) -> None:
+        """Call `on_durable(durable_end)` each time entries become durable, and
+        `on_refused(first_offset)` when the disk refused the entries from `first_offset` on (they
+        are gone, and their offsets are not used again)."""
         ...
 
     def durable_point(self) -> asyncio.Future[Any] | None:
@@ -158,16 +187,25 @@ def _done(future: asyncio.Future[None]) -> None:
 
 class ShardRuntime:
     def __init__(self, core: CoordinatorShard, sink: LogSink, *, clock: Callable[[], int] = now_ms,
-                 on_fatal: Callable[[BaseException], None] | None = None) -> None:
+                 on_fatal: Callable[[BaseException], None] | None = None, reload: Reload | None = None) -> None:
         self.core = core
         self.sink = sink
         self._clock = clock
         self._on_fatal = on_fatal
+        self._reload_core = reload
+        self._reload_due = False
+        """The disk refused entries: the core must be replaced before anything else is handled."""
+        self._last_reload = -RELOAD_INTERVAL_S
+        self._reload_logged = -RELOAD_LOG_INTERVAL_S
+        self._writer_id: str | None = None
+        """This owner's `CoordinatorEpoch` writer id, until that record is durable (a reload
+        writes it again if the disk refused it)."""
+        self.reloads = 0
         self._queue: collections.deque[Any] = collections.deque()
         self._queued_at: collections.deque[float] = collections.deque()
         """perf_counter() of each queued item's arrival, in queue order (event-queue-time-ms)."""
-        self._waiters: dict[int, tuple[asyncio.Future[Any], str | None]] = {}
-        """ref -> (the submitter's future, the group its request is about: None for several or none)."""
+        self._waiters: dict[int, tuple[asyncio.Future[Any], Any]] = {}
+        """ref -> (the submitter's future, its request)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._refs = itertools.count(1)
         self._wake = asyncio.Event()
@@ -206,13 +244,31 @@ class ShardRuntime:
         loop = self._loop = asyncio.get_running_loop()
         self._timers = Timers(loop, self._timer_fired, self._clock)
         self._arm = self._timers.arm
-        self.sink.watch(self._durable)
-        self._settle(self.core.on_loaded(self._clock(), writer_id=writer_id))
+        if self._reload_core is None:
+            self.sink.watch(self._durable)  # a refused write is fatal (the sink's default)
+        else:
+            self.sink.watch(self._durable, self._refused)
+        self._writer_id = writer_id
+        self._on_loaded()
         point = self.sink.durable_point()
         if point is not None:
-            await point
-        self.loaded = True
+            with contextlib.suppress(WriteRefused):  # a full disk: `_run` reloads first, epoch again
+                await point
+        self.loaded = not self._reload_due
         self._task = loop.create_task(self._run(), name="shard")
+
+    def _on_loaded(self) -> None:
+        """The core's `on_loaded`, writing this owner's `CoordinatorEpoch` until it is durable."""
+        writer_id = self._writer_id
+        self._settle(self.core.on_loaded(self._clock(), writer_id=writer_id))
+        if writer_id is not None:
+            if self._unflushed is None:
+                self._writer_id = None
+            else:  # dropped with the entry if the disk refuses it, and the next reload writes it
+                self._carried.append((self._unflushed, None, self._epoch_written))
+
+    def _epoch_written(self) -> None:
+        self._writer_id = None
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -283,7 +339,7 @@ class ShardRuntime:
             loop = self._loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         ref = request.ref
-        self._waiters[ref] = (future, getattr(request, "group_id", None))
+        self._waiters[ref] = (future, request)
         if not carried:
             # A request whose connection went away is cancelled; forget it so parked refs never
             # leak. (A reply waiting for the log is released anyway, and its waiter with it.)
@@ -307,11 +363,17 @@ class ShardRuntime:
     # -- the loop -----------------------------------------------------------------------------
     async def _run(self) -> None:
         while True:
+            if self._reload_due:
+                try:
+                    await self._reload()
+                except Exception as exc:  # the log cannot be read back: no state to serve from
+                    self._fatal(exc)
+                    return
             self._idle = not self._queue
             await self._wake.wait()
             self._idle = False
             self._wake.clear()
-            while self._queue:
+            while self._queue and not self._reload_due:
                 batch = list(self._queue)
                 self._queue.clear()
                 taken = perf_counter()
@@ -400,7 +462,7 @@ class ShardRuntime:
                 self._in_place_carried = offset is not None
             else:
                 waiter = self._waiters.get(reply.ref)
-                offset = self._pending_point(None if waiter is None else waiter[1])
+                offset = self._pending_point(None if waiter is None else getattr(waiter[1], "group_id", None))
             self._release(offset, (reply,))
 
     def _append(self, records: list[Record]) -> int | None:
@@ -457,7 +519,77 @@ class ShardRuntime:
             elif replies is not None:
                 self._deliver(replies)
 
+    def _refused(self, first_offset: int) -> None:
+        """The disk refused the entries from `first_offset` on (see the module docstring): answer
+        what depended on them, forget what the core holds in memory only, and reload."""
+        self.loaded = False
+        self._idle = False  # `submit` queues: nothing is handled before the new core
+        self._reload_due = True
+        kept: collections.deque[tuple[int, Sequence[Reply] | None, Callable[[], None] | None]] = \
+            collections.deque()
+        refused: list[int] = []
+        for item in self._carried:
+            if item[0] < first_offset:
+                kept.append(item)  # written: it becomes durable as usual
+            elif item[1] is not None:
+                refused.extend(reply.ref for reply in item[1])
+        self._carried = kept
+        waiting = {reply.ref for _, replies, _ in kept if replies is not None for reply in replies}
+        self._drop_events()
+        queued = {event.ref for event in self._queue if not isinstance(event, _Unload)}
+        # Parked requests (a join waiting for its group) live in the core being replaced.
+        refused.extend(ref for ref in self._waiters if ref not in waiting and ref not in queued)
+        for ref in refused:
+            waiter = self._waiters.pop(ref, None)
+            if waiter is not None and not waiter[0].done():
+                waiter[0].set_result(self.core.error_response(waiter[1], ErrorCode.NOT_COORDINATOR))
+        if self._timers is not None:
+            self._timers.cancel_all()
+        # What is still unflushed was written (below `first_offset`): record-less replies wait for
+        # all of it, whatever their group (the per-group points may name refused entries).
+        last = first_offset - 1
+        self._unflushed = last if last >= self.sink.durable_end else None
+        self._group_points.clear()
+        self._barrier = self._unflushed
+        self._wake.set()
+
+    def _drop_events(self) -> None:
+        """Forget queued timer firings and topic changes (keep requests and unloads): the new core
+        arms its own timers and starts from a topic snapshot taken after them."""
+        queue = [(event, at) for event, at in zip(self._queue, self._queued_at, strict=True)
+                 if isinstance(event, _Unload) or hasattr(event, "ref")]
+        self._queue = collections.deque(event for event, _ in queue)
+        self._queued_at = collections.deque(at for _, at in queue)
+
+    async def _reload(self) -> None:
+        """Replace the core by one loaded from the log (after refused writes)."""
+        assert self._reload_core is not None
+        loop = asyncio.get_running_loop()
+        wait = self._last_reload + RELOAD_INTERVAL_S - loop.time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        self._reload_due = False
+        started = loop.time()
+        core, first = await self._reload_core()
+        self._drop_events()  # queued while the log was read: older than the snapshot in `first`
+        self._last_reload = loop.time()
+        self.core = core
+        self.reloads += 1
+        for event in reversed(first):
+            self._queue.appendleft(event)
+            self._queued_at.appendleft(perf_counter())
+        if self._last_reload - self._reload_logged >= RELOAD_LOG_INTERVAL_S:  # a full disk: every write
+            log.info("shard_reloaded", reason="log write refused", seconds=round(self._last_reload - started, 3),
+                     reloads=self.reloads)
+            self._reload_logged = self._last_reload
+        self._on_loaded()
+        self.loaded = True
+        self._wake.set()
+
     def _after(self, point: asyncio.Future[Any], then: Callable[[], None]) -> None:
+        if not point.cancelled() and isinstance(point.exception(), WriteRefused):
+            then()  # what the refused entries carried was answered by `_refused`
+            return
         if point.cancelled() or point.exception() is not None:
             self._fatal(point.exception() or RuntimeError("durable point cancelled"))
             return

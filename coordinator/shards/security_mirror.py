@@ -21,6 +21,9 @@ Theory of operation:
   connections hold requests until the store is there, as a broker does until its ACLs are loaded).
   Shard 0's log being absent (never started) is an empty store; a damaged closed segment is logged
   and retried, the copy staying as it was.
+- Shard 0 cuts off a write its disk refused (`recordlog.writer`); if this copy had read some of
+  it (`LogRewound`), the copy is rebuilt from the start of the log into a new store, swapped in on
+  the loop, so no refused change stays in force here.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from pathlib import Path
 from ..core.records import RecordType, encoded_replayers, replay_encoded_record
 from ..logging import get_logger
 from ..recordlog import LoadBatch, LogTailer, RealFileSystem
-from ..recordlog.errors import CorruptLog
+from ..recordlog.errors import CorruptLog, LogRewound
 from ..security.store import SecurityStore
 
 log = get_logger("coordinator.shards.security_mirror")
@@ -73,10 +76,15 @@ class SecurityMirror:
             await asyncio.shield(self._current)
 
     async def _read_and_apply(self) -> None:
-        self._apply(await asyncio.to_thread(self._read))
+        records, again = await asyncio.to_thread(self._read)
+        if again:  # shard 0 cut off entries this copy had read: the copy is rebuilt from its log
+            self.store = SecurityStore()
+            self._replay = encoded_replayers(self.store.registration.replayers)
+        self._apply(records)
 
-    def _read(self) -> list[_Encoded]:
-        """In a worker thread: the security records appended since the last read, in log order."""
+    def _read(self) -> tuple[list[_Encoded], bool]:
+        """In a worker thread: the security records appended since the last read, in log order,
+        and whether they are the whole log again (read from its start after `LogRewound`)."""
         found: list[_Encoded] = []
 
         def collect(batch: LoadBatch) -> None:
@@ -84,13 +92,21 @@ class SecurityMirror:
                 if (identity[0] << 8 | identity[1]) in _SECURITY_TYPES:
                     found.append((identity, value))
 
+        again = False
         try:
-            self._tailer.load(collect)
+            try:
+                self._tailer.load(collect)
+            except LogRewound as exc:
+                log.warning("security_mirror_reading_again", reason=str(exc))
+                found.clear()
+                again = True
+                self._tailer = LogTailer(RealFileSystem(), str(self._directory))
+                self._tailer.load(collect)
         except CorruptLog as exc:  # shard 0 cannot load it either; keep what we have
             if not self._corrupt_logged:
                 self._corrupt_logged = True
                 log.error("security_mirror_log_damaged", log_dir=str(self._directory), error=str(exc))
-        return found
+        return found, again
 
     def _apply(self, records: list[_Encoded]) -> None:
         for key, value in records:

@@ -306,3 +306,79 @@ async def test_deleting_a_topic_while_its_fsync_is_in_flight_waits_for_the_round
         await asyncio.sleep(0.01)
     assert not fatal, fatal  # closing the descriptor under the fsync would have been EBADF
     await h.store.close()
+
+
+@pytest.mark.parametrize("partial", [0, 30])
+async def test_a_full_disk_refuses_the_produce_with_kafka_storage_error_and_changes_nothing(partial: int) -> None:
+    import errno
+
+    fs = MemoryFileSystem()
+    h = durable_harness(fs)
+    h.create("t")
+    assert (await h.produce("t", 0, make_batch([b"a"]))).error_code == 0
+    # ENOSPC after `partial` bytes of the batch reached the file (a short write, then the error).
+    fs.fail_next("write", path_contains="/data/partitions/", partial_bytes=partial,
+                 error=OSError(errno.ENOSPC, "No space left on device"))
+    refused = await h.produce("t", 0, make_batch([b"lost"]))
+    assert refused.error_code == 56  # KAFKA_STORAGE_ERROR
+    assert refused.base_offset == -1 and "ENOSPC" in refused.error_message
+    log = h.store.log(h.catalog.get("t"), 0)  # type: ignore[arg-type]
+    assert (log.log_end_offset, log.high_watermark) == (1, 1)
+    fetched = h.partitions(await h.fetch([("t", 0, 0)]))[("t", 0)]  # reads keep working
+    assert fetched.error_code == 0 and fetched.high_watermark == 1 and fetched.records
+    # Space again: the next batch takes the refused one's offset, right after the first.
+    assert (await h.produce("t", 0, make_batch([b"b"]))).base_offset == 1
+    crash(h, fs)
+    after = durable_harness(fs, h)
+    assert after.store.recovered_truncated_bytes == 0  # the short write was cut back at once
+    assert stored(after, "t") == [(0, [b"a"]), (1, [b"b"])]
+    await after.store.close()
+
+
+async def test_a_failed_write_that_cannot_be_undone_takes_only_its_partition_offline() -> None:
+    import errno
+
+    fs = MemoryFileSystem()
+    h = durable_harness(fs)
+    h.create("t", partitions=2)
+    assert (await h.produce("t", 0, make_batch([b"a"]))).error_code == 0
+    assert (await h.produce("t", 1, make_batch([b"a"]))).error_code == 0
+    topic = h.catalog.get("t")
+    assert topic is not None
+    fs.fail_next("write", path_contains=f"{topic.topic_id}-0/", partial_bytes=10,
+                 error=OSError(errno.EIO, "Input/output error"))
+    fs.fail_next("truncate", path_contains=f"{topic.topic_id}-0/")
+    assert (await h.produce("t", 0, make_batch([b"b"]))).error_code == 56
+    assert (await h.produce("t", 0, make_batch([b"c"]))).error_code == 56  # its end is unknown
+    assert (await h.produce("t", 1, make_batch([b"b"]))).error_code == 0
+    assert stored(h, "t", 0) == [(0, [b"a"])]
+    crash(h, fs, keep_unsynced_bytes=10)
+    after = durable_harness(fs, h)
+    assert stored(after, "t", 0) == [(0, [b"a"])]  # recovery cut the junk the write left
+    assert (await after.produce("t", 0, make_batch([b"c"]))).base_offset == 1
+    await after.store.close()
+
+
+async def test_a_read_the_disk_fails_answers_that_partition_kafka_storage_error_and_serves_the_others() -> None:
+    import errno
+
+    fs = MemoryFileSystem()
+    h = durable_harness(fs)
+    h.create("t", partitions=2)
+    for partition in (0, 1):
+        assert (await h.produce("t", partition, make_batch([b"v%d" % partition]))).error_code == 0
+    await h.store.close()
+    after = durable_harness(fs, h)  # recovered batches are read from disk, not memory
+    topic = after.catalog.get("t")
+    assert topic is not None
+    fs.fail_next("read", path_contains=f"{topic.topic_id}-0/", error=OSError(errno.EIO, "Input/output error"))
+    failing = after.partitions(await after.fetch([("t", 0, 0), ("t", 1, 0)]))
+    assert failing[("t", 0)].error_code == 56 and not failing[("t", 0)].records  # KAFKA_STORAGE_ERROR
+    assert failing[("t", 1)].error_code == 0 and failing[("t", 1)].records
+    again = after.partitions(await after.fetch([("t", 0, 0)]))
+    assert again[("t", 0)].error_code == 0 and again[("t", 0)].records
+    fs.fail_next("read", path_contains=f"{topic.topic_id}-0/", error=OSError(errno.EIO, "Input/output error"))
+    assert (await after.list_offset("t", 0, 0)).error_code == 56  # a timestamp lookup reads the batch
+    found = await after.list_offset("t", 0, 0)
+    assert (found.error_code, found.offset) == (0, 0)
+    await after.store.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import threading
 
 import pytest
@@ -15,6 +16,7 @@ from coordinator.recordlog import (
     LogFailed,
     MemoryFileSystem,
     RecordLog,
+    WriteRefused,
 )
 from coordinator.recordlog.format import decode_frames
 from coordinator.recordlog.segments import segment_path
@@ -120,6 +122,47 @@ async def test_failed_fsync_calls_on_fatal_and_fails_waiters() -> None:
         committer.append([rec(1, "later", "v")], 0)
     await committer.close()
     assert durable_offsets(fs) == []  # nothing was acknowledged, nothing is durable
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("partial", [0, 40])
+async def test_a_refused_write_is_cut_back_and_drops_every_later_entry_without_being_fatal(partial: int) -> None:
+    fs = MemoryFileSystem()
+    fatal = Fatal()
+    refused: list[WriteRefused] = []
+    committer = GroupCommitter(RecordLog.open(fs, LOG_DIR), on_fatal=fatal)
+    committer.on_refused = refused.append
+    committer.start()
+    assert await committer.append([rec(1, "kept", "v")], 0) == 0
+    fs.fail_next("write", partial_bytes=partial, error=OSError(errno.ENOSPC, "No space left on device"))
+    dropped = [committer.append([rec(1, f"k{i}", "v")], 0) for i in range(3)]
+    for future in dropped:
+        with pytest.raises(WriteRefused):
+            await future
+    assert [e.first_offset for e in refused] == [1] and fatal.errors == []
+    assert isinstance(refused[0].__cause__, OSError) and refused[0].__cause__.errno == errno.ENOSPC
+    # The refused entries' offsets stay unused (a reader may have seen them): a gap, durable as
+    # it is (it holds nothing), and the next entry comes after it.
+    assert committer.durable_end == 4
+    assert await committer.append([rec(1, "after", "v")], 0) == 4
+    assert committer.durable_end == 5
+    await committer.close()
+    assert [(e.offset, [r.key for r in e.records]) for e in read_all(fs)] == [(0, [b"kept"]), (4, [b"after"])]
+    assert not fatal.errors
+
+
+@pytest.mark.asyncio
+async def test_a_refused_write_whose_cut_fails_is_fatal() -> None:
+    fs = MemoryFileSystem()
+    fatal = Fatal()
+    committer = GroupCommitter(RecordLog.open(fs, LOG_DIR), on_fatal=fatal)
+    committer.start()
+    fs.fail_next("write", partial_bytes=5, error=OSError(errno.ENOSPC, "No space left on device"))
+    fs.fail_next("truncate")
+    with pytest.raises(LogFailed):
+        await committer.append([rec(1, "a", "v")], 0)
+    assert len(fatal.errors) == 1
+    await committer.close()
 
 
 @pytest.mark.asyncio

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,10 +15,12 @@ from coordinator.recordlog import (
     LogConfig,
     LogEntry,
     LogRecord,
+    LogRewound,
     LogTailer,
     MemoryFileSystem,
     RealFileSystem,
     RecordLog,
+    WriteRefused,
     compact,
     encode_entry,
 )
@@ -238,3 +243,61 @@ def test_tail_on_a_real_filesystem(tmp_path: Path) -> None:
         got += [e.offset for e in tailer.poll()]
     log.close()
     assert got == list(range(20))
+
+
+def _refuse_next_write_while(fs: MemoryFileSystem, partial_bytes: int, during_cut: Callable[[], object]) -> None:
+    """The next write is refused (ENOSPC) after `partial_bytes` reached the file; `during_cut` runs
+    in the instant between the short write and the writer cutting it back."""
+    fs.fail_next("write", partial_bytes=partial_bytes, error=OSError(errno.ENOSPC, "No space left on device"))
+
+    def hook(op: str, path: str) -> None:
+        if op == "truncate":
+            fs.hook = None
+            during_cut()
+
+    fs.hook = hook
+
+
+def test_a_tailer_that_read_a_refused_write_before_the_cut_is_told_the_log_rewound() -> None:
+    fs = MemoryFileSystem()
+    log = RecordLog.open(fs, LOG_DIR)
+    tailer = LogTailer(fs, LOG_DIR)
+    log.append([rec(1, "a", "1")], 0)
+    log.flush()
+    assert [e.offset for e in tailer.poll()] == [0]
+    log.append([rec(1, "refused", "1")], 0)
+    log.append([rec(1, "also-refused", "1")], 0)
+    whole_first = len(encode_entry(1, log.writer_epoch, 0, [rec(1, "refused", "1")]))
+    seen: list[LogEntry] = []
+    _refuse_next_write_while(fs, whole_first + 3, lambda: seen.extend(tailer.poll()))
+    with pytest.raises(WriteRefused):
+        log.flush()
+    assert [e.records[0].key for e in seen] == [b"refused"]  # it read an entry that is now gone
+    log.rewind()
+    log.append([rec(1, "b", "2")], 0)  # after the refused offsets, in a new segment
+    log.flush()
+    assert list_segments(fs, LOG_DIR) == [0, 3]
+    with pytest.raises(LogRewound):
+        tailer.poll()
+    fresh = LogTailer(fs, LOG_DIR)  # what a reader that must start over gets
+    assert [(e.offset, e.records[0].key) for e in fresh.poll()] == [(0, b"a"), (3, b"b")]
+    log.close()
+
+
+def test_a_tailer_that_did_not_read_the_refused_write_just_goes_on() -> None:
+    fs = MemoryFileSystem()
+    log = RecordLog.open(fs, LOG_DIR)
+    tailer = LogTailer(fs, LOG_DIR)
+    log.append([rec(1, "a", "1")], 0)
+    log.flush()
+    log.append([rec(1, "refused", "1")], 0)
+    seen: list[LogEntry] = []
+    _refuse_next_write_while(fs, 5, lambda: seen.extend(tailer.poll()))  # part of an entry: not returned
+    with pytest.raises(WriteRefused):
+        log.flush()
+    assert [e.offset for e in seen] == [0]
+    log.rewind()
+    log.append([rec(1, "b", "2")], 0)
+    log.flush()
+    assert [(e.offset, e.records[0].key) for e in tailer.poll()] == [(2, b"b")]
+    log.close()

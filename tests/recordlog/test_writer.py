@@ -16,6 +16,7 @@ from coordinator.recordlog import (
     MemoryFileSystem,
     RealFileSystem,
     RecordLog,
+    WriteRefused,
     encode_entry,
 )
 from coordinator.recordlog.segments import list_segments, segment_path
@@ -226,14 +227,39 @@ def test_failed_fsync_is_fail_stop() -> None:
     log.close()  # releases the file without trying again
 
 
-def test_failed_short_write_is_fail_stop_and_recovered_on_restart() -> None:
+def test_a_refused_short_write_is_cut_back_and_the_log_rewinds_to_its_written_end() -> None:
     fs = MemoryFileSystem()
     log = RecordLog.open(fs, LOG_DIR)
     log.append([rec(1, "a", "v")], 0)
     log.flush()
     log.append([rec(1, "b", "v")], 0)
     fs.fail_next("write", partial_bytes=7, error=OSError(errno.ENOSPC, "disk full"))
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(WriteRefused, match="disk full") as refused:
+        log.flush()
+    assert refused.value.first_offset == 1
+    assert len(fs.content(segment_path(LOG_DIR, 0))) == len(fs.durable_content(segment_path(LOG_DIR, 0)) or b"")
+    log.rewind()
+    assert log.append([rec(1, "c", "v")], 0) == 2  # the refused entry's offset stays unused
+    log.flush()
+    assert list_segments(fs, LOG_DIR) == [0, 2]  # and its bytes' place too: a new segment
+    log.close()
+    replayed: list[LogEntry] = []
+    log = RecordLog.open(fs, LOG_DIR, replay=replayed.append)
+    assert [(e.offset, e.records[0].key) for e in replayed] == [(0, b"a"), (2, b"c")]
+    assert log.next_offset == 3
+    assert log.recovery.truncated_bytes == 0
+    log.close()
+
+
+def test_a_failed_write_that_cannot_be_cut_back_is_fail_stop_and_recovered_on_restart() -> None:
+    fs = MemoryFileSystem()
+    log = RecordLog.open(fs, LOG_DIR)
+    log.append([rec(1, "a", "v")], 0)
+    log.flush()
+    log.append([rec(1, "b", "v")], 0)
+    fs.fail_next("write", partial_bytes=7, error=OSError(errno.ENOSPC, "disk full"))
+    fs.fail_next("truncate", error=OSError(errno.EIO, "cut failed"))
+    with pytest.raises(OSError, match="cut failed"):
         log.flush()
     with pytest.raises(LogFailed):
         log.flush()
@@ -287,3 +313,33 @@ def test_corruption_early_in_a_large_last_segment_reports_every_dropped_byte() -
     assert log.recovery.truncated_bytes == len(content) - first
     assert log.next_offset == 1
     log.close()
+
+
+def test_after_a_refused_write_the_next_one_starts_a_new_segment_whose_creation_may_be_refused_too() -> None:
+    fs = MemoryFileSystem()
+    log = RecordLog.open(fs, LOG_DIR)
+    log.append([rec(1, "a", "v")], 0)
+    log.flush()
+    full = OSError(errno.ENOSPC, "disk full")
+    fs.fail_next("write", error=full)
+    log.append([rec(1, "b", "v")], 0)
+    with pytest.raises(WriteRefused):
+        log.flush()
+    log.rewind()
+    fs.fail_next("open_append", error=full)  # no room for the new segment's file either
+    log.append([rec(1, "c", "v")], 0)
+    with pytest.raises(WriteRefused, match="cannot create segment 2"):
+        log.flush()
+    assert list_segments(fs, LOG_DIR) == [0] and log.written_end == 2
+    log.rewind()
+    fs.fail_next("write", partial_bytes=9, error=full)  # in the new, empty segment this time
+    log.append([rec(1, "d", "v")], 0)
+    with pytest.raises(WriteRefused):
+        log.flush()
+    log.rewind()
+    log.append([rec(1, "e", "v")], 0)
+    assert log.flush() == 5
+    # Never written again where it was cut back: the empty segment 3 stays, closed.
+    assert list_segments(fs, LOG_DIR) == [0, 3, 4]
+    log.close()
+    assert [(e.offset, e.records[0].key) for e in read_all(fs)] == [(0, b"a"), (4, b"e")]

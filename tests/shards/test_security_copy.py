@@ -6,6 +6,7 @@ the channel carries nothing but the three security writes; shard 0 absent is REQ
 from __future__ import annotations
 
 import asyncio
+import os
 import struct
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -58,6 +59,25 @@ async def test_the_copy_takes_only_security_records_and_follows_deletes(tmp_path
     assert mirror.store.acls == set()
     assert mirror.store.version > version
     log.close()
+
+
+async def test_a_copy_that_read_a_write_shard_0_then_cut_off_is_rebuilt_without_it(tmp_path: Path) -> None:
+    log = RecordLog.open(RealFileSystem(), str(tmp_path / "log"))
+    _entry(log, Record(OffsetCommitKey("g", "t", 0), OffsetCommitValue(5)))
+    segment = tmp_path / "log" / "00000000000000000000.log"
+    before = segment.stat().st_size
+    _entry(log, Record(AclKey(*ACL), AclValue()))
+    mirror = SecurityMirror(tmp_path / "log")
+    await mirror.catch_up()
+    assert mirror.store.acls == {ACL}
+    old_store = mirror.store
+    log.close()
+    # What shard 0's writer does when the disk refuses a write after some of it reached the file
+    # (and the copy read it in that instant): the segment is cut back to where it was.
+    os.truncate(segment, before)
+    await mirror.catch_up()
+    assert mirror.store is not old_store and mirror.store.acls == set()
+    assert mirror.next_offset == 1
 
 
 async def test_a_copy_of_a_log_not_created_yet_is_empty(tmp_path: Path) -> None:
