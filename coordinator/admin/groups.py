@@ -6,9 +6,11 @@
 - `describe_group`: the group from its coordinator. ConsumerGroupDescribe (API 69) when the broker
   serves it and the group is a consumer (KIP-848) group: group and assignment epochs, member epochs,
   current and target assignments. Otherwise DescribeGroups; for protocol type "consumer" each
-  member's ConsumerProtocolAssignment is decoded. Then committed offsets (OffsetFetch, every
-  partition of the group) and end offsets (ListOffsets latest, sent to each partition's leader from
-  Metadata), and lag where both are known. Lag is end minus committed, never clamped: a committed
+  member's ConsumerProtocolAssignment is decoded, and each member's generation is the one this
+  coordinator's private DescribeGroupGenerations answers (`generations.py`), or where the broker
+  does not serve it (Apache Kafka) the one the member's subscription names. Then committed offsets
+  (OffsetFetch, every partition of the group) and end offsets (ListOffsets latest, sent to each
+  partition's leader from Metadata), and lag where both are known. Lag is end minus committed, never clamped: a committed
   offset above the log end (data lost, a topic re-created, an offset committed by hand) shows as a
   negative lag, as Kafka's kafka-consumer-groups shows it, instead of hiding behind 0.
 - `delete_group`: DeleteGroups at the coordinator.
@@ -37,6 +39,7 @@ from .client import (
     Connection,
     error_name,
 )
+from .generations import Generations, group_generations
 from .log_offsets import LATEST, list_log_offsets
 
 
@@ -59,7 +62,8 @@ class MemberDescription:
     member_epoch: int | None = None
     """Consumer groups: the member's epoch."""
     generation_id: int | None = None
-    """Classic consumer groups: the generation in the member's subscription (v2+), when known."""
+    """Classic groups: the generation the member holds (this coordinator answers it); from other
+    brokers, the one in the member's subscription (v2+, a rebalance behind); None when unknown."""
     target_assignment: Partitions | None = None
     """Consumer groups: the assignment the member is reconciling towards."""
     subscribed_topics: list[str] = field(default_factory=list)
@@ -90,6 +94,8 @@ class GroupDescription:
     offsets: list[PartitionOffsets]
     group_epoch: int | None = None
     assignment_epoch: int | None = None
+    generation_id: int | None = None
+    """Classic groups: the group's generation, where the broker says (this coordinator does)."""
 
 
 # -- list -------------------------------------------------------------------------------------------
@@ -144,7 +150,8 @@ async def _describe_consumer_group(connection: Connection, group_id: str) -> Gro
     )
 
 
-async def _describe_classic_group(connection: Connection, group_id: str) -> GroupDescription:
+async def _describe_classic_group(connection: Connection, group_id: str,
+                                  generations: Generations | None = None) -> GroupDescription:
     response = await connection.request(DESCRIBE_GROUPS, {"groups": [group_id]})
     group = response.groups[0]
     code = int(group.error_code)
@@ -171,8 +178,17 @@ async def _describe_classic_group(connection: Connection, group_id: str) -> Grou
                 pass
         members.append(member)
     state = group.group_state
-    return GroupDescription(group_id, "classic" if state != "Dead" else "", state, group.protocol_type,
-                            group.protocol_data, connection.label, members, [])
+    description = GroupDescription(group_id, "classic" if state != "Dead" else "", state, group.protocol_type,
+                                   group.protocol_data, connection.label, members, [])
+    # Two answers, two moments: their generations are this description's only if the group was in
+    # the same state in both (a rebalance in between would make them another generation's).
+    if generations is not None and generations.group_state == state:
+        description.generation_id = generations.generation_id
+        for member in members:
+            held = generations.members.get(member.member_id)
+            if held is not None:
+                member.generation_id = held if held >= 0 else None
+    return description
 
 
 async def committed_offsets(connection: Connection, group_id: str) -> dict[tuple[str, int], tuple[int, str | None]]:
@@ -214,7 +230,8 @@ async def describe_group(client: AdminClient, group_id: str) -> GroupDescription
     if connection.supports(CONSUMER_GROUP_DESCRIBE):
         description = await _describe_consumer_group(connection, group_id)
     if description is None:
-        description = await _describe_classic_group(connection, group_id)
+        generations, connection = await group_generations(client, connection, group_id)
+        description = await _describe_classic_group(connection, group_id, generations)
     committed = await committed_offsets(connection, group_id)
     owners: dict[tuple[str, int], str] = {}
     for member in description.members:
