@@ -4,6 +4,7 @@ member of a classic group holds, through a rebalance, and never advertised in Ap
 from __future__ import annotations
 
 import asyncio
+import struct
 from typing import Any
 
 import pytest
@@ -110,3 +111,17 @@ async def test_a_version_it_does_not_serve_closes_the_connection(client: WireCli
     data[6:8] = (1).to_bytes(2, "big")
     await client.send_raw(bytes(data))
     assert await client.closed_by_peer()
+
+
+@pytest.mark.asyncio
+async def test_a_request_claiming_more_groups_than_it_holds_is_refused(server: CoordinatorServer,
+                                                                      client: WireClient) -> None:
+    header = struct.pack(">hhih", DESCRIBE_GROUP_GENERATIONS, 0, 1, 1) + b"t"
+    frame = header + struct.pack(">i", 2**31 - 1)  # two billion group ids in four bytes
+    await client.send_raw(struct.pack(">i", len(frame)) + frame)
+    assert await client.closed_by_peer()
+    other = await WireClient.connect(server.port)
+    try:
+        assert (await other.request(generations("nobody"))).groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    finally:
+        await other.close()
