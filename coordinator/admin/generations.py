@@ -7,6 +7,11 @@ first join). This coordinator knows each member's generation and answers it unde
 that ApiVersions never lists, so it is asked without negotiation, version 0. A broker that does not
 know the key (Apache Kafka, an older coordinator) closes the connection: then the answer is None and
 the caller goes on with a fresh connection to the same broker.
+
+DescribeGroups is another request, so another moment. A group's generation only grows (every
+completed join, even one that empties the group, moves it on), so asking before and after it and
+finding the same generation and state proves no rebalance completed in between: the generations
+are those of the members DescribeGroups saw (`held_throughout`). Otherwise none are shown.
 """
 
 from __future__ import annotations
@@ -16,10 +21,6 @@ from dataclasses import dataclass
 from protocol.private import DESCRIBE_GROUP_GENERATIONS
 
 from .client import AdminClient, AdminError, Connection
-
-HELD = frozenset({"Stable", "CompletingRebalance"})
-"""States in which every member holds the group's generation (a rebalance under way may have
-members that joined and hold none yet; the server says so per member, -1)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +44,11 @@ async def group_generations(client: AdminClient, connection: Connection, group_i
         return None, connection
     return Generations(group.group_state, int(group.generation_id),
                        {m.member_id: int(m.generation_id) for m in group.members}), connection
+
+
+def held_throughout(before: Generations, after: Generations | None, state: str) -> Generations | None:
+    """`after` when the group was at the same generation and in the same state (`state`, the one
+    DescribeGroups answered in between) both times, else None."""
+    if after is None or (after.generation_id, after.group_state) != (before.generation_id, before.group_state):
+        return None
+    return after if after.group_state == state else None

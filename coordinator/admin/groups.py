@@ -39,7 +39,7 @@ from .client import (
     Connection,
     error_name,
 )
-from .generations import Generations, group_generations
+from .generations import Generations, group_generations, held_throughout
 from .log_offsets import LATEST, list_log_offsets
 
 
@@ -150,8 +150,7 @@ async def _describe_consumer_group(connection: Connection, group_id: str) -> Gro
     )
 
 
-async def _describe_classic_group(connection: Connection, group_id: str,
-                                  generations: Generations | None = None) -> GroupDescription:
+async def _describe_classic_group(connection: Connection, group_id: str) -> GroupDescription:
     response = await connection.request(DESCRIBE_GROUPS, {"groups": [group_id]})
     group = response.groups[0]
     code = int(group.error_code)
@@ -178,17 +177,17 @@ async def _describe_classic_group(connection: Connection, group_id: str,
                 pass
         members.append(member)
     state = group.group_state
-    description = GroupDescription(group_id, "classic" if state != "Dead" else "", state, group.protocol_type,
-                                   group.protocol_data, connection.label, members, [])
-    # Two answers, two moments: their generations are this description's only if the group was in
-    # the same state in both (a rebalance in between would make them another generation's).
-    if generations is not None and generations.group_state == state:
-        description.generation_id = generations.generation_id
-        for member in members:
-            held = generations.members.get(member.member_id)
-            if held is not None:
-                member.generation_id = held if held >= 0 else None
-    return description
+    return GroupDescription(group_id, "classic" if state != "Dead" else "", state, group.protocol_type,
+                            group.protocol_data, connection.label, members, [])
+
+
+def _show_generations(description: GroupDescription, generations: Generations) -> None:
+    """The generations the server says each member holds, in place of their subscriptions'."""
+    description.generation_id = generations.generation_id
+    for member in description.members:
+        held = generations.members.get(member.member_id)
+        if held is not None:
+            member.generation_id = held if held >= 0 else None
 
 
 async def committed_offsets(connection: Connection, group_id: str) -> dict[tuple[str, int], tuple[int, str | None]]:
@@ -230,8 +229,12 @@ async def describe_group(client: AdminClient, group_id: str) -> GroupDescription
     if connection.supports(CONSUMER_GROUP_DESCRIBE):
         description = await _describe_consumer_group(connection, group_id)
     if description is None:
-        generations, connection = await group_generations(client, connection, group_id)
-        description = await _describe_classic_group(connection, group_id, generations)
+        before, connection = await group_generations(client, connection, group_id)
+        description = await _describe_classic_group(connection, group_id)
+        if before is not None:  # served here: asked again, to know DescribeGroups saw that generation
+            after, connection = await group_generations(client, connection, group_id)
+            if (generations := held_throughout(before, after, description.state)) is not None:
+                _show_generations(description, generations)
     committed = await committed_offsets(connection, group_id)
     owners: dict[tuple[str, int], str] = {}
     for member in description.members:
