@@ -181,13 +181,13 @@ async def _describe_classic_group(connection: Connection, group_id: str) -> Grou
                             group.protocol_data, connection.label, members, [])
 
 
-def _show_generations(description: GroupDescription, generations: Generations) -> None:
-    """The generations the server says each member holds, in place of their subscriptions'."""
-    description.generation_id = generations.generation_id
+def _show_generations(description: GroupDescription, generations: Generations | None) -> None:
+    """The generations the server says each member holds, in place of their subscriptions' (which
+    lag by a rebalance); none at all when the server's are not those of these members (None)."""
+    description.generation_id = None if generations is None else generations.generation_id
     for member in description.members:
-        held = generations.members.get(member.member_id)
-        if held is not None:
-            member.generation_id = held if held >= 0 else None
+        held = -1 if generations is None else generations.members.get(member.member_id, -1)
+        member.generation_id = held if held >= 0 else None
 
 
 async def committed_offsets(connection: Connection, group_id: str) -> dict[tuple[str, int], tuple[int, str | None]]:
@@ -233,8 +233,7 @@ async def describe_group(client: AdminClient, group_id: str) -> GroupDescription
         description = await _describe_classic_group(connection, group_id)
         if before is not None:  # served here: asked again, to know DescribeGroups saw that generation
             after, connection = await group_generations(client, connection, group_id)
-            if (generations := held_throughout(before, after, description.state)) is not None:
-                _show_generations(description, generations)
+            _show_generations(description, held_throughout(before, after, description.state))
     committed = await committed_offsets(connection, group_id)
     owners: dict[tuple[str, int], str] = {}
     for member in description.members:
