@@ -12,6 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from protocol.private import NAMES as PRIVATE_APIS
+
 from .config import reference_table, resolve
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -25,7 +27,8 @@ def api_table() -> str:
         server = CoordinatorServer(config)
         lines = ["| API | key | versions |", "|---|---|---|"]
         for handler in server.registry:
-            lines.append(f"| {handler.name} | {handler.api_key} | {handler.min_version}–{handler.max_version} |")
+            name = f"{handler.name} (private: never advertised)" if handler.api_key in PRIVATE_APIS else handler.name
+            lines.append(f"| {name} | {handler.api_key} | {handler.min_version}–{handler.max_version} |")
     return "\n".join(lines)
 
 

@@ -1,5 +1,6 @@
-"""Where the entity class of an (api key, version) comes from: kio, or `protocol.legacy` for the
-versions Kafka 4 removed but old clients still send; and the names of the APIs."""
+"""Where the entity class of an (api key, version) comes from: kio, `protocol.legacy` for the
+versions Kafka 4 removed but old clients still send, or `protocol.private` for this project's own
+APIs; and the names of the APIs."""
 
 from __future__ import annotations
 
@@ -9,31 +10,34 @@ from typing import Any
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.index import api_key_map
 
-from . import legacy
+from . import legacy, private
 
 _NAME_EXCEPTIONS = {"api_versions": "ApiVersions", "offset_for_leader_epoch": "OffsetForLeaderEpoch"}
 
 
 @cache
 def request_schema(api_key: int, api_version: int) -> Any:
-    legacy_cls = legacy.REQUESTS.get((api_key, api_version))
+    legacy_cls = legacy.REQUESTS.get((api_key, api_version)) or private.REQUESTS.get((api_key, api_version))
     return legacy_cls if legacy_cls is not None else load_request_schema(api_key, api_version)
 
 
 @cache
 def response_schema(api_key: int, api_version: int) -> Any:
-    legacy_cls = legacy.RESPONSES.get((api_key, api_version))
+    legacy_cls = legacy.RESPONSES.get((api_key, api_version)) or private.RESPONSES.get((api_key, api_version))
     return legacy_cls if legacy_cls is not None else load_response_schema(api_key, api_version)
 
 
 def api_snake_name(api_key: int) -> str | None:
-    """The API's name in snake case (join_group), or None for a key Kafka does not define."""
-    return api_key_map.get(api_key)
+    """The API's name in snake case (join_group), or None for a key neither Kafka nor
+    `protocol.private` defines."""
+    return api_key_map.get(api_key) or private.SNAKE_NAMES.get(api_key)
 
 
 @cache
 def api_name(api_key: int) -> str:
     """Kafka's API name in CamelCase (JoinGroup), as Kafka's docs and metrics spell it."""
+    if api_key in private.NAMES:
+        return private.NAMES[api_key]
     snake = api_key_map.get(api_key)
     if snake is None:
         return f"Unknown{api_key}"

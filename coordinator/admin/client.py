@@ -27,6 +27,7 @@ from typing import Any
 from protocol.build import build
 from protocol.client import ResponseDecodeError, decode_response, encode_request, request_class
 from protocol.errors import ErrorCode
+from protocol.private import DESCRIBE_GROUP_GENERATIONS
 
 API_VERSIONS = 18
 METADATA = 3
@@ -57,7 +58,7 @@ API_NAMES = {
     API_VERSIONS: "ApiVersions", METADATA: "Metadata", FIND_COORDINATOR: "FindCoordinator",
     LIST_GROUPS: "ListGroups", DESCRIBE_GROUPS: "DescribeGroups", DELETE_GROUPS: "DeleteGroups",
     OFFSET_FETCH: "OffsetFetch", OFFSET_COMMIT: "OffsetCommit", LIST_OFFSETS: "ListOffsets",
-    CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
+    CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe", DESCRIBE_GROUP_GENERATIONS: "DescribeGroupGenerations",
 }
 
 _SIZE = struct.Struct(">i")
@@ -256,6 +257,16 @@ class AdminClient:
                 raise
             self._connections[address] = connection
         return connection
+
+    async def reconnect(self, connection: Connection) -> Connection:
+        """A fresh connection to the same broker, in place of one that is closed or unusable (a
+        broker closes the connection on an API key it does not know)."""
+        await connection.close()
+        if self._connections.get(connection.address) is connection:
+            del self._connections[connection.address]
+        if self._bootstrap_connection is connection:
+            self._bootstrap_connection = None
+        return await self.connect(connection.address)
 
     async def broker(self, broker: Broker) -> Connection:
         return await self.connect((broker.host, broker.port))

@@ -171,7 +171,9 @@ async def _describe(client: AdminClient, args: argparse.Namespace) -> str:
             [[m.member_id, m.group_instance_id, m.client_id, m.client_host, m.member_epoch,
               partitions_text(m.assignment), partitions_text(m.target_assignment)] for m in description.members])
     else:
-        head.append(f"PROTOCOL-TYPE {description.protocol_type or '-'}  PROTOCOL {description.protocol or '-'}")
+        generation = "" if description.generation_id is None else f"  GENERATION {description.generation_id}"
+        head.append(f"PROTOCOL-TYPE {description.protocol_type or '-'}  PROTOCOL {description.protocol or '-'}"
+                    + generation)
         members = table(
             ["MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "GENERATION", "ASSIGNMENT"],
             [[m.member_id, m.group_instance_id, m.client_id, m.client_host, m.generation_id,

@@ -6,9 +6,11 @@
 - `describe_group`: the group from its coordinator. ConsumerGroupDescribe (API 69) when the broker
   serves it and the group is a consumer (KIP-848) group: group and assignment epochs, member epochs,
   current and target assignments. Otherwise DescribeGroups; for protocol type "consumer" each
-  member's ConsumerProtocolAssignment is decoded. Then committed offsets (OffsetFetch, every
-  partition of the group) and end offsets (ListOffsets latest, sent to each partition's leader from
-  Metadata), and lag where both are known. Lag is end minus committed, never clamped: a committed
+  member's ConsumerProtocolAssignment is decoded, and each member's generation is the one this
+  coordinator's private DescribeGroupGenerations answers (`generations.py`), or where the broker
+  does not serve it (Apache Kafka) the one the member's subscription names. Then committed offsets
+  (OffsetFetch, every partition of the group) and end offsets (ListOffsets latest, sent to each
+  partition's leader from Metadata), and lag where both are known. Lag is end minus committed, never clamped: a committed
   offset above the log end (data lost, a topic re-created, an offset committed by hand) shows as a
   negative lag, as Kafka's kafka-consumer-groups shows it, instead of hiding behind 0.
 - `delete_group`: DeleteGroups at the coordinator.
@@ -37,6 +39,7 @@ from .client import (
     Connection,
     error_name,
 )
+from .generations import Generations, group_generations, held_throughout
 from .log_offsets import LATEST, list_log_offsets
 
 
@@ -59,7 +62,8 @@ class MemberDescription:
     member_epoch: int | None = None
     """Consumer groups: the member's epoch."""
     generation_id: int | None = None
-    """Classic consumer groups: the generation in the member's subscription (v2+), when known."""
+    """Classic groups: the generation the member holds (this coordinator answers it); from other
+    brokers, the one in the member's subscription (v2+, a rebalance behind); None when unknown."""
     target_assignment: Partitions | None = None
     """Consumer groups: the assignment the member is reconciling towards."""
     subscribed_topics: list[str] = field(default_factory=list)
@@ -90,6 +94,8 @@ class GroupDescription:
     offsets: list[PartitionOffsets]
     group_epoch: int | None = None
     assignment_epoch: int | None = None
+    generation_id: int | None = None
+    """Classic groups: the group's generation, where the broker says (this coordinator does)."""
 
 
 # -- list -------------------------------------------------------------------------------------------
@@ -175,6 +181,15 @@ async def _describe_classic_group(connection: Connection, group_id: str) -> Grou
                             group.protocol_data, connection.label, members, [])
 
 
+def _show_generations(description: GroupDescription, generations: Generations | None) -> None:
+    """The generations the server says each member holds, in place of their subscriptions' (which
+    lag by a rebalance); none at all when the server's are not those of these members (None)."""
+    description.generation_id = None if generations is None else generations.generation_id
+    for member in description.members:
+        held = -1 if generations is None else generations.members.get(member.member_id, -1)
+        member.generation_id = held if held >= 0 else None
+
+
 async def committed_offsets(connection: Connection, group_id: str) -> dict[tuple[str, int], tuple[int, str | None]]:
     """(topic, partition) → (committed offset, metadata) for every partition the group committed."""
     version = connection.version(OFFSET_FETCH)
@@ -214,7 +229,11 @@ async def describe_group(client: AdminClient, group_id: str) -> GroupDescription
     if connection.supports(CONSUMER_GROUP_DESCRIBE):
         description = await _describe_consumer_group(connection, group_id)
     if description is None:
+        before, connection = await group_generations(client, connection, group_id)
         description = await _describe_classic_group(connection, group_id)
+        if before is not None:  # served here: asked again, to know DescribeGroups saw that generation
+            after, connection = await group_generations(client, connection, group_id)
+            _show_generations(description, held_throughout(before, after, description.state))
     committed = await committed_offsets(connection, group_id)
     owners: dict[tuple[str, int], str] = {}
     for member in description.members:

@@ -124,6 +124,9 @@ class DescribedGroupMember(msgspec.Struct, frozen=True, gc=False):
     client_host: str
     member_metadata: bytes
     member_assignment: bytes
+    generation_id: int = -1
+    """The generation the member holds (Kafka's DescribeGroups does not carry it; this project's
+    DescribeGroupGenerations does): -1 when it holds none."""
 
 
 class DescribedGroup(msgspec.Struct, frozen=True, gc=False):
@@ -134,6 +137,8 @@ class DescribedGroup(msgspec.Struct, frozen=True, gc=False):
     protocol_data: str = ""  # the selected protocol when Stable, else ""
     members: tuple[DescribedGroupMember, ...] = ()
     exists: bool = True
+    generation_id: int = -1
+    """Classic groups: the group's generation; -1 for other types (not on Kafka's wire)."""
 
     @property
     def not_found_message(self) -> str:

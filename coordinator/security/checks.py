@@ -23,7 +23,9 @@ OffsetFetch                DESCRIBE group (each, v8+);           the group; the 
                            DESCRIBE each topic                   "all topics" shows authorized ones
 OffsetDelete               DELETE group; READ each topic         whole; the topic's partitions
 DescribeGroups,            DESCRIBE each group                   that group; authorized operations
-ConsumerGroupDescribe                                            are the principal's
+ConsumerGroupDescribe,                                           are the principal's
+DescribeGroupGenerations
+(private, 32767)
 ConsumerGroupDescribe      DESCRIBE each topic of its members'   that group (TOPIC_AUTHORIZATION_
                            assignments and target assignments    FAILED), nothing else shown
 ListGroups                 DESCRIBE cluster, else DESCRIBE       (groups not allowed are left out)
@@ -43,6 +45,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from protocol.errors import ErrorCode
+from protocol.private import DESCRIBE_GROUP_GENERATIONS
 
 from .authorizer import CLUSTER, DELETE, DESCRIBE, GROUP, READ, TOPIC
 from .operations import NOT_REQUESTED, authorized_operations
@@ -298,5 +301,7 @@ CHECKS: dict[int, Check] = {
     69: _describe_groups("group_ids", lambda g: {
         "error_code": GROUP_DENIED, "error_message": None, "group_id": g, "group_state": "", "assignor_name": "",
         "members": [], "authorized_operations": NOT_REQUESTED}, topics=True),
+    DESCRIBE_GROUP_GENERATIONS: _describe_groups("groups", lambda g: {
+        "error_code": GROUP_DENIED, "group_id": g, "group_state": "", "generation_id": -1, "members": []}),
 }
 """api key -> its check. An API missing here (the security APIs) checks in its own precheck."""

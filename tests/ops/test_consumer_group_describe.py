@@ -15,12 +15,14 @@ from coordinator.admin.client import (
     DESCRIBE_GROUPS,
     LIST_OFFSETS,
     OFFSET_FETCH,
+    AdminError,
     Broker,
     ClusterMetadata,
     PartitionInfo,
 )
 from coordinator.admin.commands import _describe
 from protocol.build import build
+from protocol.private import DESCRIBE_GROUP_GENERATIONS
 from protocol.schemas import response_schema
 
 
@@ -42,6 +44,8 @@ class ScriptedBroker:
 
     async def request(self, api_key: int, data: Any, version: int | None = None) -> Any:
         self.asked.append(api_key)
+        if api_key not in self.versions:  # a key the broker does not know: Kafka closes the connection
+            raise AdminError(f"{self.label}: connection closed during {api_key}")
         return build(response_schema(api_key, self.versions[api_key]), self.responses[api_key])
 
     # AdminClient's routing
@@ -49,6 +53,9 @@ class ScriptedBroker:
         return self
 
     async def broker(self, broker: Broker) -> ScriptedBroker:
+        return self
+
+    async def reconnect(self, connection: ScriptedBroker) -> ScriptedBroker:
         return self
 
     async def metadata(self, topics: list[str] | None) -> ClusterMetadata:
@@ -113,6 +120,9 @@ def test_a_classic_group_falls_back_to_describe_groups_when_api_69_says_not_foun
          LIST_OFFSETS: END_OFFSETS},
     )
     description = asyncio.run(groups.describe_group(broker, "g"))  # type: ignore[arg-type]
-    assert broker.asked[:2] == [CONSUMER_GROUP_DESCRIBE, DESCRIBE_GROUPS]
+    # The private DescribeGroupGenerations is asked too; this broker does not know it and DescribeGroups
+    # goes on (on a fresh connection, for a real one).
+    assert broker.asked[:3] == [CONSUMER_GROUP_DESCRIBE, DESCRIBE_GROUP_GENERATIONS, DESCRIBE_GROUPS]
     assert (description.group_type, description.state, description.group_epoch) == ("classic", "Empty", None)
+    assert description.generation_id is None
     assert [(o.partition, o.committed_offset, o.lag) for o in description.offsets] == [(0, 5, 7)]

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from kio.schema.index import api_key_map
 
+from protocol.private import SNAKE_NAMES as PRIVATE_APIS
+
 APIS = Path(__file__).resolve().parents[2] / "coordinator" / "runtime" / "apis"
 MODULES = sorted(APIS.glob("*.py"))
 BUILDERS = {"group_api"}  # builds an ApiHandler from a group API's to_core/to_wire/on_error
@@ -27,7 +29,7 @@ def test_no_api_module_imports_the_server() -> None:
 
 
 def test_every_handler_factory_is_named_after_its_api() -> None:
-    api_names = set(api_key_map.values()) | BUILDERS
+    api_names = set(api_key_map.values()) | set(PRIVATE_APIS.values()) | BUILDERS
     factories = []
     for path in MODULES:
         for node in _tree(path).body:

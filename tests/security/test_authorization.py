@@ -11,6 +11,7 @@ import pytest_asyncio
 
 from coordinator.runtime.server import CoordinatorServer
 from protocol.build import build
+from protocol.private import DESCRIBE_GROUP_GENERATIONS
 from protocol.schemas import request_schema
 from tests.runtime.test_consumer_group_wire import create_topic
 from tests.security.conftest import connect, security_config
@@ -341,3 +342,19 @@ async def test_the_data_plane_checks_write_read_and_describe_on_topics(secured) 
     listed = await alice.request(req(2, 7, replica_id=-1, isolation_level=0, topics=[
         {"name": "orders", "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]))
     assert listed.topics[0].partitions[0].error_code == 0  # READ implies DESCRIBE
+
+
+@pytest.mark.asyncio
+async def test_the_private_generations_api_is_authorized_as_describe_groups(secured) -> None:
+    root_client = secured.admin
+    joined = await join(root_client, "app-gen")
+    assert joined.error_code == 0
+    hidden = await join(root_client, "hidden-gen")
+    assert hidden.error_code == 0
+    assert await secured.create(binding(GROUP, "app-", DESCRIBE, pattern=PREFIXED)) == [0]
+    alice = await secured.login("alice")
+    answer = await alice.request(req(DESCRIBE_GROUP_GENERATIONS, 0, groups=["app-gen", "hidden-gen"]))
+    assert [(g.group_id, g.error_code, g.generation_id, [m.member_id for m in g.members]) for g in answer.groups] == [
+        ("app-gen", 0, 1, [joined.member_id]), ("hidden-gen", GROUP_DENIED, -1, [])]
+    only_hidden = await alice.request(req(DESCRIBE_GROUP_GENERATIONS, 0, groups=["hidden-gen"]))
+    assert [(g.group_id, g.error_code) for g in only_hidden.groups] == [("hidden-gen", GROUP_DENIED)]

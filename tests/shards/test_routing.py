@@ -15,6 +15,7 @@ import pytest
 from coordinator.dataplane.producer_ids import SHARD_ID_BITS
 from protocol.build import build
 from protocol.errors import ErrorCode
+from protocol.private import DESCRIBE_GROUP_GENERATIONS
 from protocol.schemas import request_schema
 from tests.shards.cluster import ShardCluster, group_on, running_cluster
 from tests.support.server import free_port_block
@@ -310,3 +311,21 @@ async def test_a_commit_right_after_another_node_created_the_topic_is_accepted(c
     for shard in (0, 1):
         refused = await ask(cluster, shard, commit(group_on(shard, prefix="ghost"), "never-created", 1))
         assert refused.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+@pytest.mark.asyncio
+async def test_the_private_generations_api_serves_its_groups_and_refuses_the_others(cluster: ShardCluster) -> None:
+    mine, theirs = group_on(0, prefix="gens"), group_on(1, prefix="gens")
+    client = await WireClient.connect(cluster.port)
+    try:
+        joined = await client.request(req(11, 3, group_id=mine, session_timeout=30000, rebalance_timeout=30000,
+                                          member_id="", protocol_type="consumer",
+                                          protocols=[{"name": "range", "metadata": b""}]))
+        assert (joined.error_code, joined.generation_id) == (0, 1)
+        answer = await client.request(req(DESCRIBE_GROUP_GENERATIONS, 0, groups=[mine, theirs]))
+    finally:
+        await client.close()
+    assert [(g.group_id, g.error_code, g.generation_id, [(m.member_id, m.generation_id) for m in g.members])
+            for g in answer.groups] == [(mine, 0, 1, [(joined.member_id, 1)]), (theirs, NOT_COORDINATOR, -1, [])]
+    only_theirs = await ask(cluster, 0, req(DESCRIBE_GROUP_GENERATIONS, 0, groups=[theirs]))
+    assert [(g.group_id, g.error_code) for g in only_theirs.groups] == [(theirs, NOT_COORDINATOR)]

@@ -6,6 +6,9 @@ group, with ids chosen to land on the shard that is not the bootstrap node (both
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -184,3 +187,26 @@ def test_admin_client_sees_the_groups_of_every_node(cluster: ShardCluster) -> No
         description = future.result(15)
         assert description.group_id == group
         assert description.coordinator.id == NODE_ID + next(k for k, g in groups.items() if g == group)
+
+
+def test_the_cli_shows_a_classic_groups_generation_from_its_node(cluster: ShardCluster) -> None:
+    """`coordinator groups describe` bootstrapped from node 0 finds the group's node (1) with
+    FindCoordinator and asks it the private DescribeGroupGenerations there."""
+    group = group_on(1, prefix="gens")
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap(0), "group.id": group, "client.id": "gens",
+                         "session.timeout.ms": 10000, "heartbeat.interval.ms": 300})
+    try:
+        consumer.subscribe([TOPIC])
+        deadline = time.monotonic() + 30
+        while len(consumer.assignment()) != PARTITIONS:
+            assert time.monotonic() < deadline, "never assigned"
+            consumer.poll(0.1)
+        run = subprocess.run([sys.executable, "-m", "coordinator", "groups", "describe", group,
+                              "--bootstrap", cluster.bootstrap(0), "--json"], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        view = json.loads(run.stdout)
+        assert (view["coordinator"], view["state"]) == (cluster.bootstrap(1), "Stable")
+        assert view["generation_id"] >= 1
+        assert [(m["client_id"], m["generation_id"]) for m in view["members"]] == [("gens", view["generation_id"])]
+    finally:
+        consumer.close()

@@ -19,6 +19,10 @@ from kio.schema.txn_offset_commit.v3.request import (
 )
 from kio.static.primitive import i8, i16, i32, i64
 
+from protocol.build import build
+from protocol.errors import ErrorCode
+from protocol.private import DESCRIBE_GROUP_GENERATIONS
+from protocol.schemas import request_schema
 from tests.support.server import ServerProcess
 from tests.support.wire import WireClient
 
@@ -132,3 +136,27 @@ def test_garbage_on_a_forwarding_listener_closes_only_that_connection(sidecar) -
     assert asyncio.run(run())
     assert api_ranges(base + 2)  # the listener and the process are fine
     assert server.ready()
+
+
+def test_the_private_generations_api_is_served_here_and_never_advertised(sidecar) -> None:
+    server, _, base = sidecar
+
+    async def run(port: int) -> tuple[Any, Any]:
+        client = await WireClient.connect(port)
+        try:
+            joined = await client.request(build(request_schema(11, 3), {
+                "group_id": f"gens-{port}", "session_timeout": 30000, "rebalance_timeout": 30000, "member_id": "",
+                "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}]}))
+            answer = await client.request(build(request_schema(DESCRIBE_GROUP_GENERATIONS, 0),
+                                                {"groups": [f"gens-{port}", "never-joined"]}))
+            return joined, answer
+        finally:
+            await client.close()
+
+    for port in (server.port, base + 1):  # the coordinator's listener and one standing for a broker
+        assert DESCRIBE_GROUP_GENERATIONS not in api_ranges(port)
+        # Answered here: forwarded, the mock cluster would close the connection on the unknown key.
+        joined, answer = asyncio.run(run(port))
+        assert (joined.error_code, joined.generation_id) == (0, 1)
+        assert [(g.group_id, g.error_code, g.generation_id) for g in answer.groups] == [
+            (f"gens-{port}", 0, 1), ("never-joined", ErrorCode.GROUP_ID_NOT_FOUND, -1)]

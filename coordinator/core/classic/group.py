@@ -245,23 +245,20 @@ class ClassicGroup:
         return ListedGroup(self.group_id, self.protocol_type or "", self.state_name, self.group_type)
 
     def describe_row(self) -> DescribedGroup:
-        if self.state is STABLE:
-            protocol = self.protocol_name
-            assert protocol is not None, "a Stable group has a protocol"
-            members = tuple(
-                DescribedGroupMember(
-                    m.member_id, m.group_instance_id, m.client_id, m.client_host, m.metadata(protocol), m.assignment
-                )
-                for m in self.members.values()
-            )
-            return DescribedGroup(self.group_id, ErrorCode.NONE, self.state_name, self.protocol_type or "", protocol,
-                                  members)
-        # Other states: no metadata, but (like Kafka 4's coordinator) the last assignment.
+        stable = self.state is STABLE
+        protocol = self.protocol_name if stable else None
+        assert protocol is not None or not stable, "a Stable group has a protocol"
+        # Other states: no metadata, but (like Kafka 4's coordinator) the last assignment. Every
+        # member holds the group's generation except one that joined during the rebalance under
+        # way (`is_new`: it gets its first generation when the join completes).
         members = tuple(
-            DescribedGroupMember(m.member_id, m.group_instance_id, m.client_id, m.client_host, b"", m.assignment)
+            DescribedGroupMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                 m.metadata(protocol) if protocol is not None else b"", m.assignment,
+                                 -1 if m.is_new else self.generation_id)
             for m in self.members.values()
         )
-        return DescribedGroup(self.group_id, ErrorCode.NONE, self.state_name, self.protocol_type or "", "", members)
+        return DescribedGroup(self.group_id, ErrorCode.NONE, self.state_name, self.protocol_type or "",
+                              protocol or "", members, generation_id=self.generation_id)
 
     def validate_offset_commit(self, req: OffsetCommit, fx: Effects) -> CommitValidator | None:
         """Kafka's ``ClassicGroup.validateOffsetCommit``; an accepted member commit keeps its session.

@@ -25,6 +25,7 @@ from . import (
     describe_cluster,
     find_coordinator,
     group_admin,
+    group_generations,
     metadata,
     offsets,
     topics,
@@ -70,6 +71,7 @@ def group_handlers(shard: Callable[[], ShardRuntime | None],
         group_admin.list_groups(shard, owns),
         group_admin.describe_groups(shard, owns),
         group_admin.delete_groups(shard, owns),
+        group_generations.describe_group_generations(shard, owns),
     ]
     if "consumer" in protocols:
         handlers += [

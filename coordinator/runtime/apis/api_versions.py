@@ -1,6 +1,7 @@
 """ApiVersions (key 18), versions 0–4 (flexible from 3; the response header is always v0).
 
-- The advertised table is the server's API registry, nothing else.
+- The advertised table is the server's API registry, less this project's private APIs
+  (`protocol/private.py`): they are served, never advertised, so no Kafka client sees them.
 - v3+: ClientSoftwareName and ClientSoftwareVersion must match Kafka's pattern (alphanumeric at both
   ends, alphanumerics, '.', '-' inside), else ErrorCode.INVALID_REQUEST with no API list.
 - A version above 4 is answered as v0 with ErrorCode.UNSUPPORTED_VERSION and a single entry for key 18 with
@@ -15,6 +16,7 @@ from typing import Any
 
 from protocol.codec import API_VERSIONS_KEY, DecodedRequest
 from protocol.errors import ErrorCode
+from protocol.private import NAMES as PRIVATE_APIS
 
 from ..registry import ApiHandler, RequestContext
 from .common import respond, response_class
@@ -24,7 +26,8 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 def api_versions(table: Callable[[], Mapping[int, tuple[int, int]]]) -> ApiHandler:
-    """`table` is what is advertised: the server's API registry."""
+    """`table` is what is served: the server's API registry (all of it but the private APIs is
+    advertised)."""
     cache: dict[int, Any] = {}
 
     def handle(ctx: RequestContext, request: Any) -> Any:
@@ -44,7 +47,7 @@ def api_versions(table: Callable[[], Mapping[int, tuple[int, int]]]) -> ApiHandl
                 "error_code": 0,
                 "api_keys": [
                     {"api_key": key, "min_version": low, "max_version": high}
-                    for key, (low, high) in table().items()
+                    for key, (low, high) in table().items() if key not in PRIVATE_APIS
                 ],
             })
             cache[ctx.api_version] = response

@@ -7,7 +7,8 @@ answered here, at the runtime edge, before the core sees it (the core stays unaw
 - a single-group request (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetDelete,
   ConsumerGroupHeartbeat, OffsetFetch v0-7) for a group of another shard is refused whole with
   NOT_COORDINATOR; the client asks FindCoordinator again and goes to the group's node;
-- a multi-group request (DescribeGroups, DeleteGroups, OffsetFetch v8+, ConsumerGroupDescribe)
+- a multi-group request (DescribeGroups, DeleteGroups, OffsetFetch v8+, ConsumerGroupDescribe, the
+  private DescribeGroupGenerations)
   answers NOT_COORDINATOR for each group of another shard and serves the rest (Kafka's admin client
   then asks each group's node);
 - ListGroups lists this node's groups: the core holds only those.
@@ -27,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from protocol.errors import ErrorCode
+from protocol.private import DESCRIBE_GROUP_GENERATIONS
 
 from ...security.checks import Answered, Decision, Filtered
 from ...shards.placement import ShardLayout
@@ -116,4 +118,7 @@ def ownership_checks(owns: Owns) -> dict[int, PlacementCheck]:
         69: _names(owns, "group_ids", lambda g: {
             "error_code": NOT_COORDINATOR, "error_message": None, "group_id": g, "group_state": "",
             "assignor_name": "", "members": [], "authorized_operations": NOT_REQUESTED}, "groups"),
+        DESCRIBE_GROUP_GENERATIONS: _names(owns, "groups", lambda g: {
+            "error_code": NOT_COORDINATOR, "group_id": g, "group_state": "", "generation_id": -1, "members": []},
+            "groups"),
     }
