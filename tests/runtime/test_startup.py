@@ -169,7 +169,9 @@ def spawn(tmp_path: Path, args: list[str], env: dict[str, str] | None = None) ->
 
 
 def _ready(metrics_port: int, proc: subprocess.Popen[bytes]) -> bool:
-    assert proc.poll() is None, "the server exited"
+    if proc.poll() is not None:  # say why: its log is the one spawn() wrote (args[-3] is the data dir)
+        log = Path(proc.args[-3]).parent / "server.log"  # type: ignore[index]
+        raise AssertionError(f"the server exited with {proc.returncode}: {log.read_text()[-2000:]}")
     try:
         return http_get(metrics_port, "/readyz", timeout=0.5)[0] == 200
     except OSError:
