@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"protocol"}),                                   # the wire
     frozenset({"settings", "logging", "pipes", "metrics", "storage_errors"}),  # utilities every layer may use
+    frozenset({"api"}),                                        # the API contract: imports the wire only
     frozenset({"core"}),                                       # pure state machines and records
     frozenset({"recordlog", "catalog"}),                       # the durable log; topic sources
     frozenset({"runtime"}),                                    # the machinery features run on

@@ -66,10 +66,10 @@ from protocol.framing import MIN_REQUEST_SIZE, FrameDecoder
 from protocol.schemas import api_name
 
 from .. import metrics
+from ..api.registry import ANONYMOUS, Deferred, RequestContext
 from ..logging import get_logger
 from ..security.sasl import AUTHENTICATIONS, UnexpectedRequest
 from .errors_seen import error_names
-from .registry import ANONYMOUS, Deferred, RequestContext
 from .request_bytes import FREE_BYTES, LEAST_READ
 
 if TYPE_CHECKING:

@@ -37,6 +37,7 @@ from typing import Any
 from protocol.codec import RequestCodec
 
 from .. import metrics
+from ..api.registry import ApiRegistry
 from ..catalog import TopicCatalog, TopicSource
 from ..config import Config
 from ..core.config import GroupConfig
@@ -81,7 +82,6 @@ from .apis.view import cluster_nodes
 from .connection import KafkaConnection
 from .connection_table import ConnectionTable
 from .durable import DurableSink
-from .registry import ApiRegistry
 from .shard import ShardRuntime
 from .startup_checks import (
     StartupError,

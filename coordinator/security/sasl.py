@@ -38,9 +38,9 @@ from prometheus_client import Counter
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.schemas import api_snake_name
 
+from ..api.registry import RequestContext
+from ..api.respond import respond
 from ..logging import get_logger
-from ..runtime.apis.common import respond
-from ..runtime.registry import RequestContext
 from . import jaas, scram
 from .listeners import Listener
 from .plain import PlainServer

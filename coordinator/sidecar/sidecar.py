@@ -31,12 +31,12 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..api.registry import ApiHandler, RequestContext
+from ..api.respond import respond
 from ..config import Config, parse_host_port
 from ..logging import get_logger
 from ..runtime.apis import api_versions, find_coordinator
-from ..runtime.apis.common import respond
 from ..runtime.apis.view import NodeView
-from ..runtime.registry import ApiHandler, RequestContext
 from ..security.settings import AuthorizerConfig
 from ..security.upstream import UpstreamSecurity
 from . import apis
