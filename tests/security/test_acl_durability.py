@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
+from coordinator.node.server import CoordinatorServer
 from coordinator.recordlog.fs import AppendHandle
 from coordinator.runtime import durable
-from coordinator.runtime.server import CoordinatorServer
 from tests.security.conftest import connect, security_config
 from tests.security.support import add_user, sasl_login, upsertion
 from tests.security.test_authorization import (

@@ -9,7 +9,7 @@ import uuid
 import pytest
 import pytest_asyncio
 
-from coordinator.runtime.server import CoordinatorServer
+from coordinator.node.server import CoordinatorServer
 from protocol.build import build
 from protocol.schemas import request_schema
 from tests.runtime.test_consumer_group_wire import create_topic
