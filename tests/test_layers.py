@@ -28,7 +28,6 @@ LAYERS: tuple[frozenset[str], ...] = (
 )
 
 KNOWN: frozenset[tuple[str, str]] = frozenset({
-    ("core", "security"),        # core/requests.py and core/shard.py name security's records and store
     ("runtime", "security"),     # the group and bootstrap APIs (runtime/apis) authorize with security's
                                  # checks; the connection drives security's SASL authenticator ...
     ("runtime", "shards"),       # ... and the APIs place groups with shards' ShardLayout

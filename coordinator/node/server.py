@@ -89,7 +89,7 @@ from ..security.failures import AuthenticationFailures
 from ..security.gate import ListenerGate, SecurityConfigError, build_gates
 from ..security.listeners import Listener
 from ..security.settings import AuthorizerConfig, ConnectionLimits
-from ..security.store import SecurityStore
+from ..security.store import SecurityStore, security_of
 from ..security.upstream import upstream_security
 from ..shards.placement import LayoutError, ShardLayout, shard_data_dir
 from ..shards.security_channel import SecurityChannel, SecurityForwarder
@@ -271,7 +271,7 @@ class CoordinatorServer:
         on shard k >= 1 of several its copy of shard 0's (read before `_loaded` is set)."""
         if not self._loaded or self.shard is None:
             return None
-        return self.security_mirror.store if self.security_mirror is not None else self.shard.core.security
+        return self.security_mirror.store if self.security_mirror is not None else security_of(self.shard.core)
 
     @property
     def metrics_port(self) -> int | None:
@@ -447,7 +447,8 @@ class CoordinatorServer:
         self._loaded_event.set()
 
     def _new_core(self) -> CoordinatorShard:
-        return CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
+        return CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns,
+                                services=(SecurityStore(),))
 
     async def _reload_core(self) -> tuple[CoordinatorShard, list[Any]]:
         """A core loaded from the log as it is on disk now, and the topic snapshot to hand it

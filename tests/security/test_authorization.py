@@ -10,6 +10,7 @@ import pytest
 import pytest_asyncio
 
 from coordinator.node.server import CoordinatorServer
+from coordinator.security.store import security_of
 from protocol.build import build
 from protocol.schemas import request_schema
 from tests.runtime.test_consumer_group_wire import create_topic
@@ -103,7 +104,7 @@ async def test_acls_are_created_described_and_deleted_with_kafkas_apis(secured) 
          "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}]))
     assert [(r.error_code, [a.resource_name for a in r.matching_acls]) for r in deleted.filter_results] == [
         (0, ["orders"]), (42, [])]
-    assert len(secured.server.shard.core.security.acls) == 1
+    assert len(security_of(secured.server.shard.core).acls) == 1
 
 
 @pytest.mark.asyncio
