@@ -31,9 +31,6 @@ KNOWN: frozenset[tuple[str, str]] = frozenset({
     ("runtime", "security"),     # the group and bootstrap APIs (runtime/apis) authorize with security's
                                  # checks; the connection drives security's SASL authenticator ...
     ("runtime", "shards"),       # ... and the APIs place groups with shards' ShardLayout
-    ("security", "config"),      # ... and features read the whole Config instead of their own settings
-    ("shards", "config"),
-    ("sidecar", "config"),
 })
 
 

@@ -88,7 +88,12 @@ from ..security.authorizer import Authorizer
 from ..security.failures import AuthenticationFailures
 from ..security.gate import ListenerGate, SecurityConfigError, build_gates
 from ..security.listeners import Listener
-from ..security.settings import AuthorizerConfig, ConnectionLimits
+from ..security.settings import (
+    AuthorizerConfig,
+    ConnectionLimits,
+    ListenerSecurityConfig,
+    UpstreamSecurityConfig,
+)
 from ..security.store import SecurityStore, security_of
 from ..security.upstream import upstream_security
 from ..shards.placement import LayoutError, ShardLayout, shard_data_dir
@@ -150,18 +155,21 @@ class CoordinatorServer:
             if self.layout.shards > 1:
                 check_sidecar_shards(sidecar, self.layout.shards)
             try:  # the coordinator's own credentials upstream
-                security = upstream_security(config)
+                security = upstream_security(config.build(UpstreamSecurityConfig))
             except SecurityConfigError as exc:
                 raise StartupError(str(exc)) from exc
-            self.sidecar = Sidecar(config, node_id, self._coordinator_nodes, self._connection_factory,
-                                   lambda: self.shard, owns,
+            self.sidecar = Sidecar(sidecar, (config.listen[0], config.advertised[0]), node_id,
+                                   self._coordinator_nodes, self._connection_factory, lambda: self.shard, owns,
                                    TopicsChanged(self.root) if self.layout.shards > 1 else None, security,
-                                   connections=lambda: self.connections)
+                                   connections=lambda: self.connections,
+                                   authorizer=config.build(AuthorizerConfig).enabled)
         self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
         # What each listener asks of its connections (TLS, SASL); a bad key file or mechanism
         # stops start-up here, before anything is opened.
         try:
-            self.gates: dict[str, ListenerGate] = build_gates(config, self._security_store, self.wait_loaded)
+            self.gates: dict[str, ListenerGate] = build_gates(
+                [(listener, config.for_listener(ListenerSecurityConfig, listener), config.jaas_config(listener, "PLAIN"))
+                 for listener in config.listeners], self._security_store, self.wait_loaded)
         except SecurityConfigError as exc:
             raise StartupError(str(exc)) from exc
         # SCRAM credentials and ACLs are records of shard 0's log alone: shard 0 serves the other
