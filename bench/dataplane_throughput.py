@@ -19,10 +19,10 @@ from typing import Any
 
 from crc32c import crc32c
 
+from coordinator.api.registry import ApiRegistry, RequestContext
 from coordinator.catalog.catalog import TopicCatalog
 from coordinator.dataplane import DataPlaneConfig, PartitionStore, dataplane_handlers
 from coordinator.recordlog import FlushPolicy, RealFileSystem
-from coordinator.runtime.registry import ApiRegistry, RequestContext
 from protocol.build import build
 from protocol.client import encode_request, request_class
 from protocol.codec import RequestCodec, encode_response

@@ -42,8 +42,8 @@ sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.loadgen import scenarios as sc
 from coordinator import logging as coordinator_logging
 from coordinator.config import resolve
+from coordinator.node.server import CoordinatorServer
 from coordinator.runtime.connection import KafkaConnection
-from coordinator.runtime.server import CoordinatorServer
 
 WINDOW = 16
 APIS = ("heartbeat", "consumer-group-heartbeat")
@@ -104,7 +104,7 @@ async def measure(api: str, groups: int, per_group: int, rounds: int, count: int
         frames = await _frames(server, api, groups, per_group)
         windows = _windows(frames)
         transport = MemoryTransport()
-        conn = KafkaConnection(server, 1_000_000)
+        conn = KafkaConnection(server.connection_services, 1_000_000)
         conn.connection_made(transport)  # type: ignore[arg-type]
         await _feed(conn, windows, 3)  # warm-up: every member's timer armed, caches filled
         if count is not None:  # under valgrind: a fixed amount of work, no timing

@@ -84,9 +84,9 @@ from bench.loadgen.consumer import ConsumerMember
 from bench.loadgen.wire import CONSUMER_GROUP_HEARTBEAT, Template, member_uuid
 from coordinator import logging as coordinator_logging
 from coordinator.config import resolve
+from coordinator.node.server import CoordinatorServer
 from coordinator.runtime import gc_policy
 from coordinator.runtime.connection import KafkaConnection
-from coordinator.runtime.server import CoordinatorServer
 
 WINDOW = 16
 GROUP = "join-cost"
@@ -226,7 +226,7 @@ class Driver:
     def _conn(self, member_id: str) -> KafkaConnection:
         conn = self.conns.get(member_id)
         if conn is None:
-            conn = self.conns[member_id] = KafkaConnection(self.server, len(self.conns) + 1_000_000)
+            conn = self.conns[member_id] = KafkaConnection(self.server.connection_services, len(self.conns) + 1_000_000)
             conn.connection_made(self.transport)  # type: ignore[arg-type]
         return conn
 

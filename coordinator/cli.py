@@ -2,7 +2,7 @@
 
 `serve` resolves the configuration (see `coordinator.config`), configures logging, and runs the
 server on uvloop until SIGTERM/SIGINT; with `coordinator.shards` above 1 it runs the shard
-supervisor instead (`coordinator/shards/supervisor.py`), which starts each shard as
+supervisor instead (`coordinator/node/supervisor.py`), which starts each shard as
 `serve <the same arguments> --shard K`. Configuration problems and every other start-up failure (a
 port in use, a data directory that is not a writable directory) exit with code 2 and one line on
 stderr naming the key; never a traceback.
@@ -102,10 +102,10 @@ def _serve(args: argparse.Namespace, argv: list[str]) -> int:
     coordinator_logging.configure(args.log_level, None if args.log_format == "auto" else args.log_format == "json")
     import uvloop
 
-    from .runtime.server import serve
+    from .node.server import serve
+    from .node.supervisor import lay_out_single_process, supervise
     from .runtime.startup_checks import StartupError
     from .shards.placement import LayoutError, ShardLayout
-    from .shards.supervisor import lay_out_single_process, supervise
 
     try:
         if args.shard is None:

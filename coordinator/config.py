@@ -49,7 +49,7 @@ from .security.settings import (
     ListenerSecurityConfig,
     UpstreamSecurityConfig,
 )
-from .settings import INT32_MAX, Setting, at_least, between, declared
+from .settings import INT32_MAX, Setting, at_least, between, declared, parse_host_port
 from .sidecar.settings import SidecarConfig
 
 ENV_PREFIX = "COORDINATOR_"
@@ -90,23 +90,6 @@ def _parse_list(raw: str) -> tuple[str, ...]:
 
 def _parse_str(raw: str) -> str:
     return raw.strip()
-
-
-def parse_host_port(raw: str) -> tuple[str, int]:
-    """`host:port`, `PLAINTEXT://host:port` or `[::1]:port`."""
-    value = raw.strip()
-    if "://" in value:
-        scheme, value = value.split("://", 1)
-        if scheme.upper() != "PLAINTEXT":
-            raise ValueError(f"only PLAINTEXT listeners are supported, got {scheme}")
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"expected host:port, got {raw!r}")
-    host = host.strip("[]")
-    port_number = int(port)
-    if not 0 <= port_number <= 65535:
-        raise ValueError(f"port {port_number} out of range")
-    return host, port_number
 
 
 def _parse_listener(raw: str) -> str:

@@ -20,7 +20,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def api_table() -> str:
-    from .runtime.server import CoordinatorServer
+    from .node.server import CoordinatorServer
 
     with tempfile.TemporaryDirectory() as tmp:
         config = resolve(environ={}, flags={"log.dirs": tmp})
@@ -42,7 +42,7 @@ def metrics_table() -> str:
     from prometheus_client import REGISTRY
     from prometheus_client.metrics import MetricWrapperBase
 
-    from .runtime import server  # noqa: F401 - imported for the metrics its modules define
+    from .node import server  # noqa: F401 - imported for the metrics its modules define
     from .runtime.group_metrics import ShardCollector
     from .runtime.kafka_metrics import KafkaCoordinatorCollector
 

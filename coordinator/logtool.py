@@ -55,6 +55,7 @@ from .recordlog import (
 )
 from .recordlog.errors import RecordLogError
 from .recordlog.segments import ReplayFilter, SegmentReader, list_segments, segment_path
+from .security.store import SecurityStore
 from .shards.placement import LayoutError, ShardLayout, read_layout, shard_data_dir
 
 
@@ -202,7 +203,7 @@ def verify(log_dir: Path, out: TextIO, shard: int | None = None, layout: ShardLa
     """Check one log; with `shard` and `layout`, also that every group in it is that shard's."""
     problems: list[str] = []
     replay_filter = ReplayFilter()
-    core = CoordinatorShard()
+    core = CoordinatorShard(services=(SecurityStore(),))
     entries = records = 0
     misplaced: dict[str, int] = {}
     for _, entry, problem in _entries(log_dir):

@@ -102,6 +102,10 @@ class RequestStats(Collector):
 
 REQUEST_STATS = RequestStats(_LATENCY_BUCKETS)
 REGISTRY.register(REQUEST_STATS)
+METRICS_PORT_FILE = "metrics.port"
+"""Written in a shard's directory when there are several shards: its metrics listener's port (the
+shard supervisor reads it to scrape the shard)."""
+
 CONNECTIONS_OPEN = Gauge("coordinator_connections_open", "Client connections currently open.")
 CONNECTIONS_CLOSED = Counter("coordinator_connections_closed", "Connections closed, by reason.", ["reason"])
 REQUEST_BYTES_HELD = Gauge("coordinator_request_bytes_held",

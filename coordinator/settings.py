@@ -11,7 +11,8 @@ field's: `offsets.retention.minutes` feeds `offsets_retention_ms`), the field's 
 text of a value is parsed, and `coordinator.config` collects every declared field into its registry,
 which yields the defaults, the validation, `coordinator serve --help`, the README table, and builds
 the structs from resolved values (`Config.build(GroupConfig)`). Settings read by the server itself
-are declared as `Setting(...)` rows in `coordinator.config`.
+are declared as `Setting(...)` rows in `coordinator.config`. The parsers several features share
+(`parse_host_port`) are here too, so a feature's settings need nothing of `coordinator.config`.
 
 Pure (standard library only), so the deterministic core may declare its settings with it.
 """
@@ -72,6 +73,23 @@ def as_text(value: Any) -> str:
 
 INT32_MAX = 2**31 - 1
 """The largest value of a Kafka INT setting (a Java int)."""
+
+
+def parse_host_port(raw: str) -> tuple[str, int]:
+    """`host:port`, `PLAINTEXT://host:port` or `[::1]:port`."""
+    value = raw.strip()
+    if "://" in value:
+        scheme, value = value.split("://", 1)
+        if scheme.upper() != "PLAINTEXT":
+            raise ValueError(f"only PLAINTEXT listeners are supported, got {scheme}")
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"expected host:port, got {raw!r}")
+    host = host.strip("[]")
+    port_number = int(port)
+    if not 0 <= port_number <= 65535:
+        raise ValueError(f"port {port_number} out of range")
+    return host, port_number
 
 
 def at_least(low: int) -> Check:

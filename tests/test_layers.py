@@ -18,25 +18,19 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"protocol"}),                                   # the wire
     frozenset({"settings", "logging", "pipes", "metrics", "storage_errors"}),  # utilities every layer may use
+    frozenset({"api"}),                                        # the API contract: imports the wire only
     frozenset({"core"}),                                       # pure state machines and records
     frozenset({"recordlog", "catalog"}),                       # the durable log; topic sources
     frozenset({"runtime"}),                                    # the machinery features run on
     frozenset({"dataplane", "security", "sidecar", "shards", "history", "admin", "clusterlog",
                "logtool"}),                                    # features
-    frozenset({"config", "cli", "docs", "__main__"}),          # assembly and entry points
+    frozenset({"node", "config", "cli", "docs", "__main__"}),  # assembly and entry points
 )
 
 KNOWN: frozenset[tuple[str, str]] = frozenset({
-    ("core", "security"),        # core/requests.py and core/shard.py name security's records and store
-    ("runtime", "config"),       # the runtime is also today's assembly (server.py, connection.py) ...
-    ("runtime", "dataplane"),
-    ("runtime", "history"),
-    ("runtime", "security"),
-    ("runtime", "shards"),
-    ("runtime", "sidecar"),
-    ("security", "config"),      # ... and features read the whole Config instead of their own settings
-    ("shards", "config"),
-    ("sidecar", "config"),
+    ("runtime", "security"),     # the group and bootstrap APIs (runtime/apis) authorize with security's
+                                 # checks; the connection drives security's SASL authenticator ...
+    ("runtime", "shards"),       # ... and the APIs place groups with shards' ShardLayout
 })
 
 

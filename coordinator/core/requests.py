@@ -21,13 +21,6 @@ from uuid import UUID
 import msgspec
 
 from coordinator.core.consumer.topics import TopicInfo
-from coordinator.security.requests import (
-    AlterScramCredentials,
-    CreateAcls,
-    DeleteAcls,
-    DescribeAcls,
-    DescribeScramCredentials,
-)
 
 # --------------------------------------------------------------------------------------------------
 # Classic group membership: JoinGroup (11), SyncGroup (14), Heartbeat (12), LeaveGroup (13)
@@ -250,11 +243,7 @@ Request = (
     | DeleteGroups
     | ConsumerGroupHeartbeat
     | ConsumerGroupDescribe
-    # SCRAM credentials and ACLs (coordinator/security/store.py)
-    | AlterScramCredentials
-    | DescribeScramCredentials
-    | CreateAcls
-    | DeleteAcls
-    | DescribeAcls
 )
+"""The group requests the core itself defines. A shard service the node installs (`ShardService`,
+`core/shard.py`) brings its own request types (SCRAM credentials and ACLs: `security/requests.py`)."""
 Event = Request | TimerFired | TopicsChanged

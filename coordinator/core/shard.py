@@ -34,7 +34,9 @@ Every group type and every shard-wide service hands the shard a ``Registration``
 (``registry.py``): its request handlers, error responses, timer handlers, record replayers and hooks.
 The dispatch tables below are built from them and from nothing else; a request, timer kind or record
 type registered twice is an error at construction. Group types are listed once, in ``GROUP_TYPES``;
-the services (offsets, group administration, the coordinator epoch) are the shard's own. Groups of
+the services (offsets, group administration, the coordinator epoch) are the shard's own, and the
+node may install more (``services``: SCRAM credentials and ACLs, ``security/store.py``), so the core
+names no feature. Groups of
 every type share one namespace (``groups``) and are seen by the services only through the ``Group``
 contract (``groups.py``).
 
@@ -71,7 +73,6 @@ from coordinator.core.records import (
 from coordinator.core.registry import Registration, ShardContext, connect, hooks, merged
 from coordinator.core.requests import Event, TimerFired, TopicsChanged
 from coordinator.core.result import Result
-from coordinator.security.store import SecurityStore
 
 
 class GroupType(Protocol):
@@ -104,9 +105,25 @@ def _any_of(hooks: Sequence[Callable[[], bool]]) -> Callable[[], bool]:
     return any_true
 
 
+class ShardService(Protocol):
+    """A shard-wide service the node installs into the core (SCRAM credentials and ACLs,
+    `security/store.py`): its registration (requests, records, hooks), the part of the durable state
+    it owns (`durable_view`, under the registration's name), and the view the edges read, which
+    changes only once the log entry carrying a change is durable: `mark()` after an entry is
+    appended (None: nothing new), `publish(mark)` when it is durable (`ShardRuntime._settle`)."""
+
+    @property
+    def registration(self) -> Registration: ...
+    def durable_view(self) -> object: ...
+    def mark(self) -> int | None: ...
+    def publish(self, upto: int) -> None: ...
+
+
 class CoordinatorShard:
-    def __init__(self, config: GroupConfig | None = None, *, stopwatch: Callable[[], int] | None = None) -> None:
-        """``stopwatch`` (nanoseconds) only times the assignor for metrics; it never affects state."""
+    def __init__(self, config: GroupConfig | None = None, *, stopwatch: Callable[[], int] | None = None,
+                 services: Sequence[ShardService] = ()) -> None:
+        """``stopwatch`` (nanoseconds) only times the assignor for metrics; it never affects state.
+        ``services`` are the node's shard-wide services (none in tests that need no security)."""
         self.config = config or GroupConfig()
         self.groups: dict[str, Group] = {}
         self.timers = TimerTable()
@@ -125,8 +142,8 @@ class CoordinatorShard:
         assert len(simple) == 1, "exactly one group type makes the groups of offset-only commits"
         self.offsets = OffsetManager(self.config, self.groups, simple[0], self.topics)
         self.admin = GroupAdmin(self.groups, self.offsets)
-        self.security = SecurityStore()  # SCRAM credentials and ACLs (coordinator/security/store.py)
-        self.publishers: tuple[SecurityStore, ...] = (self.security,)
+        self.services: tuple[ShardService, ...] = tuple(services)
+        self.publishers: tuple[ShardService, ...] = self.services
         """State the edges read that must change only once the entry carrying the change is
         durable: `mark()` after an entry is appended, `publish(mark)` when it is durable (the
         runtime's job, `ShardRuntime._settle`)."""
@@ -134,7 +151,7 @@ class CoordinatorShard:
             Registration(name="coordinator-epoch", replayers={CoordinatorEpochKey: self._replay_epoch}),
             self.offsets.registration,
             self.admin.registration,
-            self.security.registration,
+            *(service.registration for service in self.services),
         ]
         self._handlers: dict[type, Callable[[Any, Effects], None]] = merged(registrations, "requests")
         self._error_responses: dict[type, Callable[[Any, Any], object]] = merged(registrations, "error_responses")
@@ -336,5 +353,5 @@ class CoordinatorShard:
                 for gid in sorted(self.offsets.offsets)
             },
             "coordinator_epoch": self.coordinator_epoch,
-            "security": self.security.durable_view(),
+            **{service.registration.name: service.durable_view() for service in self.services},
         }

@@ -33,8 +33,8 @@ import asyncio
 import uuid
 from typing import Any
 
+from coordinator.api.registry import RequestContext
 from coordinator.catalog.catalog import Topic, TopicCatalog
-from coordinator.runtime.registry import RequestContext
 from coordinator.security.authorizer import READ, TOPIC
 from coordinator.storage_errors import StorageLog
 from protocol.build import build

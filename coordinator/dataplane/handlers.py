@@ -8,8 +8,8 @@ Wiring: one `DataPlaneConfig`, one `PartitionStore(catalog, config)` for the pro
 
 from __future__ import annotations
 
+from coordinator.api.registry import ApiHandler
 from coordinator.catalog.catalog import TopicCatalog
-from coordinator.runtime.registry import ApiHandler
 
 from . import fetch, init_producer_id, list_offsets, produce
 from .config import DataPlaneConfig

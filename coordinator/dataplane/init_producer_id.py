@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.api.registry import RequestContext
 from coordinator.logging import get_logger
-from coordinator.runtime.registry import RequestContext
 from coordinator.security.authorizer import CLUSTER, CLUSTER_NAME, IDEMPOTENT_WRITE, TOPIC, WRITE
 from coordinator.storage_errors import StorageLog
 from protocol.build import build

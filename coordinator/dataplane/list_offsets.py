@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from coordinator.api.registry import RequestContext
 from coordinator.catalog.catalog import TopicCatalog
-from coordinator.runtime.registry import RequestContext
 from coordinator.security.authorizer import DESCRIBE, TOPIC
 from coordinator.storage_errors import StorageLog
 from protocol.build import build

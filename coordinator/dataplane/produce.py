@@ -31,9 +31,9 @@ import datetime
 from collections.abc import Awaitable
 from typing import Any
 
+from coordinator.api.registry import RequestContext
 from coordinator.catalog.catalog import TopicCatalog
 from coordinator.recordlog import WriteRefused
-from coordinator.runtime.registry import RequestContext
 from coordinator.security.authorizer import TOPIC, WRITE
 from coordinator.storage_errors import StorageLog, error_kind
 from protocol.build import build

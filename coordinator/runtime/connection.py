@@ -27,7 +27,7 @@ are limited to `sasl.server.max.receive.size`, and anything else closes the conn
 (before any routing or decoding); after a SaslHandshake v0 every frame is a bare SASL token, and
 so is each answer (`_sasl_token`). A failed authentication is answered and the connection closed
 only after `connection.failed.authentication.delay.ms`, reading nothing meanwhile, as Kafka's
-selector delays it; the server's `AuthenticationFailures` logs it (not a line per attempt).
+selector delays it; the node's `AuthenticationFailures` logs it (not a line per attempt).
 Once authenticated, the principal (`User:<name>`) goes with every request (`ctx.principal`).
 
 Sidecar mode adds one routing rule (`route`): on a connection with a route, a frame whose api key
@@ -44,6 +44,10 @@ forwarded ones before it have been answered. While the upstream connection's soc
 connection stops reading (`_upstream_flow`), so a client cannot pile requests up in the sidecar.
 A forwarding failure closes the connection with one log line, as a broker going away would.
 
+A connection sees its node only through `ConnectionServices` (the frame limit, the connection
+table, the codec, the API registry, the authorizer, the authentication failures, the wait for the
+loaded state), which the node builds once; its route is any `Route`.
+
 Handlers return a kio response entity or an already framed `EncodedResponse`, an awaitable of one,
 a `Deferred` (a future and the conversion of its result into the response, applied here when the
 future resolves: the group APIs' replies that wait for the log), or None for "no response"
@@ -54,11 +58,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import functools
 import struct
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from protocol.codec import API_VERSIONS_KEY, DecodedRequest, EncodedResponse, encode_response
 from protocol.errors import ProtocolError
@@ -66,17 +71,21 @@ from protocol.framing import MIN_REQUEST_SIZE, FrameDecoder
 from protocol.schemas import api_name
 
 from .. import metrics
+from ..api.registry import ANONYMOUS, Deferred, RequestContext
 from ..logging import get_logger
 from ..security.sasl import AUTHENTICATIONS, UnexpectedRequest
 from .errors_seen import error_names
-from .registry import ANONYMOUS, Deferred, RequestContext
 from .request_bytes import FREE_BYTES, LEAST_READ
 
 if TYPE_CHECKING:
+    from protocol.codec import RequestCodec
+
+    from ..api.registry import ApiRegistry
+    from ..security.authorizer import Authorizer
+    from ..security.failures import AuthenticationFailures
     from ..security.gate import ListenerGate
     from ..security.sasl import SaslAuthenticator
-    from ..sidecar.forwarder import Route
-    from .server import CoordinatorServer
+    from .connection_table import ConnectionTable
 
 log = get_logger("coordinator.connection")
 
@@ -92,10 +101,48 @@ _API_KEY = struct.Struct(">h")
 _SIZE = struct.Struct(">i")
 
 
+class Route(Protocol):
+    """What a connection asks of its route to an upstream broker (sidecar mode; the sidecar's
+    `sidecar.forwarder.Route` is one): the connection drives it, it never knows the sidecar."""
+
+    local_keys: frozenset[int]
+    """The api keys served here; any other frame is forwarded."""
+
+    @property
+    def connected(self) -> bool: ...
+    @property
+    def holding(self) -> bool: ...
+    def attach(self, client: asyncio.Transport, flow: Callable[[bool], None] | None = None) -> None: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def forward(self, frame: bytes | bytearray) -> asyncio.Future[Any]: ...
+    def start(self, head: memoryview, size: int) -> asyncio.Future[None] | None: ...
+    def more(self, part: memoryview) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConnectionServices:
+    """What a connection needs of the node it belongs to, and nothing more (never the server):
+    the node builds it once and hands it to every connection."""
+
+    max_request_bytes: int
+    """`socket.request.max.bytes`: the largest frame, and what a connection buffers before it pauses."""
+    connections: ConnectionTable
+    """The node's open connections and its `queued.max.request.bytes` budget."""
+    codec: RequestCodec
+    registry: ApiRegistry
+    authorizer: Authorizer | None
+    """Handed to handlers as `ctx.authz`; None without `authorizer.class.name`."""
+    auth_failures: AuthenticationFailures
+    wait_loaded: Callable[[], Awaitable[None]]
+    """Resolves once the node's state is loaded: requests wait for it."""
+
+
 class KafkaConnection(asyncio.BufferedProtocol):
-    def __init__(self, server: CoordinatorServer, connection_id: int, route: Route | None = None,
+    def __init__(self, services: ConnectionServices, connection_id: int, route: Route | None = None,
                  gate: ListenerGate | None = None) -> None:
-        self._server = server
+        self._services = services
         self._route = route
         self._gate = gate
         self.listener = gate.name if gate is not None else "PLAINTEXT"
@@ -103,7 +150,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._sasl: SaslAuthenticator | None = None
         """Set while a SASL listener's connection is not authenticated yet."""
         self.connection_id = connection_id
-        max_frame = server.config["socket.request.max.bytes"]
+        max_frame = services.max_request_bytes
         self._decoder = FrameDecoder(max_frame) if route is None else FrameDecoder(
             max_frame, offer=self._forward_now, more=route.more, holding=lambda: route.holding)
         self._upstream_full = False
@@ -116,8 +163,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Forwarded requests not answered yet: (future, api key, frame size, start time)."""
         self._reading_paused = False
         self._writing_paused = False
-        self._buffer_cap = server.config["socket.request.max.bytes"]
-        self._budget = server.connections.request_bytes
+        self._buffer_cap = services.max_request_bytes
+        self._budget = services.connections.request_bytes
         self._held = 0
         """Request bytes this connection has counted in `_budget` (a frame arriving, the queued ones)."""
         self._budget_wait = False
@@ -132,7 +179,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.client_id = ""
         self.idle = asyncio.Event()
         self.idle.set()
-        self._authz = server.authorizer
+        self._authz = services.authorizer
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -146,7 +193,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._sasl = self._gate.authenticator()
             if self._sasl is not None:
                 self._decoder.max_size = self._sasl.config.max_receive_size
-        refused = self._server.connections.admit(self)
+        refused = self._services.connections.admit(self)
         if refused is not None:
             key, limit = refused
             self._closing = True
@@ -159,7 +206,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._route.attach(self._transport, self._upstream_flow)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._server.connections.release(self):
+        if self._services.connections.release(self):
             metrics.CONNECTIONS_OPEN.dec()
         self._closing = True
         self._queue.clear()
@@ -367,11 +414,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
             frame = self._queue.popleft()
             started = time.perf_counter()
             try:
-                request = self._server.codec.decode(frame if frame.__class__ is bytes else bytes(frame))
+                request = self._services.codec.decode(frame if frame.__class__ is bytes else bytes(frame))
             except ProtocolError as exc:
                 self._fail(exc, frame)
                 return
-            handler = self._server.registry.get(request.api_key)
+            handler = self._services.registry.get(request.api_key)
             assert handler is not None  # the codec only decodes served keys
             self.client_id = request.client_id
             ctx = RequestContext(
@@ -408,7 +455,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _await_authorizer(self) -> None:
         self._busy = True
-        waiting = self._in_flight = asyncio.ensure_future(self._server.wait_loaded())
+        waiting = self._in_flight = asyncio.ensure_future(self._services.wait_loaded())
         self.idle.set()  # no request is in flight yet
 
         def resumed(done: asyncio.Future[Any]) -> None:
@@ -487,13 +534,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if sasl.principal is not None:
             self.principal = sasl.principal
             self._sasl = None
-            self._decoder.max_size = self._server.config["socket.request.max.bytes"]
+            self._decoder.max_size = self._services.max_request_bytes
             self._decoder.min_size = MIN_REQUEST_SIZE
             AUTHENTICATIONS.labels(sasl.mechanism, "ok").inc()
         elif sasl.failed:
             AUTHENTICATIONS.labels(sasl.mechanism or "none", "failed").inc()
             metrics.CONNECTIONS_CLOSED.labels("authentication_failed").inc()
-            failures = self._server.auth_failures
+            failures = self._services.auth_failures
             failures.failed(self.client_host, self.listener, sasl.mechanism, sasl.failure)
             # The answer and the close wait for the delay, and nothing is read meanwhile: a client
             # retrying a wrong password in a loop gets one try per delay, as from Kafka.

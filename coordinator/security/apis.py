@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from protocol.errors import ErrorCode
 
+from ..api.registry import ApiHandler, RequestContext
+from ..api.respond import respond
 from ..core.effects import Effects, TimerTable
-from ..runtime.apis.common import respond
 from ..runtime.apis.group_api import group_api
-from ..runtime.registry import ApiHandler, RequestContext
 from . import requests as core
 from .acls import AclBinding, AclFilter
 from .authorizer import ALTER, DESCRIBE

@@ -30,8 +30,8 @@ from .acls import AclOperation, ResourceType
 from .settings import AuthorizerConfig
 
 if TYPE_CHECKING:
+    from ..api.registry import RequestContext
     from ..core.consumer.topics import TopicsImage
-    from ..runtime.registry import RequestContext
     from .store import SecurityStore
 
 _CACHE_LIMIT = 100_000

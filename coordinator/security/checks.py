@@ -51,8 +51,8 @@ from .authorizer import CLUSTER, DELETE, DESCRIBE, GROUP, READ, TOPIC
 from .operations import NOT_REQUESTED, authorized_operations
 
 if TYPE_CHECKING:
+    from ..api.registry import RequestContext
     from ..core.consumer.topics import TopicsImage
-    from ..runtime.registry import RequestContext
 
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED

@@ -12,7 +12,7 @@ key file, an unknown mechanism, PLAIN without users) raises `SecurityConfigError
 from __future__ import annotations
 
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from . import tls
@@ -20,7 +20,6 @@ from .listeners import Listener
 from .settings import ListenerSecurityConfig
 
 if TYPE_CHECKING:
-    from ..config import Config
     from .sasl import SaslAuthenticator, SaslServerConfig
     from .store import SecurityStore
 
@@ -53,19 +52,19 @@ class ListenerGate:
         return SaslAuthenticator(self.sasl)
 
 
-def build_gates(config: Config, store: Callable[[], SecurityStore | None],
-                loaded: Callable[[], Any]) -> dict[str, ListenerGate]:
-    """One gate per listener. `store` reads the SCRAM credentials (the shard's security store),
-    `loaded` is awaited before a SCRAM exchange while the log is still loading."""
+def build_gates(listeners: Iterable[tuple[Listener, ListenerSecurityConfig, str]],
+                store: Callable[[], SecurityStore | None], loaded: Callable[[], Any]) -> dict[str, ListenerGate]:
+    """One gate per listener, given as (listener, its settings, the JAAS configuration of PLAIN on
+    it). `store` reads the SCRAM credentials (the shard's security store), `loaded` is awaited
+    before a SCRAM exchange while the log is still loading."""
     from .sasl import sasl_server_config
 
     gates = {}
-    for listener in config.listeners:
-        settings = config.for_listener(ListenerSecurityConfig, listener)
+    for listener, settings, plain_jaas in listeners:
         try:
             context = tls.server_context(settings, listener.name) if listener.tls else None
         except tls.TlsConfigError as exc:
             raise SecurityConfigError(str(exc)) from exc
-        sasl = sasl_server_config(config, listener, settings, store, loaded) if listener.sasl else None
+        sasl = sasl_server_config(listener, settings, plain_jaas, store, loaded) if listener.sasl else None
         gates[listener.name] = ListenerGate(listener, settings, context, sasl)
     return gates

@@ -16,7 +16,7 @@ from .acls import AclOperation, ResourceType
 from .authorizer import CLUSTER_NAME, allowed
 
 if TYPE_CHECKING:
-    from ..runtime.registry import RequestContext
+    from ..api.registry import RequestContext
 
 NOT_REQUESTED = -(2**31)
 

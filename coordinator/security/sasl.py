@@ -38,9 +38,9 @@ from prometheus_client import Counter
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.schemas import api_snake_name
 
+from ..api.registry import RequestContext
+from ..api.respond import respond
 from ..logging import get_logger
-from ..runtime.apis.common import respond
-from ..runtime.registry import RequestContext
 from . import jaas, scram
 from .listeners import Listener
 from .plain import PlainServer
@@ -48,7 +48,6 @@ from .scram import SaslFailed, ScramCredential, ScramMechanism, ScramServer
 from .settings import ListenerSecurityConfig
 
 if TYPE_CHECKING:
-    from ..config import Config
     from .store import SecurityStore
 
 log = get_logger("coordinator.security.sasl")
@@ -84,10 +83,12 @@ class SaslServerConfig:
     max_receive_size: int
 
 
-def sasl_server_config(config: Config, listener: Listener, settings: ListenerSecurityConfig,
+def sasl_server_config(listener: Listener, settings: ListenerSecurityConfig, plain_jaas: str,
                        store: Callable[[], SecurityStore | None],
                        wait_loaded: Callable[[], Awaitable[None]]) -> SaslServerConfig:
-    """The SASL settings of `listener`; `SecurityConfigError` when they cannot be served."""
+    """The SASL settings of `listener` (`plain_jaas`: the JAAS configuration of PLAIN on it, most
+    specific key first, as `Config.jaas_config` finds it); `SecurityConfigError` when they cannot
+    be served."""
     from .gate import SecurityConfigError
 
     mechanisms = settings.sasl_enabled_mechanisms
@@ -96,7 +97,7 @@ def sasl_server_config(config: Config, listener: Listener, settings: ListenerSec
     users: dict[str, str] = {}
     if "PLAIN" in mechanisms:
         key = f"{listener.prefix}plain.sasl.jaas.config"
-        text = config.jaas_config(listener, "PLAIN")
+        text = plain_jaas
         if not text:
             raise SecurityConfigError(f"{key}: PLAIN on listener {listener.name} needs a PlainLoginModule "
                                       'with its users as user_<name>="<password>"')

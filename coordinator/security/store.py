@@ -1,7 +1,8 @@
 """SCRAM credentials and ACLs as state replayed from the coordinator's log: `SecurityStore`.
 
-A shard service like offsets (`core/registry.py`): pure, no I/O or clock. It handles five core
-requests and owns two record types (`ScramCredential`, `Acl`; see `core/records.py`):
+A shard service like offsets (`core/registry.py`), which the node installs into the core
+(`CoordinatorShard(services=...)`, a `core.shard.ShardService`): pure, no I/O or clock. It handles
+five core requests and owns two record types (`ScramCredential`, `Acl`; see `core/records.py`):
 
 - `AlterScramCredentials`: Kafka's ScramControlManager. Per user: a user altered twice in one
   request is DUPLICATE_RESOURCE ("A user credential cannot be altered twice in the same request");
@@ -36,7 +37,7 @@ and is published at once.
 from __future__ import annotations
 
 import collections
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.effects import Effects
 from ..core.errors import ErrorCode
@@ -62,6 +63,9 @@ from .requests import (
     UserResult,
 )
 from .scram import MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential
+
+if TYPE_CHECKING:
+    from ..core.shard import CoordinatorShard
 
 _TWICE = "A user credential cannot be altered twice in the same request"
 MAX_RECORDS_PER_USER_OP = 10000
@@ -310,3 +314,11 @@ def _check_user(user: str, mechanism: int) -> tuple[int, str] | None:
     if mechanism not in scram.BY_TYPE:
         return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
     return None
+
+
+def security_of(core: CoordinatorShard) -> SecurityStore:
+    """The SCRAM credentials and ACLs the node installed into `core` (`CoordinatorShard(services=...)`)."""
+    for service in core.services:
+        if isinstance(service, SecurityStore):
+            return service
+    raise LookupError("this core was built without the security store")

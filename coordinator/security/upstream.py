@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ssl
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from protocol.client import request_class
 
@@ -25,9 +25,6 @@ from . import jaas, scram, tls
 from .gate import SecurityConfigError
 from .scram import SaslFailed
 from .settings import UpstreamSecurityConfig
-
-if TYPE_CHECKING:
-    from ..config import Config
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 SaslHandshakeRequest = request_class(SASL_HANDSHAKE, 1)
@@ -71,9 +68,8 @@ class UpstreamSecurity:
         return bytes(response.auth_bytes)
 
 
-def upstream_security(config: Config) -> UpstreamSecurity | None:
+def upstream_security(settings: UpstreamSecurityConfig) -> UpstreamSecurity | None:
     """None for PLAINTEXT; SecurityConfigError (one line) for settings that cannot work."""
-    settings = config.build(UpstreamSecurityConfig)
     protocol = settings.security_protocol
     if protocol == "PLAINTEXT":
         return None

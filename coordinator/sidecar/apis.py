@@ -26,8 +26,8 @@ from protocol.build import build
 from protocol.errors import ErrorCode
 from protocol.schemas import request_schema, response_schema
 
+from ..api.registry import ApiHandler, RequestContext
 from ..logging import get_logger
-from ..runtime.registry import ApiHandler, RequestContext
 from .wire import ForwardError
 
 if TYPE_CHECKING:

@@ -51,10 +51,10 @@ from protocol.build import build
 from protocol.client import request_class
 from protocol.errors import ErrorCode
 
+from ..api.registry import ApiHandler, RequestContext, is_pending, response_of
 from ..core import requests as core
 from ..core.events import OffsetsCommitted
 from ..logging import get_logger
-from ..runtime.registry import ApiHandler, RequestContext, is_pending, response_of
 from ..runtime.shard import ShardRuntime
 from .cluster import UpstreamCluster
 from .lograte import RateLimitedLog

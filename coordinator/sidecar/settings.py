@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..settings import INT32_MAX, at_least, between, setting
+from ..settings import INT32_MAX, at_least, between, parse_host_port, setting
 
 
 def _host_ports(raw: str) -> tuple[str, ...]:
-    from ..config import parse_host_port  # the registry imports this module
-
     servers = tuple(part.strip() for part in raw.split(",") if part.strip())
     for server in servers:
         parse_host_port(server)

@@ -31,14 +31,13 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..config import Config, parse_host_port
+from ..api.registry import ApiHandler, RequestContext
+from ..api.respond import respond
 from ..logging import get_logger
 from ..runtime.apis import api_versions, find_coordinator
-from ..runtime.apis.common import respond
 from ..runtime.apis.view import NodeView
-from ..runtime.registry import ApiHandler, RequestContext
-from ..security.settings import AuthorizerConfig
 from ..security.upstream import UpstreamSecurity
+from ..settings import parse_host_port
 from . import apis
 from .cluster import UpstreamCluster
 from .forwarder import Route
@@ -65,17 +64,20 @@ class ClientConnection(Protocol):
 
 
 class Sidecar:
-    def __init__(self, config: Config, node_id: int, coordinators: Callable[[], Sequence[tuple[int, str, int]]],
+    def __init__(self, settings: SidecarConfig, hosts: tuple[str, str], node_id: int,
+                 coordinators: Callable[[], Sequence[tuple[int, str, int]]],
                  factory: Callable[[Route | None], asyncio.BaseProtocol],
                  shard: Callable[[], ShardRuntime | None], owns: Callable[[str], bool] | None = None,
                  topics_changed: TopicsChanged | None = None, security: UpstreamSecurity | None = None,
-                 connections: Callable[[], Iterable[ClientConnection]] = tuple) -> None:
-        """`node_id` is this process's coordinator node; `coordinators` every shard's (shard 0
-        first); `owns` says which groups this shard coordinates (None: all, one shard);
-        `topics_changed` is shared with the other shards (None: one shard); `security` the
-        coordinator's own upstream credentials (None: PLAINTEXT); `connections` the client
-        connections open now."""
-        settings = config.build(SidecarConfig)
+                 connections: Callable[[], Iterable[ClientConnection]] = tuple, *,
+                 authorizer: bool = False) -> None:
+        """`settings` are sidecar mode's own; `hosts` the host the broker listeners bind and the
+        one they advertise (the node's first listener's); `node_id` is this process's coordinator
+        node; `coordinators` every shard's (shard 0 first); `owns` says which groups this shard
+        coordinates (None: all, one shard); `topics_changed` is shared with the other shards
+        (None: one shard); `security` the coordinator's own upstream credentials (None:
+        PLAINTEXT); `connections` the client connections open now; `authorizer` whether an
+        authorizer is configured."""
         bootstrap = [parse_host_port(s) for s in settings.upstream_bootstrap_servers]
         self.security = security
         """This sidecar's upstream credentials (TLS, SASL; None: PLAINTEXT): every connection it opens upstream."""
@@ -85,8 +87,7 @@ class Sidecar:
         self._provisional: set[int] = set()
         """Connections told the provisional ApiVersions table (closed once the upstream's is known)."""
         self.catalog = self.cluster.catalog
-        bind_host, _ = config.listen
-        advertised_host, _ = config.advertised
+        bind_host, advertised_host = hosts
         self.sharded = topics_changed is not None
         """One of several shards: the broker listeners are shared with the others."""
         self.listeners = ListenerSet(bind_host, advertised_host, settings.sidecar_listener_base_port,
@@ -95,7 +96,7 @@ class Sidecar:
         # Under an authorizer the upstream authorizes what is forwarded: answers made here without
         # it must not describe topics.
         self.fallback = Fallback(self.cluster, self.listeners.address, coordinators,
-                                 reveal_topics=not config.build(AuthorizerConfig).enabled)
+                                 reveal_topics=not authorizer)
         """The answers to forwarded requests while the upstream cannot be reached."""
         self.offsets = OffsetBridge(self.cluster, shard, settings.upstream_offsets_mirror_interval_ms, owns)
         self.node_id = node_id

@@ -20,7 +20,7 @@ The generic part (send/advance/check/restart) knows nothing about group types; c
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from coordinator.core.classic.group import ClassicGroup, persisted_view
@@ -48,7 +48,7 @@ from coordinator.core.requests import (
     TimerFired,
 )
 from coordinator.core.result import Result
-from coordinator.core.shard import CoordinatorShard
+from coordinator.core.shard import CoordinatorShard, ShardService
 from tests.support.loading import loaded
 
 DEFAULT_PROTOCOLS: tuple[tuple[str, bytes], ...] = (("range", b"r"), ("roundrobin", b"rr"))
@@ -58,10 +58,14 @@ FAST = GroupConfig(group_initial_rebalance_delay_ms=0)
 
 
 class Harness:
-    def __init__(self, config: GroupConfig = FAST, start_ms: int = 1_000_000) -> None:
+    def __init__(self, config: GroupConfig = FAST, start_ms: int = 1_000_000,
+                 services: Callable[[], Sequence[ShardService]] = tuple) -> None:
+        """``services`` makes the shard services the node would install (for every shard the
+        harness builds, the replayed ones too); none by default."""
         self.config = config
         self.now = start_ms
-        self.shard = CoordinatorShard(config)
+        self._services = services
+        self.shard = CoordinatorShard(config, services=services())
         self.records: list[Record] = []
         self.timers: dict[tuple[str, ...], int] = {}
         self.replies: dict[int, list[object]] = defaultdict(list)
@@ -130,7 +134,7 @@ class Harness:
     # ---- checks ----------------------------------------------------------------------------------
 
     def _replayed_shard(self) -> CoordinatorShard:
-        return loaded(([record] for record in self.records), self.config)
+        return loaded(([record] for record in self.records), self.config, services=self._services)
 
     def check(self) -> None:
         fresh = self._replayed_shard()

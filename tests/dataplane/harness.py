@@ -12,10 +12,10 @@ from typing import Any
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from coordinator.api.registry import ApiRegistry, RequestContext
 from coordinator.catalog.catalog import Topic, TopicCatalog
 from coordinator.dataplane import DataPlaneConfig, PartitionStore, dataplane_handlers
 from coordinator.dataplane.session import FetchSessionCache
-from coordinator.runtime.registry import ApiRegistry, RequestContext
 from protocol.build import build
 from protocol.client import encode_request
 from protocol.codec import RequestCodec

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from coordinator.config import parse_host_port
+from coordinator.settings import parse_host_port
 from tests.ops.docker_tools import compose_implementations
 from tests.ops.lockfile import ROOT
 from tests.ops.test_docker import global_args, image_env

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 import pytest_asyncio
 
 from coordinator.config import resolve
-from coordinator.runtime.server import CoordinatorServer
+from coordinator.node.server import CoordinatorServer
 from tests.support.wire import WireClient
 
 

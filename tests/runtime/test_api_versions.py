@@ -7,7 +7,7 @@ import struct
 import pytest
 from kio.index import load_request_schema
 
-from coordinator.runtime.server import CoordinatorServer
+from coordinator.node.server import CoordinatorServer
 from protocol.build import build
 from protocol.private import DESCRIBE_GROUP_GENERATIONS
 from tests.support.wire import WireClient, decode_response

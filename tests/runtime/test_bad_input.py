@@ -9,7 +9,7 @@ import pytest
 from kio.schema.api_versions.v0.request import ApiVersionsRequest
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
 
-from coordinator.runtime.server import CoordinatorServer
+from coordinator.node.server import CoordinatorServer
 from protocol.client import encode_request
 from tests.support.polling import eventually
 from tests.support.wire import WireClient

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.runtime.server import CoordinatorServer
+from coordinator.node.server import CoordinatorServer
 from tests.support.wire import WireClient, request
 
 CGH, CGD = 68, 69

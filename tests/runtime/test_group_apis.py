@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from kio.index import load_request_schema
 
-from coordinator.runtime.server import CoordinatorServer
+from coordinator.node.server import CoordinatorServer
 from protocol.build import build
 from protocol.schemas import request_schema
 from tests.support.wire import WireClient

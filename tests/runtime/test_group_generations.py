@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.runtime.server import CoordinatorServer
+from coordinator.node.server import CoordinatorServer
 from protocol.build import build
 from protocol.client import encode_request
 from protocol.errors import ErrorCode

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from coordinator.runtime.server import CoordinatorServer
+from coordinator.node.server import CoordinatorServer
 from tests.support.wire import WireClient, request
 
 

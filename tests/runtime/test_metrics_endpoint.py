@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from kio.schema.api_versions.v0.request import ApiVersionsRequest
 
-from coordinator.runtime.server import CoordinatorServer
+from coordinator.node.server import CoordinatorServer
 from protocol.build import build
 from protocol.schemas import request_schema
 from tests.support.metrics import scrape

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.runtime.server import CoordinatorServer
+from coordinator.node.server import CoordinatorServer
 from protocol.errors import ErrorCode
 from tests.support.wire import WireClient, request
 

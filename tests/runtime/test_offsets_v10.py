@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.runtime.server import CoordinatorServer
+from coordinator.node.server import CoordinatorServer
 from tests.runtime.test_consumer_group_wire import Members, create_topic, partitions, request
 from tests.support.wire import WireClient
 

@@ -6,7 +6,7 @@ import pytest
 from kio.schema.api_versions.v0.request import ApiVersionsRequest
 from kio.schema.metadata.v12.request import MetadataRequest
 
-from coordinator.runtime.server import CoordinatorServer
+from coordinator.node.server import CoordinatorServer
 from protocol.client import encode_request
 from tests.support.wire import WireClient, request
 

@@ -12,8 +12,8 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.list_groups.v4.request import ListGroupsRequest
 
 from coordinator.config import ConfigError, resolve
+from coordinator.node.server import CoordinatorServer
 from coordinator.runtime.request_bytes import FREE_BYTES, LEAST_READ, RequestBytes
-from coordinator.runtime.server import CoordinatorServer
 from tests.runtime.conftest import make_config
 from tests.support.polling import eventually
 from tests.support.wire import WireClient

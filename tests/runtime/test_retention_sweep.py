@@ -8,7 +8,7 @@ import time
 import pytest
 
 from coordinator.dataplane.batch import parse_header
-from coordinator.runtime.server import CoordinatorServer
+from coordinator.node.server import CoordinatorServer
 from tests.dataplane.records import make_batch
 from tests.runtime.conftest import make_config
 from tests.support.polling import eventually

@@ -8,7 +8,7 @@ import pytest
 import pytest_asyncio
 
 from coordinator.config import resolve
-from coordinator.runtime.server import CoordinatorServer
+from coordinator.node.server import CoordinatorServer
 from tests.security.certs import Authority, Pair
 from tests.support.wire import WireClient
 

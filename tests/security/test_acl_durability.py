@@ -16,9 +16,10 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
+from coordinator.node.server import CoordinatorServer
 from coordinator.recordlog.fs import AppendHandle
 from coordinator.runtime import durable
-from coordinator.runtime.server import CoordinatorServer
+from coordinator.security.store import security_of
 from tests.security.conftest import connect, security_config
 from tests.security.support import add_user, sasl_login, upsertion
 from tests.security.test_authorization import (
@@ -160,7 +161,7 @@ async def test_a_new_acl_allows_nothing_until_its_record_is_durable(gated: Env) 
     alice = await gated.client("alice")
     assert await described(alice, "orders") == TOPIC_DENIED
     assert await coordinator_of(alice, "g") == GROUP_DENIED
-    acls = gated.server.shard.core.security.acls
+    acls = security_of(gated.server.shard.core).acls
     pending = await gated.held(req(30, 3, creations=[binding(TOPIC, "orders", DESCRIBE), binding(GROUP, "g", READ)]),
                                lambda: len(acls) == 2)
     # The shard has handled CreateAcls (DeleteAcls would already match them), but its entry is not
@@ -179,7 +180,7 @@ async def test_a_deleted_acl_keeps_allowing_until_the_deletion_is_durable(gated:
         req(30, 3, creations=[binding(TOPIC, "orders", DESCRIBE)]))).results] == [0]
     alice = await gated.client("alice")
     assert await described(alice, "orders") == 0
-    acls = gated.server.shard.core.security.acls
+    acls = security_of(gated.server.shard.core).acls
     pending = await gated.held(req(31, 3, filters=[
         {"resource_type_filter": TOPIC, "resource_name_filter": "orders", "pattern_type_filter": 3,
          "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}]), lambda: not acls)
@@ -191,7 +192,7 @@ async def test_a_deleted_acl_keeps_allowing_until_the_deletion_is_durable(gated:
 
 @pytest.mark.asyncio
 async def test_a_new_scram_user_cannot_log_in_until_its_credential_is_durable(gated: Env) -> None:
-    credentials = gated.server.shard.core.security.credentials
+    credentials = security_of(gated.server.shard.core).credentials
     pending = await gated.held(req(51, 0, deletions=[], upsertions=[upsertion("carol", "carol-pw")]),
                                lambda: ("carol", 2) in credentials)
     carol = await connect(gated.server.ports["SASL_PLAINTEXT"])

@@ -9,7 +9,8 @@ import uuid
 import pytest
 import pytest_asyncio
 
-from coordinator.runtime.server import CoordinatorServer
+from coordinator.node.server import CoordinatorServer
+from coordinator.security.store import security_of
 from protocol.build import build
 from protocol.private import DESCRIBE_GROUP_GENERATIONS
 from protocol.schemas import request_schema
@@ -104,7 +105,7 @@ async def test_acls_are_created_described_and_deleted_with_kafkas_apis(secured) 
          "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}]))
     assert [(r.error_code, [a.resource_name for a in r.matching_acls]) for r in deleted.filter_results] == [
         (0, ["orders"]), (42, [])]
-    assert len(secured.server.shard.core.security.acls) == 1
+    assert len(security_of(secured.server.shard.core).acls) == 1
 
 
 @pytest.mark.asyncio

@@ -20,7 +20,7 @@ async def test_a_core_bug_fails_its_request_and_the_shard_keeps_serving(tmp_path
     """The shard logged a core failure with a keyword structlog reserves, which raised in the shard
     task and stopped it: every group API then waited forever. One bad event fails one request."""
     from coordinator.core.requests import TimerFired
-    from coordinator.runtime.server import CoordinatorServer
+    from coordinator.node.server import CoordinatorServer
     from protocol.build import build
     from protocol.schemas import request_schema
     from tests.runtime.conftest import make_config

@@ -175,7 +175,7 @@ async def test_scram_credentials_are_managed_with_kafkas_apis_and_errors(start_s
 
 @pytest.mark.asyncio
 async def test_credentials_are_records_in_the_log_and_survive_a_restart(tmp_path, start_server) -> None:
-    from coordinator.runtime.server import CoordinatorServer
+    from coordinator.node.server import CoordinatorServer
     from tests.security.conftest import security_config
 
     overrides = {"sasl.enabled.mechanisms": "SCRAM-SHA-512"}

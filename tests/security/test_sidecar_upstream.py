@@ -161,7 +161,7 @@ def test_a_sidecars_own_listeners_serve_tls_and_sasl_like_its_first_listener(tmp
 def test_upstream_credentials_belong_to_each_sidecar_not_to_the_process(tmp_path, certs) -> None:
     """Two sidecars in one process (tests, embedding) keep their own upstream security: building
     the second does not change how the first connects."""
-    from coordinator.runtime.server import CoordinatorServer
+    from coordinator.node.server import CoordinatorServer
     from tests.security.conftest import security_config
 
     secured = CoordinatorServer(security_config(tmp_path / "a", "PLAINTEXT://127.0.0.1:0", **{

@@ -13,6 +13,7 @@ from coordinator.security.requests import (
     ScramDeletion,
     ScramUpsertion,
 )
+from coordinator.security.store import SecurityStore, security_of
 from tests.core.harness import Harness
 
 READ_G = AclBinding(3, "g", 3, "User:alice", "*", 3, 3)
@@ -24,33 +25,33 @@ def _upsert(user: str, password: str) -> ScramUpsertion:
 
 
 def test_credentials_and_acls_replay_to_the_live_state() -> None:
-    h = Harness()
+    h = Harness(services=lambda: (SecurityStore(),))
     ref = h.next_ref()
     h.send(AlterScramCredentials(ref, (), (_upsert("alice", "pw"), _upsert("bob", "pw"))))
     assert [r.error_code for r in h.reply(ref).results] == [0, 0]
-    credential = h.shard.security.credentials["alice", 2]
+    credential = security_of(h.shard).credentials["alice", 2]
     assert credential == scram.new_credential(scram.SCRAM_SHA_512, "pw", 4096, b"0123456789abcdef")
     ref = h.next_ref()
     h.send(AlterScramCredentials(ref, (ScramDeletion("bob", 2),), ()))
-    assert ("bob", 2) not in h.shard.security.credentials
+    assert ("bob", 2) not in security_of(h.shard).credentials
     ref = h.next_ref()
     h.send(CreateAcls(ref, (READ_G, READ_G._replace(resource_name="h"))))
     ref = h.next_ref()
     h.send(DeleteAcls(ref, (AclFilter(3, "h", 1, None, None, 1, 1),)))
-    assert h.shard.security.acls == {READ_G}
+    assert security_of(h.shard).acls == {READ_G}
     h.check()  # replaying every record gives the same store
     restarted = h.restart()
-    assert restarted is not None and h.shard.security.acls == {READ_G}
+    assert restarted is not None and security_of(h.shard).acls == {READ_G}
     # A replayed record is durable: the edges' view has it at once.
-    assert h.shard.security.credential("alice", 2) == credential
-    assert h.shard.security.index.authorize("User:alice", "h1", 3, 3, "g", False)
+    assert security_of(h.shard).credential("alice", 2) == credential
+    assert security_of(h.shard).index.authorize("User:alice", "h1", 3, 3, "g", False)
 
 
 def test_a_live_change_reaches_the_edges_view_only_when_published() -> None:
     """The core sees a change at once; SASL and the authorizer only after `publish(mark)`, which
     the runtime calls when the entry carrying the change is durable."""
-    h = Harness()
-    store = h.shard.security
+    h = Harness(services=lambda: (SecurityStore(),))
+    store = security_of(h.shard)
     assert store.mark() is None
     ref = h.next_ref()
     h.send(AlterScramCredentials(ref, (), (_upsert("alice", "pw"),)))
@@ -78,7 +79,7 @@ def test_a_live_change_reaches_the_edges_view_only_when_published() -> None:
 
 
 def test_more_than_ten_thousand_new_acls_in_one_request_write_nothing() -> None:
-    h = Harness()
+    h = Harness(services=lambda: (SecurityStore(),))
     ref = h.next_ref()
     many = tuple(READ_G._replace(resource_name=f"g{i}") for i in range(10_001))
     result = h.send(CreateAcls(ref, many))

@@ -29,6 +29,7 @@ from coordinator.runtime.durable import DurableSink
 from coordinator.runtime.shard import ShardRuntime
 from coordinator.security import requests as core
 from coordinator.security.acls import AclBinding
+from coordinator.security.store import SecurityStore, security_of
 from coordinator.shards import security_channel
 from coordinator.shards.security_channel import SecurityChannel, SecurityForwarder
 from coordinator.shards.security_mirror import SecurityMirror
@@ -95,7 +96,7 @@ async def shard0(tmp_path: Path) -> AsyncIterator[tuple[Path, ShardRuntime]]:
     log = await asyncio.to_thread(RecordLog.open, RealFileSystem(), str(root / "log"))
     committer = GroupCommitter(log, on_fatal=lambda exc: None)
     committer.start()
-    runtime = ShardRuntime(CoordinatorShard(), DurableSink(committer))
+    runtime = ShardRuntime(CoordinatorShard(services=(SecurityStore(),)), DurableSink(committer))
     await runtime.start()
     channel = SecurityChannel(root, lambda: runtime, lambda: committer.log.durable_end)
     await channel.start()
@@ -115,7 +116,7 @@ async def test_a_forwarded_write_is_shard_0s_and_in_the_copy_when_answered(shard
     assert (root / "security.sock").stat().st_mode & 0o777 == 0o600
     created = await forwarder.forward("User:admin", core.CreateAcls(0, (ACL,)))
     assert created == core.CreateAclsResponse(((ErrorCode.NONE, None),))
-    assert runtime.core.security.acls == {ACL}
+    assert security_of(runtime.core).acls == {ACL}
     assert mirror.store.acls == {ACL}  # no tail interval: the answer waited for the copy
     deleted = await forwarder.forward("User:admin", core.DeleteAcls(0, (
         core.AclFilter(1, None, 1, None, None, 1, 1),)))
@@ -131,7 +132,7 @@ async def test_the_channel_serves_only_the_security_writes(shard0) -> None:
     await writer.drain()
     assert await asyncio.wait_for(reader.read(), 5) == b""  # dropped, nothing answered
     writer.close()
-    assert runtime.core.security.acls == set()
+    assert security_of(runtime.core).acls == set()
 
 
 async def test_shard_0_unreachable_is_request_timed_out(tmp_path: Path, monkeypatch) -> None:

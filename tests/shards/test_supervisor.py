@@ -19,8 +19,8 @@ from typing import Any
 import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
+from coordinator.node.supervisor import try_lock
 from coordinator.recordlog.lock import LOCK_FILE_NAME
-from coordinator.shards.supervisor import try_lock
 from tests.shards.supervised import Supervised, create_topics, free_ports, gone, group_on_shard
 from tests.support.server import http_get, wait_until
 from tests.support.wire import WireClient, request

@@ -4,7 +4,7 @@ and the one the port rule gives the broker (base port + KAFKA_NODE_ID)."""
 
 from __future__ import annotations
 
-from coordinator.config import parse_host_port
+from coordinator.settings import parse_host_port
 from tests.ops.test_compose import interpolate, published, services
 
 

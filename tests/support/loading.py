@@ -9,11 +9,11 @@ fall everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from coordinator.core.config import GroupConfig
 from coordinator.core.records import Record, encode_record
-from coordinator.core.shard import CoordinatorShard
+from coordinator.core.shard import CoordinatorShard, ShardService
 from coordinator.recordlog import FlushPolicy, LogConfig, LogRecord, MemoryFileSystem, RecordLog
 from coordinator.recordlog.segments import recover
 from coordinator.runtime.ownership import Replayer
@@ -22,8 +22,9 @@ LOG_DIR = "/log"
 
 
 def loaded(entries: Iterable[Sequence[Record]], config: GroupConfig, *, window: int = 5,
-           read_chunk: int = 512) -> CoordinatorShard:
-    """A fresh shard that loaded ``entries`` (each a non-empty or empty group of records)."""
+           read_chunk: int = 512, services: Callable[[], Sequence[ShardService]] = tuple) -> CoordinatorShard:
+    """A fresh shard that loaded ``entries`` (each a non-empty or empty group of records), with
+    the shard services ``services()`` makes (none by default)."""
     fs = MemoryFileSystem()
     writer = RecordLog.open(fs, LOG_DIR, config=LogConfig(flush_policy=FlushPolicy.NONE, segment_bytes=4096))
     written = 0
@@ -32,7 +33,7 @@ def loaded(entries: Iterable[Sequence[Record]], config: GroupConfig, *, window: 
             writer.append([LogRecord(*encode_record(record)) for record in records], 0)
             written += len(records)
     writer.close()
-    shard = CoordinatorShard(config)
+    shard = CoordinatorShard(config, services=services())
     replayer = Replayer(shard)
     recover(fs, LOG_DIR, load=replayer, window=window, read_chunk=read_chunk)
     assert replayer.records == written and replayer.skipped_unknown == 0

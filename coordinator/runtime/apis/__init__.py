@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from ..registry import ApiHandler
+from ...api.registry import ApiHandler
 from . import (
     api_versions,
     classic_groups,

@@ -18,8 +18,8 @@ from protocol.codec import API_VERSIONS_KEY, DecodedRequest
 from protocol.errors import ErrorCode
 from protocol.private import NAMES as PRIVATE_APIS
 
-from ..registry import ApiHandler, RequestContext
-from .common import respond, response_class
+from ...api.registry import ApiHandler, RequestContext
+from ...api.respond import respond, response_class
 
 MIN_VERSION, MAX_VERSION = 0, 4
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")

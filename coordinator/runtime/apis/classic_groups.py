@@ -22,8 +22,8 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ...api.registry import ApiHandler, RequestContext
 from ...core import requests as core
-from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .group_api import group_api, ms
 from .group_owner import Owns

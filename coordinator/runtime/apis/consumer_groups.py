@@ -23,11 +23,11 @@ from typing import Any
 
 import msgspec
 
+from ...api.registry import ApiHandler, RequestContext
 from ...catalog.catalog import Topic, TopicChange
 from ...core import requests as core
 from ...core.consumer.topics import TopicInfo
 from ...security.operations import NOT_REQUESTED
-from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .group_admin import ALL_GROUP_OPERATIONS
 from .group_api import group_api, ms

@@ -13,9 +13,9 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ...api.registry import ApiHandler, RequestContext
+from ...api.respond import respond
 from ...security.operations import NOT_REQUESTED, cluster_operations
-from ..registry import ApiHandler, RequestContext
-from .common import respond
 from .view import NodeView
 
 DESCRIBE_CLUSTER_KEY = 60

@@ -22,10 +22,10 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ...api.registry import ApiHandler, RequestContext
+from ...api.respond import respond
 from ...security.authorizer import DESCRIBE, TRANSACTIONAL_ID, allowed
 from ...security.authorizer import GROUP as GROUP_RESOURCE
-from ..registry import ApiHandler, RequestContext
-from .common import respond
 from .view import NodeView
 
 FIND_COORDINATOR_KEY = 10

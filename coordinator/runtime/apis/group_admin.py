@@ -16,10 +16,10 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ...api.registry import ApiHandler, RequestContext
 from ...core import requests as core
 from ...security.acls import ResourceType
 from ...security.operations import ALL_OPERATIONS, NOT_REQUESTED
-from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .group_api import group_api
 from .group_owner import Owns

@@ -32,11 +32,11 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ...api.registry import ApiHandler, Deferred, RequestContext
+from ...api.respond import respond
 from ...security.checks import CHECKS, Check, Merge
 from ...security.checks import Answered as AnsweredByCheck
-from ..registry import ApiHandler, Deferred, RequestContext
 from ..shard import Answered, ShardRuntime
-from .common import respond
 from .group_owner import Owns, ownership_checks
 
 ToCore = Callable[[RequestContext, Any, int], Any]

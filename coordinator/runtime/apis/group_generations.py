@@ -18,8 +18,8 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.private import DESCRIBE_GROUP_GENERATIONS
 
+from ...api.registry import ApiHandler, RequestContext
 from ...core import requests as core
-from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .group_api import group_api
 from .group_owner import Owns

@@ -30,9 +30,9 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.private import DESCRIBE_GROUP_GENERATIONS
 
+from ...api.registry import RequestContext
 from ...security.checks import Answered, Decision, Filtered
 from ...shards.placement import ShardLayout
-from ..registry import RequestContext
 
 NOT_COORDINATOR = ErrorCode.NOT_COORDINATOR
 NOT_REQUESTED = -(2**31)

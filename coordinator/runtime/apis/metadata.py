@@ -31,12 +31,12 @@ from typing import Any
 
 from protocol.errors import ErrorCode, MalformedRequest
 
+from ...api.registry import ApiHandler, RequestContext
+from ...api.respond import respond
 from ...catalog import CatalogError, Topic
 from ...logging import get_logger
 from ...security.authorizer import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC, allowed
 from ...security.operations import NOT_REQUESTED, authorized_operations, cluster_operations
-from ..registry import ApiHandler, RequestContext
-from .common import respond
 from .view import NodeView
 
 log = get_logger("coordinator.metadata")

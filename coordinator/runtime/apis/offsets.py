@@ -32,9 +32,9 @@ from uuid import UUID
 
 from protocol.errors import ErrorCode
 
+from ...api.registry import ApiHandler, RequestContext
 from ...core import requests as core
 from ...security.checks import Answered, Decision, Filtered
-from ..registry import ApiHandler, RequestContext
 from ..shard import ShardRuntime
 from .group_api import group_api, ms
 from .group_owner import Owns

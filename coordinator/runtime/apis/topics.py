@@ -28,11 +28,11 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ...api.registry import ApiHandler, RequestContext
+from ...api.respond import respond
 from ...catalog import CatalogError
 from ...logging import get_logger
 from ...security.authorizer import CLUSTER, CLUSTER_NAME, CREATE, DELETE, TOPIC, allowed
-from ..registry import ApiHandler, RequestContext
-from .common import respond
 from .view import NodeView
 
 log = get_logger("coordinator.topics")

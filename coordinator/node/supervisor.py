@@ -53,13 +53,12 @@ from pathlib import Path
 
 from ..config import Config
 from ..logging import get_logger
-from ..metrics import MetricsServer
+from ..metrics import METRICS_PORT_FILE, MetricsServer
 from ..runtime.ownership import STANDBY_POLL_S
-from ..runtime.server import METRICS_PORT_FILE
 from ..runtime.startup_checks import StartupError, prepare_data_dir
-from . import scrape
-from .placement import LayoutError, ShardLayout, read_layout, shard_data_dir
-from .reshard import ensure_layout
+from ..shards import scrape
+from ..shards.placement import LayoutError, ShardLayout, read_layout, shard_data_dir
+from ..shards.reshard import ensure_layout
 
 log = get_logger("coordinator.supervisor")
 

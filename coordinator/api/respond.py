@@ -1,4 +1,5 @@
-"""Helpers shared by the API modules."""
+"""The one way a handler answers: a version-free description turned into the response of the
+request's API and version."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from protocol.build import build
 from protocol.codec import encode_described
 from protocol.schemas import response_schema
 
-from ..registry import RequestContext
+from .registry import RequestContext
 
 
 @cache

@@ -12,7 +12,8 @@ A standby opens its metrics listener at once, so /healthz answers while it waits
 ready) -- unless the address is taken, which with the default settings means the active process on
 the same host holds it: then the standby opens it when it takes over. Anything that stops start-up
 (a port in use, a data directory that is not a writable directory, a corrupt catalog) raises
-`StartupError` (`startup_checks.py`, with the checks of the data directory), which the command line
+`StartupError` (`runtime/startup_checks.py`, with the checks of the data directory; the checks that know the
+shards and the sidecar are `node/startup_checks.py`), which the command line
 prints as one line and exit code 2.
 
 `stop()` stops accepting, lets the request in flight on every connection finish (bounded by
@@ -37,6 +38,7 @@ from typing import Any
 from protocol.codec import RequestCodec
 
 from .. import metrics
+from ..api.registry import ApiRegistry
 from ..catalog import TopicCatalog, TopicSource
 from ..config import Config
 from ..core.config import GroupConfig
@@ -59,13 +61,40 @@ from ..recordlog import (
     try_lock_data_dir,
 )
 from ..recordlog.segments import list_segments
+from ..runtime import durable, gc_policy, group_metrics, kafka_metrics, ownership
+from ..runtime.apis import (
+    Node,
+    NodeView,
+    TopicDefaults,
+    bootstrap_handlers,
+    consumer_groups,
+    group_handlers,
+)
+from ..runtime.apis.group_owner import owner
+from ..runtime.apis.view import cluster_nodes
+from ..runtime.connection import ConnectionServices, KafkaConnection
+from ..runtime.connection_table import ConnectionTable
+from ..runtime.durable import DurableSink
+from ..runtime.shard import ShardRuntime
+from ..runtime.startup_checks import (
+    StartupError,
+    check_log_dir_kept,
+    directory_identity,
+    prepare_data_dir,
+    reason,
+)
 from ..security.apis import security_handlers
 from ..security.authorizer import Authorizer
 from ..security.failures import AuthenticationFailures
 from ..security.gate import ListenerGate, SecurityConfigError, build_gates
 from ..security.listeners import Listener
-from ..security.settings import AuthorizerConfig, ConnectionLimits
-from ..security.store import SecurityStore
+from ..security.settings import (
+    AuthorizerConfig,
+    ConnectionLimits,
+    ListenerSecurityConfig,
+    UpstreamSecurityConfig,
+)
+from ..security.store import SecurityStore, security_of
 from ..security.upstream import upstream_security
 from ..shards.placement import LayoutError, ShardLayout, shard_data_dir
 from ..shards.security_channel import SecurityChannel, SecurityForwarder
@@ -74,29 +103,10 @@ from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
 from ..sidecar.topics_changed import TopicsChanged
-from . import durable, gc_policy, group_metrics, kafka_metrics, ownership
-from .apis import Node, NodeView, TopicDefaults, bootstrap_handlers, consumer_groups, group_handlers
-from .apis.group_owner import owner
-from .apis.view import cluster_nodes
-from .connection import KafkaConnection
-from .connection_table import ConnectionTable
-from .durable import DurableSink
-from .registry import ApiRegistry
-from .shard import ShardRuntime
-from .startup_checks import (
-    StartupError,
-    check_layout,
-    check_log_dir_kept,
-    check_sidecar_shards,
-    directory_identity,
-    prepare_data_dir,
-    reason,
-)
+from .startup_checks import check_layout, check_sidecar_shards
 
 log = get_logger("coordinator.server")
 
-METRICS_PORT_FILE = "metrics.port"
-"""Written in a shard's directory when there are several shards: its metrics listener's port."""
 
 
 class CoordinatorServer:
@@ -145,18 +155,21 @@ class CoordinatorServer:
             if self.layout.shards > 1:
                 check_sidecar_shards(sidecar, self.layout.shards)
             try:  # the coordinator's own credentials upstream
-                security = upstream_security(config)
+                security = upstream_security(config.build(UpstreamSecurityConfig))
             except SecurityConfigError as exc:
                 raise StartupError(str(exc)) from exc
-            self.sidecar = Sidecar(config, node_id, self._coordinator_nodes, self._connection_factory,
-                                   lambda: self.shard, owns,
+            self.sidecar = Sidecar(sidecar, (config.listen[0], config.advertised[0]), node_id,
+                                   self._coordinator_nodes, self._connection_factory, lambda: self.shard, owns,
                                    TopicsChanged(self.root) if self.layout.shards > 1 else None, security,
-                                   connections=lambda: self.connections)
+                                   connections=lambda: self.connections,
+                                   authorizer=config.build(AuthorizerConfig).enabled)
         self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
         # What each listener asks of its connections (TLS, SASL); a bad key file or mechanism
         # stops start-up here, before anything is opened.
         try:
-            self.gates: dict[str, ListenerGate] = build_gates(config, self._security_store, self.wait_loaded)
+            self.gates: dict[str, ListenerGate] = build_gates(
+                [(listener, config.for_listener(ListenerSecurityConfig, listener), config.jaas_config(listener, "PLAIN"))
+                 for listener in config.listeners], self._security_store, self.wait_loaded)
         except SecurityConfigError as exc:
             raise StartupError(str(exc)) from exc
         # SCRAM credentials and ACLs are records of shard 0's log alone: shard 0 serves the other
@@ -200,6 +213,10 @@ class CoordinatorServer:
         self.registry = ApiRegistry(handlers)
         self.codec = RequestCodec(self.registry.version_ranges())
         self.connections = ConnectionTable(config["max.connections"], self.limits, config["queued.max.request.bytes"])
+        self.connection_services = ConnectionServices(
+            config["socket.request.max.bytes"], self.connections, self.codec, self.registry, self.authorizer,
+            self.auth_failures, self.wait_loaded)
+        """What each connection is given of this node (never the server itself)."""
         self._ids = itertools.count(1)
         self._servers: dict[str, asyncio.Server] = {}
         self._loaded_event = asyncio.Event()
@@ -262,7 +279,7 @@ class CoordinatorServer:
         on shard k >= 1 of several its copy of shard 0's (read before `_loaded` is set)."""
         if not self._loaded or self.shard is None:
             return None
-        return self.security_mirror.store if self.security_mirror is not None else self.shard.core.security
+        return self.security_mirror.store if self.security_mirror is not None else security_of(self.shard.core)
 
     @property
     def metrics_port(self) -> int | None:
@@ -369,7 +386,8 @@ class CoordinatorServer:
         if route is None and self.sidecar is not None:
             route = self.sidecar.route(None)  # the coordinator's own listener forwards to any broker
         # The sidecar's per-broker listeners serve as the first listener does.
-        return KafkaConnection(self, next(self._ids), route, gate or self.gates[self.listeners[0].name])
+        return KafkaConnection(self.connection_services, next(self._ids), route,
+                               gate or self.gates[self.listeners[0].name])
 
     def _data_dir_free(self) -> bool:
         """Whether no other process owns the data directory now (we would not be a standby)."""
@@ -398,7 +416,7 @@ class CoordinatorServer:
             raise StartupError(f"metrics.listen {self.config['metrics.listen']}: {reason(exc)}") from exc
         self._metrics_server = server
         if self.layout.shards > 1:  # the supervisor scrapes each shard's endpoint
-            _write_atomically(self.data_dir / METRICS_PORT_FILE, str(server.port))
+            _write_atomically(self.data_dir / metrics.METRICS_PORT_FILE, str(server.port))
 
     async def _load_shard(self, core: CoordinatorShard, copied: asyncio.Future[None] | None = None) -> None:
         """Start serving the loaded core: the new owner's CoordinatorEpoch is made durable first,
@@ -437,7 +455,8 @@ class CoordinatorServer:
         self._loaded_event.set()
 
     def _new_core(self) -> CoordinatorShard:
-        return CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns)
+        return CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns,
+                                services=(SecurityStore(),))
 
     async def _reload_core(self) -> tuple[CoordinatorShard, list[Any]]:
         """A core loaded from the log as it is on disk now, and the topic snapshot to hand it
