@@ -1,0 +1,191 @@
+"""The direct decoders of `protocol.fastdecode` give exactly what kio's readers give: for every API
+version they cover, a random valid request (encoded by kio) decodes to the same `DecodedRequest`
+with and without them, and a truncated or corrupted one gets the same outcome on both paths (the
+same request, or a refusal). Only Kafka's string rule is theirs to refuse: a compact string over
+32,767 bytes."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import struct
+import uuid
+from types import NoneType, UnionType
+from typing import Any, get_args, get_origin
+from unittest.mock import patch
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from protocol.build import build
+from protocol.codec import DecodedRequest, RequestCodec, encode_request
+from protocol.errors import MalformedRequest, ProtocolError
+from protocol.fastdecode import DECODERS
+from protocol.schemas import request_schema
+
+CODEC = RequestCodec({8: (0, 10), 12: (0, 4), 68: (0, 1)})
+CASES = sorted(DECODERS)
+
+int32s = st.integers(-(2**31), 2**31 - 1)
+int64s = st.integers(-(2**63), 2**63 - 1)
+texts = st.text(max_size=40) | st.text(min_size=100, max_size=400)  # one- and two-byte lengths
+client_ids = st.none() | st.text(max_size=30)
+
+
+def _unwrap(tp: Any) -> tuple[Any, bool]:
+    if get_origin(tp) is UnionType and NoneType in get_args(tp):
+        return next(a for a in get_args(tp) if a is not NoneType), True
+    return tp, False
+
+
+def _value(spec: dataclasses.Field[Any], tp: Any) -> st.SearchStrategy[Any]:
+    """Any valid value of one field, from kio's declaration of it."""
+    tp, nullable = _unwrap(tp)
+    kafka_type = spec.metadata.get("kafka_type")
+    if get_origin(tp) is tuple:
+        inner = _unwrap(get_args(tp)[0])[0]
+        element = entities(inner) if dataclasses.is_dataclass(inner) else _value(spec, inner)
+        values: st.SearchStrategy[Any] = st.lists(element, max_size=4).map(tuple)
+    elif kafka_type == "string":
+        values = texts
+    elif kafka_type == "int32":
+        values = int32s
+    elif kafka_type == "int64":
+        values = int64s
+    elif kafka_type == "timedelta_i32":
+        values = int32s.map(lambda ms: datetime.timedelta(milliseconds=ms))
+    elif kafka_type == "timedelta_i64":  # longer ones are left to kio (below)
+        values = st.integers(-(2**53), 2**53).map(lambda ms: datetime.timedelta(milliseconds=ms))
+    elif kafka_type == "uuid":
+        values = st.uuids() | st.just(uuid.UUID(int=0))
+    else:
+        raise AssertionError(f"no strategy for {kafka_type} ({spec.name})")
+    return st.none() | values if nullable else values
+
+
+def entities(cls: Any) -> st.SearchStrategy[Any]:
+    fields = {spec.name: _value(spec, spec.type) for spec in dataclasses.fields(cls)}
+    return st.fixed_dictionaries(fields).map(lambda kwargs: cls(**kwargs))
+
+
+@st.composite
+def frames(draw: st.DrawFn) -> tuple[int, int, bytes]:
+    api_key, version = draw(st.sampled_from(CASES))
+    body = draw(entities(request_schema(api_key, version)))
+    frame = encode_request(api_key, draw(int32s), draw(client_ids), body)[4:]
+    return api_key, version, frame
+
+
+def kio_only(frame: bytes) -> DecodedRequest:
+    """The codec as it decodes every other request: kio, after `guard.py`."""
+    with patch.dict(DECODERS, {}, clear=True):
+        return CODEC.decode(frame)
+
+
+def outcome(decode: Any, frame: bytes) -> DecodedRequest | str:
+    try:
+        decoded: DecodedRequest = decode(frame)
+    except ProtocolError as exc:  # anything else escaping fails the test
+        return type(exc).__name__
+    return decoded
+
+
+def test_the_hot_requests_have_direct_decoders_at_every_served_version() -> None:
+    assert set(DECODERS) == {(12, v) for v in range(5)} | {(68, v) for v in (0, 1)} | {(8, v) for v in range(2, 11)}
+
+
+@settings(max_examples=400)
+@given(frames())
+def test_valid_requests_decode_as_kio_decodes_them(case: tuple[int, int, bytes]) -> None:
+    api_key, version, frame = case
+    assert DECODERS[(api_key, version)](frame) is not None  # taken, not handed to kio
+    fast = CODEC.decode(frame)
+    assert fast == kio_only(frame)
+    assert type(fast.body) is type(kio_only(frame).body)
+
+
+@settings(max_examples=400)
+@given(frames(), st.data())
+def test_truncated_and_corrupted_requests_get_kios_outcome(case: tuple[int, int, bytes], data: st.DataObject) -> None:
+    _, _, frame = case
+    damaged = bytearray(frame)
+    how = data.draw(st.sampled_from(["truncate", "overwrite", "append"]))
+    if how == "truncate":
+        del damaged[data.draw(st.integers(8, len(frame) - 1)):]
+    elif how == "overwrite":
+        for _ in range(data.draw(st.integers(1, 3))):
+            damaged[data.draw(st.integers(8, len(frame) - 1))] = data.draw(st.sampled_from([0, 1, 0x7F, 0x80, 0xFF]) |
+                                                                             st.integers(0, 255))
+    else:
+        damaged += data.draw(st.binary(min_size=1, max_size=8))
+    assert outcome(CODEC.decode, bytes(damaged)) == outcome(kio_only, bytes(damaged))
+
+
+def _flexible(api_key: int, version: int, fields: dict[str, Any]) -> bytes:
+    return encode_request(api_key, 1, "c", build(request_schema(api_key, version), fields))[4:]
+
+
+@pytest.mark.parametrize(("api_key", "version", "fields", "refusal"), [
+    (12, 4, {"group_id": "g" * 40_000, "generation_id": 1, "member_id": "m"}, "groupId had invalid length 40000"),
+    (12, 4, {"group_id": "g", "generation_id": 1, "member_id": "m", "group_instance_id": "i" * 32_768},
+     "groupInstanceId had invalid length 32768"),
+    (68, 1, {"group_id": "g", "member_id": "m", "member_epoch": 1, "subscribed_topic_names": ["t" * 33_000],
+             "topic_partitions": None}, "subscribedTopicNames had invalid length 33000"),
+    (8, 9, {"group_id": "g", "member_id": "m", "topics": [{"name": "t", "partitions": [
+        {"partition_index": 0, "committed_offset": 1, "committed_metadata": "x" * 32_768}]}]},
+     "committedMetadata had invalid length 32768"),
+])
+def test_a_compact_string_over_32767_bytes_is_refused_as_kafka_refuses_it(
+        api_key: int, version: int, fields: dict[str, Any], refusal: str) -> None:
+    frame = _flexible(api_key, version, fields)
+    with pytest.raises(MalformedRequest, match=f"^string field {refusal}$"):
+        DECODERS[(api_key, version)](frame)
+    with pytest.raises(MalformedRequest, match=f"^string field {refusal}$"):
+        CODEC.decode(frame)
+
+
+def test_a_compact_string_of_32767_bytes_is_read() -> None:
+    frame = _flexible(12, 4, {"group_id": "g" * 32_767, "generation_id": 1, "member_id": "m"})
+    decoded = DECODERS[(12, 4)](frame)
+    assert decoded is not None
+    assert decoded[1].group_id == "g" * 32_767
+
+
+def test_a_tagged_field_is_left_to_kio() -> None:
+    frame = _flexible(12, 4, {"group_id": "g", "generation_id": 1, "member_id": "m"})
+    tagged = frame[:-1] + b"\x01" + b"\x05\x02ab"  # one unknown tag (5) of two bytes
+    assert DECODERS[(12, 4)](tagged) is None
+    assert outcome(CODEC.decode, tagged) == outcome(kio_only, tagged) == "MalformedRequest"  # kio's answer
+
+
+@pytest.mark.parametrize("ms", [2**53 + 1, 9_223_372_036_854_775, 9_223_372_036_854_776, -(2**63)])
+def test_a_retention_time_past_285000_years_is_left_to_kio(ms: int) -> None:
+    frame = encode_request(8, 1, "c", build(request_schema(8, 2), {"group_id": "g", "member_id": "m", "topics": []}))[4:]
+    at = frame.index(b"\xff" * 8)  # retention time -1, after the group id and member id
+    odd = frame[:at] + struct.pack(">q", ms) + frame[at + 8:]
+    assert DECODERS[(8, 2)](odd) is None
+    assert outcome(CODEC.decode, odd) == outcome(kio_only, odd)
+
+
+def test_an_array_count_above_the_bytes_left_is_refused_by_the_guard() -> None:
+    frame = _flexible(8, 8, {"group_id": "g", "member_id": "m", "topics": []})
+    huge = frame[:-2] + b"\xff\xff\xff\xff\x0f" + frame[-1:]  # topics: 4 billion
+    assert DECODERS[(8, 8)](huge) is None
+    with pytest.raises(MalformedRequest, match="Tried to allocate a collection of size"):
+        CODEC.decode(huge)
+
+
+def test_the_steady_heartbeats_take_the_direct_path() -> None:
+    """What the bench measures: steady Heartbeat v4 and ConsumerGroupHeartbeat v1, a simple commit."""
+    for api_key, version, fields in [
+        (12, 4, {"group_id": "g1", "generation_id": 3, "member_id": "m-1"}),
+        (68, 1, {"group_id": "g1", "member_id": "m-1", "member_epoch": 7, "topic_partitions": None}),
+        (8, 8, {"group_id": "g1", "member_id": "", "generation_id_or_member_epoch": -1, "topics": [
+            {"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 10}]}]}),
+    ]:
+        frame = _flexible(api_key, version, fields)
+        decoded = DECODERS[(api_key, version)](frame)
+        assert decoded is not None
+        assert decoded == ("c", kio_only(frame).body)
+        assert struct.unpack_from(">h", frame)[0] == api_key
