@@ -19,10 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.build import build
-from protocol.codec import DecodedRequest, RequestCodec, encode_request
+from protocol.codec import DecodedRequest, RequestCodec
 from protocol.errors import MalformedRequest, ProtocolError
-from protocol.fastdecode import DECODERS
+from protocol.fastdecode import DECODERS, _has_array
 from protocol.schemas import request_schema
+from tests.support.wire import encode_request
 
 CODEC = RequestCodec({8: (0, 10), 12: (0, 4), 68: (0, 1)})
 CASES = sorted(DECODERS)
@@ -93,6 +94,12 @@ def outcome(decode: Any, frame: bytes) -> DecodedRequest | str:
 
 def test_the_hot_requests_have_direct_decoders_at_every_served_version() -> None:
     assert set(DECODERS) == {(12, v) for v in range(5)} | {(68, v) for v in (0, 1)} | {(8, v) for v in range(2, 11)}
+
+
+def test_the_guard_walks_the_requests_with_arrays_and_never_a_heartbeat() -> None:
+    assert not any(_has_array(request_schema(12, v)) for v in range(5))
+    assert all(_has_array(request_schema(68, v)) for v in (0, 1))
+    assert all(_has_array(request_schema(8, v)) for v in range(2, 11))
 
 
 @settings(max_examples=400)
