@@ -33,11 +33,14 @@ from kio.serial import entity_reader
 
 from . import guard
 from .errors import ProtocolError
+from .guard import Walker
 from .schemas import request_schema
 
 MAX_STRING_LENGTH = 0x7FFF
 """The longest string Kafka's readers accept: a frame that could hold a longer one takes the general
 path, whose guard refuses it."""
+
+CONSUMER_GROUP_HEARTBEAT = 68
 
 Decoded = tuple[str, Any]
 """The header's client id and the body entity."""
@@ -49,6 +52,31 @@ def _has_array(schema: Any) -> bool:
                for tp in (spec.type for spec in dataclasses.fields(schema)))
 
 
+def _steady_or_walked(version: int, walk: Walker) -> Walker:
+    """ConsumerGroupHeartbeat's memory check. A steady heartbeat (nothing changed since the last
+    one: instance and rack ids, subscription, regex, assignor and owned partitions all null) has
+    both its arrays null and its two strings under 127 bytes: nothing for the guard to refuse, seen
+    from the frame's tail without walking it (the walk costs more than kio's read of the body).
+    Any other frame is walked."""
+    tail = bytes(5 if version >= 1 else 4)  # names, (regex,) assignor, owned partitions: null; no tags
+
+    def check(d: bytes, start: int) -> int:
+        b = d[start]
+        if b < 0x80:  # group id: a one-byte length
+            p = start + (b or 1)
+            b = d[p]
+            if b < 0x80:  # member id too, then the member epoch
+                p += (b or 1) + 4
+                if d[p:p + 2] == _TWO_NULLS and d[p + 6:] == tail:  # instance, rack; timeout; the rest
+                    return p
+        return walk(d, start)
+
+    return check
+
+
+_TWO_NULLS = bytes(2)
+
+
 def _decoder(api_key: int, version: int) -> Decoder:
     schema = request_schema(api_key, version)
     flexible = bool(schema.__flexible__)
@@ -56,6 +84,8 @@ def _decoder(api_key: int, version: int) -> Decoder:
     # The guard's memory check where the request has arrays; Heartbeat has none, and only a frame
     # too big for the string rule goes through the guard (on the general path).
     walk = guard.walker(api_key, version) if _has_array(schema) else None
+    if walk is not None and api_key == CONSUMER_GROUP_HEARTBEAT:
+        walk = _steady_or_walked(version, walk)
 
     def decode(d: bytes) -> Decoded | None:
         # Request header v1/v2 after key, version, correlation id: client id (INT16 length), then
