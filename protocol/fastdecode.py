@@ -10,15 +10,17 @@ instructions, the plan look-up 1,500, `guard.check` 2,100, the body reader 4,200
 So these decoders, one per (key, version), read the client id straight from the frame, hand the
 body's offset to the guard's walker when the request has arrays (the same memory check as
 `guard.check`, without its second header parse) and call kio's native body reader: the same entity,
-from the same reader. Decoding the body with `struct` in Python was tried first and was slower than
+from the same reader. A steady ConsumerGroupHeartbeat (both arrays null) is recognised from its
+tail and not walked: the walk cost more than kio's read of the body, and such a frame has no count
+to refuse. Decoding the body with `struct` in Python was tried first and was slower than
 kio's native reader (27,200 against 14,900 instructions per Heartbeat v4 decode: each Python-level
 read and each slot set of the frozen entity costs more than kio's whole body): see BENCHMARKS.md.
 
 They read only what they are sure of. A client id that is null or of 256 bytes or more, tagged
 fields in the header, a frame that ends early, anything kio's reader refuses, and a Heartbeat frame
 big enough to hold a string over 32,767 bytes return None: the codec then decodes the frame on its
-general path, which decides every refusal (Heartbeat has no array, so only that path runs the
-guard's string check). `tests/protocol/test_fastdecode.py` proves with Hypothesis, for every version
+general path, which decides every refusal (Heartbeat has no array, so the guard's check of what
+Kafka's parsers refuse, string lengths included, runs on that path for the frames that need it). `tests/protocol/test_fastdecode.py` proves with Hypothesis, for every version
 covered, that random valid requests decode equal on both paths and that random truncations and
 corruptions get the same outcome (the same request, or a refusal).
 """
