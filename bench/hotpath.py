@@ -7,6 +7,10 @@ classic members joined and synced, KIP-848 members joined and reconciled, by `be
 the measured loop hands one `KafkaConnection` the members' steady-state heartbeat frames in windows
 of 16 (as the closed loop keeps 16 in flight per connection) and writes the responses to an
 in-memory transport: decode, adapter, shard, core, encode, metrics — no kernel, no client.
+The OffsetCommit loops commit the same offsets again and again: v8 as simple commits (no member,
+`bench/loadgen`'s commit templates), v9 as the joined KIP-848 members' commits of the partitions
+they own (sessions made long enough that the slow valgrind runs expire none); each commit also
+writes its record to the log (the committer's write and fsync run in their thread).
 
 Two measures:
 - wall time per request, the minimum over many short rounds (the least disturbed one);
@@ -40,26 +44,53 @@ import uvloop
 sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.loadgen import scenarios as sc
+from bench.loadgen.consumer import ConsumerMember
+from bench.loadgen.wire import OFFSET_COMMIT, decode_response, request
 from coordinator import logging as coordinator_logging
 from coordinator.config import resolve
 from coordinator.node.server import CoordinatorServer
 from coordinator.runtime.connection import KafkaConnection
 
 WINDOW = 16
-APIS = ("heartbeat", "consumer-group-heartbeat")
+APIS = ("heartbeat", "consumer-group-heartbeat", "offset-commit-v8", "offset-commit-v9")
+SESSION_MS = 3_600_000  # the commit loops feed no heartbeat: no member may expire under valgrind
 
 
 class MemoryTransport:
     """What `KafkaConnection` writes to, kept in memory (the measured loop has no socket)."""
 
-    def __init__(self) -> None:
+    def __init__(self, count: bool) -> None:
         self.writes = 0
+        self.last = b""
+        self.count = count
+        """Count the responses written (the commit loops wait for them; the heartbeat loops do not
+        pay for counting)."""
+        self.responses = 0
+        self._waiting: tuple[int, asyncio.Future[None]] | None = None
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return ("127.0.0.1", 1) if name == "peername" else default
 
     def write(self, data: bytes) -> None:
         self.writes += 1
+        self.last = data
+        if not self.count:
+            return
+        at = 0
+        while at < len(data):  # whole responses only, one or several a write
+            at += 4 + int.from_bytes(data[at:at + 4], "big")
+            self.responses += 1
+        if self._waiting is not None and self.responses >= self._waiting[0]:
+            self._waiting[1].set_result(None)
+            self._waiting = None
+
+    async def until(self, responses: int) -> None:
+        """Until `responses` responses in all have been written (without spinning: a reply that
+        waits for the log's fsync is written when the fsync thread reports)."""
+        if self.responses < responses:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiting = (responses, waiter)
+            await waiter
 
     def pause_reading(self) -> None: ...
 
@@ -74,26 +105,53 @@ async def _frames(server: CoordinatorServer, api: str, groups: int, per_group: i
     port = server.port
     if api == "heartbeat":
         return [t.data for t in await sc.join_classic(port, groups, per_group, {"t10": 10}, timeout=600)]
+    if api == "offset-commit-v8":
+        return [t.data for t in sc.commit_templates(groups * per_group, "t10")]
     members, _ = await sc.join_consumers(port, groups, per_group, "t10", 10, timeout=600)
+    if api == "offset-commit-v9":
+        return [_commit_v9(m) for m in members]
     return [m.template().data for m in members]
 
 
-def _windows(frames: list[bytes]) -> list[bytes]:
-    return [b"".join(frames[i:i + WINDOW]) for i in range(0, len(frames), WINDOW)]
+def _commit_v9(member: ConsumerMember) -> bytes:
+    """The member's commit of every partition it owns (of topic t10, the only one), at its epoch."""
+    owned = sorted(p for partitions in member.owned.values() for p in partitions)
+    return request(OFFSET_COMMIT, 9, {
+        "group_id": member.group_id, "generation_id_or_member_epoch": member.epoch, "member_id": member.member_id,
+        "group_instance_id": None, "topics": [{"name": "t10", "partitions": [
+            {"partition_index": p, "committed_offset": 1000 + p, "committed_leader_epoch": -1,
+             "committed_metadata": ""} for p in owned]}]}).data
 
 
-async def _feed(conn: KafkaConnection, windows: list[bytes], passes: int) -> int:
+def _windows(frames: list[bytes]) -> list[tuple[bytes, int]]:
+    """The frames in windows of WINDOW (the last may be shorter), each with its frame count."""
+    return [(b"".join(frames[i:i + WINDOW]), len(frames[i:i + WINDOW])) for i in range(0, len(frames), WINDOW)]
+
+
+async def _feed(conn: KafkaConnection, windows: list[tuple[bytes, int]], passes: int,
+                transport: MemoryTransport, wait: bool) -> int:
+    """`wait`: each window's responses are awaited before the next (commits wait for the log).
+    Returns the number of requests fed."""
+    fed = 0
+    expected = transport.responses
     for _ in range(passes):
-        for window in windows:
+        for window, count in windows:
             conn.data_received(window)
-            await asyncio.sleep(0)  # as between two reads of a socket
-    return passes * len(windows)
+            fed += count
+            if wait:
+                expected += count
+                await transport.until(expected)
+            else:
+                await asyncio.sleep(0)  # as between two reads of a socket
+    return fed
 
 
 async def measure(api: str, groups: int, per_group: int, rounds: int, count: int | None) -> None:
     workdir = tempfile.mkdtemp(prefix="hotpath-")
     overrides = {"group.initial.rebalance.delay.ms": "0", "group.consumer.heartbeat.interval.ms": "1000",
-                 "group.consumer.min.heartbeat.interval.ms": "1000"}
+                 "group.consumer.min.heartbeat.interval.ms": "1000",
+                 "group.consumer.session.timeout.ms": str(SESSION_MS),
+                 "group.consumer.max.session.timeout.ms": str(SESSION_MS)}
     config = resolve(environ={}, overrides=[f"{k}={v}" for k, v in overrides.items()],
                      flags={"listeners": "127.0.0.1:0", "metrics.listen": "127.0.0.1:0",
                             "log.dirs": os.path.join(workdir, "data")})
@@ -103,26 +161,38 @@ async def measure(api: str, groups: int, per_group: int, rounds: int, count: int
         await sc.create_topics(server.port, {"t10": 10})
         frames = await _frames(server, api, groups, per_group)
         windows = _windows(frames)
-        transport = MemoryTransport()
+        wait = api.startswith("offset-commit")
+        transport = MemoryTransport(count=wait)
         conn = KafkaConnection(server.connection_services, 1_000_000)
         conn.connection_made(transport)  # type: ignore[arg-type]
-        await _feed(conn, windows, 3)  # warm-up: every member's timer armed, caches filled
+        await _feed(conn, windows, 3, transport, wait)  # warm-up: every member's timer armed, caches filled
         if count is not None:  # under valgrind: a fixed amount of work, no timing
-            await _feed(conn, windows[:1], count)
+            await _feed(conn, windows[:1], count, transport, wait)
         else:
             best = float("inf")
             for _ in range(rounds):
                 started = time.perf_counter()
-                fed = await _feed(conn, windows, 2)
-                best = min(best, (time.perf_counter() - started) / (fed * WINDOW))
+                fed = await _feed(conn, windows, 2, transport, wait)
+                best = min(best, (time.perf_counter() - started) / fed)
             print(f"{api}: {best * 1e6:.2f} us/request (min of {rounds} rounds of {2 * len(frames)} requests)",
                   flush=True)
         if transport.writes == 0:
             raise RuntimeError("no response was written")
+        if api.startswith("offset-commit"):  # the loop measured commits that were accepted
+            _check_committed(int(api[-1]), bytes(transport.last))
         conn.connection_lost(None)
     finally:
         await server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _check_committed(version: int, written: bytes) -> None:
+    """The first response of the last write accepted every partition."""
+    size = int.from_bytes(written[:4], "big")
+    body = decode_response(OFFSET_COMMIT, version, written[4:4 + size])
+    errors = {p.error_code for t in body.topics for p in t.partitions}
+    if errors != {0}:
+        raise RuntimeError(f"OffsetCommit v{version} answered {errors}")
 
 
 def instructions(api: str, groups: int, per_group: int) -> None:
@@ -146,7 +216,7 @@ def instructions(api: str, groups: int, per_group: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--api", choices=[*APIS, "both"], default="both")
+    parser.add_argument("--api", choices=[*APIS, "all"], default="all")
     parser.add_argument("--groups", type=int, default=20, help="default 20 (2 with --instructions)")
     parser.add_argument("--per-group", type=int, default=10, help="default 10 (8 with --instructions)")
     parser.add_argument("--rounds", type=int, default=150)
@@ -155,7 +225,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, help=argparse.SUPPRESS)  # one valgrind run's windows
     args = parser.parse_args()
     coordinator_logging.configure("warning", json=True)
-    apis = APIS if args.api == "both" else (args.api,)
+    apis = APIS if args.api == "all" else (args.api,)
     for api in apis:
         if args.instructions:  # valgrind is ~50x slower: a smaller set-up (the loop is what counts)
             instructions(api, 2 if args.groups == 20 else args.groups, 8 if args.per_group == 10 else args.per_group)

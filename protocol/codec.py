@@ -2,6 +2,8 @@
 
 `RequestCodec` turns one frame into a `DecodedRequest` (header fields plus the kio request entity of
 the exact version) and a response entity into a framed byte string with the right header version.
+The hot requests are read by `fastdecode`'s direct decoders (the same entities), kio reads the rest
+and whatever those decoders do not vouch for.
 
 Rules (Kafka's `RequestHeader.json`, `ApiMessageType.requestHeaderVersion`, KIP-511):
 - request header v2 for flexible versions of an API, v1 otherwise (client id stays an int16 string);
@@ -31,6 +33,7 @@ from kio.serial import entity_reader, entity_writer
 
 from . import guard
 from .errors import MalformedRequest, UnknownApiKey, UnsupportedVersion
+from .fastdecode import DECODERS as FAST_DECODERS
 from .fastencode import ENCODERS as FAST_ENCODERS
 from .fastencode import Description
 from .framing import MIN_REQUEST_SIZE
@@ -86,6 +89,9 @@ class RequestCodec:
             raise UnsupportedVersion(
                 f"api key {api_key} version {api_version} is outside {low}..{high}"
             )
+        fast = FAST_DECODERS.get((api_key, api_version))
+        if fast is not None and (decoded := fast(frame)) is not None:  # the hot requests: `fastdecode`
+            return DecodedRequest(api_key, api_version, correlation_id, decoded[0], decoded[1])
         guard.check(api_key, api_version, frame)
         header_reader, body_reader = _request_plan(api_key, api_version)
         try:
