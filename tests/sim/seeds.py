@@ -10,7 +10,7 @@ alone, in the default suite, and ``SIM_STEPS`` sets its length.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import pytest
 
@@ -20,11 +20,24 @@ STEPS = int(os.environ.get("SIM_STEPS", "250"))
 LONG_STEPS = int(os.environ.get("SIM_STEPS", "1500"))
 
 
-def seeds(default: Iterable[int], wide: Iterable[int] = WIDE) -> list[object]:
-    """``default`` as they are, then ``wide`` under the slow mark; only ``SIM_SEED`` when it is set."""
+def seeds(default: Iterable[int], wide: Iterable[int] = WIDE, known: Mapping[int, str] | None = None) -> list[object]:
+    """``default`` as they are, then ``wide`` under the slow mark; only ``SIM_SEED`` when it is set.
+
+    ``known``: seeds that fail for a reason understood and not fixed yet, expected to fail (strictly:
+    once they pass, the mark must go).
+    """
     if ONE:
         return [int(ONE)]
-    return [*default, *(pytest.param(seed, marks=pytest.mark.slow) for seed in wide)]
+    known = known or {}
+    return [
+        *default,
+        *(
+            pytest.param(seed, marks=[pytest.mark.slow, pytest.mark.xfail(strict=True, reason=known[seed])])
+            if seed in known
+            else pytest.param(seed, marks=pytest.mark.slow)
+            for seed in wide
+        ),
+    ]
 
 
 def only(default: Iterable[int]) -> list[int]:
