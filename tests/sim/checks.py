@@ -20,12 +20,14 @@ rebuild the live durable state. (A restart is itself a full replay, checked agai
 the shadow from then on.)
 
 Liveness (``converged``): every group is Stable with exactly the live clients as members, every client
-reports itself converged, and the union of what the clients want is owned exactly once.
+reports itself converged, and the union of what the clients want is owned exactly once. When it fails,
+``unconverged`` says for each group what is wrong and where each client stands (member, epoch or
+generation, what it owns and what it subscribes to).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from coordinator.core.classic.group import ClassicGroup
 from coordinator.core.consumer.group import ConsumerGroup
@@ -118,24 +120,80 @@ class Checker:
             raise SimulationFailure("loading the log through the record log differs from the live state")
 
     def converged(self, group_ids: Sequence[str], clients: Sequence[ModelClient]) -> bool:
-        live = [c for c in clients if c.alive]
-        for group_id in group_ids:
-            group = self.world.shard.group(group_id)
-            mine = [c for c in live if c.group_id == group_id]
-            if group is None:
-                if mine:
-                    return False
-                continue
-            if set(group.members) != {c.member_id for c in mine}:
-                return False
+        return not self.unconverged(group_ids, clients)
+
+    def unconverged(self, group_ids: Sequence[str], clients: Sequence[ModelClient]) -> list[str]:
+        """One report per group that has not converged (empty: all have): the group, what is wrong
+        with it, and each live client's member, epoch or generation, what it owns and wants."""
+        return [report for group_id in group_ids if (report := self._group_report(group_id, clients))]
+
+    def _group_report(self, group_id: str, clients: Sequence[ModelClient]) -> str:
+        world = self.world
+        group = world.shard.group(group_id)
+        mine = [c for c in clients if c.alive and c.group_id == group_id]
+        problems: list[str] = []
+        if group is None:
             if not mine:
-                continue
-            if group.state_name != "Stable" or not all(c.converged(self.world) for c in mine):
-                return False
-            owned = [tp for c in mine for tp in c.owned(self.world)]
+                return ""
+            head = f"{group_id}: no such group on the coordinator"
+            problems.append(f"live clients {sorted(c.name for c in mine)}")
+        else:
+            head = f"{group_id}: {_group_state(group)}"
+            members, ids = set(group.members), {c.member_id for c in mine}
+            if members - ids:
+                problems.append(f"members without a live client {sorted(members - ids)}")
+            strangers = [c.name for c in mine if c.member_id not in members]
+            if strangers:
+                problems.append(f"live clients that are not members {strangers}")
+            if not mine and not problems:
+                return ""
+            if mine and group.state_name != "Stable":
+                problems.append(f"{group.state_name}, not Stable")
+            waiting = [c.name for c in mine if not c.converged(world)]
+            if waiting:
+                problems.append(f"clients not converged {waiting}")
+            owned = [tp for c in mine for tp in c.owned(world)]
             wanted: set[TopicPartition] = set()
             for c in mine:
-                wanted |= c.wanted(self.world)
-            if len(owned) != len(set(owned)) or set(owned) != wanted:
-                return False
-        return True
+                wanted |= c.wanted(world)
+            twice = {tp for tp in owned if owned.count(tp) > 1}
+            if twice:
+                problems.append(f"owned twice: {self._partitions(twice)}")
+            if wanted - set(owned):
+                problems.append(f"subscribed to but owned by nobody: {self._partitions(wanted - set(owned))}")
+            if set(owned) - wanted:
+                problems.append(f"owned but subscribed to by nobody: {self._partitions(set(owned) - wanted)}")
+            if not problems:
+                return ""
+        lines = [f"{head}; {'; '.join(problems)}"]
+        for c in mine:
+            done = "converged" if c.converged(world) else "NOT converged"
+            lines.append(
+                f"  {c.describe(world)}, {done}; owns {self._partitions(c.owned(world))};"
+                f" subscribed to {self._partitions(c.wanted(world))}"
+            )
+        return "\n".join(lines)
+
+    def _partitions(self, tps: Iterable[TopicPartition]) -> str:
+        """``t0[0,2] t3[1]``: partitions by topic name (an id no longer in the catalog shows as such)."""
+        by_topic: dict[str, list[int]] = {}
+        for topic_id, partition in tps:
+            by_topic.setdefault(self.world.topic_names.get(topic_id, str(topic_id)), []).append(partition)
+        if not by_topic:
+            return "nothing"
+        return " ".join(f"{t}[{','.join(map(str, sorted(ps)))}]" for t, ps in sorted(by_topic.items()))
+
+
+def _group_state(group: object) -> str:
+    if isinstance(group, ConsumerGroup):
+        epochs = ", ".join(f"{m} {member.member_epoch}" for m, member in group.members.items())
+        return (
+            f"consumer group {group.state_name}, group epoch {group.group_epoch}, assignment epoch"
+            f" {group.assignment_epoch}, member epochs {{{epochs}}}"
+        )
+    if isinstance(group, ClassicGroup):
+        return (
+            f"classic group {group.state_name}, generation {group.generation_id}, leader {group.leader_id},"
+            f" protocol {group.protocol_name}"
+        )
+    return type(group).__name__

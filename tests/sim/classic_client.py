@@ -384,6 +384,27 @@ class ClassicClient(ModelClient):
             and self.owned_names == decode(group.members[self.member_id].assignment)
         )
 
+    def describe(self, world: World) -> str:
+        static = f" (static {self.instance_id})" if self.instance_id else ""
+        member = self._consumer_member(world)
+        group = self._group(world)
+        if member is not None:
+            server = f"member epoch {member.member_epoch} in the consumer group"
+        elif group is not None and self.member_id in group.members:
+            server = f"group generation {group.generation_id}"
+        else:
+            server = "not a member"
+        doing = [f"waiting on #{self.waiting}"] if self.waiting is not None else []
+        if self.needs_rejoin(world):
+            doing.append("needs to rejoin")
+        if self.snapshot is not None:
+            # a leader rejoins when the metadata of these topics changes, and of no others
+            doing.append(f"assigned as leader for {' '.join(sorted(self.snapshot[0])) or 'no topics'}")
+        return (
+            f"{self.name} member {self.member_id or '-'}{static}: {self.phase} at generation {self.generation}"
+            f" ({server}){''.join(', ' + d for d in doing)}"
+        )
+
     def wanted(self, world: World) -> frozenset[TopicPartition]:
         return frozenset(
             (world.topics[t].topic_id, p) for t in self.topics(world) if t in world.topics

@@ -157,6 +157,12 @@ class ConsumerClient(ModelClient):
         assert isinstance(group, ConsumerGroup)
         return self.assignment == dict(member.assigned_partitions) == dict(group.target(self.member_id))
 
+    def describe(self, world: World) -> str:
+        member = self._member(world)
+        server = "not a member" if member is None else f"member epoch {member.member_epoch}"
+        doing = f", waiting on #{self.waiting}" if self.waiting is not None else ""
+        return f"{self.name} member {self.member_id}: epoch {self.epoch} ({server}){doing}"
+
     def wanted(self, world: World) -> frozenset[TopicPartition]:
         member = self._member(world)
         if member is None:

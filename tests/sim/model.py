@@ -110,6 +110,11 @@ class ModelClient(ABC):
         """Done: a member at the group's latest assignment, with nothing left to revoke or ask."""
 
     @abstractmethod
+    def describe(self, world: World) -> str:
+        """One line for a liveness report: its name, member id, the epoch or generation it has and the
+        coordinator's, and what it is doing (waiting on a request, about to rejoin)."""
+
+    @abstractmethod
     def wanted(self, world: World) -> frozenset[TopicPartition]:
         """Every partition this client's subscription covers (the group must own their union once)."""
 

@@ -247,6 +247,11 @@ class Simulation:
             world.delete_topic("t2")
             world.note("topic t2 deleted")
 
+    def _kind(self, report: str) -> str:
+        """The report with its group's kind after the group id (``g0 (eager): ...``)."""
+        group_id, rest = report.split(":", 1)
+        return f"{group_id} ({self.kinds[group_id]}):{rest}"
+
     # ---- the run ----------------------------------------------------------------------------------------
 
     def converged(self) -> bool:
@@ -274,7 +279,11 @@ class Simulation:
                     break
                 self.advance(HEARTBEAT_MS)
             else:
-                raise SimulationFailure("liveness: the groups did not converge")
+                reports = self.checker.unconverged(sorted(self.kinds), self.clients)
+                raise SimulationFailure(
+                    f"liveness: {len(reports)} group(s) did not converge in 120 heartbeat intervals"
+                    f" without faults:\n" + "\n".join(self._kind(report) for report in reports)
+                )
             self.checker.check_full_replay()
         except AssertionError as exc:
             tail = "\n".join(self.world.trace[-40:])

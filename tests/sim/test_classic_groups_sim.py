@@ -4,23 +4,33 @@ by the model leader (``assignors.py``), under the same faults (``scenario.py``) 
 (``checks.py``) as KIP-848 groups; and both kinds of groups in one shard under one checker.
 
 ``SIM_SEED=<n>`` reruns one seed alone (``SIM_STEPS`` sets its length); a failing seed prints the
-exact command. ``pytest -m slow tests/sim`` runs long ones.
+exact command. ``pytest -m slow tests/sim`` runs long ones, and every scenario over 1,000 more seeds
+(``seeds.py``).
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from tests.sim.scenario import Simulation
+from tests.sim.seeds import LONG_STEPS, STEPS, only, seeds
 
-ONE = os.environ.get("SIM_SEED")
-SEEDS = [int(ONE)] if ONE else list(range(16))
-MIXED_SEEDS = [int(ONE)] if ONE else list(range(100, 108))
-LONG_SEEDS = [int(ONE)] if ONE else list(range(2_000, 2_100))
-STEPS = int(os.environ.get("SIM_STEPS", "250"))
-LONG_STEPS = int(os.environ.get("SIM_STEPS", "1500"))
+SEEDS = seeds(range(16))
+MIXED_SEEDS = seeds(range(100, 108))
+# 1,000 seeds of 1,500 steps: about 5 CPU-minutes (classic), 14 (rolling migrations)
+LONG_SEEDS = only(range(2_000, 3_000))
+# Kafka has the same gap: a downgrade whose rebalance a coordinator restart cuts short. The last
+# KIP-848 member's session expires; the group becomes a Stable classic group (durable) whose
+# rebalance starts in memory only, as in Kafka; the coordinator restarts before it completes, so the
+# loaded group is Stable at the downgrade's generation, its one member holds t0 (the expired member
+# held t1), was never told it leads (a classic member of a consumer group hears leader ''), and
+# nobody ever rejoins: t1 stays unassigned.
+DOWNGRADE_REBALANCE_LOST = (
+    "liveness: a coordinator restart loses the rebalance a downgrade started (Kafka too); "
+    "the classic group keeps the expired member's t1 unassigned"
+)
+ROLLING_SEEDS = seeds(range(300, 316), known={50506: DOWNGRADE_REBALANCE_LOST})
+BATCHED_ROLLING_SEEDS = seeds(range(300, 308))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -40,9 +50,6 @@ def test_long_classic_runs(seed: int) -> None:
     Simulation(seed, steps=LONG_STEPS, kinds=("eager", "cooperative", "eager", "consumer"), max_clients=12).run()
 
 
-ROLLING_SEEDS = [int(ONE)] if ONE else list(range(300, 316))
-
-
 @pytest.mark.parametrize("seed", ROLLING_SEEDS)
 def test_classic_and_consumer_members_in_one_group(seed: int) -> None:
     """A rolling upgrade and downgrade: cooperative classic and KIP-848 members in ONE group (online
@@ -51,7 +58,7 @@ def test_classic_and_consumer_members_in_one_group(seed: int) -> None:
     Simulation(seed, steps=STEPS, kinds=("mixed", "mixed")).run()
 
 
-@pytest.mark.parametrize("seed", ROLLING_SEEDS[:8])
+@pytest.mark.parametrize("seed", BATCHED_ROLLING_SEEDS)
 def test_rolling_migration_in_runtime_batches(seed: int) -> None:
     Simulation(seed, steps=STEPS, kinds=("mixed", "consumer", "cooperative"), batched=True).run()
 

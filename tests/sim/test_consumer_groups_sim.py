@@ -1,24 +1,21 @@
 """Seeded simulations of KIP-848 consumer groups: model librdkafka clients against the pure core under
 faults (``scenario.py``), every step checked (``checks.py``).
 
-The default suite runs short seeds (a few seconds); ``pytest -m slow tests/sim`` runs long ones.
+The default suite runs short seeds (a few seconds); ``pytest -m slow tests/sim`` runs long ones, and
+every scenario over 1,000 more seeds (``seeds.py``).
 ``SIM_SEED=<n>`` reruns one seed alone (``SIM_STEPS`` sets its length); a failing seed prints the
 exact command.
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from tests.sim.scenario import Simulation
+from tests.sim.seeds import LONG_STEPS, STEPS, only, seeds
 
-ONE = os.environ.get("SIM_SEED")
-SEEDS = [int(ONE)] if ONE else list(range(24))
-LONG_SEEDS = [int(ONE)] if ONE else list(range(1_000, 1_100))
-STEPS = int(os.environ.get("SIM_STEPS", "250"))
-LONG_STEPS = int(os.environ.get("SIM_STEPS", "1500"))
+SEEDS = seeds(range(24))
+LONG_SEEDS = only(range(1_000, 1_100))
 
 
 @pytest.mark.parametrize("seed", SEEDS)

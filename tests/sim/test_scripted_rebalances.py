@@ -3,7 +3,9 @@ seeded runs: the protocol properties the random runs rely on, shown once step by
 
 * cooperative (KIP-429): a newcomer gets partitions from an owner in TWO rebalances (the owner first
   revokes what moves, then rejoins so the partitions can be handed over), never owned twice between;
-* eager: every member revokes everything before it rejoins, so the next generation starts from nothing.
+* eager: every member revokes everything before it rejoins, so the next generation starts from nothing;
+* static: a member that restarts subscribed to more topics rebalances its group, so they get assigned
+  (and, until they are, the liveness report says which partitions nobody owns and why).
 """
 
 from __future__ import annotations
@@ -87,3 +89,48 @@ def test_eager_members_revoke_everything_before_rejoining() -> None:
     # between its rejoin and the new assignment a owned nothing
     assert any(not a and gen_a == generation + 1 for a, _, gen_a, _ in group.history)
     assert all(not (a & b) for a, b, _, _ in group.history)
+
+
+def settle(sim: Simulation, rounds: int = 20) -> None:
+    """Every live client talks, then half a second passes, until the groups converge."""
+    for _ in range(rounds):
+        for client in [c for c in sim.clients if c.alive]:
+            sim.talk(client)
+            sim.check()
+        if sim.converged():
+            return
+        sim.advance(500)
+    raise AssertionError("the groups did not settle:\n" + "\n".join(sim.checker.unconverged(["g0"], sim.clients)))
+
+
+def test_a_static_member_restarted_with_a_wider_subscription_gets_the_topics_it_added() -> None:
+    """Seeds 50413 and 50445 of the shared-shard runs, step by step. A static member restarts (no
+    LeaveGroup) under the same instance id, now also subscribed to t1, while its eager group is Stable
+    with the same selected protocol. Kafka 4.0 answers without a rebalance; the restarted member takes
+    its predecessor's t0 partitions, which fit its subscription, and the leader, which only watches
+    t0, never assigns t1 (KAFKA-12759). Here the changed subscription rebalances the group."""
+    sim = Simulation(0, steps=0, kinds=("eager",))
+    a, b = (
+        ClassicClient(name, "g0", ("t0",), "", cooperative=False, protocols=("range",), instance_id=f"i{name}")
+        for name in ("a", "b")
+    )
+    sim.clients += [a, b]
+    settle(sim)
+    t0 = {p for _, p in a.owned(sim.world) | b.owned(sim.world)}
+    assert t0 == {0, 1, 2, 3} and sim.world.shard.group("g0").state_name == "Stable"
+
+    b.alive = False  # b's process stops; its slot stays until its session times out
+    again = ClassicClient("b2", "g0", ("t0", "t1"), "", cooperative=False, protocols=("range",), instance_id="ib")
+    sim.clients.append(again)
+    sim.talk(again)
+    # the liveness report names the group, what is wrong with it and where each client stands
+    [report] = sim.checker.unconverged(["g0"], sim.clients)
+    assert report.startswith("g0: classic group PreparingRebalance"), report
+    assert "live clients that are not members ['b2']" in report
+    assert "subscribed to but owned by nobody: t0[2,3] t1[0,1,2]" in report
+    assert "b2 member - (static ib): JOIN at generation -1 (not a member), waiting on" in report
+
+    settle(sim)
+    t1 = sim.world.topics["t1"].topic_id
+    assert {(t1, p) for p in range(3)} <= again.owned(sim.world)
+    assert again.generation == a.generation == sim.world.shard.group("g0").generation_id

@@ -225,6 +225,16 @@ class ClassicGroup:
             return None
         return frozenset(topics)
 
+    def member_topics(self, member: ClassicGroupMember) -> frozenset[str] | None:
+        """The topics ``member`` subscribes to under the selected protocol; None when unknown (not the
+        consumer protocol, or metadata that does not read as a ConsumerProtocolSubscription)."""
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:
+            return None
+        try:
+            return parse_subscription_topics(member.metadata(self.protocol_name))
+        except (ValueError, KeyError):
+            return None
+
     def current_members_for_join(self) -> tuple[JoinGroupResponseMember, ...]:
         """The member list the leader receives in its JoinGroup response."""
         return tuple(

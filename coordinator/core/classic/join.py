@@ -237,7 +237,21 @@ class JoinHandlers(ClassicRebalance):
         group.update_member(new, req.protocols, req.rebalance_timeout_ms, req.session_timeout_ms, req.ref)
 
         if group.state is STABLE:
-            if group.protocol_name == group.select_protocol():
+            if group.protocol_name != group.select_protocol():
+                self._maybe_prepare_rebalance_or_complete_join(
+                    group, f"static member {req.group_instance_id} changed the selected protocol", fx
+                )
+            elif _subscription_changed(group, old, new):
+                # Not in Kafka 4.0 (KAFKA-12759, open upstream): the restarted member keeps the old
+                # assignment when it fits its subscription, and the leader watches only the topics
+                # the members subscribed to when it last assigned, so the topics the new
+                # subscription adds would never be assigned. Only the topics count: what a
+                # restarted member declares besides (owned partitions, generation) differs on
+                # every restart.
+                self._maybe_prepare_rebalance_or_complete_join(
+                    group, f"static member {req.group_instance_id} changed its subscription", fx
+                )
+            else:
                 # No rebalance: persist the new member id, answer with the current generation.
                 fx.record(
                     group_metadata_record(group.group_id, group.to_metadata_value(group.group_assignment()))
@@ -268,13 +282,16 @@ class JoinHandlers(ClassicRebalance):
                         leader=leader_before or "",
                     )
                 fx.reply(req.ref, response)
-            else:
-                self._maybe_prepare_rebalance_or_complete_join(
-                    group, f"static member {req.group_instance_id} changed the selected protocol", fx
-                )
         elif group.state is COMPLETING_REBALANCE:
             # The leader may be computing an assignment keyed by the old id (KAFKA-9801): rebalance.
             self._prepare_rebalance(group, f"static member {req.group_instance_id} rejoined", fx)
         else:
             assert group.state is PREPARING_REBALANCE, f"static replacement in {group.state}"
             self._maybe_complete_join_phase(group, fx)
+
+
+def _subscription_changed(group: ClassicGroup, old: ClassicGroupMember, new: ClassicGroupMember) -> bool:
+    """Whether a static replacement subscribes to other topics than the member it replaces (both
+    readable as consumer-protocol subscriptions; otherwise Kafka's answer stands: no rebalance)."""
+    before, after = group.member_topics(old), group.member_topics(new)
+    return before is not None and after is not None and before != after

@@ -38,7 +38,7 @@ Rules:
    completes the sync barrier (replies to every parked SyncGroup ride in the same Result, so they are
    released only once the record is durable), (b) when a join phase ends with no members (Empty),
    (c) when a static member replaces its old member id while Stable without changing the selected
-   protocol, (d) when a JoinGroup creates a group and wrote nothing else (the "empty group" record).
+   protocol or the topics it subscribes to, (d) when a JoinGroup creates a group and wrote nothing else (the "empty group" record).
    Everything else (PreparingRebalance/CompletingRebalance, parked requests, pending member ids,
    pending syncs, heartbeats, timers) is soft state, exactly as in Kafka, where classic mutations are
    applied in memory and not replayed (``CoordinatorResult(..., replayRecords=false)``).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from coordinator.core.consumer_protocol import encode_subscription
 from coordinator.core.errors import ErrorCode
 from coordinator.core.events import StaticMemberReplaced
 from coordinator.core.records import GroupMetadataKey, GroupMetadataValue
@@ -71,6 +72,57 @@ def test_replacement_that_changes_the_selected_protocol_rebalances() -> None:
     response = h.reply(ref)
     assert (response.generation_id, response.protocol_name) == (gen + 1, "roundrobin")
     assert h.state("g") == "CompletingRebalance"
+
+
+def _range(topics: list[str], **kwargs: object) -> tuple[tuple[str, bytes]]:
+    return (("range", encode_subscription(topics, **kwargs)),)  # type: ignore[arg-type]
+
+
+def test_replacement_that_subscribes_to_more_topics_rebalances() -> None:
+    """KAFKA-12759: a follower restarted with a wider subscription (a regex that now matches more
+    topics) keeps the selected protocol; without a rebalance the leader would never assign the new
+    topics, as it only watches the topics the members subscribed to when it last assigned."""
+    h = Harness()
+    (leader, old_follower), gen = _static_group(h, protocols=_range(["t0"]))
+    new_join = h.join("g", instance_id="i1", protocols=_range(["t0", "t1"]))
+    assert h.state("g") == "PreparingRebalance"
+    assert h.pending(new_join)  # parked until the leader rejoins
+    leader_join = h.join("g", leader, instance_id="i0", protocols=_range(["t0"]))
+    response = h.reply(leader_join)
+    assert response.generation_id == gen + 1
+    follower = h.reply(new_join).member_id
+    assert follower != old_follower
+    assert {m.member_id: m.metadata for m in response.members}[follower] == _range(["t0", "t1"])[0][1]
+
+
+def test_replacement_that_subscribes_to_fewer_topics_rebalances() -> None:
+    h = Harness()
+    (_leader, _follower), gen = _static_group(h, protocols=_range(["t0", "t1"]))
+    h.join("g", instance_id="i1", protocols=_range(["t1"]))
+    assert h.state("g") == "PreparingRebalance"
+    assert h.group("g").generation_id == gen
+
+
+def test_replacement_with_the_same_topics_and_other_owned_partitions_does_not_rebalance() -> None:
+    """What a restarted cooperative member declares besides its topics (owned partitions, generation)
+    differs from its predecessor's on every restart: only the topics count, or static membership
+    would rebalance on every restart."""
+    h = Harness()
+    before = _range(["t0", "t1"], version=2, owned={"t0": [0]}, generation_id=1)
+    (leader, _follower), gen = _static_group(h, protocols=before)
+    response = h.reply(h.join("g", instance_id="i1", protocols=_range(["t1", "t0"], version=2)))
+    assert (response.error_code, response.generation_id, response.leader) == (OK, gen, leader)
+    assert h.state("g") == "Stable"
+
+
+def test_replacement_with_an_unreadable_subscription_keeps_kafkas_answer() -> None:
+    """Metadata the coordinator cannot read as a consumer subscription (another protocol type, or
+    bytes of its own): no rebalance, as Kafka (only the selected protocol counts)."""
+    h = Harness()
+    (leader, _follower), gen = _static_group(h, protocols=(("range", b"anything"),))
+    response = h.reply(h.join("g", instance_id="i1", protocols=(("range", b"something else"),)))
+    assert (response.error_code, response.generation_id, response.leader) == (OK, gen, leader)
+    assert h.state("g") == "Stable"
 
 
 def test_replacement_in_completing_rebalance_fences_the_old_sync_and_rebalances() -> None:
