@@ -36,11 +36,12 @@ last consumer-protocol one. An EMPTY consumer group is always replaced by a Join
 The rebalance after a downgrade is soft state, as in Kafka; the log holds only the Stable classic
 group. A restart before it completes would load that group with nobody told to rejoin, and the
 partitions of the members that left would stay unassigned. So replay recognises a downgrade's
-GroupMetadata (it follows, in the same entry, the tombstones of a consumer group some of whose
-members are not in it, at the generation of that group's epoch: :attr:`Bridges.replayed_downgrade`)
-and the classic type's ``on_loaded`` starts the rebalance again. No record says so: once compaction
-has dropped the tombstones (``delete.retention.ms`` after the downgrade), a group whose rebalance
-never completed in that time loads without it.
+GroupMetadata (it follows, in the same entry, the tombstones of a consumer group removed with
+members, at the generation of that group's epoch) and what its rebalance was owed for (a member
+left; a static member replaced one while the target was stale or with another subscription):
+:attr:`Bridges.replayed_downgrade`; the classic type's ``on_loaded`` starts the rebalance again. No
+record says so: once compaction has dropped the tombstones (``delete.retention.ms`` after the
+downgrade), a group whose rebalance has still not completed loads without it.
 
 Every step is records in one log entry (tombstones of the old type, records of the new one), so a
 replay rebuilds exactly what the clients were told, and a standby that takes over mid-migration
@@ -112,7 +113,7 @@ class Bridges:
     replayed_downgrade: Callable[[Group], str | None] | None = None
     """Replay only (the consumer type): for a classic group just rebuilt from a GroupMetadata record,
     the rebalance the downgrade that wrote it prepared (its reason), if the record is a downgrade's
-    whose rebalance members leaving made owed; else None. The rebalance lives in memory only (as in
+    that prepared one; else None. The rebalance lives in memory only (as in
     Kafka), so a restart before it completes would lose it; the classic type starts it again once
     the log is loaded. See ``consumer/replay.py`` for how a downgrade is recognised."""
 
