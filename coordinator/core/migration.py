@@ -33,6 +33,16 @@ with what it holds (Kafka: its target; see ``consumer/migration.py`` for why), w
 rebalances. Also when a classic static member replaces the
 last consumer-protocol one. An EMPTY consumer group is always replaced by a JoinGroup (offline).
 
+The rebalance after a downgrade is soft state, as in Kafka; the log holds only the Stable classic
+group. A restart before it completes would load that group with nobody told to rejoin, and the
+partitions of the members that left would stay unassigned. So replay recognises a downgrade's
+GroupMetadata (it follows, in the same entry, the tombstones of a consumer group removed with
+members, at the generation of that group's epoch) and what its rebalance was owed for (a member
+left; a static member replaced one while the target was stale or with another subscription):
+:attr:`Bridges.replayed_downgrade`; the classic type's ``on_loaded`` starts the rebalance again. No
+record says so: once compaction has dropped the tombstones (``delete.retention.ms`` after the
+downgrade), a group whose rebalance has still not completed loads without it.
+
 Every step is records in one log entry (tombstones of the old type, records of the new one), so a
 replay rebuilds exactly what the clients were told, and a standby that takes over mid-migration
 has every member.
@@ -100,9 +110,25 @@ class Bridges:
     adopt_classic: Callable[[ClassicGroupView, str | None, Effects], None] | None = None
     """The classic type takes a downgraded group in: writes its GroupMetadata, installs it, arms its
     members' sessions, and prepares a rebalance for the reason given (None: none)."""
+    replayed_downgrade: Callable[[Group], str | None] | None = None
+    """Replay only (the consumer type): for a classic group just rebuilt from a GroupMetadata record,
+    the rebalance the downgrade that wrote it prepared (its reason), if the record is a downgrade's
+    that prepared one; else None. The rebalance lives in memory only (as in
+    Kafka), so a restart before it completes would lose it; the classic type starts it again once
+    the log is loaded. See ``consumer/replay.py`` for how a downgrade is recognised."""
 
     def handler(self, group: Group, request: object) -> HostedHandler | None:
         return self.hosted.get((group.group_type, type(request)))
+
+
+def downgrade_reason(group_id: str) -> str:
+    """The reason of the rebalance a downgrade prepares because members left (Kafka's wording)."""
+    return f"Downgrade group {group_id} from consumer to classic for member leaving."
+
+
+def stale_downgrade_reason(group_id: str) -> str:
+    """The reason of the rebalance a downgrade by a static member's replacement prepares."""
+    return f"Downgrade group {group_id} from consumer to classic with stale assignment."
 
 
 def select_protocol(members: Iterable[Protocols]) -> str:
@@ -127,5 +153,7 @@ __all__ = [
     "ClassicMemberView",
     "HostedHandler",
     "Protocols",
+    "downgrade_reason",
     "select_protocol",
+    "stale_downgrade_reason",
 ]

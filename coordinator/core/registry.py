@@ -58,6 +58,9 @@ The online migration between protocols (``migration.py``) adds, all optional:
 ``classic_view`` / ``release_classic`` / ``adopt_classic``
     the type whose groups speak the classic protocol natively describes one (upgrade), gives one up
     (upgrade) and takes one in (downgrade); see ``migration.Bridges``.
+``replayed_downgrade``
+    the type that downgrades its groups recognises, while the log is replayed, a classic group
+    record a downgrade wrote together with the rebalance it owes (``migration.Bridges``).
 """
 
 from __future__ import annotations
@@ -115,6 +118,7 @@ class Registration:
     classic_view: Callable[[Group], ClassicGroupView | None] | None = None
     release_classic: Callable[[Group, Effects], None] | None = None
     adopt_classic: Callable[[ClassicGroupView, str | None, Effects], None] | None = None
+    replayed_downgrade: Callable[[Group], str | None] | None = None
 
 
 def connect(bridges: Bridges, registrations: Sequence[Registration]) -> None:
@@ -125,7 +129,7 @@ def connect(bridges: Bridges, registrations: Sequence[Registration]) -> None:
             if key in bridges.hosted:
                 raise ValueError(f"hosted request {key!r} registered twice")
             bridges.hosted[key] = handler
-        for attribute in ("classic_view", "release_classic", "adopt_classic"):
+        for attribute in ("classic_view", "release_classic", "adopt_classic", "replayed_downgrade"):
             value = getattr(registration, attribute)
             if value is None:
                 continue

@@ -32,6 +32,7 @@ from coordinator.core.records import (
 )
 from coordinator.core.requests import LeavingMember
 from tests.core.consumer.harness import CONSUMER, ConsumerHarness
+from tests.support.loading import loaded
 
 E = ErrorCode
 OK = ErrorCode.NONE
@@ -427,6 +428,99 @@ def test_the_session_timeout_of_the_last_consumer_member_downgrades() -> None:
     assert isinstance(group, ClassicGroup)
     assert set(group.members) == {a, b}
     assert any(e.reason == "session-timeout" for e in h.events_of(MemberFenced))
+
+
+def downgraded_by_a_leaving_member(h: Mixed) -> tuple[str, str, int]:
+    """Classic members a and b, a KIP-848 member joins and leaves: the group is classic again at
+    the consumer group's epoch, rebalancing in memory only."""
+    (a, b), _ = h.classic_group()
+    h.upgraded()
+    epoch = h.cgroup().group_epoch
+    assert h.cgh("new", -1).error_code == OK
+    assert h.state("g") == "PreparingRebalance"
+    return a, b, epoch
+
+
+def rejoin(h: Mixed, *members: str) -> int:
+    """Every member rejoins and syncs (the leader hands back what each holds); the new generation."""
+    refs = [h.join("g", m, protocols=((PROTOCOL, h.subscription()),)) for m in members]
+    joined = [h.reply(r) for r in refs]
+    generation = joined[0].generation_id
+    group = h.shard.group("g")
+    assert isinstance(group, ClassicGroup) and group.leader_id is not None
+    plan = [(m, group.members[m].assignment) for m in members]
+    syncs = [h.sync("g", m, generation, plan if m == group.leader_id else ()) for m in members]
+    assert all(h.reply(r).error_code == OK for r in syncs)
+    return generation
+
+
+def test_a_restart_before_the_downgrade_rebalance_completes_starts_it_again() -> None:
+    """Seed 50506 of the rolling migrations: the rebalance the downgrade prepared is not in the log;
+    the loaded group recognises the downgrade's record and prepares it again, so the members rejoin."""
+    h = Mixed({"foo": 4}, config())
+    a, b, epoch = downgraded_by_a_leaving_member(h)
+    h.restart()
+    group = h.shard.group("g")
+    assert isinstance(group, ClassicGroup) and group.generation_id == epoch
+    assert group.state_name == "PreparingRebalance" and set(group.members) == {a, b}
+    assert h.reply(h.heartbeat("g", a, epoch)).error_code == E.REBALANCE_IN_PROGRESS
+    assert rejoin(h, a, b) == epoch + 1
+    # Once completed (a new GroupMetadata), a restart owes nothing any more.
+    h.restart()
+    assert h.state("g") == "Stable"
+    assert h.reply(h.heartbeat("g", a, epoch + 1)).error_code == OK
+
+
+def test_a_compacted_log_without_the_downgrade_record_owes_no_rebalance() -> None:
+    """Compaction keeps the consumer group's tombstones (delete.retention.ms) but drops the
+    downgrade's GroupMetadata once the completed rebalance wrote a newer one: the tombstones are
+    then followed by a record of a later generation, which is not the downgrade's."""
+    h = Mixed({"foo": 4}, config())
+    a, b, epoch = downgraded_by_a_leaving_member(h)
+    assert rejoin(h, a, b) == epoch + 1
+    latest = {(type(r.key), r.key): i for i, r in enumerate(h.records)}
+    compacted = [r for i, r in enumerate(h.records) if latest[(type(r.key), r.key)] == i]
+    shard = loaded(([r] for r in compacted), h.config)
+    shard.on_loaded(h.now)
+    group = shard.group("g")
+    assert isinstance(group, ClassicGroup) and group.generation_id == epoch + 1
+    assert group.state_name == "Stable"
+
+
+def test_a_static_replacement_that_needed_no_rebalance_needs_none_after_a_restart() -> None:
+    """A classic static member replacing the last KIP-848 member with the same subscription and a
+    current target downgrades without a rebalance (Kafka too); a restart does not start one."""
+    h = Mixed({"foo": 4}, config())
+    (a, b), _generation = h.classic_group()
+    h.cjoin("new", instance_id="i1")
+    for member in (a, b):
+        h.classic_join(member, h.named(h.cgroup().members[member].assigned_partitions))
+        h.classic_join(member, h.named(h.cgroup().members[member].assigned_partitions))
+    h.cgh("new", h.cgroup().members["new"].member_epoch, owned=h.named(h.cgroup().members["new"].assigned_partitions))
+    group = h.cgroup()
+    assert group.assignment_epoch == group.group_epoch and group.members["new"].subscribed_topic_names == ("foo",)
+    replaced = h.classic_join("", h.named(group.members["new"].assigned_partitions), instance_id="i1")
+    assert replaced.error_code == OK
+    assert h.state("g") == "Stable"
+    h.restart()
+    assert h.state("g") == "Stable"
+
+
+def test_a_static_replacement_with_another_subscription_rebalances_after_a_restart() -> None:
+    h = Mixed({"foo": 4, "bar": 2}, config())
+    (a, b), _generation = h.classic_group()
+    h.cjoin("new", instance_id="i1")
+    for member in (a, b):
+        h.classic_join(member, h.named(h.cgroup().members[member].assigned_partitions))
+        h.classic_join(member, h.named(h.cgroup().members[member].assigned_partitions))
+    h.cgh("new", h.cgroup().members["new"].member_epoch, owned=h.named(h.cgroup().members["new"].assigned_partitions))
+    held = h.named(h.cgroup().members["new"].assigned_partitions)
+    wider = encode_subscription(["bar", "foo"], 1, None, held)
+    replaced = h.classic_join("", held, instance_id="i1", protocols=((PROTOCOL, wider),))
+    assert replaced.error_code == OK
+    assert h.state("g") == "PreparingRebalance"
+    h.restart()
+    assert h.state("g") == "PreparingRebalance"
 
 
 def test_what_a_follower_has_not_given_up_yet_is_still_its_own_after_an_upgrade() -> None:

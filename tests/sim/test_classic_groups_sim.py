@@ -19,17 +19,7 @@ SEEDS = seeds(range(16))
 MIXED_SEEDS = seeds(range(100, 108))
 # 1,000 seeds of 1,500 steps: about 5 CPU-minutes (classic), 14 (rolling migrations)
 LONG_SEEDS = only(range(2_000, 3_000))
-# Kafka has the same gap: a downgrade whose rebalance a coordinator restart cuts short. The last
-# KIP-848 member's session expires; the group becomes a Stable classic group (durable) whose
-# rebalance starts in memory only, as in Kafka; the coordinator restarts before it completes, so the
-# loaded group is Stable at the downgrade's generation, its one member holds t0 (the expired member
-# held t1), was never told it leads (a classic member of a consumer group hears leader ''), and
-# nobody ever rejoins: t1 stays unassigned.
-DOWNGRADE_REBALANCE_LOST = (
-    "liveness: a coordinator restart loses the rebalance a downgrade started (Kafka too); "
-    "the classic group keeps the expired member's t1 unassigned"
-)
-ROLLING_SEEDS = seeds(range(300, 316), known={50506: DOWNGRADE_REBALANCE_LOST})
+ROLLING_SEEDS = seeds(range(300, 316))
 BATCHED_ROLLING_SEEDS = seeds(range(300, 308))
 
 

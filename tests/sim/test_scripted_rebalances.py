@@ -11,6 +11,7 @@ seeded runs: the protocol properties the random runs rely on, shown once step by
 from __future__ import annotations
 
 from tests.sim.classic_client import STABLE, ClassicClient
+from tests.sim.consumer_client import ConsumerClient
 from tests.sim.scenario import Simulation
 
 Snapshot = tuple[frozenset[int], frozenset[int], int, int]  # a's and b's partitions and generations
@@ -134,3 +135,39 @@ def test_a_static_member_restarted_with_a_wider_subscription_gets_the_topics_it_
     t1 = sim.world.topics["t1"].topic_id
     assert {(t1, p) for p in range(3)} <= again.owned(sim.world)
     assert again.generation == a.generation == sim.world.shard.group("g0").generation_id
+
+
+def test_a_downgrade_cut_short_by_a_coordinator_restart_still_rebalances() -> None:
+    """Seed 50506 of the rolling migrations, step by step. A classic and a KIP-848 member share t0;
+    the KIP-848 member's process stops and its session expires, so the group goes back to the classic
+    protocol: a Stable classic group in the log (the classic member holding its half) and a rebalance
+    in memory only, as in Kafka. The coordinator restarts before anyone rejoins. The loaded group
+    still owes that rebalance, so the classic member is told to rejoin and ends up with all of t0."""
+    sim = Simulation(0, steps=0, kinds=("mixed",))
+    k = ClassicClient("k", "g0", ("t0",), "", cooperative=True, protocols=(), migrating=True)
+    m = ConsumerClient("m", "g0", ("t0",), "", migrating=True)
+    sim.clients += [k, m]
+    settle(sim)
+    group = sim.world.shard.group("g0")
+    assert group is not None and group.group_type == "consumer"
+    held_by_k = {p for _, p in k.owned(sim.world)}
+    assert held_by_k and held_by_k != {0, 1, 2, 3}
+
+    m.alive = False
+    for _ in range(30):  # k keeps heartbeating while m's session runs out
+        sim.talk(k)
+        sim.advance(500)
+        group = sim.world.shard.group("g0")
+        if group is not None and group.group_type == "classic":
+            break
+    assert group is not None and group.group_type == "classic", "the group went back to the classic protocol"
+    assert group.state_name == "PreparingRebalance"
+    assert {p for _, p in k.owned(sim.world)} == held_by_k, "k has not heard of the rebalance yet"
+
+    sim.world.restart()
+    sim._restarted()
+    loaded = sim.world.shard.group("g0")
+    assert loaded is not None and loaded.state_name == "PreparingRebalance", "the loaded group owes it"
+
+    settle(sim)
+    assert {p for _, p in k.owned(sim.world)} == {0, 1, 2, 3}

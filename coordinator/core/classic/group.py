@@ -135,6 +135,9 @@ class ClassicGroup:
     sync_generation: int = -1  # generation the sync timer was armed for
     rebalance_started_ms: int | None = None
     persisted: GroupMetadataValue | None = None
+    # The reason of the rebalance the downgrade that wrote the group's record prepared, which the
+    # log cannot hold (soft state, as in Kafka): set by replay, started once by ``on_loaded``.
+    owed_rebalance: str | None = None
 
     group_type = "classic"
 

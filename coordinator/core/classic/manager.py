@@ -13,7 +13,8 @@ Online migration (``coordinator/core/migration.py``): the type describes a group
 (``classic_view``), gives it up (``release_classic``: parked joins and syncs answered
 REBALANCE_IN_PROGRESS, timers cancelled; the consumer type writes the tombstone), and takes a
 downgraded consumer group in (``adopt_classic``: a Stable group at the consumer group's epoch, its
-GroupMetadata written in the same entry as the consumer group's tombstones, then a rebalance).
+GroupMetadata written in the same entry as the consumer group's tombstones, then a rebalance, which
+``on_loaded`` starts again when replay found it owed: ``ClassicGroup.owed_rebalance``).
 Requests for a group of another type go to that type when it serves classic members
 (``ClassicRebalance._hosted``).
 """
@@ -168,8 +169,13 @@ class ClassicGroupManager(JoinHandlers, MemberHandlers):
             for member in group.members.values():
                 # Fresh session for everyone: members that do not come back expire and rebalance.
                 self._reschedule_heartbeat(group, member, fx)
-            if len(group.members) > self.config.group_max_size:
-                self._prepare_rebalance(group, "loaded group is over group.max.size", fx)
+            # A downgrade's rebalance the restart cut short (``migration.py``): the members' next
+            # heartbeat hears REBALANCE_IN_PROGRESS and they rejoin, as they would have.
+            reason, group.owed_rebalance = group.owed_rebalance, None
+            if reason is None and len(group.members) > self.config.group_max_size:
+                reason = "loaded group is over group.max.size"
+            if reason is not None and group.state is STABLE:
+                self._prepare_rebalance(group, reason, fx)
 
     def on_unloaded(self, fx: Effects) -> None:
         for group in self.groups.values():
@@ -199,7 +205,10 @@ class ClassicGroupManager(JoinHandlers, MemberHandlers):
         if group is not None and (live or group.persisted == value):
             group.persisted = value
             return
-        self.groups[key.group] = ClassicGroup.from_metadata_value(key.group, value)
+        group = ClassicGroup.from_metadata_value(key.group, value)
+        if group.members and self.bridges.replayed_downgrade is not None:
+            group.owed_rebalance = self.bridges.replayed_downgrade(group)
+        self.groups[key.group] = group
 
 
 def register(ctx: ShardContext) -> ClassicGroupManager:

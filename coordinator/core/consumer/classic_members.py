@@ -54,7 +54,7 @@ from coordinator.core.effects import Effects
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.events import MemberJoined, RebalanceStarted, StaticMemberReplaced
 from coordinator.core.groups import Group
-from coordinator.core.migration import CONSUMER_PROTOCOL_TYPE
+from coordinator.core.migration import CONSUMER_PROTOCOL_TYPE, stale_downgrade_reason
 from coordinator.core.records import ClassicMemberMetadata, Record
 from coordinator.core.requests import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from coordinator.core.responses import (
@@ -209,7 +209,7 @@ class ClassicMembers:
                 )
             self.migration.downgrade(
                 group, [], fx, joining=reconciled,
-                rebalance=f"Downgrade group {gid} from consumer to classic with stale assignment." if rebalance else None,
+                rebalance=stale_downgrade_reason(gid) if rebalance else None,
             )
             fx.event(StaticMemberReplaced(gid, instance_id or "", replaced.member_id, member_id))
             fx.reply(req.ref, self._join_response(reconciled))

@@ -25,6 +25,7 @@ from msgspec.structs import replace
 from coordinator.core.effects import Effects, TimerKey
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.events import MemberFenced, MemberLeft, RebalanceStarted, SessionExpired
+from coordinator.core.migration import downgrade_reason
 from coordinator.core.requests import ConsumerGroupHeartbeat, TopicsChanged
 from coordinator.core.responses import ConsumerGroupHeartbeatResponse
 
@@ -96,9 +97,7 @@ class Membership:
             return  # nothing to fence: no epoch bump
         gid = group.group_id
         if self.migration.can_downgrade(group, members):
-            self.migration.downgrade(
-                group, members, fx, rebalance=f"Downgrade group {gid} from consumer to classic for member leaving."
-            )
+            self.migration.downgrade(group, members, fx, rebalance=downgrade_reason(gid))
             for member in members:
                 if reason != "leave-group":
                     fx.event(MemberFenced(gid, member.member_id, reason, partition_count(member.assigned_partitions)))

@@ -73,6 +73,7 @@ class ConsumerGroupType:
             end_of_batch=self.heartbeats.end_of_batch,
             abandon=self.heartbeats.abandon,
             hosted_requests=self.classic_members.hosted(),
+            replayed_downgrade=self.replayer.replayed_downgrade,
         )
 
     # ---- read-only views (metrics, tests) ---------------------------------------------------------
