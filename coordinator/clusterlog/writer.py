@@ -35,6 +35,8 @@ from .batch import encode_batch
 from .cluster import LogCluster, LogUnavailable
 
 PRODUCE, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, END_TXN = 0, 22, 24, 26
+_STEP_NAMES = {PRODUCE: "Produce", INIT_PRODUCER_ID: "InitProducerId", ADD_PARTITIONS_TO_TXN: "AddPartitionsToTxn",
+               END_TXN: "EndTxn"}
 
 FENCING = frozenset({ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH,
                      ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND})
@@ -157,32 +159,22 @@ class PartitionWriter:
         self._open = False
 
     async def _add_partition(self) -> None:
-        deadline = time.monotonic() + self.retry_for_s
-        delay = 0.02
-        while True:
-            response = await self.cluster.call_coordinator(self.transactional_id, ADD_PARTITIONS_TO_TXN, 3, {
-                "v3_and_below_transactional_id": self.transactional_id,
-                "v3_and_below_producer_id": self.producer_id, "v3_and_below_producer_epoch": self.producer_epoch,
-                "v3_and_below_topics": [{"name": self.topic, "partitions": [self.partition]}]})
-            code = ErrorCode(int(response.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code))
-            if code == ErrorCode.NONE:
-                return
-            if code in RETRIABLE and time.monotonic() < deadline:
-                # CONCURRENT_TRANSACTIONS: the markers of our previous transaction are still being written.
-                if code in COORDINATOR_MOVED:
-                    self.cluster.forget_coordinator(self.transactional_id)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 0.5)
-                continue
-            self._fail(code, "AddPartitionsToTxn")
+        # CONCURRENT_TRANSACTIONS here: the markers of our previous transaction are still being written.
+        await self._coordinator_call(ADD_PARTITIONS_TO_TXN, 3, {
+            "v3_and_below_transactional_id": self.transactional_id,
+            "v3_and_below_producer_id": self.producer_id, "v3_and_below_producer_epoch": self.producer_epoch,
+            "v3_and_below_topics": [{"name": self.topic, "partitions": [self.partition]}]},
+            error_of=lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code)
 
-    async def _coordinator_call(self, api_key: int, version: int, fields: dict[str, object]) -> Any:
+    async def _coordinator_call(self, api_key: int, version: int, fields: dict[str, object],
+                                error_of: Callable[[Any], int] = lambda r: int(r.error_code)) -> Any:
+        """A call to the transaction coordinator, retried while its answer is retriable (the
+        coordinator moving or loading, a transaction still completing) for up to `retry_for_s`."""
         deadline = time.monotonic() + self.retry_for_s
         delay = 0.02
-        name = {INIT_PRODUCER_ID: "InitProducerId", END_TXN: "EndTxn"}.get(api_key, str(api_key))
         while True:
             response = await self.cluster.call_coordinator(self.transactional_id, api_key, version, dict(fields))
-            code = ErrorCode(int(response.error_code))
+            code = ErrorCode(int(error_of(response)))
             if code == ErrorCode.NONE:
                 return response
             if code in RETRIABLE and time.monotonic() < deadline:
@@ -191,7 +183,7 @@ class PartitionWriter:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.5)
                 continue
-            self._fail(code, name)
+            self._fail(code, _STEP_NAMES[api_key])
 
     def _fail(self, code: ErrorCode, step: str) -> None:
         self._usable = False
