@@ -27,8 +27,12 @@ ShareFetch answer reports them, and the project's rule is that what a reply repo
 before the reply leaves. A delivery count therefore survives a crash, so a poison record cannot be
 delivered more than ``share.delivery.count.limit`` times by crashing the coordinator.
 
+The membership records (Kafka's ShareGroup* records, types 10-14, as ``__consumer_offsets`` has
+them) follow at the end of this module.
+
 Record types are claimed when the package is registered (``core/records.py``); these are the
-numbers proposed for them, after Kafka's share-group types 10-15 and our own 1000-1002.
+numbers proposed for them: Kafka's for the membership records, 1100-1101 (after our own 1000-1002)
+for the share partitions, whose Kafka counterparts live in another topic.
 """
 
 from __future__ import annotations
@@ -149,3 +153,117 @@ def decode_share_record(rtype: int, key: bytes, value: bytes | None) -> ShareRec
     if value[:2] != _VALUE_VERSION:
         raise ValueError(f"unknown value version {int.from_bytes(value[:2], 'big')} of record type {rtype}")
     return ShareRecord(decoded_key, msgspec.msgpack.decode(value[2:], type=_VALUES[rtype]))
+
+
+# ---- share group membership (Kafka's ShareGroup* records, types 10-14 in __consumer_offsets) ----
+#
+# Kafka's type 15 (ShareGroupStatePartitionMetadata: which partitions are initialized) has no
+# counterpart: a share partition is initialized when its SharePartition record exists, written in
+# the same log as the group, so "initialized" is read from the share partitions themselves.
+
+SHARE_GROUP_MEMBER_METADATA_RECORD_TYPE = 10
+SHARE_GROUP_METADATA_RECORD_TYPE = 11
+SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_RECORD_TYPE = 12
+SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_RECORD_TYPE = 13
+SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_RECORD_TYPE = 14
+
+
+class TopicPartitions(_Struct, frozen=True):
+    topic_id: UUID
+    partitions: list[int]
+
+
+class ShareGroupMemberMetadataKey(_Struct, frozen=True):
+    group_id: str
+    member_id: str
+
+
+class ShareGroupMemberMetadataValue(_Struct, frozen=True):
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+
+
+class ShareGroupMetadataKey(_Struct, frozen=True):
+    group_id: str
+
+
+class ShareGroupMetadataValue(_Struct, frozen=True):
+    epoch: int
+    metadata_hash: int
+
+
+class ShareGroupTargetAssignmentMetadataKey(_Struct, frozen=True):
+    group_id: str
+
+
+class ShareGroupTargetAssignmentMetadataValue(_Struct, frozen=True):
+    assignment_epoch: int
+
+
+class ShareGroupTargetAssignmentMemberKey(_Struct, frozen=True):
+    group_id: str
+    member_id: str
+
+
+class ShareGroupTargetAssignmentMemberValue(_Struct, frozen=True):
+    topic_partitions: list[TopicPartitions]
+
+
+class ShareGroupCurrentMemberAssignmentKey(_Struct, frozen=True):
+    group_id: str
+    member_id: str
+
+
+class ShareGroupCurrentMemberAssignmentValue(_Struct, frozen=True):
+    member_epoch: int
+    previous_member_epoch: int
+    assigned_partitions: list[TopicPartitions]
+
+
+GroupKey = (ShareGroupMemberMetadataKey | ShareGroupMetadataKey | ShareGroupTargetAssignmentMetadataKey
+            | ShareGroupTargetAssignmentMemberKey | ShareGroupCurrentMemberAssignmentKey)
+GroupValue = (ShareGroupMemberMetadataValue | ShareGroupMetadataValue | ShareGroupTargetAssignmentMetadataValue
+              | ShareGroupTargetAssignmentMemberValue | ShareGroupCurrentMemberAssignmentValue)
+
+
+class ShareGroupRecord(msgspec.Struct, frozen=True, gc=False):
+    """One share-group membership record; ``value is None`` is a tombstone."""
+
+    key: GroupKey
+    value: GroupValue | None
+
+
+_GROUP_TYPES: dict[type, int] = {
+    ShareGroupMemberMetadataKey: SHARE_GROUP_MEMBER_METADATA_RECORD_TYPE,
+    ShareGroupMetadataKey: SHARE_GROUP_METADATA_RECORD_TYPE,
+    ShareGroupTargetAssignmentMetadataKey: SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_RECORD_TYPE,
+    ShareGroupTargetAssignmentMemberKey: SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_RECORD_TYPE,
+    ShareGroupCurrentMemberAssignmentKey: SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_RECORD_TYPE,
+}
+_GROUP_KEYS = {rtype: cls for cls, rtype in _GROUP_TYPES.items()}
+_GROUP_VALUES: dict[int, type] = {
+    SHARE_GROUP_MEMBER_METADATA_RECORD_TYPE: ShareGroupMemberMetadataValue,
+    SHARE_GROUP_METADATA_RECORD_TYPE: ShareGroupMetadataValue,
+    SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_RECORD_TYPE: ShareGroupTargetAssignmentMetadataValue,
+    SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_RECORD_TYPE: ShareGroupTargetAssignmentMemberValue,
+    SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_RECORD_TYPE: ShareGroupCurrentMemberAssignmentValue,
+}
+
+
+def encode_group_record(record: ShareGroupRecord) -> tuple[int, bytes, bytes | None]:
+    key = _encoder.encode(record.key)
+    value = None if record.value is None else _VALUE_VERSION + _encoder.encode(record.value)
+    return _GROUP_TYPES[type(record.key)], key, value
+
+
+def decode_group_record(rtype: int, key: bytes, value: bytes | None) -> ShareGroupRecord:
+    if rtype not in _GROUP_KEYS:
+        raise ValueError(f"not a share-group record type: {rtype}")
+    decoded_key: GroupKey = msgspec.msgpack.decode(key, type=_GROUP_KEYS[rtype])
+    if value is None:
+        return ShareGroupRecord(decoded_key, None)
+    if value[:2] != _VALUE_VERSION:
+        raise ValueError(f"unknown value version {int.from_bytes(value[:2], 'big')} of record type {rtype}")
+    return ShareGroupRecord(decoded_key, msgspec.msgpack.decode(value[2:], type=_GROUP_VALUES[rtype]))
