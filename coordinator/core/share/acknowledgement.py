@@ -73,7 +73,9 @@ def validate_batches(batches: Sequence[AckBatch], api_version: int, is_renew_ack
     for batch in batches:
         if batch.first_offset < 0 or batch.last_offset < batch.first_offset:
             return "first offset must be >= 0 and <= last offset"
-        if previous_last is not None and batch.first_offset <= previous_last:
+        # Kafka's check is against the previous batch's last offset itself, so two batches may
+        # share that one offset; acknowledging it twice then fails on its state, atomically.
+        if previous_last is not None and batch.first_offset < previous_last:
             return "acknowledgement batches must be ascending and must not overlap"
         previous_last = batch.last_offset
         size = batch.last_offset - batch.first_offset + 1
