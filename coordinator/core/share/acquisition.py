@@ -20,9 +20,11 @@ Each acquired offset gets the member and the deadline ``now + share.record.lock.
 The delivery count is never decremented (KAFKA-19972), so a record is delivered at most
 ``share.delivery.count.limit`` times: at the limit a release or lock expiry archives it.
 
-Kafka's delivery throttling (a batch whose count passed half the limit delivered alone, then
-halved per attempt, to isolate a poison record) is not modelled yet: such a batch is redelivered
-whole until the limit archives it.
+Delivery throttling (Kafka's KAFKA-17541): a record delivered ``throttle_limit`` times already
+(half the delivery limit, at least 2) is redelivered apart from everything else, in a run half as
+long at each further attempt and alone on its last one. A poison record that crashes its consumer
+(and so fails every record delivered with it) is thereby isolated before the limit archives it,
+and the records around it are not archived with it.
 """
 
 from __future__ import annotations
@@ -78,16 +80,25 @@ def acquire(
     change = Change()
     budget = max_records
 
+    throttled = False
     for offset in range(p.start_offset, p.next_offset):
         if budget <= 0:
             break
         current = p.offsets[offset]
-        if current.state is RecordState.AVAILABLE:
-            change.states[offset] = OffsetState(RecordState.ACQUIRED, current.delivery_count + 1, member_id, deadline)
-            budget -= 1
+        if current.state is not RecordState.AVAILABLE:
+            continue
+        if current.delivery_count >= throttle_limit(config.delivery_count_limit):
+            if change.states:
+                break  # a record that keeps failing is delivered apart from the others
+            budget = min(budget, _throttled_size(p, offset, config.delivery_count_limit))
+            throttled = True
+        change.states[offset] = OffsetState(RecordState.ACQUIRED, current.delivery_count + 1, member_id, deadline)
+        budget -= 1
+        if throttled and budget <= 0:
+            break
 
     capacity = config.max_in_flight_records - p.in_flight_window()
-    if budget > 0 and capacity > 0:
+    if budget > 0 and capacity > 0 and not throttled:
         last = _last_new_offset(p.next_offset, log_batches, min(budget, capacity), mode)
         if last is not None:
             last = min(last, p.next_offset + capacity - 1)
@@ -97,6 +108,27 @@ def acquire(
 
     acquired = _ranges(change.states)
     return Acquisition(acquired, apply(p, plan(p, change)))
+
+
+def throttle_limit(delivery_count_limit: int) -> int:
+    """From this delivery count on, a redelivery is throttled (Kafka's ``throttleRecordsDeliveryLimit``)."""
+    return max(2, -(-delivery_count_limit // 2))
+
+
+def _throttled_size(p: SharePartition, first: int, delivery_count_limit: int) -> int:
+    """How many offsets a throttled redelivery from ``first`` hands out: half the available run of
+    its batch per delivery past the throttle limit, and one alone on the last attempt."""
+    count = p.offsets[first].delivery_count
+    if delivery_count_limit > 2 and count == delivery_count_limit - 1:
+        return 1
+    batch_first = p.batch_of(first)
+    last = p.batches[batch_first] if batch_first is not None else first
+    run = 0
+    for offset in range(first, last + 1):
+        if p.offsets[offset].state is not RecordState.AVAILABLE:
+            break
+        run += 1
+    return max(1, run >> (count - throttle_limit(delivery_count_limit) + 1))
 
 
 def _last_new_offset(

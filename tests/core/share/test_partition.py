@@ -157,3 +157,28 @@ def test_a_crash_keeps_what_was_acknowledged_and_redelivers_what_was_held() -> N
     assert fetch(after, "b", now=NOW + LOCK - 1) == [AcquiredRange(10, 19, 1)], "held by a until its lock ends"
     after.log_records(expire_locks(after.p, NOW + LOCK, after.config))
     assert fetch(after, "b", now=NOW + LOCK) == [AcquiredRange(5, 9, 2)]
+
+
+def test_a_poison_record_is_isolated_and_archived_alone() -> None:
+    # A consumer that crashes on offset 3 before acknowledging anything it got with it: every
+    # delivery that includes 3 ends by lock expiry. Throttling delivers the failing batch in ever
+    # smaller runs, so only 3 reaches the delivery limit.
+    t = Twin(config=ShareConfig(delivery_count_limit=5))
+    now = NOW
+    accepted: list[int] = []
+    deliveries_of_3 = 0
+    for _ in range(40):
+        got = fetch(t, "a", max_records=8, now=now, log=[(0, 7)])
+        if not got:
+            break
+        offsets = [o for r in got for o in range(r.first_offset, r.last_offset + 1)]
+        if 3 in offsets:
+            deliveries_of_3 += 1
+            now += LOCK
+            t.log_records(expire_locks(t.p, now, t.config))
+        else:
+            for r in got:
+                assert ack(t, "a", r.first_offset, r.last_offset, AckType.ACCEPT, now=now) == ErrorCode.NONE
+            accepted += offsets
+    assert sorted(accepted) == [0, 1, 2, 4, 5, 6, 7], "only the poison record was archived"
+    assert deliveries_of_3 == 5 and t.p.start_offset == 8
