@@ -15,5 +15,6 @@ next step. What is here:
 - :mod:`.sessions` - share sessions (Kafka's ``ShareSessionCache``), memory only;
 - :mod:`.assignor` - Kafka's simple assignor;
 - :mod:`.membership` - ShareGroupHeartbeat: members, epochs, subscription, target assignment, and
-  its records.
+  its records;
+- :mod:`.describe` - ShareGroupDescribe and DescribeShareGroupOffsets descriptions.
 """
