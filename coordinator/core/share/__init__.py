@@ -16,5 +16,6 @@ next step. What is here:
 - :mod:`.assignor` - Kafka's simple assignor;
 - :mod:`.membership` - ShareGroupHeartbeat: members, epochs, subscription, target assignment, and
   its records;
-- :mod:`.describe` - ShareGroupDescribe and DescribeShareGroupOffsets descriptions.
+- :mod:`.describe` - ShareGroupDescribe and DescribeShareGroupOffsets descriptions;
+- :mod:`.offsets` - AlterShareGroupOffsets and DeleteShareGroupOffsets.
 """
