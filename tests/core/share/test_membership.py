@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from uuid import UUID
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coordinator.core.errors import ErrorCode
 from coordinator.core.share.membership import (
@@ -123,3 +125,40 @@ def test_a_subscription_change_refilters_and_reassigns() -> None:
     assert c.beat("m1", 1).assignment == {ORDERS: frozenset({0, 1})}
     moved = c.beat("m1", 2, ["payments"])  # a topic that does not exist: nothing to assign
     assert moved.assignment == {}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["m1", "m2", "m3", "m4"]),
+                          st.sampled_from(["join", "beat", "leave", "fence", "resubscribe"])), max_size=30))
+def test_any_sequence_of_heartbeats_replays_and_converges_to_every_partition_served(
+    steps: list[tuple[str, str]]
+) -> None:
+    c = Coordinator()
+    epochs: dict[str, int] = {}
+    for member, action in steps:
+        if action == "join" or (member not in epochs and action != "fence"):
+            result = c.beat(member, 0, ["orders"])
+        elif action == "beat":
+            result = c.beat(member, epochs[member])
+        elif action == "resubscribe":
+            result = c.beat(member, epochs[member], ["orders"])
+        elif action == "leave":
+            result = c.beat(member, -1)
+        else:
+            c.logged(fence_member(c.groups, "q", member, TOPICS))
+            epochs.pop(member, None)
+            continue
+        assert result.error == ErrorCode.NONE, (member, action, result)
+        if result.member_epoch == -1:
+            epochs.pop(member)
+        else:
+            epochs[member] = result.member_epoch
+    for _ in range(2):  # every member catches up with the target
+        for member in list(epochs):
+            epochs[member] = c.beat(member, epochs[member]).member_epoch
+    group = c.groups.get("q")
+    if group is None or not group.members:
+        return
+    assert all(m.member_epoch == group.assignment_epoch == group.epoch for m in group.members.values())
+    served = {p for m in group.members.values() for p in m.assigned.get(ORDERS, ())}
+    assert served == {0, 1}
