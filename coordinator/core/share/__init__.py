@@ -1,0 +1,21 @@
+"""KIP-932 share groups ("queues"), as Apache Kafka 4.3 implements them: the pure core.
+
+Not registered with the shard yet (``core/registry.py``, ``core/records.py``): wiring it in is the
+next step. What is here:
+
+- :mod:`.config` - the settings one operation reads, and ``share.auto.offset.reset``;
+- :mod:`.records` - share-partition records (ours, compaction-safe, modelled on Kafka's
+  ShareSnapshot/ShareUpdate) and their codec;
+- :mod:`.partition` - one share partition's state, its replay, and how a change becomes records
+  (theory of operation there);
+- :mod:`.acquisition` - ShareFetch's acquisition of records under a lock;
+- :mod:`.acknowledgement` - accept, release, reject, gap, renew; the batch checks;
+- :mod:`.release` - lock expiry, a member's release, the log start moving;
+- :mod:`.state` - a shard's share partitions, their replay dispatch, initialize/reset/delete;
+- :mod:`.sessions` - share sessions (Kafka's ``ShareSessionCache``), memory only;
+- :mod:`.assignor` - Kafka's simple assignor;
+- :mod:`.membership` - ShareGroupHeartbeat: members, epochs, subscription, target assignment, and
+  its records;
+- :mod:`.describe` - ShareGroupDescribe and DescribeShareGroupOffsets descriptions;
+- :mod:`.offsets` - AlterShareGroupOffsets and DeleteShareGroupOffsets.
+"""

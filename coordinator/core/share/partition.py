@@ -1,0 +1,233 @@
+"""One share partition's state (Kafka's ``SharePartition``), its replay, and how a change becomes records.
+
+Theory of operation
+-------------------
+A share partition is the state of one (share group, topic, partition): which records of the log
+the group has finished with and which are in flight to which consumer.
+
+- ``start_offset`` (Kafka's SPSO): every offset below it is finished (acknowledged or archived)
+  and forgotten. ``next_offset`` (Kafka's SPEO + 1): the first offset never acquired. Between them
+  every offset has an :class:`OffsetState` in ``offsets``: AVAILABLE (released, expired, or its
+  batch was acquired in part), ACQUIRED (by ``member_id`` until ``lock_deadline``), ACKNOWLEDGED
+  or ARCHIVED (terminal), with the number of times it was delivered.
+- Offsets are grouped into batches, one per acquisition of new records (``batches``: first ->
+  last, ascending, contiguous from the first batch to ``next_offset - 1``). A batch is the unit
+  of a record: a change rewrites the batch records it touched (see :mod:`.records`).
+- Transitions (Kafka's ``RecordState.validateTransition``): AVAILABLE -> ACQUIRED (the delivery
+  count goes up by one); ACQUIRED -> ACKNOWLEDGED | ARCHIVED | AVAILABLE; a move to AVAILABLE of
+  a record delivered ``delivery_count_limit`` times archives it instead; terminal states never
+  change. After every change the start offset moves past the finished prefix, and batches wholly
+  below it are tombstoned.
+
+The ONLY code that changes this state is :meth:`SharePartition.replay`. An operation
+(:mod:`.acquisition`, :mod:`.acknowledgement`, :mod:`.release`) reads the state, decides the new
+state of the offsets it touches (a :class:`Change`), and :func:`plan` turns the change into records;
+the caller replays them (:func:`apply`), live exactly as at load or on a standby. So a replayed
+partition equals the live one after every step, which the tests check after each operation.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from uuid import UUID
+
+import msgspec
+
+from .records import (
+    RecordState,
+    ShareBatchKey,
+    ShareBatchValue,
+    SharePartitionKey,
+    SharePartitionValue,
+    ShareRecord,
+    StateRun,
+    batch_record,
+    batch_tombstone,
+    partition_record,
+)
+
+
+class OffsetState(msgspec.Struct, frozen=True, gc=False):
+    """One offset's state. ``member_id`` and ``lock_deadline`` only mean something while ACQUIRED."""
+
+    state: RecordState
+    delivery_count: int
+    member_id: str = ""
+    lock_deadline: int = -1
+
+
+class SharePartition:
+    """The state of one share partition; mutated only by :meth:`replay`."""
+
+    __slots__ = ("_starts", "batches", "key", "next_offset", "offsets", "start_offset", "state_epoch")
+
+    def __init__(self, group_id: str, topic_id: UUID, partition: int) -> None:
+        self.key = SharePartitionKey(group_id, topic_id, partition)
+        self.state_epoch = -1  # -1: never initialized (no partition record yet)
+        self.start_offset = -1
+        self.next_offset = -1
+        self.offsets: dict[int, OffsetState] = {}
+        self.batches: dict[int, int] = {}  # first offset -> last offset, ascending
+        self._starts: list[int] = []  # the keys of ``batches`` in order, for bisection
+
+    # ---- queries ----
+
+    @property
+    def initialized(self) -> bool:
+        return self.state_epoch >= 0
+
+    def batch_of(self, offset: int) -> int | None:
+        """The first offset of the batch holding ``offset``, or None."""
+        i = bisect_right(self._starts, offset) - 1
+        if i < 0:
+            return None
+        first = self._starts[i]
+        return first if offset <= self.batches[first] else None
+
+    def next_fetch_offset(self) -> int:
+        """Where the next read of the log starts (Kafka's ``nextFetchOffset``): the first AVAILABLE
+        offset (a redelivery), else the first offset never acquired."""
+        for offset in range(self.start_offset, self.next_offset):
+            if self.offsets[offset].state is RecordState.AVAILABLE:
+                return offset
+        return self.next_offset
+
+    def in_flight_window(self) -> int:
+        """Kafka's ``numInFlightRecords``: the whole start..next window, finished offsets included."""
+        return self.next_offset - self.start_offset
+
+    def count(self, state: RecordState) -> int:
+        return sum(1 for s in self.offsets.values() if s.state is state)
+
+    def delivery_complete_count(self) -> int:
+        """Finished offsets at or above the start offset (Kafka's ``deliveryCompleteCount``, for lag)."""
+        return sum(1 for s in self.offsets.values() if s.state.terminal)
+
+    def lag(self, log_end_offset: int) -> int:
+        """DescribeShareGroupOffsets v1's lag: records not yet finished up to the log end."""
+        return max(0, log_end_offset - self.start_offset - self.delivery_complete_count())
+
+    def next_lock_deadline(self) -> int | None:
+        """The earliest lock deadline of an ACQUIRED offset (when the runtime's timer fires), or None."""
+        deadlines = [s.lock_deadline for s in self.offsets.values() if s.state is RecordState.ACQUIRED]
+        return min(deadlines) if deadlines else None
+
+    def view(self) -> tuple[int, int, int, dict[int, int], dict[int, OffsetState]]:
+        """Everything durable, for comparing a replayed partition with a live one."""
+        return self.state_epoch, self.start_offset, self.next_offset, dict(self.batches), dict(self.offsets)
+
+    # ---- the one mutator ----
+
+    def replay(self, record: ShareRecord) -> None:
+        """Apply one record of this partition (a partition tombstone is the container's business)."""
+        key, value = record.key, record.value
+        if isinstance(key, ShareBatchKey):
+            if value is None:
+                self._drop_batch(key.first_offset)
+            else:
+                assert isinstance(value, ShareBatchValue)
+                self._set_batch(key.first_offset, value)
+        elif isinstance(value, SharePartitionValue):
+            self._set_offsets(value)
+
+    def _set_offsets(self, value: SharePartitionValue) -> None:
+        if self.initialized and value.state_epoch != self.state_epoch:
+            # A reset: a fresh start. Its entry tombstoned every batch already; clearing here keeps a
+            # log cut between those tombstones and this record from carrying anything over.
+            self.offsets.clear()
+            self.batches.clear()
+            self._starts.clear()
+        self.state_epoch = value.state_epoch
+        self.start_offset = value.start_offset
+        self.next_offset = value.next_offset
+        while self._starts and self.batches[self._starts[0]] < self.start_offset:
+            self._drop_batch(self._starts[0])
+        for offset in [o for o in self.offsets if o < self.start_offset]:
+            del self.offsets[offset]
+
+    def _set_batch(self, first: int, value: ShareBatchValue) -> None:
+        if value.last_offset < self.start_offset:
+            return  # finished already (a compacted log can hold it before the start record)
+        if first not in self.batches:
+            self.batches[first] = value.last_offset
+            i = bisect_right(self._starts, first)
+            self._starts.insert(i, first)
+        for run in value.runs:
+            state = OffsetState(RecordState(run.state), run.delivery_count, run.member_id, run.lock_deadline)
+            for offset in range(max(run.first, self.start_offset), run.last + 1):
+                self.offsets[offset] = state
+
+    def _drop_batch(self, first: int) -> None:
+        last = self.batches.pop(first, None)
+        if last is None:
+            return
+        self._starts.remove(first)
+        for offset in range(first, last + 1):
+            self.offsets.pop(offset, None)
+
+
+@dataclass(slots=True)
+class Change:
+    """What an operation decided: new states of some offsets, and maybe a new batch of new records."""
+
+    states: dict[int, OffsetState] = field(default_factory=dict)
+    new_batch: tuple[int, int] | None = None  # (first, last) acquired past next_offset
+    start_offset: int | None = None  # a start the log forces (log start moved), else computed
+
+    def __bool__(self) -> bool:
+        return bool(self.states) or self.new_batch is not None or self.start_offset is not None
+
+
+def plan(p: SharePartition, change: Change) -> list[ShareRecord]:
+    """The records that make ``change`` durable: touched batches, tombstones for batches the start
+    offset passed, then the partition record if the start or next offset moved (one log entry)."""
+    if not change:
+        return []
+    next_offset = p.next_offset if change.new_batch is None else change.new_batch[1] + 1
+
+    def state_of(offset: int) -> OffsetState:
+        return change.states.get(offset) or p.offsets[offset]
+
+    start = max(p.start_offset, change.start_offset if change.start_offset is not None else p.start_offset)
+    while start < next_offset and state_of(start).state.terminal:
+        start += 1
+    next_offset = max(next_offset, start)  # the log start passed everything ever acquired
+
+    records: list[ShareRecord] = []
+    touched = sorted({first for o in change.states if (first := p.batch_of(o)) is not None})
+    for first in p._starts:
+        if p.batches[first] < start:
+            records.append(batch_tombstone(p.key, first))
+        elif first in touched:
+            records.append(batch_record(p.key, first, p.batches[first], _runs(max(first, start), p.batches[first],
+                                                                               state_of)))
+    if change.new_batch is not None:
+        first, last = change.new_batch
+        if last >= start:
+            records.append(batch_record(p.key, first, last, _runs(max(first, start), last, state_of)))
+    if start != p.start_offset or next_offset != p.next_offset:
+        records.append(partition_record(p.key, p.state_epoch, start, next_offset))
+    return records
+
+
+def _runs(first: int, last: int, state_of: Callable[[int], OffsetState]) -> list[StateRun]:
+    runs: list[StateRun] = []
+    run_first: int = first
+    current: OffsetState | None = state_of(first)
+    for offset in range(first + 1, last + 2):
+        s = state_of(offset) if offset <= last else None
+        if s != current:
+            assert current is not None
+            runs.append(StateRun(run_first, offset - 1, int(current.state), current.delivery_count,
+                                 current.member_id, current.lock_deadline))
+            run_first, current = offset, s
+    return runs
+
+
+def apply(p: SharePartition, records: list[ShareRecord]) -> list[ShareRecord]:
+    """Replay ``records`` into ``p`` (the live path) and return them, for the caller's log entry."""
+    for record in records:
+        p.replay(record)
+    return records

@@ -1,0 +1,54 @@
+"""Records coming back without an acknowledgement: lock expiry, a member's session ending, the log start moving.
+
+- :func:`expire_locks` (Kafka's ``releaseAcquisitionLockOnTimeout``): every ACQUIRED offset whose
+  lock deadline has passed becomes AVAILABLE again, or ARCHIVED once delivered
+  ``share.delivery.count.limit`` times. The runtime calls it when the timer armed at
+  :meth:`SharePartition.next_lock_deadline` fires; an acknowledgement that arrives after the
+  deadline is refused whether or not this ran yet.
+- :func:`release_member` (Kafka's ``releaseAcquiredRecords``): the member's share session ended
+  (ShareFetch/ShareAcknowledge epoch -1, its connection closed) and what it held comes back the
+  same way; the delivery count is kept (KAFKA-19972). A coordinator taking over after a crash
+  has no sessions: calling it for every holder (:func:`release_all`) hands their records out
+  again at once instead of after the locks.
+- :func:`advance_log_start` (Kafka's ``updateCacheAndOffsets`` after OFFSET_OUT_OF_RANGE): the log
+  no longer has the records below ``log_start``; the start offset jumps there and what was in
+  flight below it is forgotten (an acknowledgement for it is then skipped, as Kafka skips
+  acknowledgements below the start offset).
+
+Each returns the records of the change, already replayed into the partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .acknowledgement import released
+from .config import ShareConfig
+from .partition import Change, OffsetState, SharePartition, apply, plan
+from .records import RecordState, ShareRecord
+
+
+def expire_locks(p: SharePartition, now_ms: int, config: ShareConfig) -> list[ShareRecord]:
+    return _release(p, lambda s: s.lock_deadline <= now_ms, config)
+
+
+def release_member(p: SharePartition, member_id: str, config: ShareConfig) -> list[ShareRecord]:
+    return _release(p, lambda s: s.member_id == member_id, config)
+
+
+def release_all(p: SharePartition, config: ShareConfig) -> list[ShareRecord]:
+    return _release(p, lambda s: True, config)
+
+
+def _release(p: SharePartition, which: Callable[[OffsetState], bool], config: ShareConfig) -> list[ShareRecord]:
+    change = Change()
+    for offset, current in p.offsets.items():
+        if current.state is RecordState.ACQUIRED and which(current):
+            change.states[offset] = released(current, config)
+    return apply(p, plan(p, change))
+
+
+def advance_log_start(p: SharePartition, log_start: int) -> list[ShareRecord]:
+    if not p.initialized or log_start <= p.start_offset:
+        return []
+    return apply(p, plan(p, Change(start_offset=log_start)))
