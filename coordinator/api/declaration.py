@@ -94,6 +94,11 @@ class ApiDeclaration:
         return api_name(self.api_key)
 
 
+def is_bound(declaration: ApiDeclaration) -> bool:
+    """An API of the shard has been bound to its checks (`runtime/apis/group_api.bind`)."""
+    return declaration.conversion is None or declaration.handle is not _unbound
+
+
 def check_declared(declaration: ApiDeclaration) -> None:
     """Raises `DeclarationError` (one line) for a declaration the node must not serve."""
     what = f"api {declaration.name} (key {declaration.api_key})"

@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from .declaration import ApiDeclaration, DeclarationError, check_declared
+from .declaration import ApiDeclaration, DeclarationError, check_declared, is_bound
 
 ANONYMOUS = "User:ANONYMOUS"
 
@@ -88,6 +88,9 @@ class ApiRegistry:
         if handler.api_key in self._handlers:
             raise DeclarationError(f"api {handler.name} (key {handler.api_key}) declared twice")
         check_declared(handler)
+        if not is_bound(handler):  # registered without the node's assembly: no checks were bound
+            raise DeclarationError(f"api {handler.name} (key {handler.api_key}) registered before it was bound "
+                                   "to its shard and checks (node/apis.assemble)")
         self._handlers[handler.api_key] = handler
 
     def get(self, api_key: int) -> ApiHandler | None:

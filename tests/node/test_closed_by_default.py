@@ -14,6 +14,7 @@ from pathlib import Path
 
 from coordinator.api.authorization import Rule
 from coordinator.api.declaration import DeclarationError
+from coordinator.api.registry import ApiRegistry
 from coordinator.node.apis import assemble
 from coordinator.runtime.apis import classic_groups
 from tests.support.server import free_port
@@ -76,3 +77,13 @@ def test_every_api_a_node_declares_passes_and_is_bound() -> None:
     declaration = classic_groups.heartbeat(lambda: None)
     (bound,) = assemble([declaration], None)
     assert bound.handle is not declaration.handle and bound.refuse is not None
+
+
+def test_a_group_api_registered_without_the_assembly_is_refused() -> None:
+    """A registry built from unbound declarations would serve them with no checks: it is refused."""
+    try:
+        ApiRegistry([classic_groups.heartbeat(lambda: None)])
+    except DeclarationError as exc:
+        assert "bound" in str(exc)
+    else:
+        raise AssertionError("an unbound group API was registered")
