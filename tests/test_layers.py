@@ -27,11 +27,9 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"node", "config", "cli", "docs", "__main__"}),  # assembly and entry points
 )
 
-KNOWN: frozenset[tuple[str, str]] = frozenset({
-    ("runtime", "security"),     # the group and bootstrap APIs (runtime/apis) authorize with security's
-                                 # checks; the connection drives security's SASL authenticator ...
-    ("runtime", "shards"),       # ... and the APIs place groups with shards' ShardLayout
-})
+KNOWN: frozenset[tuple[str, str]] = frozenset()
+"""None left: the APIs declare their authorization and placement as data (`api/`), security and
+shards interpret them, and the connection drives SASL through `runtime/auth.py`'s interfaces."""
 
 
 def layer_of(package: str) -> int:

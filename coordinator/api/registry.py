@@ -1,21 +1,22 @@
-"""The one registry of implemented APIs.
+"""The one registry of implemented APIs, and what a handler is handed.
 
-Every served API is an `ApiHandler`: its key, the versions it really serves, and the callable that
-turns a decoded kio request into a kio response. The ApiVersions answer, the codec's version check
-and the README's table of supported APIs are all generated from this registry, so an API is
-advertised exactly when, and with exactly the versions that, it is implemented.
+Every served API is an `ApiDeclaration` (`declaration.py`; `ApiHandler` names it where a factory
+builds one): its key, the versions it really serves, the callable that turns a decoded kio request
+into a kio response, and its rules. The ApiVersions answer, the codec's version check and the
+README's table of supported APIs are all generated from this registry, so an API is advertised
+exactly when, and with exactly the versions that, it is implemented. The registry refuses a
+declaration that is not closed (`declaration.check_declared`): start-up stops with one line.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
-from protocol.schemas import api_name
+from .declaration import ApiDeclaration, DeclarationError, check_declared, is_bound
 
 ANONYMOUS = "User:ANONYMOUS"
 
@@ -70,19 +71,8 @@ Handler = Callable[[RequestContext, Any], "Any | Awaitable[Any] | Deferred"]
 awaitable of it, or a `Deferred`."""
 
 
-@dataclass(frozen=True, slots=True)
-class ApiHandler:
-    api_key: int
-    min_version: int
-    max_version: int
-    handle: Handler
-    refuse: Callable[[RequestContext, Any, int], Any] | None = None
-    """The whole request answered with one error code, without the handler (group APIs: their
-    `on_error`): for a wrapper that must refuse before the handler runs."""
-
-    @property
-    def name(self) -> str:
-        return api_name(self.api_key)
+ApiHandler = ApiDeclaration
+"""The name the handler factories use: an API's declaration, with its handler bound."""
 
 
 class ApiRegistry:
@@ -94,10 +84,13 @@ class ApiRegistry:
             self.add(handler)
 
     def add(self, handler: ApiHandler) -> None:
+        """Raises `DeclarationError` (one line) for an API declared twice or not safely."""
         if handler.api_key in self._handlers:
-            raise ValueError(f"api key {handler.api_key} registered twice")
-        if not 0 <= handler.min_version <= handler.max_version:
-            raise ValueError(f"bad version range for api key {handler.api_key}")
+            raise DeclarationError(f"api {handler.name} (key {handler.api_key}) declared twice")
+        check_declared(handler)
+        if not is_bound(handler):  # registered without the node's assembly: no checks were bound
+            raise DeclarationError(f"api {handler.name} (key {handler.api_key}) registered before it was bound "
+                                   "to its shard and checks (node/apis.assemble)")
         self._handlers[handler.api_key] = handler
 
     def get(self, api_key: int) -> ApiHandler | None:

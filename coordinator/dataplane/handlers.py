@@ -8,6 +8,9 @@ Wiring: one `DataPlaneConfig`, one `PartitionStore(catalog, config)` for the pro
 
 from __future__ import annotations
 
+from coordinator.api.authorization import InHandler
+from coordinator.api.declaration import SidecarRoute
+from coordinator.api.placement import NoGroup
 from coordinator.api.registry import ApiHandler
 from coordinator.catalog.catalog import TopicCatalog
 
@@ -30,18 +33,22 @@ def dataplane_handlers(
             produce.MIN_VERSION,
             produce.MAX_VERSION,
             produce.ProduceHandler(catalog, store),
+            authorization=InHandler("WRITE each topic"),
+            placement=NoGroup(), sidecar=SidecarRoute.FORWARDED,
         ),
         ApiHandler(
             fetch.API_KEY,
             fetch.MIN_VERSION,
             fetch.MAX_VERSION,
             fetch.FetchHandler(catalog, store, config, sessions),
+            authorization=InHandler("READ each topic"), placement=NoGroup(), sidecar=SidecarRoute.FORWARDED,
         ),
         ApiHandler(
             list_offsets.API_KEY,
             list_offsets.MIN_VERSION,
             list_offsets.MAX_VERSION,
             list_offsets.ListOffsetsHandler(catalog, store),
+            authorization=InHandler("DESCRIBE each topic"), placement=NoGroup(), sidecar=SidecarRoute.FORWARDED,
         ),
         init_producer_id_handler(store),
     ]
@@ -51,4 +58,6 @@ def init_producer_id_handler(store: PartitionStore) -> ApiHandler:
     """InitProducerId alone: served by every shard, also those without the data plane (clients
     send it to any broker), from the store's `producer_ids`."""
     return ApiHandler(init_producer_id.API_KEY, init_producer_id.MIN_VERSION, init_producer_id.MAX_VERSION,
-                      init_producer_id.InitProducerIdHandler(store))
+                      init_producer_id.InitProducerIdHandler(store),
+                      authorization=InHandler("IDEMPOTENT_WRITE on the cluster or WRITE on some topic"),
+                      placement=NoGroup(), sidecar=SidecarRoute.FORWARDED)

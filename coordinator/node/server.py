@@ -38,6 +38,7 @@ from typing import Any
 from protocol.codec import RequestCodec
 
 from .. import metrics
+from ..api.declaration import DeclarationError
 from ..api.registry import ApiRegistry
 from ..catalog import TopicCatalog, TopicSource
 from ..config import Config
@@ -70,7 +71,6 @@ from ..runtime.apis import (
     consumer_groups,
     group_handlers,
 )
-from ..runtime.apis.group_owner import owner
 from ..runtime.apis.view import cluster_nodes
 from ..runtime.connection import ConnectionServices, KafkaConnection
 from ..runtime.connection_table import ConnectionTable
@@ -96,6 +96,7 @@ from ..security.settings import (
 )
 from ..security.store import SecurityStore, security_of
 from ..security.upstream import upstream_security
+from ..shards.ownership import owner
 from ..shards.placement import LayoutError, ShardLayout, shard_data_dir
 from ..shards.security_channel import SecurityChannel, SecurityForwarder
 from ..shards.security_mirror import SecurityMirror
@@ -103,6 +104,7 @@ from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
 from ..sidecar.topics_changed import TopicsChanged
+from .apis import assemble, served_by_sidecar
 from .startup_checks import check_layout, check_sidecar_shards
 
 log = get_logger("coordinator.server")
@@ -198,19 +200,24 @@ class CoordinatorServer:
             on_fatal=_fail_stop, remove_dir=_remove_empty_dir)
         self.shard: ShardRuntime | None = None
         self.history: HistoryWriter | None = None
-        groups = group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]), owns,
-                                self.topics)
-        groups += security_handlers(lambda: self.shard, self.security_forwarder)
+        declared = [*bootstrap_handlers(self.view, lambda: self.registry.version_ranges()),
+                    *group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]),
+                                    self.topics),
+                    *security_handlers(lambda: self.shard, self.security_forwarder)]
         if self.sidecar is not None:
-            handlers = self.sidecar.serve_locally(
-                [*self.sidecar.handlers(self.view, lambda: self.registry.version_ranges()), *groups])
-        else:
-            handlers = [*bootstrap_handlers(self.view, lambda: self.registry.version_ranges()), *groups]
-            if self.serves_data_plane:
-                handlers += dataplane_handlers(self.catalog, self.store, self.store.config)
-            else:  # clients send InitProducerId to any node: ids from this shard's own range
-                handlers.append(init_producer_id_handler(self.store))
-        self.registry = ApiRegistry(handlers)
+            declared = served_by_sidecar(declared, self.sidecar.handlers(self.view,
+                                                                         lambda: self.registry.version_ranges()))
+        elif self.serves_data_plane:
+            declared += dataplane_handlers(self.catalog, self.store, self.store.config)
+        else:  # clients send InitProducerId to any node: ids from this shard's own range
+            declared.append(init_producer_id_handler(self.store))
+        try:
+            handlers = assemble(declared, owns)
+            if self.sidecar is not None:
+                handlers = self.sidecar.serve_locally(handlers)
+            self.registry = ApiRegistry(handlers)
+        except DeclarationError as exc:
+            raise StartupError(str(exc)) from exc
         self.codec = RequestCodec(self.registry.version_ranges())
         self.connections = ConnectionTable(config["max.connections"], self.limits, config["queued.max.request.bytes"])
         self.connection_services = ConnectionServices(

@@ -73,7 +73,7 @@ from protocol.schemas import api_name
 from .. import metrics
 from ..api.registry import ANONYMOUS, Deferred, RequestContext
 from ..logging import get_logger
-from ..security.sasl import AUTHENTICATIONS, UnexpectedRequest
+from .auth import Authenticator, Authorizing, FailedAuthentications, Gate, UnexpectedRequest
 from .errors_seen import error_names
 from .request_bytes import FREE_BYTES, LEAST_READ
 
@@ -81,10 +81,6 @@ if TYPE_CHECKING:
     from protocol.codec import RequestCodec
 
     from ..api.registry import ApiRegistry
-    from ..security.authorizer import Authorizer
-    from ..security.failures import AuthenticationFailures
-    from ..security.gate import ListenerGate
-    from ..security.sasl import SaslAuthenticator
     from .connection_table import ConnectionTable
 
 log = get_logger("coordinator.connection")
@@ -132,22 +128,22 @@ class ConnectionServices:
     """The node's open connections and its `queued.max.request.bytes` budget."""
     codec: RequestCodec
     registry: ApiRegistry
-    authorizer: Authorizer | None
+    authorizer: Authorizing | None
     """Handed to handlers as `ctx.authz`; None without `authorizer.class.name`."""
-    auth_failures: AuthenticationFailures
+    auth_failures: FailedAuthentications
     wait_loaded: Callable[[], Awaitable[None]]
     """Resolves once the node's state is loaded: requests wait for it."""
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, services: ConnectionServices, connection_id: int, route: Route | None = None,
-                 gate: ListenerGate | None = None) -> None:
+                 gate: Gate | None = None) -> None:
         self._services = services
         self._route = route
         self._gate = gate
         self.listener = gate.name if gate is not None else "PLAINTEXT"
         self.principal = ANONYMOUS
-        self._sasl: SaslAuthenticator | None = None
+        self._sasl: Authenticator | None = None
         """Set while a SASL listener's connection is not authenticated yet."""
         self.connection_id = connection_id
         max_frame = services.max_request_bytes
@@ -192,7 +188,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.principal = self._gate.principal_of(self._transport)
             self._sasl = self._gate.authenticator()
             if self._sasl is not None:
-                self._decoder.max_size = self._sasl.config.max_receive_size
+                self._decoder.max_size = self._sasl.max_receive_size
         refused = self._services.connections.admit(self)
         if refused is not None:
             key, limit = refused
@@ -536,9 +532,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._sasl = None
             self._decoder.max_size = self._services.max_request_bytes
             self._decoder.min_size = MIN_REQUEST_SIZE
-            AUTHENTICATIONS.labels(sasl.mechanism, "ok").inc()
+            sasl.count()
         elif sasl.failed:
-            AUTHENTICATIONS.labels(sasl.mechanism or "none", "failed").inc()
+            sasl.count()
             metrics.CONNECTIONS_CLOSED.labels("authentication_failed").inc()
             failures = self._services.auth_failures
             failures.failed(self.client_host, self.listener, sasl.mechanism, sasl.failure)

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from ..security.settings import ConnectionLimits
 from .request_bytes import RequestBytes
 
 if TYPE_CHECKING:
@@ -26,6 +25,15 @@ if TYPE_CHECKING:
 
 _SWEEPS = 10
 """Looks per `connections.max.idle.ms`: an idle connection closes within 1.1 times the setting."""
+
+
+class ConnectionLimits(Protocol):
+    """The per-address and idle limits (`security.settings.ConnectionLimits` from the settings)."""
+
+    @property
+    def connections_max_idle_ms(self) -> int: ...
+
+    def limit_for(self, host: str) -> int: ...
 
 
 class ConnectionTable:

@@ -1,6 +1,7 @@
 """Kafka's ACL model: resource types, pattern types, operations, permissions, bindings and filters.
 
-Numbers are Kafka's wire values (`ResourceType`, `PatternType`, `AclOperation`, `AclPermissionType`).
+Numbers are Kafka's wire values (`PatternType`, `AclPermissionType`; `ResourceType` and `AclOperation`
+are the API contract's, `api/authorization.py`, so a declaration can name them).
 A binding is one ACL: (resource type, resource name, pattern type, principal, host, operation,
 permission). Rules, as Kafka's:
 
@@ -28,20 +29,10 @@ from typing import NamedTuple
 
 from protocol.errors import ErrorCode
 
-CLUSTER_NAME = "kafka-cluster"
+from ..api.authorization import CLUSTER_NAME, AclOperation, ResourceType
+
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
-
-
-class ResourceType(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
 
 
 class PatternType(IntEnum):
@@ -50,25 +41,6 @@ class PatternType(IntEnum):
     MATCH = 2
     LITERAL = 3
     PREFIXED = 4
-
-
-class AclOperation(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-    TWO_PHASE_COMMIT = 15
 
 
 class AclPermissionType(IntEnum):

@@ -27,6 +27,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from protocol.errors import ErrorCode
 
+from ..api.authorization import InHandler, Unchecked
+from ..api.declaration import SidecarRoute
+from ..api.placement import NoGroup
 from ..api.registry import ApiHandler, RequestContext
 from ..api.respond import respond
 from ..core.effects import Effects, TimerTable
@@ -79,8 +82,10 @@ def _served(shard: Shard, remote: Remote | None, read: Read | None, api_key: int
             precheck: Callable[[RequestContext, Any], int | None]) -> ApiHandler:
     """The API through this process's shard, or (`remote` given) from the copy (`read`, a store
     method) or forwarded to shard 0 (`read` None: a write)."""
+    declared: dict[str, Any] = {"authorization": InHandler("ALTER or DESCRIBE on the cluster, in its precheck"),
+                                "placement": NoGroup(), "sidecar": SidecarRoute.SERVED}
     if remote is None:
-        return group_api(shard, api_key, min_version, max_version, to_core, to_wire, on_error, precheck)
+        return group_api(shard, api_key, min_version, max_version, to_core, to_wire, on_error, precheck, **declared)
 
     async def forwarded(ctx: RequestContext, request: Any, core_request: Any) -> Any:
         answer = await remote.forward(ctx.principal, core_request)
@@ -102,14 +107,17 @@ def _served(shard: Shard, remote: Remote | None, read: Read | None, api_key: int
         (reply,) = fx.replies
         return respond(ctx, to_wire(ctx, request, reply.response))
 
-    return ApiHandler(api_key, min_version, max_version, handle)
+    return ApiHandler(api_key, min_version, max_version, handle, **declared)
+
+
+_SASL = Unchecked("the SASL exchange authenticates; after it, it is ILLEGAL_SASL_STATE for everyone")
 
 
 def sasl_handshake() -> ApiHandler:
     def handle(ctx: RequestContext, request: Any) -> Any:
         return respond(ctx, {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": []})
 
-    return ApiHandler(SASL_HANDSHAKE, 0, 1, handle)
+    return ApiHandler(SASL_HANDSHAKE, 0, 1, handle, authorization=_SASL, placement=NoGroup(), sidecar=SidecarRoute.SERVED)
 
 
 def sasl_authenticate() -> ApiHandler:
@@ -117,7 +125,8 @@ def sasl_authenticate() -> ApiHandler:
         return respond(ctx, {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "auth_bytes": b"",
                              "error_message": "SaslAuthenticate request received after successful authentication"})
 
-    return ApiHandler(SASL_AUTHENTICATE, 0, 2, handle)
+    return ApiHandler(SASL_AUTHENTICATE, 0, 2, handle, authorization=_SASL, placement=NoGroup(),
+                      sidecar=SidecarRoute.SERVED)
 
 
 def _cluster(operation: int, needs_authorizer: bool) -> Callable[[RequestContext, Any], int | None]:

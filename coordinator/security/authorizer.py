@@ -26,7 +26,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .acls import AclOperation, ResourceType
+from ..api.authorization import (
+    ALTER,
+    CLUSTER,
+    CLUSTER_ACTION,
+    CLUSTER_NAME,
+    CREATE,
+    DELETE,
+    DESCRIBE,
+    GROUP,
+    IDEMPOTENT_WRITE,
+    READ,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    WRITE,
+    allowed,
+)
 from .settings import AuthorizerConfig
 
 if TYPE_CHECKING:
@@ -36,12 +51,8 @@ if TYPE_CHECKING:
 
 _CACHE_LIMIT = 100_000
 
-READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE = (AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE,
-                                               AclOperation.DELETE, AclOperation.ALTER, AclOperation.DESCRIBE)
-CLUSTER_ACTION, IDEMPOTENT_WRITE = AclOperation.CLUSTER_ACTION, AclOperation.IDEMPOTENT_WRITE
-TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
-                                          ResourceType.TRANSACTIONAL_ID)
-CLUSTER_NAME = "kafka-cluster"
+__all__ = ["ALTER", "CLUSTER", "CLUSTER_ACTION", "CLUSTER_NAME", "CREATE", "DELETE", "DESCRIBE", "GROUP",
+           "IDEMPOTENT_WRITE", "READ", "TOPIC", "TRANSACTIONAL_ID", "WRITE", "Authorizer", "allowed"]
 
 
 class Authorizer:
@@ -101,8 +112,3 @@ class Authorizer:
     def cluster(self, ctx: RequestContext, operation: int) -> bool:
         return self.allowed(ctx, operation, CLUSTER, CLUSTER_NAME)
 
-
-def allowed(ctx: RequestContext, operation: int, resource_type: int, name: str) -> bool:
-    """`ctx.authz` allows it, or there is no authorizer."""
-    authz = ctx.authz
-    return authz is None or bool(authz.allowed(ctx, operation, resource_type, name))

@@ -1,16 +1,15 @@
-"""What each group API checks, in one table (Kafka's KafkaApis and GroupCoordinator handling).
+"""How each declared authorization rule checks (Kafka's KafkaApis and GroupCoordinator handling).
 
-`group_api` (runtime/apis/group_api.py) asks `CHECKS[api_key](ctx, request, topics)` when an
-authorizer is configured (`ctx.authz`), before the core sees the request; `topics` is the shard's
-topics image, which names the topics that OffsetCommit and OffsetFetch v10 give by id (Kafka's
-KafkaApis resolves them the same way: an id it does not know is UNKNOWN_TOPIC_ID, answered by the
-core, before any topic ACL is asked). A check answers:
-
-- None: everything asked for is allowed;
-- an error code: the whole request is refused with it (through the API's `on_error`);
-- `Filtered(request, merge)`: the core gets only what the principal may touch (a copy of the kio
-  request), and `merge` adds the refused parts to the wire description the API built;
-- `Answered(description)`: nothing is left to ask the core; this is the whole response.
+An API declares its rule as data (`api/authorization.py`); at start-up the security feature turns
+each into a check (`authorization_checks`), which the runtime binds into the API's handler
+(`runtime/apis/group_api.bind`) and asks, when an authorizer is configured (`ctx.authz`), as
+`check(ctx, request, topics)` before the core sees the request; `topics` is the shard's topics
+image, which names the topics that OffsetCommit and OffsetFetch v10 give by id (Kafka's KafkaApis
+resolves them the same way: an id it does not know is UNKNOWN_TOPIC_ID, answered by the core,
+before any topic ACL is asked). A check answers in the one decision shape (`api/decision.py`):
+None, an error code (refused whole), `Filtered(request, merge)` or `Answered(description)`.
+`Unchecked` and `InHandler` rules have no check here; a rule this module cannot interpret stops
+start-up (`DeclarationError`), as an API with no rule does.
 
 Per API (resource, operation, refusal):
 
@@ -41,14 +40,33 @@ ConsumerGroupHeartbeat     READ group; DESCRIBE each subscribed  whole (GROUP_, 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
-from protocol.private import DESCRIBE_GROUP_GENERATIONS
 
-from .authorizer import CLUSTER, DELETE, DESCRIBE, GROUP, READ, TOPIC
-from .operations import NOT_REQUESTED, authorized_operations
+from ..api.authorization import (
+    CLUSTER,
+    DELETE,
+    DESCRIBE,
+    GROUP,
+    NOT_REQUESTED,
+    READ,
+    TOPIC,
+    CommitOffsets,
+    DeleteEachGroup,
+    DescribeEachGroup,
+    FetchOffsets,
+    GroupMember,
+    InHandler,
+    JoinWithSubscription,
+    ListVisibleGroups,
+    Rule,
+    Unchecked,
+    authorized_operations,
+)
+from ..api.decision import Answered, Check, Decision, Filtered, Merge
+from ..api.declaration import ApiDeclaration, DeclarationError
 
 if TYPE_CHECKING:
     from ..api.registry import RequestContext
@@ -56,20 +74,7 @@ if TYPE_CHECKING:
 
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-Merge = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-class Filtered(NamedTuple):
-    request: Any
-    merge: Merge
-
-
-class Answered(NamedTuple):
-    description: dict[str, Any]
-
-
-Decision = int | Filtered | Answered | None
-Check = Callable[["RequestContext", Any, "TopicsImage"], Decision]
+__all__ = ["Answered", "Check", "Decision", "Filtered", "Merge", "authorization_checks", "check_for"]
 
 TOPIC_IDS = 10
 """OffsetCommit and OffsetFetch name topics by id from this version on."""
@@ -125,19 +130,29 @@ def _denied_topics(ctx: RequestContext, topics: Any, operation: int, image: Topi
     return denied
 
 
-def _offset_commit(ctx: RequestContext, r: Any, image: TopicsImage) -> Decision:
-    if not _allowed(ctx, READ, GROUP, r.group_id):
-        return GROUP_DENIED
-    denied = _denied_topics(ctx, r.topics, READ, image)
-    if not denied:
-        return None
-    refused = [_refused_topic(_identity(ctx, t, name), [p.partition_index for p in t.partitions], TOPIC_DENIED, False)
-               for t, name in denied]
-    out = [t for t, _ in denied]
-    allowed = tuple(t for t in r.topics if t not in out)
-    if not allowed:  # nothing to commit: Kafka answers without the coordinator
-        return Answered({"throttle_time": 0, "topics": refused})
-    return Filtered(dataclasses.replace(r, topics=allowed), lambda d: {**d, "topics": [*d["topics"], *refused]})
+def _commit_offsets(rule: CommitOffsets) -> Check:
+    """OffsetCommit and OffsetDelete: the group, then each topic (module table)."""
+    group_operation, topic_operation = rule.group_operation, rule.topic_operation
+
+    def check(ctx: RequestContext, r: Any, image: TopicsImage) -> Decision:
+        if not _allowed(ctx, group_operation, GROUP, r.group_id):
+            return GROUP_DENIED
+        if rule.topics_by_id:
+            denied = _denied_topics(ctx, r.topics, topic_operation, image)
+        else:
+            denied = [(t, t.name) for t in r.topics if not _allowed(ctx, topic_operation, TOPIC, t.name)]
+        if not denied:
+            return None
+        refused = [_refused_topic(_identity(ctx, t, name) if rule.topics_by_id else {"name": name},
+                                  [p.partition_index for p in t.partitions], TOPIC_DENIED, False)
+                   for t, name in denied]
+        out = [t for t, _ in denied]
+        allowed = tuple(t for t in r.topics if t not in out)
+        if not allowed and rule.answer_when_none_left:  # nothing to commit: Kafka answers without the coordinator
+            return Answered({"throttle_time": 0, "topics": refused})
+        return Filtered(dataclasses.replace(r, topics=allowed), lambda d: {**d, "topics": [*d["topics"], *refused]})
+
+    return check
 
 
 def _fetch_topics(ctx: RequestContext, topics: Any, image: TopicsImage) -> tuple[Any, list[dict[str, Any]]]:
@@ -200,18 +215,6 @@ def _offset_fetch(ctx: RequestContext, r: Any, image: TopicsImage) -> Decision:
     return Filtered(dataclasses.replace(r, groups=tuple(allowed_groups)), merge)
 
 
-def _offset_delete(ctx: RequestContext, r: Any, _: TopicsImage) -> Decision:
-    if not _allowed(ctx, DELETE, GROUP, r.group_id):
-        return GROUP_DENIED
-    denied = [t for t in r.topics if not _allowed(ctx, READ, TOPIC, t.name)]
-    if not denied:
-        return None
-    refused = [_refused_topic({"name": t.name}, [p.partition_index for p in t.partitions], TOPIC_DENIED, False)
-               for t in denied]
-    allowed = tuple(t for t in r.topics if t not in denied)
-    return Filtered(dataclasses.replace(r, topics=allowed), lambda d: {**d, "topics": [*d["topics"], *refused]})
-
-
 # ---- group administration --------------------------------------------------------------------
 
 
@@ -227,7 +230,7 @@ def _uses_hidden_topics(ctx: RequestContext, group: dict[str, Any]) -> bool:
                for tp in assignment["topic_partitions"])
 
 
-def _describe_groups(field: str, refused_entry: Callable[[str], dict[str, Any]], topics: bool = False) -> Check:
+def _describe_groups(field: str, refused_entry: Callable[[str, int], dict[str, Any]], topics: bool = False) -> Check:
     """DescribeGroups and ConsumerGroupDescribe: DESCRIBE each group; operations per principal;
     with `topics` (ConsumerGroupDescribe), a group whose assignments name a topic the principal may
     not DESCRIBE is TOPIC_AUTHORIZATION_FAILED, described no further."""
@@ -235,14 +238,14 @@ def _describe_groups(field: str, refused_entry: Callable[[str], dict[str, Any]],
     def check(ctx: RequestContext, r: Any, _: TopicsImage) -> Decision:
         ids = getattr(r, field)
         denied = [g for g in ids if not _allowed(ctx, DESCRIBE, GROUP, g)]
-        refused = [refused_entry(g) for g in denied]
+        refused = [refused_entry(g, GROUP_DENIED) for g in denied]
         allowed = tuple(g for g in ids if g not in denied)
 
         def merge(d: dict[str, Any]) -> dict[str, Any]:
             groups = []
             for g in d["groups"]:
                 if topics and not g.get("error_code") and _uses_hidden_topics(ctx, g):
-                    groups.append({**refused_entry(g["group_id"]), "error_code": TOPIC_DENIED,
+                    groups.append({**refused_entry(g["group_id"], TOPIC_DENIED),
                                    "error_message": TOPICS_DENIED_MESSAGE})
                 elif g.get("authorized_operations", NOT_REQUESTED) != NOT_REQUESTED:
                     groups.append({**g, "authorized_operations": group_operations(ctx, g["group_id"])})
@@ -264,15 +267,20 @@ def _list_groups(ctx: RequestContext, r: Any, _: TopicsImage) -> Decision:
                                                   if _allowed(ctx, DESCRIBE, GROUP, g["group_id"])]})
 
 
-def _delete_groups(ctx: RequestContext, r: Any, _: TopicsImage) -> Decision:
-    denied = [g for g in dict.fromkeys(r.groups_names) if not _allowed(ctx, DELETE, GROUP, g)]
-    if not denied:
-        return None
-    refused = [{"group_id": g, "error_code": GROUP_DENIED} for g in denied]
-    allowed = tuple(g for g in r.groups_names if g not in denied)
-    if not allowed:
-        return Answered({"throttle_time": 0, "results": refused})
-    return Filtered(dataclasses.replace(r, groups_names=allowed), lambda d: {**d, "results": [*d["results"], *refused]})
+def _delete_groups(field: str, answer_field: str) -> Check:
+    def check(ctx: RequestContext, r: Any, _: TopicsImage) -> Decision:
+        names = getattr(r, field)
+        denied = [g for g in dict.fromkeys(names) if not _allowed(ctx, DELETE, GROUP, g)]
+        if not denied:
+            return None
+        refused = [{"group_id": g, "error_code": GROUP_DENIED} for g in denied]
+        allowed = tuple(g for g in names if g not in denied)
+        if not allowed:
+            return Answered({"throttle_time": 0, answer_field: refused})
+        return Filtered(dataclasses.replace(r, **{field: allowed}),
+                        lambda d: {**d, answer_field: [*d[answer_field], *refused]})
+
+    return check
 
 
 def _consumer_group_heartbeat(ctx: RequestContext, r: Any, _: TopicsImage) -> Decision:
@@ -284,24 +292,36 @@ def _consumer_group_heartbeat(ctx: RequestContext, r: Any, _: TopicsImage) -> De
     return None
 
 
-CHECKS: dict[int, Check] = {
-    11: _member_of_group(READ),  # JoinGroup
-    14: _member_of_group(READ),  # SyncGroup
-    12: _member_of_group(READ),  # Heartbeat
-    13: _member_of_group(READ),  # LeaveGroup
-    8: _offset_commit,
-    9: _offset_fetch,
-    47: _offset_delete,
-    15: _describe_groups("groups", lambda g: {
-        "error_code": GROUP_DENIED, "error_message": None, "group_id": g, "group_state": "", "protocol_type": "",
-        "protocol_data": "", "members": [], "authorized_operations": NOT_REQUESTED}),
-    16: _list_groups,
-    42: _delete_groups,
-    68: _consumer_group_heartbeat,
-    69: _describe_groups("group_ids", lambda g: {
-        "error_code": GROUP_DENIED, "error_message": None, "group_id": g, "group_state": "", "assignor_name": "",
-        "members": [], "authorized_operations": NOT_REQUESTED}, topics=True),
-    DESCRIBE_GROUP_GENERATIONS: _describe_groups("groups", lambda g: {
-        "error_code": GROUP_DENIED, "group_id": g, "group_state": "", "generation_id": -1, "members": []}),
-}
-"""api key -> its check. An API missing here (the security APIs) checks in its own precheck."""
+def check_for(rule: Rule) -> Check | None:
+    """The check a declared rule asks before the shard (None: the rule asks nothing there)."""
+    if isinstance(rule, (Unchecked, InHandler)):
+        return None
+    if isinstance(rule, GroupMember):
+        return _member_of_group(rule.operation)
+    if isinstance(rule, CommitOffsets):
+        return _commit_offsets(rule)
+    if isinstance(rule, FetchOffsets):
+        return _offset_fetch
+    if isinstance(rule, DescribeEachGroup):
+        return _describe_groups(rule.field, rule.refused_entry, rule.hide_groups_using_hidden_topics)
+    if isinstance(rule, ListVisibleGroups):
+        return _list_groups
+    if isinstance(rule, DeleteEachGroup):
+        return _delete_groups(rule.field, rule.answer_field)
+    if isinstance(rule, JoinWithSubscription):
+        return _consumer_group_heartbeat
+    raise DeclarationError(f"authorization rule {type(rule).__name__} has no interpretation in security/checks.py")
+
+
+def authorization_checks(declarations: Iterable[ApiDeclaration]) -> dict[int, Check]:
+    """api key -> the check of its declared rule, for the APIs whose rule asks one before the shard.
+    Raises `DeclarationError` for an API with no rule, or one this module cannot interpret."""
+    checks: dict[int, Check] = {}
+    for declaration in declarations:
+        if declaration.authorization is None:
+            raise DeclarationError(f"api {declaration.name} (key {declaration.api_key}) declares no authorization "
+                                   "rule (api/authorization.py): refusing to serve it unchecked")
+        check = check_for(declaration.authorization)
+        if check is not None:
+            checks[declaration.api_key] = check
+    return checks

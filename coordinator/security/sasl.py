@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter
 
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import ErrorCode
 from protocol.schemas import api_snake_name
 
 from ..api.registry import RequestContext
@@ -63,12 +63,6 @@ answered ILLEGAL_SASL_STATE (Kafka's IllegalSaslStateException) and the connecti
 
 AUTHENTICATIONS = Counter("coordinator_sasl_authentications", "SASL authentications, by mechanism and result (ok, failed).",
                           ["mechanism", "result"])
-
-
-class UnexpectedRequest(ProtocolError):
-    """A request other than ApiVersions/SaslHandshake/SaslAuthenticate before authentication."""
-
-    reason = "unauthenticated_request"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +131,17 @@ class SaslAuthenticator:
     @property
     def allowed_keys(self) -> frozenset[int]:
         return ALLOWED_KEYS.get(self.state, frozenset())
+
+    @property
+    def max_receive_size(self) -> int:
+        return self.config.max_receive_size
+
+    def count(self) -> None:
+        """The exchange settled: one authentication counted, ok or failed, by mechanism."""
+        if self.principal is not None:
+            AUTHENTICATIONS.labels(self.mechanism, "ok").inc()
+        elif self.failed:
+            AUTHENTICATIONS.labels(self.mechanism or "none", "failed").inc()
 
     @property
     def failed(self) -> bool:

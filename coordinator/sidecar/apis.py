@@ -26,6 +26,9 @@ from protocol.build import build
 from protocol.errors import ErrorCode
 from protocol.schemas import request_schema, response_schema
 
+from ..api.authorization import Unchecked
+from ..api.declaration import SidecarRoute
+from ..api.placement import NoGroup
 from ..api.registry import ApiHandler, RequestContext
 from ..logging import get_logger
 from .wire import ForwardError
@@ -110,7 +113,9 @@ def txn_offset_commit_refusal() -> ApiHandler:
         })
 
     low, high = decodable(TXN_OFFSET_COMMIT) or (0, 0)
-    return ApiHandler(TXN_OFFSET_COMMIT, low, high, handle)
+    return ApiHandler(TXN_OFFSET_COMMIT, low, high, handle,
+                      authorization=Unchecked("refused whole in sidecar mode: nothing is committed"),
+                      placement=NoGroup(), sidecar=SidecarRoute.SERVED)
 
 
 async def locate_transaction_coordinators(sidecar: Sidecar, keys: list[tuple[str, int]]) -> list[dict[str, Any]]:

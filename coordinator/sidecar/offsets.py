@@ -51,6 +51,7 @@ from protocol.build import build
 from protocol.client import request_class
 from protocol.errors import ErrorCode
 
+from ..api.declaration import SidecarRoute
 from ..api.registry import ApiHandler, RequestContext, is_pending, response_of
 from ..core import requests as core
 from ..core.events import OffsetsCommitted
@@ -64,9 +65,8 @@ log = get_logger("coordinator.sidecar.offsets")
 limited = RateLimitedLog(log)
 """Retries against an upstream that is away: one line per kind per interval."""
 
-OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT = 8, 9, 10, 11, 68
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
 DELETE_GROUPS, OFFSET_DELETE = 42, 47
-GATED = frozenset({OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT, DELETE_GROUPS, OFFSET_DELETE})
 NOTHING_UPSTREAM = frozenset({ErrorCode.NONE, ErrorCode.GROUP_ID_NOT_FOUND})
 RETRIABLE = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
                        ErrorCode.NOT_COORDINATOR})
@@ -82,15 +82,6 @@ IMPORTS = Counter("coordinator_sidecar_offset_imports", "Groups checked for upst
                   ["outcome"])
 
 Offsets = dict[tuple[str, int], tuple[int, int, str]]  # (topic, partition) -> (offset, leader epoch, metadata)
-
-
-def group_ids(api_key: int, request: Any) -> list[str]:
-    if api_key == OFFSET_FETCH and getattr(request, "groups", None):
-        return [g.group_id for g in request.groups]
-    if api_key == DELETE_GROUPS:
-        return list(dict.fromkeys(request.groups_names))
-    group_id = getattr(request, "group_id", None)
-    return [group_id] if group_id else []
 
 
 class OffsetBridge:
@@ -114,15 +105,18 @@ class OffsetBridge:
 
     # -- import ---------------------------------------------------------------------------------
     def gate(self, handler: ApiHandler) -> ApiHandler:
-        if handler.api_key not in GATED:
+        """An API declared `SidecarRoute.SERVED_AFTER_IMPORT` waits for the import of the groups its
+        placement names (`api/placement.py`)."""
+        if handler.sidecar is not SidecarRoute.SERVED_AFTER_IMPORT or handler.placement is None:
             return handler
         inner = handler.handle
+        group_ids = handler.placement.group_ids
 
         def handle(ctx: RequestContext, request: Any) -> Any:
             shard = self._shard()
             if shard is None or not shard.loaded:
                 return inner(ctx, request)  # answers COORDINATOR_LOAD_IN_PROGRESS
-            pending = [g for g in group_ids(ctx.api_key, request) if g not in self._checked]
+            pending = [g for g in group_ids(request, ctx.api_version) if g not in self._checked]
             if self._owns is not None:
                 pending = [g for g in pending if self._owns(g)]
             if not pending:

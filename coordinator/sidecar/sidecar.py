@@ -137,13 +137,14 @@ class Sidecar:
             return locate.handle(ctx, request)
 
         return [
-            ApiHandler(provisional.api_key, provisional.min_version, provisional.max_version, handle_versions),
-            ApiHandler(locate.api_key, locate.min_version, locate.max_version, handle_locate),
+            dataclasses.replace(provisional, handle=handle_versions),
+            dataclasses.replace(locate, handle=handle_locate),
             apis.txn_offset_commit_refusal(),
         ]
 
     def serve_locally(self, handlers: list[ApiHandler]) -> list[ApiHandler]:
-        """The handlers the registry gets: group APIs gated by the offset import and watched for
+        """The handlers the registry gets (the APIs declared served here): those declared
+        `SidecarRoute.SERVED_AFTER_IMPORT` gated by the offset import, the group APIs watched for
         unknown topics; the keys they cover are the ones never forwarded."""
         wrapped = [self.offsets.gate(self.offsets.watch_deletions(self._watch_subscriptions(h))) for h in handlers]
         self.local_keys = frozenset(h.api_key for h in wrapped)

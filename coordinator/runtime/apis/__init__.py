@@ -6,7 +6,10 @@ One handler style:
   `ApiHandler` (key, versions, `handle(ctx, request)`);
 - a factory takes only what its API needs, never the server: the bootstrap APIs a `NodeView`
   (this node, the cluster id, the catalog and its defaults), ApiVersions the table it advertises,
-  the group APIs the shard getter (built with `group_api`: `to_core`, `to_wire`, `on_error`);
+  the group APIs the shard getter (declared with `group_api`: `to_core`, `to_wire`, `on_error`,
+  bound to the features' checks at start-up with `group_api.bind`);
+- what a factory returns is the API's whole declaration (`api/declaration.py`): with it, its
+  authorization rule, its placement and its sidecar route;
 - `handle` describes the response once, version-free, and returns `respond(ctx, description)` (or a
   future of it): `protocol.build` / the fast encoders produce the exact version asked for;
 - error codes are `protocol.errors.ErrorCode` members, never bare numbers.
@@ -30,14 +33,14 @@ from . import (
     offsets,
     topics,
 )
-from .group_owner import Owns, owner
+from .group_api import bind
 from .view import Node, NodeView, TopicDefaults
 
 if TYPE_CHECKING:
     from ...catalog.source import TopicSource
     from ..shard import ShardRuntime
 
-__all__ = ["Node", "NodeView", "Owns", "TopicDefaults", "bootstrap_handlers", "group_handlers", "owner"]
+__all__ = ["Node", "NodeView", "TopicDefaults", "bind", "bootstrap_handlers", "group_handlers"]
 
 
 def bootstrap_handlers(view: NodeView, table: Callable[[], Mapping[int, tuple[int, int]]]) -> list[ApiHandler]:
@@ -54,28 +57,27 @@ def bootstrap_handlers(view: NodeView, table: Callable[[], Mapping[int, tuple[in
 
 def group_handlers(shard: Callable[[], ShardRuntime | None],
                    protocols: tuple[str, ...] = ("classic", "consumer"),
-                   owns: Owns | None = None, topics: TopicSource | None = None) -> list[ApiHandler]:
-    """The group coordinator's APIs, served by the shard. The KIP-848 APIs exist only when
-    `group.coordinator.rebalance.protocols` names `consumer` (then they are advertised too).
-    `owns` (several shards only, `group_owner.owner`): the groups this node coordinates; the
-    others are answered NOT_COORDINATOR. `topics`: the node's topic source (OffsetCommit refuses
-    partitions it does not know)."""
+                   topics: TopicSource | None = None) -> list[ApiHandler]:
+    """The group coordinator's APIs, served by the shard, as declared (served once bound,
+    `group_api.bind`). The KIP-848 APIs exist only when `group.coordinator.rebalance.protocols`
+    names `consumer` (then they are advertised too). `topics`: the node's topic source
+    (OffsetCommit refuses partitions it does not know)."""
     handlers = [
-        classic_groups.join_group(shard, owns),
-        classic_groups.sync_group(shard, owns),
-        classic_groups.heartbeat(shard, owns),
-        classic_groups.leave_group(shard, owns),
-        offsets.offset_commit(shard, owns, topics),
-        offsets.offset_fetch(shard, owns),
-        offsets.offset_delete(shard, owns),
-        group_admin.list_groups(shard, owns),
-        group_admin.describe_groups(shard, owns),
-        group_admin.delete_groups(shard, owns),
-        group_generations.describe_group_generations(shard, owns),
+        classic_groups.join_group(shard),
+        classic_groups.sync_group(shard),
+        classic_groups.heartbeat(shard),
+        classic_groups.leave_group(shard),
+        offsets.offset_commit(shard, topics),
+        offsets.offset_fetch(shard),
+        offsets.offset_delete(shard),
+        group_admin.list_groups(shard),
+        group_admin.describe_groups(shard),
+        group_admin.delete_groups(shard),
+        group_generations.describe_group_generations(shard),
     ]
     if "consumer" in protocols:
         handlers += [
-            consumer_groups.consumer_group_heartbeat(shard, owns),
-            consumer_groups.consumer_group_describe(shard, owns),
+            consumer_groups.consumer_group_heartbeat(shard),
+            consumer_groups.consumer_group_describe(shard),
         ]
     return handlers

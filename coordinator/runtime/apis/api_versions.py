@@ -18,6 +18,9 @@ from protocol.codec import API_VERSIONS_KEY, DecodedRequest
 from protocol.errors import ErrorCode
 from protocol.private import NAMES as PRIVATE_APIS
 
+from ...api.authorization import Unchecked
+from ...api.declaration import SidecarRoute
+from ...api.placement import NoGroup
 from ...api.registry import ApiHandler, RequestContext
 from ...api.respond import respond, response_class
 
@@ -53,7 +56,9 @@ def api_versions(table: Callable[[], Mapping[int, tuple[int, int]]]) -> ApiHandl
             cache[ctx.api_version] = response
         return response
 
-    return ApiHandler(API_VERSIONS_KEY, MIN_VERSION, MAX_VERSION, handle)
+    return ApiHandler(API_VERSIONS_KEY, MIN_VERSION, MAX_VERSION, handle,
+                      authorization=Unchecked("Kafka answers ApiVersions to anyone, before authentication"),
+                      placement=NoGroup(), sidecar=SidecarRoute.SERVED)
 
 
 def _build_v0(description: dict[str, Any]) -> Any:

@@ -22,11 +22,13 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ...api.authorization import READ, GroupMember
+from ...api.declaration import SidecarRoute
+from ...api.placement import OneGroup
 from ...api.registry import ApiHandler, RequestContext
 from ...core import requests as core
 from ..shard import ShardRuntime
 from .group_api import group_api, ms
-from .group_owner import Owns
 
 
 def _new_member_id(ctx: RequestContext, request: Any) -> str:
@@ -34,7 +36,7 @@ def _new_member_id(ctx: RequestContext, request: Any) -> str:
     return f"{prefix}-{uuid.uuid4()}"
 
 
-def join_group(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
+def join_group(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.JoinGroup:
         session = ms(r.session_timeout)
         return core.JoinGroup(
@@ -67,10 +69,11 @@ def join_group(shard: Callable[[], ShardRuntime | None], owns: Owns | None = Non
         return {"error_code": code, "generation_id": -1, "protocol_name": None if ctx.api_version >= 7 else "",
                 "member_id": r.member_id, "leader": "", "members": []}
 
-    return group_api(shard, 11, 0, 9, to_core, to_wire, on_error, owns=owns)
+    return group_api(shard, 11, 0, 9, to_core, to_wire, on_error, authorization=GroupMember(READ),
+                     placement=OneGroup(), sidecar=SidecarRoute.SERVED_AFTER_IMPORT)
 
 
-def sync_group(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
+def sync_group(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.SyncGroup:
         return core.SyncGroup(
             ref=ref, group_id=r.group_id, generation_id=r.generation_id, member_id=r.member_id,
@@ -92,10 +95,11 @@ def sync_group(shard: Callable[[], ShardRuntime | None], owns: Owns | None = Non
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         return None
 
-    return group_api(shard, 14, 0, 5, to_core, to_wire, on_error, precheck, owns=owns)
+    return group_api(shard, 14, 0, 5, to_core, to_wire, on_error, precheck, authorization=GroupMember(READ),
+                     placement=OneGroup(), sidecar=SidecarRoute.SERVED)
 
 
-def heartbeat(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
+def heartbeat(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.Heartbeat:
         return core.Heartbeat(ref=ref, group_id=r.group_id, generation_id=r.generation_id, member_id=r.member_id,
                               group_instance_id=getattr(r, "group_instance_id", None))
@@ -106,10 +110,11 @@ def heartbeat(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
         return {"error_code": code}
 
-    return group_api(shard, 12, 0, 4, to_core, to_wire, on_error, owns=owns)
+    return group_api(shard, 12, 0, 4, to_core, to_wire, on_error, authorization=GroupMember(READ),
+                     placement=OneGroup(), sidecar=SidecarRoute.SERVED)
 
 
-def leave_group(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
+def leave_group(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.LeaveGroup:
         if ctx.api_version < 3:
             members: tuple[core.LeavingMember, ...] = (core.LeavingMember(r.member_id, None, None),)
@@ -129,4 +134,5 @@ def leave_group(shard: Callable[[], ShardRuntime | None], owns: Owns | None = No
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
         return {"error_code": code, "members": []}
 
-    return group_api(shard, 13, 0, 5, to_core, to_wire, on_error, owns=owns)
+    return group_api(shard, 13, 0, 5, to_core, to_wire, on_error, authorization=GroupMember(READ),
+                     placement=OneGroup(), sidecar=SidecarRoute.SERVED)

@@ -23,15 +23,16 @@ from typing import Any
 
 import msgspec
 
+from ...api.authorization import NOT_REQUESTED, DescribeEachGroup, JoinWithSubscription
+from ...api.declaration import SidecarRoute
+from ...api.placement import GroupList, OneGroup
 from ...api.registry import ApiHandler, RequestContext
 from ...catalog.catalog import Topic, TopicChange
 from ...core import requests as core
 from ...core.consumer.topics import TopicInfo
-from ...security.operations import NOT_REQUESTED
 from ..shard import ShardRuntime
 from .group_admin import ALL_GROUP_OPERATIONS
 from .group_api import group_api, ms
-from .group_owner import Owns
 
 CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
@@ -42,7 +43,7 @@ def new_member_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
-def consumer_group_heartbeat(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
+def consumer_group_heartbeat(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.ConsumerGroupHeartbeat:
         owned = None
         if r.topic_partitions is not None:
@@ -98,14 +99,16 @@ def consumer_group_heartbeat(shard: Callable[[], ShardRuntime | None], owns: Own
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
         return {"error_code": code, "member_id": None, "member_epoch": 0, "heartbeat_interval": 0, "assignment": None}
 
-    return group_api(shard, CONSUMER_GROUP_HEARTBEAT, 0, 1, to_core, to_wire, on_error, owns=owns)
+    return group_api(shard, CONSUMER_GROUP_HEARTBEAT, 0, 1, to_core, to_wire, on_error,
+                     authorization=JoinWithSubscription(), placement=OneGroup(),
+                     sidecar=SidecarRoute.SERVED_AFTER_IMPORT)
 
 
 def _topic_partitions(items: Iterable[Any]) -> list[dict[str, Any]]:
     return [{"topic_id": t.topic_id, "topic_name": t.topic_name, "partitions": t.partitions} for t in items]
 
 
-def consumer_group_describe(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
+def consumer_group_describe(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.ConsumerGroupDescribe:
         return core.ConsumerGroupDescribe(ref=ref, group_ids=tuple(r.group_ids))
 
@@ -152,7 +155,15 @@ def consumer_group_describe(shard: Callable[[], ShardRuntime | None], owns: Owns
             ]
         }
 
-    return group_api(shard, CONSUMER_GROUP_DESCRIBE, 0, 1, to_core, to_wire, on_error, owns=owns)
+    return group_api(shard, CONSUMER_GROUP_DESCRIBE, 0, 1, to_core, to_wire, on_error,
+                     authorization=DescribeEachGroup("group_ids", _refused_group, hide_groups_using_hidden_topics=True),
+                     placement=GroupList("group_ids", "groups", _refused_group), sidecar=SidecarRoute.SERVED)
+
+
+def _refused_group(group_id: str, code: int) -> dict[str, Any]:
+    """A ConsumerGroupDescribe entry refused whole (not authorized, another node's)."""
+    return {"error_code": code, "error_message": None, "group_id": group_id, "group_state": "", "assignor_name": "",
+            "members": [], "authorized_operations": NOT_REQUESTED}
 
 
 # ---- catalog -> core -------------------------------------------------------------------------------

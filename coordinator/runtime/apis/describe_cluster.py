@@ -13,9 +13,11 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ...api.authorization import NOT_REQUESTED, InHandler, cluster_operations
+from ...api.declaration import SidecarRoute
+from ...api.placement import NoGroup
 from ...api.registry import ApiHandler, RequestContext
 from ...api.respond import respond
-from ...security.operations import NOT_REQUESTED, cluster_operations
 from .view import NodeView
 
 DESCRIBE_CLUSTER_KEY = 60
@@ -42,4 +44,6 @@ def describe_cluster(view: NodeView) -> ApiHandler:
             if request.include_cluster_authorized_operations else NOT_REQUESTED,
         })
 
-    return ApiHandler(DESCRIBE_CLUSTER_KEY, 0, 2, handle)
+    return ApiHandler(DESCRIBE_CLUSTER_KEY, 0, 2, handle,
+                      authorization=InHandler("DESCRIBE cluster decides the cluster's authorized operations"),
+                      placement=NoGroup(), sidecar=SidecarRoute.FORWARDED)

@@ -22,10 +22,12 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ...api.authorization import DESCRIBE, TRANSACTIONAL_ID, InHandler, allowed
+from ...api.authorization import GROUP as GROUP_RESOURCE
+from ...api.declaration import SidecarRoute
+from ...api.placement import NoGroup
 from ...api.registry import ApiHandler, RequestContext
 from ...api.respond import respond
-from ...security.authorizer import DESCRIBE, TRANSACTIONAL_ID, allowed
-from ...security.authorizer import GROUP as GROUP_RESOURCE
 from .view import NodeView
 
 FIND_COORDINATOR_KEY = 10
@@ -61,7 +63,9 @@ def find_coordinator(view: NodeView) -> ApiHandler:
         found = locate(ctx, request.key, key_type)
         return respond(ctx, {"throttle_time": 0, **found})
 
-    return ApiHandler(FIND_COORDINATOR_KEY, 0, 6, handle)
+    return ApiHandler(FIND_COORDINATOR_KEY, 0, 6, handle,
+                      authorization=InHandler("DESCRIBE each group or transactional id asked for"),
+                      placement=NoGroup(), sidecar=SidecarRoute.SERVED)
 
 
 def _denied(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str] | None:

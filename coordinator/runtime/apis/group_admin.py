@@ -16,19 +16,26 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ...api.authorization import (
+    ALL_OPERATIONS,
+    NOT_REQUESTED,
+    DeleteEachGroup,
+    DescribeEachGroup,
+    ListVisibleGroups,
+    ResourceType,
+)
+from ...api.declaration import SidecarRoute
+from ...api.placement import GroupList, LocalGroups
 from ...api.registry import ApiHandler, RequestContext
 from ...core import requests as core
-from ...security.acls import ResourceType
-from ...security.operations import ALL_OPERATIONS, NOT_REQUESTED
 from ..shard import ShardRuntime
 from .group_api import group_api
-from .group_owner import Owns
 
 ALL_GROUP_OPERATIONS = ALL_OPERATIONS[ResourceType.GROUP]  # 3400 in Kafka 4
 
 
 
-def list_groups(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
+def list_groups(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.ListGroups:
         return core.ListGroups(ref=ref, states_filter=tuple(getattr(r, "states_filter", ())),
                                types_filter=tuple(getattr(r, "types_filter", ())))
@@ -41,10 +48,11 @@ def list_groups(shard: Callable[[], ShardRuntime | None], owns: Owns | None = No
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
         return {"error_code": code, "groups": []}
 
-    return group_api(shard, 16, 0, 5, to_core, to_wire, on_error, owns=owns)
+    return group_api(shard, 16, 0, 5, to_core, to_wire, on_error, authorization=ListVisibleGroups(),
+                     placement=LocalGroups(), sidecar=SidecarRoute.SERVED)
 
 
-def describe_groups(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
+def describe_groups(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.DescribeGroups:
         return core.DescribeGroups(ref=ref, group_ids=tuple(r.groups))
 
@@ -68,10 +76,18 @@ def describe_groups(shard: Callable[[], ShardRuntime | None], owns: Owns | None 
         return {"groups": [{"error_code": code, "group_id": g, "group_state": "", "members": [],
                             "authorized_operations": NOT_REQUESTED} for g in r.groups]}
 
-    return group_api(shard, 15, 0, 6, to_core, to_wire, on_error, owns=owns)
+    return group_api(shard, 15, 0, 6, to_core, to_wire, on_error,
+                     authorization=DescribeEachGroup("groups", refused_described_group),
+                     placement=GroupList("groups", "groups", refused_described_group), sidecar=SidecarRoute.SERVED)
 
 
-def delete_groups(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
+def refused_described_group(group_id: str, code: int) -> dict[str, Any]:
+    """A DescribeGroups entry refused whole (not authorized, another node's)."""
+    return {"error_code": code, "error_message": None, "group_id": group_id, "group_state": "", "protocol_type": "",
+            "protocol_data": "", "members": [], "authorized_operations": NOT_REQUESTED}
+
+
+def delete_groups(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.DeleteGroups:
         return core.DeleteGroups(ref=ref, group_ids=tuple(r.groups_names))
 
@@ -82,4 +98,11 @@ def delete_groups(shard: Callable[[], ShardRuntime | None], owns: Owns | None = 
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
         return {"results": [{"group_id": g, "error_code": code} for g in dict.fromkeys(r.groups_names)]}
 
-    return group_api(shard, 42, 0, 2, to_core, to_wire, on_error, owns=owns)
+    return group_api(shard, 42, 0, 2, to_core, to_wire, on_error,
+                     authorization=DeleteEachGroup("groups_names", "results"),
+                     placement=GroupList("groups_names", "results", _refused_deletion),
+                     sidecar=SidecarRoute.SERVED_AFTER_IMPORT)
+
+
+def _refused_deletion(group_id: str, code: int) -> dict[str, Any]:
+    return {"group_id": group_id, "error_code": code}

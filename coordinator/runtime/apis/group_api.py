@@ -1,59 +1,74 @@
 """The shape every group API adapter shares: wire request -> core request -> shard -> wire response.
 
+A group API is declared by `group_api(...)`: an `ApiDeclaration` whose `GroupConversion` holds its
+pure functions, `to_core(ctx, request, ref)` (the version-free core request, version defaults
+filled) and `to_wire(ctx, request, response)` (the wire description for `protocol.build`), and
+`on_error(ctx, request, code)` (the whole request answered with one code), with its authorization
+rule, placement and sidecar route. At start-up the node binds each one (`bind`) to the checks the
+features derived from those rules: no table is looked up per request.
+
 The shard's one submit contract (`ShardRuntime.submit`) answers with a completion, already done when
 the reply may leave at once; then the wire response is built in place, otherwise when it resolves.
+While the shard is still replaying its log the adapter answers without the core, through
+`on_error`, with ErrorCode.COORDINATOR_LOAD_IN_PROGRESS.
 
-An adapter is two pure functions: `to_core(ctx, request, ref)` builds the version-free core request
-(filling version defaults) and `to_wire(ctx, request, response)` describes the wire response for
-`protocol.build`. While the shard is still replaying its log the adapter answers without the core,
-through `on_error(ctx, request, code)`, with ErrorCode.COORDINATOR_LOAD_IN_PROGRESS.
-
-Authorization is one table (`security/checks.py`, by api key), asked only when an authorizer is
-configured (`ctx.authz`): the request may be refused whole (through `on_error`), trimmed to what
-the principal may touch (the refusals merged into the wire description), or answered outright.
+Authorization (`check`, security's interpretation of the declared rule) is asked only when an
+authorizer is configured (`ctx.authz`): the request may be refused whole (through `on_error`),
+trimmed to what the principal may touch (the refusals merged into the wire description), or
+answered outright (`api/decision.py`).
 
 Topic existence (`known`, OffsetCommit only) comes after authorization, as in Kafka's KafkaApis:
 partitions of a topic the node's metadata does not know are refused UNKNOWN_TOPIC_OR_PARTITION by the
 same trim/merge mechanism, so the core never stores an offset of a topic that does not exist (or a
 name Kafka would refuse: the catalog holds only legal names).
 
-Group ownership (several shards: `owns` given) is a second table of the same shape
-(`group_owner.py`): groups of another node are refused with NOT_COORDINATOR, whole or per group.
-It is asked first, before the load check (Kafka answers NOT_COORDINATOR for a partition it does
-not own, COORDINATOR_LOAD_IN_PROGRESS only for one it is loading), and its refusals are merged
-into whatever the rest answers. With one shard `owns` is None and nothing is asked.
+Group ownership (`placed`, several shards only: the shards feature's interpretation of the declared
+placement) has the same shape: groups of another node are refused with NOT_COORDINATOR, whole or
+per group. It is asked first, before the load check (Kafka answers NOT_COORDINATOR for a partition
+it does not own, COORDINATOR_LOAD_IN_PROGRESS only for one it is loading), and its refusals are
+merged into whatever the rest answers. With one shard there is no `placed` and nothing is asked.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ...api.authorization import Rule
+from ...api.decision import Answered as AnsweredByCheck
+from ...api.decision import Check, Merge, PlacementCheck
+from ...api.declaration import GroupConversion, OnError, Precheck, SidecarRoute, ToCore, ToWire
+from ...api.placement import Placement
 from ...api.registry import ApiHandler, Deferred, RequestContext
 from ...api.respond import respond
-from ...security.checks import CHECKS, Check, Merge
-from ...security.checks import Answered as AnsweredByCheck
 from ..shard import Answered, ShardRuntime
-from .group_owner import Owns, ownership_checks
-
-ToCore = Callable[[RequestContext, Any, int], Any]
-ToWire = Callable[[RequestContext, Any, Any], dict[str, Any]]
-OnError = Callable[[RequestContext, Any, int], dict[str, Any]]
 
 
 def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_version: int, max_version: int,
-              to_core: ToCore, to_wire: ToWire, on_error: OnError,
-              precheck: Callable[[RequestContext, Any], int | None] | None = None,
-              owns: Owns | None = None, known: Check | None = None) -> ApiHandler:
-    """`precheck` returns an error code for requests the wire layer itself must refuse; `owns`
-    (several shards only) says whether this node coordinates a group; `known` trims what names
-    topics or partitions the metadata does not know (a check of the authorization checks' shape,
-    asked whether or not an authorizer is configured)."""
-    check = CHECKS.get(api_key)
-    placed = ownership_checks(owns).get(api_key) if owns is not None else None
+              to_core: ToCore, to_wire: ToWire, on_error: OnError, precheck: Precheck | None = None, *,
+              authorization: Rule | None, placement: Placement | None, sidecar: SidecarRoute | None,
+              known: Check | None = None) -> ApiHandler:
+    """The declaration of an API served by the shard. `precheck` returns an error code for requests
+    the wire layer itself must refuse; `known` trims what names topics or partitions the metadata
+    does not know (a check of the authorization checks' shape, asked whether or not an authorizer is
+    configured). Served once bound (`bind`)."""
+    conversion = GroupConversion(shard, to_core, to_wire, on_error, precheck, known)
+    return ApiHandler(api_key, min_version, max_version, authorization=authorization, placement=placement,
+                      sidecar=sidecar, conversion=conversion)
+
+
+def bind(declaration: ApiHandler, check: Check | None, placed: PlacementCheck | None) -> ApiHandler:
+    """The declaration served: `check` is its authorization check (None: the rule asks nothing
+    before the shard), `placed` its ownership check (None: one shard)."""
+    conversion = declaration.conversion
+    assert conversion is not None
+    shard: Callable[[], ShardRuntime | None] = conversion.shard
+    to_core, to_wire, on_error = conversion.to_core, conversion.to_wire, conversion.on_error
+    precheck, known = conversion.precheck, conversion.known
 
     def handle(ctx: RequestContext, request: Any) -> Any:
         if precheck is not None and (code := precheck(ctx, request)) is not None:
@@ -91,7 +106,7 @@ def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_versio
     def refuse(ctx: RequestContext, request: Any, code: int) -> Any:
         return respond(ctx, on_error(ctx, request, code))
 
-    return ApiHandler(api_key, min_version, max_version, handle, refuse)
+    return dataclasses.replace(declaration, handle=handle, refuse=refuse)
 
 
 def _wire_response(to_wire: ToWire, ctx: RequestContext, request: Any, merge: Merge | None, response: Any) -> Any:

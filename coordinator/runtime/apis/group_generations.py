@@ -18,14 +18,16 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.private import DESCRIBE_GROUP_GENERATIONS
 
+from ...api.authorization import DescribeEachGroup
+from ...api.declaration import SidecarRoute
+from ...api.placement import GroupList
 from ...api.registry import ApiHandler, RequestContext
 from ...core import requests as core
 from ..shard import ShardRuntime
 from .group_api import group_api
-from .group_owner import Owns
 
 
-def describe_group_generations(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
+def describe_group_generations(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.DescribeGroups:
         return core.DescribeGroups(ref=ref, group_ids=tuple(r.groups))
 
@@ -45,4 +47,10 @@ def describe_group_generations(shard: Callable[[], ShardRuntime | None], owns: O
         return {"groups": [{"error_code": code, "group_id": g, "group_state": "", "generation_id": -1, "members": []}
                            for g in r.groups]}
 
-    return group_api(shard, DESCRIBE_GROUP_GENERATIONS, 0, 0, to_core, to_wire, on_error, owns=owns)
+    return group_api(shard, DESCRIBE_GROUP_GENERATIONS, 0, 0, to_core, to_wire, on_error,
+                     authorization=DescribeEachGroup("groups", _refused_group),
+                     placement=GroupList("groups", "groups", _refused_group), sidecar=SidecarRoute.SERVED)
+
+
+def _refused_group(group_id: str, code: int) -> dict[str, Any]:
+    return {"error_code": code, "group_id": group_id, "group_state": "", "generation_id": -1, "members": []}

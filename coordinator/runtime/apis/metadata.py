@@ -31,12 +31,24 @@ from typing import Any
 
 from protocol.errors import ErrorCode, MalformedRequest
 
+from ...api.authorization import (
+    CLUSTER,
+    CLUSTER_NAME,
+    CREATE,
+    DESCRIBE,
+    NOT_REQUESTED,
+    TOPIC,
+    InHandler,
+    allowed,
+    authorized_operations,
+    cluster_operations,
+)
+from ...api.declaration import SidecarRoute
+from ...api.placement import NoGroup
 from ...api.registry import ApiHandler, RequestContext
 from ...api.respond import respond
 from ...catalog import CatalogError, Topic
 from ...logging import get_logger
-from ...security.authorizer import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC, allowed
-from ...security.operations import NOT_REQUESTED, authorized_operations, cluster_operations
 from .view import NodeView
 
 log = get_logger("coordinator.metadata")
@@ -97,7 +109,9 @@ def metadata(view: NodeView) -> ApiHandler:
             if getattr(request, "include_cluster_authorized_operations", False) else NOT_REQUESTED,
         })
 
-    return ApiHandler(METADATA_KEY, 0, 13, handle)
+    return ApiHandler(METADATA_KEY, 0, 13, handle,
+                      authorization=InHandler("DESCRIBE each topic; CREATE cluster or topic to auto-create one"),
+                      placement=NoGroup(), sidecar=SidecarRoute.FORWARDED)
 
 
 def _only_names(requested: Any, version: int) -> None:

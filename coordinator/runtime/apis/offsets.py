@@ -32,12 +32,14 @@ from uuid import UUID
 
 from protocol.errors import ErrorCode
 
+from ...api.authorization import DELETE, READ, CommitOffsets, FetchOffsets
+from ...api.decision import Answered, Decision, Filtered
+from ...api.declaration import SidecarRoute
+from ...api.placement import ByVersion, GroupEntries, OneGroup
 from ...api.registry import ApiHandler, RequestContext
 from ...core import requests as core
-from ...security.checks import Answered, Decision, Filtered
 from ..shard import ShardRuntime
 from .group_api import group_api, ms
-from .group_owner import Owns
 
 if TYPE_CHECKING:
     from ...catalog.source import TopicSource
@@ -50,8 +52,7 @@ TOPIC_IDS = 10
 """OffsetCommit and OffsetFetch name topics by id from this version on (Kafka 4.2)."""
 
 
-def offset_commit(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None,
-                  topics: TopicSource | None = None) -> ApiHandler:
+def offset_commit(shard: Callable[[], ShardRuntime | None], topics: TopicSource | None = None) -> ApiHandler:
     """`topics`: the node's topic source; partitions it does not know are refused (module notes)."""
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.OffsetCommit:
         by_id = ctx.api_version >= TOPIC_IDS
@@ -91,7 +92,9 @@ def offset_commit(shard: Callable[[], ShardRuntime | None], owns: Owns | None = 
                                            for p in t.partitions]} for t in r.topics]}
 
     known = None if topics is None else _known_partitions(topics)
-    return group_api(shard, 8, 0, TOPIC_IDS, to_core, to_wire, on_error, owns=owns, known=known)
+    return group_api(shard, 8, 0, TOPIC_IDS, to_core, to_wire, on_error, known=known,
+                     authorization=CommitOffsets(READ, READ, topics_by_id=True, answer_when_none_left=True),
+                     placement=OneGroup(), sidecar=SidecarRoute.SERVED_AFTER_IMPORT)
 
 
 def _known_partitions(source: TopicSource) -> Callable[[RequestContext, Any, TopicsImage], Decision]:
@@ -194,7 +197,7 @@ def _wire_topics(ctx: RequestContext, topics: Any) -> list[dict[str, Any]]:
         for p in t.partitions]} for t in topics]
 
 
-def offset_fetch(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
+def offset_fetch(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.OffsetFetch:
         return core.OffsetFetch(ref=ref, groups=_fetch_groups(ctx, r), require_stable=getattr(r, "require_stable", False))
 
@@ -217,7 +220,14 @@ def offset_fetch(shard: Callable[[], ShardRuntime | None], owns: Owns | None = N
             {"partition_index": i, "committed_offset": -1, "metadata": "", "error_code": code}
             for i in t.partition_indexes]} for t in r.topics]}
 
-    return group_api(shard, 9, 0, TOPIC_IDS, to_core, to_wire, on_error, owns=owns)
+    return group_api(shard, 9, 0, TOPIC_IDS, to_core, to_wire, on_error, authorization=FetchOffsets(),
+                     placement=ByVersion(8, OneGroup(), GroupEntries("groups", "groups", _refused_group)),
+                     sidecar=SidecarRoute.SERVED_AFTER_IMPORT)
+
+
+def _refused_group(group_id: str, code: int) -> dict[str, Any]:
+    """An OffsetFetch v8+ group answered with one code."""
+    return {"group_id": group_id, "error_code": code, "topics": []}
 
 
 def _lift_into_partitions(ctx: RequestContext, r: Any, group: Any) -> list[dict[str, Any]]:
@@ -229,7 +239,7 @@ def _lift_into_partitions(ctx: RequestContext, r: Any, group: Any) -> list[dict[
         for i in t.partition_indexes]} for t in r.topics]
 
 
-def offset_delete(shard: Callable[[], ShardRuntime | None], owns: Owns | None = None) -> ApiHandler:
+def offset_delete(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.OffsetDelete:
         return core.OffsetDelete(ref=ref, group_id=r.group_id, topics=tuple(
             core.OffsetDeleteTopic(t.name, tuple(p.partition_index for p in t.partitions)) for t in r.topics))
@@ -242,4 +252,6 @@ def offset_delete(shard: Callable[[], ShardRuntime | None], owns: Owns | None = 
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
         return {"error_code": code, "topics": []}
 
-    return group_api(shard, 47, 0, 0, to_core, to_wire, on_error, owns=owns)
+    return group_api(shard, 47, 0, 0, to_core, to_wire, on_error,
+                     authorization=CommitOffsets(DELETE, READ, topics_by_id=False, answer_when_none_left=False),
+                     placement=OneGroup(), sidecar=SidecarRoute.SERVED_AFTER_IMPORT)

@@ -28,11 +28,13 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ...api.authorization import CLUSTER, CLUSTER_NAME, CREATE, DELETE, TOPIC, InHandler, allowed
+from ...api.declaration import SidecarRoute
+from ...api.placement import NoGroup
 from ...api.registry import ApiHandler, RequestContext
 from ...api.respond import respond
 from ...catalog import CatalogError
 from ...logging import get_logger
-from ...security.authorizer import CLUSTER, CLUSTER_NAME, CREATE, DELETE, TOPIC, allowed
 from .view import NodeView
 
 log = get_logger("coordinator.topics")
@@ -123,7 +125,9 @@ def create_topics(view: NodeView) -> ApiHandler:
             results.append(create_one(topic, counts[topic.name] > 1, request.validate_only))
         return respond(ctx, {"throttle_time": 0, "topics": results})
 
-    return ApiHandler(CREATE_TOPICS_KEY, 2, 7, handle)
+    return ApiHandler(CREATE_TOPICS_KEY, 2, 7, handle,
+                      authorization=InHandler("CREATE cluster, else CREATE each topic"),
+                      placement=NoGroup(), sidecar=SidecarRoute.FORWARDED)
 
 
 def delete_topics(view: NodeView) -> ApiHandler:
@@ -152,4 +156,6 @@ def delete_topics(view: NodeView) -> ApiHandler:
             results = [by_name(name, ctx) for name in request.topic_names]
         return respond(ctx, {"throttle_time": 0, "responses": results})
 
-    return ApiHandler(DELETE_TOPICS_KEY, 1, 6, handle)
+    return ApiHandler(DELETE_TOPICS_KEY, 1, 6, handle,
+                      authorization=InHandler("DELETE each topic"),
+                      placement=NoGroup(), sidecar=SidecarRoute.FORWARDED)

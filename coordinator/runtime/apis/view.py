@@ -18,10 +18,33 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
+from ...api.placement import GroupOwnership
 from ...catalog import TopicCatalog
-from ...security.listeners import Listener
-from ...shards.placement import ShardLayout
+
+
+class AdvertisedListener(Protocol):
+    """What `cluster_nodes` reads of a configured listener (`security.listeners.Listener`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def advertised_host(self) -> str: ...
+
+    @property
+    def advertised_port(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class OneShard:
+    """The placement of a node that is the whole cluster: every group is its own."""
+
+    shards: int = 1
+
+    def shard_of_group(self, group_id: str) -> int:
+        return 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +76,9 @@ class NodeView:
     endpoints: dict[str, Node] = field(default_factory=dict)
     """This node as advertised on each listener, by listener name (Kafka answers Metadata and
     FindCoordinator with the endpoints of the listener the request came in on)."""
-    layout: ShardLayout = field(default_factory=ShardLayout)
-    """Groups -> partitions -> shards; one shard unless `coordinator.shards` says more."""
+    layout: GroupOwnership = field(default_factory=OneShard)
+    """Groups -> shards (`shards.placement.ShardLayout` with `coordinator.shards`, or what owns
+    them); one shard unless told otherwise."""
     shard: int = 0
     """This node's shard index in `layout`."""
     nodes: dict[str, tuple[Node, ...]] = field(default_factory=dict)
@@ -84,7 +108,7 @@ class NodeView:
         return self.cluster(listener)[self.layout.shard_of_group(group_id)]
 
 
-def cluster_nodes(listeners: Iterable[Listener], first_node_id: int, shards: int,
+def cluster_nodes(listeners: Iterable[AdvertisedListener], first_node_id: int, shards: int,
                   default_host: str) -> dict[str, tuple[Node, ...]]:
     """Every shard's node on every listener, from the listeners as configured (shard 0's): shard k
     is node `first_node_id + k` at the listener's advertised host and port `+ k`; `default_host`
