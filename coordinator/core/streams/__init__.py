@@ -1,0 +1,12 @@
+"""Streams groups (KIP-1071): the pure core of a new group type, with warm-up tasks.
+
+What this package owns, one module each: tasks and task sets (``tasks``), a member (``member``),
+the records and their factories (``records``), the topology's validation and the internal topics
+it needs (``topology``), Kafka's sticky task assignor (``assignor``), the warm-up step that turns
+the assignor's target into the assignment members reconcile toward (``warmup``), and member
+reconciliation (``reconciliation``, Kafka's ``CurrentAssignmentBuilder``).
+
+Not wired yet (issue 29): no heartbeat handler, no registration with the shard, no APIs. The
+group-contract work (issue 26) changes how a group type registers its records and APIs; the
+pieces here depend on none of that, so wiring them is registration.
+"""
