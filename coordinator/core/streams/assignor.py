@@ -29,7 +29,7 @@ computes what the old one would have).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 import msgspec
 
@@ -60,6 +60,9 @@ def _per_member(tasks: int, members: int) -> int:
 
 
 class _Process:
+    """Kafka's ``ProcessState``: the members of one process and the tasks they were given (tasks
+    are ints here, see ``assign``)."""
+
     __slots__ = ("active", "capacity", "counts", "heap", "pid", "standby", "task_count", "tasks")
 
     def __init__(self, pid: str) -> None:
@@ -67,9 +70,9 @@ class _Process:
         self.capacity = 0
         self.task_count = 0
         self.counts: dict[str, int] = {}
-        self.tasks: set[Task] = set()
-        self.active: dict[str, list[Task]] = {}
-        self.standby: dict[str, list[Task]] = {}
+        self.tasks: set[int] = set()
+        self.active: dict[str, list[int]] = {}
+        self.standby: dict[str, list[int]] = {}
         self.heap: list[tuple[int, str]] | None = None
 
     def load(self) -> float:
@@ -85,7 +88,8 @@ class _Process:
         self.standby[member_id] = []
         self.capacity += 1
 
-    def _add(self, member_id: str, task: Task, active: bool) -> int:
+    def add(self, member_id: str, task: int, active: bool) -> int:
+        self.heap = None
         self.task_count += 1
         self.tasks.add(task)
         (self.active if active else self.standby)[member_id].append(task)
@@ -93,28 +97,29 @@ class _Process:
         self.counts[member_id] = count
         return count
 
-    def add(self, member_id: str, task: Task, active: bool) -> int:
-        self.heap = None
-        return self._add(member_id, task, active)
-
-    def add_to_least_loaded(self, task: Task, active: bool) -> int:
+    def add_to_least_loaded(self, task: int, active: bool) -> int:
         heap = self.heap
         if heap is None:
             heap = self.heap = [(count, member) for member, count in self.counts.items()]
             heapq.heapify(heap)
-        _, member = heap[0]
-        count = self._add(member, task, active)
+        member = heap[0][1]
+        self.task_count += 1
+        self.tasks.add(task)
+        (self.active if active else self.standby)[member].append(task)
+        count = self.counts[member] + 1
+        self.counts[member] = count
         heapq.heapreplace(heap, (count, member))
         return count
 
 
 class _State:
-    def __init__(self, members: Mapping[str, AssignorMember], total_active: int, total: int, standbys: int) -> None:
+    def __init__(self, members: Mapping[str, AssignorMember], task_id: Callable[[Task], int | None],
+                 total_active: int, total: int, standbys: int) -> None:
         self.standbys = standbys
         self.processes: dict[str, _Process] = {}
         self.process_of: dict[str, _Process] = {}
-        self.prev_active: dict[Task, str] = {}
-        candidates: dict[Task, list[tuple[int, int, str]]] = {}
+        self.prev_active: dict[int, str] = {}
+        candidates: dict[int, list[tuple[int, int, str]]] = {}
         for member_id in sorted(members):
             member = members[member_id]
             process = self.processes.get(member.process_id)
@@ -123,15 +128,20 @@ class _State:
             process.add_member(member_id)
             self.process_of[member_id] = process
             for task in member.active:
-                self.prev_active[task] = member_id
+                tid = task_id(task)
+                if tid is not None:
+                    self.prev_active[tid] = member_id
             offsets = member.task_offsets
             for task in member.standby:
-                candidates.setdefault(task, []).append((0, -offsets.get(task, 0), member_id))
+                tid = task_id(task)
+                if tid is not None:
+                    candidates.setdefault(tid, []).append((0, -offsets.get(task, 0), member_id))
             for task, offset in offsets.items():
-                if task not in member.standby:
-                    candidates.setdefault(task, []).append((1, -offset, member_id))
+                tid = task_id(task)
+                if tid is not None and task not in member.standby:
+                    candidates.setdefault(tid, []).append((1, -offset, member_id))
         # Previous standbys first, then members that only reported offsets; most caught up first.
-        self.prev_standby = {task: [m for _, _, m in sorted(c)] for task, c in candidates.items()}
+        self.prev_standby = {tid: [m for _, _, m in sorted(c)] for tid, c in candidates.items()}
         n = len(members)
         self.active_members, self.total_active = n, total_active
         self.total_members, self.total = n, total
@@ -149,7 +159,7 @@ class _State:
             self.total -= count
             self.total_quota = _per_member(self.total, self.total_members)
 
-    def least_loaded_previous(self, members: list[str] | None, standby_of: Task | None) -> str | None:
+    def least_loaded_previous(self, members: list[str] | None, standby_of: int | None) -> str | None:
         """Kafka's ``findPrevMemberWithLeastLoad``: the first candidate, replaced only by one whose
         process and member are both less loaded; for a standby, skip processes holding the task."""
         if not members:
@@ -168,22 +178,54 @@ class _State:
 
 def assign(members: Mapping[str, AssignorMember], subtopologies: Mapping[str, SubtopologySpec],
            num_standby_replicas: int) -> dict[str, TasksTuple]:
-    """The target assignment: member id -> its active and standby tasks."""
+    """The target assignment: member id -> its active and standby tasks.
+
+    Inside, a task is an int, ``subtopology index x stride + partition`` with subtopologies in
+    sorted order, so the (subtopology, partition) order is the ints' order and a task is hashed
+    and compared as an int (a tuple's hash is recomputed at every lookup); tasks of subtopologies
+    or partitions the topology does not have are ignored."""
+    sub_ids = sorted(subtopologies)
+    counts = [subtopologies[s].number_of_tasks for s in sub_ids]
     if not members:
-        if any(s.number_of_tasks for s in subtopologies.values()):
+        if any(counts):
             raise AssignorError("No process available to assign active tasks.")
         return {}
-    active_tasks = [(s, p) for s in subtopologies for p in range(subtopologies[s].number_of_tasks)]
-    stateful = [t for t in active_tasks if subtopologies[t[0]].stateful]
-    total = len(active_tasks) + len(stateful) * num_standby_replicas
-    state = _State(members, len(active_tasks), total, num_standby_replicas)
-    _assign_active(state, active_tasks)
+    stride = max(counts, default=0) or 1
+    index = {s: i for i, s in enumerate(sub_ids)}
+
+    def task_id(task: Task) -> int | None:
+        i = index.get(task[0])
+        if i is None or not 0 <= task[1] < counts[i]:
+            return None
+        return i * stride + task[1]
+
+    # Kafka's orders: by (partition, subtopology) for the sticky passes, (subtopology, partition)
+    # (the ints' order) for the range-like ones.
+    by_partition = [i * stride + p for p in range(stride) for i in range(len(sub_ids)) if p < counts[i]]
+    stateful_ids = [i for i, s in enumerate(sub_ids) if subtopologies[s].stateful]
+    stateful_by_partition = [i * stride + p for p in range(stride) for i in stateful_ids if p < counts[i]]
+    total = len(by_partition) + len(stateful_by_partition) * num_standby_replicas
+    state = _State(members, task_id, len(by_partition), total, num_standby_replicas)
+    _assign_active(state, by_partition)
     if num_standby_replicas > 0:
-        _assign_standby(state, stateful)
+        stateful_by_partition.reverse()
+        _assign_standby(state, stateful_by_partition)
+    names = [(s, p) for s, n in zip(sub_ids, counts, strict=True) for p in range(n)]
+    offsets = [0] * len(sub_ids)
+    running = 0
+    for i, n in enumerate(counts):
+        offsets[i] = running
+        running += n
+
+    def task(tid: int) -> Task:
+        i, p = divmod(tid, stride)
+        return names[offsets[i] + p]
+
     result: dict[str, TasksTuple] = {}
     for member_id in members:
         process = state.process_of[member_id]
-        result[member_id] = TasksTuple(frozenset(process.active[member_id]), frozenset(process.standby[member_id]))
+        result[member_id] = TasksTuple(frozenset(map(task, process.active[member_id])),
+                                       frozenset(map(task, process.standby[member_id])))
     return result
 
 
@@ -199,22 +241,23 @@ def _process_key(process: _Process) -> tuple[float, int, str, _Process]:
     return process.load(), process.least_member_count(), process.pid, process
 
 
-def _assign_active(state: _State, tasks: list[Task]) -> None:
-    tasks.sort(key=lambda t: (t[1], t[0]))
-    rest: list[Task] = []
+def _assign_active(state: _State, tasks: list[int]) -> None:
+    """``tasks`` in (partition, subtopology) order."""
+    rest: list[int] = []
+    prev_active, process_of = state.prev_active, state.process_of
     for task in tasks:  # 1. back to the member that ran it
-        member_id = state.prev_active.get(task)
+        member_id = prev_active.get(task)
         if member_id is not None:
-            process = state.process_of[member_id]
+            process = process_of[member_id]
             if process.counts[member_id] < state.active_quota:
                 state.counted(process.add(member_id, task, True), True)
                 continue
         rest.append(task)
-    remaining: list[Task] = []
+    remaining: list[int] = []
     for task in rest:  # 2. to a member that holds its state
         member_id = state.least_loaded_previous(state.prev_standby.get(task), None)
         if member_id is not None:
-            process = state.process_of[member_id]
+            process = process_of[member_id]
             if process.counts[member_id] < state.active_quota:
                 state.counted(process.add(member_id, task, True), True)
                 continue
@@ -227,9 +270,9 @@ def _assign_active(state: _State, tasks: list[Task]) -> None:
         heapq.heapreplace(heap, _process_key(process))
 
 
-def _assign_standby(state: _State, tasks: list[Task]) -> None:
-    tasks.sort(key=lambda t: (t[1], t[0]), reverse=True)
-    to_least_loaded: list[tuple[Task, int]] = []
+def _assign_standby(state: _State, tasks: list[int]) -> None:
+    """``tasks``: the stateful ones in reversed (partition, subtopology) order."""
+    to_least_loaded: list[tuple[int, int]] = []
     for task in tasks:
         for placed in range(state.standbys):
             member_id = state.prev_active.get(task)
@@ -254,7 +297,7 @@ def _assign_standby(state: _State, tasks: list[Task]) -> None:
                 break  # not enough processes without this task: Kafka logs it and goes on
 
 
-def _standby_to_least_loaded(state: _State, heap: list[tuple[float, int, str, _Process]], task: Task) -> bool:
+def _standby_to_least_loaded(state: _State, heap: list[tuple[float, int, str, _Process]], task: int) -> bool:
     popped: list[_Process] = []
     found = False
     while heap:
@@ -267,7 +310,3 @@ def _standby_to_least_loaded(state: _State, heap: list[tuple[float, int, str, _P
     for process in popped:
         heapq.heappush(heap, _process_key(process))
     return found
-
-
-def tasks_of(subtopologies: Mapping[str, SubtopologySpec]) -> Iterable[Task]:
-    return ((s, p) for s in sorted(subtopologies) for p in range(subtopologies[s].number_of_tasks))
