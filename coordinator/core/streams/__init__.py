@@ -4,7 +4,8 @@ What this package owns, one module each: tasks and task sets (``tasks``), a memb
 the records and their factories (``records``), the topology's validation and the internal topics
 it needs (``topology``), Kafka's sticky task assignor (``assignor``), the warm-up step that turns
 the assignor's target into the assignment members reconcile toward (``warmup``), and member
-reconciliation (``reconciliation``, Kafka's ``CurrentAssignmentBuilder``).
+reconciliation (``reconciliation``, Kafka's ``CurrentAssignmentBuilder``), and a group as its
+records rebuild it, with its state (``group``).
 
 Not wired yet (issue 29): no heartbeat handler, no registration with the shard, no APIs. The
 group-contract work (issue 26) changes how a group type registers its records and APIs; the
