@@ -5,7 +5,8 @@ the records and their factories (``records``), the topology's validation and the
 it needs (``topology``), Kafka's sticky task assignor (``assignor``), the warm-up step that turns
 the assignor's target into the assignment members reconcile toward (``warmup``), and member
 reconciliation (``reconciliation``, Kafka's ``CurrentAssignmentBuilder``), and a group as its
-records rebuild it, with its state (``group``).
+records rebuild it, with its state (``group``), and which offset commits and fetches of streams
+members it accepts (``offsets``).
 
 Not wired yet (issue 29): no heartbeat handler, no registration with the shard, no APIs. The
 group-contract work (issue 26) changes how a group type registers its records and APIs; the

@@ -93,7 +93,8 @@ class WarmupMember(msgspec.Struct, frozen=True):
 
     process_id: str
     current: TasksTuple = TasksTuple()
-    """The tasks it holds now, in each role (assigned and pending revocation)."""
+    """The tasks it is assigned now, in each role (pending revocation left out: a task being revoked
+    is already on its way to the member the refined assignment gave it)."""
     offsets: MemberTaskOffsets = MemberTaskOffsets()
 
 
