@@ -137,6 +137,13 @@ def check_request_topology(topology: StreamsGroupTopologyValue) -> None:
     """What Kafka checks on a joining member's topology before the group sees it (``KafkaApis``,
     ``GroupCoordinatorService``, ``throwIfInvalidTopology``), plus the shape checks that keep a
     malformed topology out of the group."""
+    check_topology_names(topology)
+    check_topology_shape(topology)
+
+
+def check_topology_names(topology: StreamsGroupTopologyValue) -> None:
+    """``KafkaApis``' checks of any topology a heartbeat carries (Kafka's internal topics, invalid
+    names) and the unsupported source-topic regexes, in Kafka's order."""
     names = topic_names(topology)
     internal = sorted(names & KAFKA_INTERNAL_TOPICS)
     if internal:
@@ -146,6 +153,12 @@ def check_request_topology(topology: StreamsGroupTopologyValue) -> None:
         raise _invalid(f"Topic names {','.join(invalid)} are not valid topic names.")
     if any(s.source_topic_regex for s in topology.subtopologies):
         raise CoordinatorError(ErrorCode.INVALID_REQUEST, "Regular expressions for source topics are not supported yet.")
+
+
+def check_topology_shape(topology: StreamsGroupTopologyValue) -> None:
+    """A joining member's topology: changelog topics without a partition count (Kafka), and a
+    shape the group can hold (ids unique, copartition indexes inside their lists, a source topic
+    for every subtopology)."""
     for s in topology.subtopologies:
         for changelog in s.state_changelog_topics:
             if changelog.partitions != 0:
