@@ -7,7 +7,8 @@ the assignor's target into the assignment members reconcile toward (``warmup``),
 reconciliation (``reconciliation``, Kafka's ``CurrentAssignmentBuilder``), and a group as its
 records rebuild it, with its state (``group``), and which offset commits and fetches of streams
 members it accepts (``offsets``); the version-free heartbeat request and the checks Kafka makes
-before a group sees it (``heartbeat_request``).
+before a group sees it (``heartbeat_request``); the Interactive Queries endpoints' partitions
+(``endpoints``).
 
 Not wired yet (issue 29): no heartbeat handler, no registration with the shard, no APIs. The
 group-contract work (issue 26) changes how a group type registers its records and APIs; the
