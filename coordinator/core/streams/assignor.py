@@ -114,7 +114,8 @@ class _Process:
 
 class _State:
     def __init__(self, members: Mapping[str, AssignorMember], task_id: Callable[[Task], int | None],
-                 total_active: int, total: int, standbys: int) -> None:
+                 bases: Mapping[str, tuple[int, int]], total_active: int, total: int, standbys: int) -> None:
+        """``bases``: subtopology -> (its first task's int, its number of tasks)."""
         self.standbys = standbys
         self.processes: dict[str, _Process] = {}
         self.process_of: dict[str, _Process] = {}
@@ -127,21 +128,22 @@ class _State:
                 process = self.processes[member.process_id] = _Process(member.process_id)
             process.add_member(member_id)
             self.process_of[member_id] = process
-            for task in member.active:
-                tid = task_id(task)
-                if tid is not None:
-                    self.prev_active[tid] = member_id
+            for subtopology, partition in member.active:
+                base = bases.get(subtopology)
+                if base is not None and 0 <= partition < base[1]:
+                    self.prev_active[base[0] + partition] = member_id
             offsets = member.task_offsets
             for task in member.standby:
-                tid = task_id(task)
-                if tid is not None:
-                    candidates.setdefault(tid, []).append((0, -offsets.get(task, 0), member_id))
+                base = bases.get(task[0])
+                if base is not None and 0 <= task[1] < base[1]:
+                    candidates.setdefault(base[0] + task[1], []).append((0, -offsets.get(task, 0), member_id))
             for task, offset in offsets.items():
                 tid = task_id(task)
                 if tid is not None and task not in member.standby:
                     candidates.setdefault(tid, []).append((1, -offset, member_id))
         # Previous standbys first, then members that only reported offsets; most caught up first.
-        self.prev_standby = {tid: [m for _, _, m in sorted(c)] for tid, c in candidates.items()}
+        self.prev_standby = {tid: [c[0][2]] if len(c) == 1 else [m for _, _, m in sorted(c)]
+                             for tid, c in candidates.items()}
         n = len(members)
         self.active_members, self.total_active = n, total_active
         self.total_members, self.total = n, total
@@ -205,27 +207,21 @@ def assign(members: Mapping[str, AssignorMember], subtopologies: Mapping[str, Su
     stateful_ids = [i for i, s in enumerate(sub_ids) if subtopologies[s].stateful]
     stateful_by_partition = [i * stride + p for p in range(stride) for i in stateful_ids if p < counts[i]]
     total = len(by_partition) + len(stateful_by_partition) * num_standby_replicas
-    state = _State(members, task_id, len(by_partition), total, num_standby_replicas)
+    bases = {s: (i * stride, counts[i]) for i, s in enumerate(sub_ids)}
+    state = _State(members, task_id, bases, len(by_partition), total, num_standby_replicas)
     _assign_active(state, by_partition)
     if num_standby_replicas > 0:
         stateful_by_partition.reverse()
         _assign_standby(state, stateful_by_partition)
-    names = [(s, p) for s, n in zip(sub_ids, counts, strict=True) for p in range(n)]
-    offsets = [0] * len(sub_ids)
-    running = 0
-    for i, n in enumerate(counts):
-        offsets[i] = running
-        running += n
-
-    def task(tid: int) -> Task:
-        i, p = divmod(tid, stride)
-        return names[offsets[i] + p]
-
+    name_of: list[Task] = [("", 0)] * (len(sub_ids) * stride)
+    for i, (s, n) in enumerate(zip(sub_ids, counts, strict=True)):
+        for p in range(n):
+            name_of[i * stride + p] = (s, p)
     result: dict[str, TasksTuple] = {}
     for member_id in members:
         process = state.process_of[member_id]
-        result[member_id] = TasksTuple(frozenset(map(task, process.active[member_id])),
-                                       frozenset(map(task, process.standby[member_id])))
+        result[member_id] = TasksTuple(frozenset([name_of[t] for t in process.active[member_id]]),
+                                       frozenset([name_of[t] for t in process.standby[member_id]]))
     return result
 
 
@@ -250,7 +246,9 @@ def _assign_active(state: _State, tasks: list[int]) -> None:
         if member_id is not None:
             process = process_of[member_id]
             if process.counts[member_id] < state.active_quota:
-                state.counted(process.add(member_id, task, True), True)
+                count = process.add(member_id, task, True)
+                if count == state.active_quota or count == state.total_quota:
+                    state.counted(count, True)
                 continue
         rest.append(task)
     remaining: list[int] = []
@@ -266,7 +264,9 @@ def _assign_active(state: _State, tasks: list[int]) -> None:
     heap = _process_heap(state)
     for task in remaining:  # 3. range-like over the least loaded processes
         process = heap[0][3]
-        state.counted(process.add_to_least_loaded(task, True), True)
+        count = process.add_to_least_loaded(task, True)
+        if count == state.active_quota or count == state.total_quota:
+            state.counted(count, True)
         heapq.heapreplace(heap, _process_key(process))
 
 
