@@ -8,7 +8,8 @@ reconciliation (``reconciliation``, Kafka's ``CurrentAssignmentBuilder``), and a
 records rebuild it, with its state (``group``), and which offset commits and fetches of streams
 members it accepts (``offsets``); the version-free heartbeat request and the checks Kafka makes
 before a group sees it (``heartbeat_request``); the Interactive Queries endpoints' partitions
-(``endpoints``).
+(``endpoints``); a new target and its records (``targets``); the heartbeat's statuses
+(``status``).
 
 Not wired yet (issue 29): no heartbeat handler, no registration with the shard, no APIs. The
 group-contract work (issue 26) changes how a group type registers its records and APIs; the
