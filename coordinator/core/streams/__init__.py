@@ -9,9 +9,10 @@ records rebuild it, with its state (``group``), and which offset commits and fet
 members it accepts (``offsets``); the version-free heartbeat request and the checks Kafka makes
 before a group sees it (``heartbeat_request``); the Interactive Queries endpoints' partitions
 (``endpoints``); a new target and its records (``targets``); the heartbeat's statuses
-(``status``).
+(``status``); and one heartbeat start to end as a pure step (``heartbeat``): records, response,
+timers, internal topics.
 
-Not wired yet (issue 29): no heartbeat handler, no registration with the shard, no APIs. The
+Not wired yet (issue 29): no registration with the shard, no API adapters, no timers armed. The
 group-contract work (issue 26) changes how a group type registers its records and APIs; the
 pieces here depend on none of that, so wiring them is registration.
 """

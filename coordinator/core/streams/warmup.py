@@ -37,7 +37,9 @@ the assignment members reconcile toward:
 
 So the refined assignment keeps every task active exactly once (the count Kafka checks with
 ``preservesActiveTaskCount``), never holds a task twice in one process, and never has more warm-ups
-than the budget. A warm-up ends in one of two ways, both computed by a later call: promoted (the
+than the budget. The budget counts warm-ups still restoring: a promoted warm-up (caught up) stays
+with its member, reconciliation keeping it until the owner released the active task, while the
+freed budget already starts the next warm-up. A warm-up ends in one of two ways, both computed by a later call: promoted (the
 newcomer caught up) or dropped (the target no longer moves the task there, the newcomer left, or
 the owner left and the task moved at once). The caller re-derives the refined assignment when
 members report offsets (at the task-offset interval, or as soon as a warm-up comes within the

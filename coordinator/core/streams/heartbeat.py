@@ -1,0 +1,281 @@
+"""One StreamsGroupHeartbeat, start to end, as a pure step (Kafka's ``GroupMetadataManager.
+streamsGroupHeartbeat`` and ``streamsGroupLeave``): records to write, the response to send, the
+timers to arm, the internal topics to create.
+
+Theory of operation
+===================
+
+``heartbeat`` validates everything first and raises ``CoordinatorError`` (nothing written) for a
+request Kafka refuses; then it writes records, each replayed into the group as it is written, so
+the group it returns is exactly what a replay of those records gives (the caller drops the step's
+records and uses a copy of the group if it must undo). In order:
+
+1. The request's checks (``heartbeat_request.check_heartbeat``); a leave (-1) fences the member.
+2. Group and member: a join creates them (GROUP_MAX_SIZE_REACHED past ``max_size``); otherwise
+   GROUP_ID_NOT_FOUND / UNKNOWN_MEMBER_ID, then the epoch check (a lost response is accepted).
+3. What the member sent on joining (process, endpoint, tags, rack, rebalance timeout, topology
+   epoch; client id and host always): a change writes its metadata record and bumps the group.
+4. The topology: the first member's is stored (a change under a live group is INVALID_REQUEST);
+   then configured against the topics (internal topics to create, statuses); a changed metadata
+   hash or a newly validated topology epoch bumps the group. Owned tasks must exist in it.
+5. Task offsets (in memory, after validation, as Kafka 4.4 does).
+6. A bump writes the group epoch record; a group epoch ahead of the target computes a new target.
+7. The warm-up step refines the target (``warmup.refine``), frozen per assignment epoch; when a
+   stable group's refined assignment changes (a warm-up caught up, budget freed), that is a step of
+   its own: group epoch + 1 and a target epoch record, targets unchanged (Kafka's REFINED bump).
+8. The member reconciles toward its slice of the refined assignment; its current-assignment
+   record is written when it changed; the rebalance timeout is armed on entering UNREVOKED_TASKS.
+9. Response: epochs, intervals, the recovery lag (v1), statuses, the task lists when joining or
+   when they changed, endpoint information when the member's endpoint epoch is stale.
+
+Not yet (next steps of issue 29, each marked where it goes): static membership (refused with
+INVALID_REQUEST as Kafka 4.2/4.3 do), the initial rebalance delay and the assignment interval
+(targets are computed at once), assignment configs other than the standby count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import msgspec
+
+from ..errors import CoordinatorError, ErrorCode
+from . import records as rec
+from .endpoints import partitions_by_user_endpoint
+from .group import StreamsGroupState
+from .heartbeat_request import LEAVE_EPOCH, STATIC_LEAVE_EPOCH, StreamsHeartbeat, check_heartbeat
+from .member import MemberState, StreamsGroupMember
+from .reconciliation import check_member_epoch, ownership, reconcile
+from .status import heartbeat_statuses
+from .targets import compute_target
+from .tasks import EMPTY, TasksTuple, by_subtopology
+from .topology import (
+    ConfiguredTopology,
+    InternalTopic,
+    check_owned_tasks,
+    check_topology_update,
+    configure,
+    required_topics,
+)
+from .warmup import MemberTaskOffsets, WarmupConfig, WarmupMember, refine
+
+
+class StreamsSettings(msgspec.Struct, frozen=True):
+    """The effective settings of one group (Kafka's ``group.streams.*``, group overrides applied)."""
+
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 5000
+    max_size: int = 2**31 - 1
+    num_standby_replicas: int = 0
+    task_offset_interval_ms: int = 60000
+    num_warmup_replicas: int = 2
+    acceptable_recovery_lag: int = 10000
+
+
+class SoftState:
+    """What a group keeps in memory only, derived again after a failover (Kafka does the same)."""
+
+    def __init__(self) -> None:
+        self.offsets: dict[str, MemberTaskOffsets] = {}
+        self.refined: tuple[int, dict[str, TasksTuple]] | None = None
+        self.endpoint_epoch = 0
+        self.shutdown_requested_by: str | None = None
+
+
+Timer = tuple[str, str, str]
+"""(kind, group id, member id): kinds "session" and "rebalance"."""
+
+
+class Step(msgspec.Struct):
+    records: list[rec.StreamsRecord] = msgspec.field(default_factory=list)
+    response: dict[str, Any] = msgspec.field(default_factory=dict)
+    arm: list[tuple[Timer, int]] = msgspec.field(default_factory=list)
+    """Timers to (re)arm at a deadline (ms)."""
+    cancel: list[Timer] = msgspec.field(default_factory=list)
+    internal_topics: tuple[InternalTopic, ...] = ()
+
+
+def _write(group: StreamsGroupState, step: Step, *records: rec.StreamsRecord) -> None:
+    for record in records:
+        step.records.append(record)
+        group.replay(record)
+
+
+def _task_ids(tasks: Iterable[tuple[str, int]]) -> list[dict[str, Any]]:
+    return [{"subtopology_id": s, "partitions": ps} for s, ps in by_subtopology(tasks)]
+
+
+def fence(group: StreamsGroupState, soft: SoftState, member_id: str) -> Step:
+    """A member leaves or is fenced (Kafka's ``streamsGroupFenceMember``): its tombstones, a group
+    epoch bump, and for the last member a target epoch record with timestamp 0 (the next group's
+    first assignment is not held back)."""
+    step = Step()
+    _write(group, step, *rec.member_tombstones(group.group_id, member_id))
+    _write(group, step, rec.group_epoch_record(group.group_id, group.group_epoch + 1, group.metadata_hash,
+                                               group.validated_topology_epoch, group.assignment_configs))
+    if not group.members:
+        _write(group, step, rec.target_epoch_record(group.group_id, group.group_epoch, 0))
+        soft.shutdown_requested_by = None
+    soft.offsets.pop(member_id, None)
+    step.cancel = [("session", group.group_id, member_id), ("rebalance", group.group_id, member_id)]
+    return step
+
+
+def heartbeat(group: StreamsGroupState | None, soft: SoftState, request: StreamsHeartbeat,
+              topic_counts: Mapping[str, int], metadata_hash: Callable[[Iterable[str]], int],
+              settings: StreamsSettings, client_id: str, client_host: str,
+              now_ms: int) -> tuple[StreamsGroupState, Step]:
+    """Serve one heartbeat. Raises CoordinatorError before writing anything."""
+    check_heartbeat(request)
+    if request.instance_id is not None or request.member_epoch == STATIC_LEAVE_EPOCH:
+        raise CoordinatorError(ErrorCode.INVALID_REQUEST, "Static membership is not yet supported.")
+    joining = request.member_epoch == 0
+    if group is None or group.deleted:
+        if not joining:
+            raise CoordinatorError(ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {request.group_id} not found.")
+        group = StreamsGroupState(request.group_id)
+    member = group.members.get(request.member_id)
+    if request.member_epoch == LEAVE_EPOCH:
+        if member is None:
+            raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                   f"Member {request.member_id} is not a member of group {group.group_id}.")
+        if request.shutdown_application:
+            soft.shutdown_requested_by = request.member_id
+        step = fence(group, soft, request.member_id)
+        step.response = {"member_id": request.member_id, "member_epoch": LEAVE_EPOCH, "status": []}
+        return group, step
+    if member is None:
+        if not joining:
+            raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                   f"Member {request.member_id} is not a member of group {group.group_id}.")
+        if len(group.members) >= settings.max_size:
+            raise CoordinatorError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                                   f"The streams group has reached its maximum capacity of {settings.max_size} "
+                                   "members.")
+        member = StreamsGroupMember(member_id=request.member_id, process_id=request.process_id or "")
+    owned = request.owned()
+    check_member_epoch(member, request.member_epoch, owned)
+
+    # Validate everything that can refuse the request before anything is written.
+    topology = group.topology
+    store_topology = False
+    if joining:
+        assert request.topology is not None  # check_heartbeat
+        store_topology = check_topology_update(topology, request.topology)
+        if store_topology:
+            topology = request.topology
+    configured = configure(topology, topic_counts) if topology is not None else None
+    if configured is not None and configured.is_ready and owned is not None:
+        check_owned_tasks(configured, owned)
+    offsets = soft.offsets.get(request.member_id, MemberTaskOffsets()).update(request.task_offsets,
+                                                                              request.task_end_offsets)
+
+    step = Step()
+    gid = group.group_id
+    bump = False
+    updated = msgspec.structs.replace(member, client_id=client_id, client_host=client_host)
+    if joining:
+        assert request.topology is not None
+        updated = msgspec.structs.replace(
+            updated, process_id=request.process_id or updated.process_id, rack_id=request.rack_id,
+            rebalance_timeout_ms=request.rebalance_timeout_ms, topology_epoch=request.topology.epoch,
+            user_endpoint=request.user_endpoint, client_tags=request.client_tags or ())
+    if request.member_id not in group.members or _metadata_changed(member, updated):
+        _write(group, step, rec.member_metadata_record(gid, updated))
+        bump = True
+    if store_topology and topology is not None:
+        _write(group, step, rec.topology_record(gid, topology))
+        bump = True
+    soft.offsets[request.member_id] = offsets
+    new_hash = metadata_hash(required_topics(topology)) if topology is not None else 0
+    validated = topology.epoch if topology is not None and configured is not None and configured.is_ready else -1
+    configs = {"num.standby.replicas": str(settings.num_standby_replicas)}
+    if new_hash != group.metadata_hash or validated != group.validated_topology_epoch \
+            or configs != group.assignment_configs:
+        bump = True
+    if bump:
+        _write(group, step, rec.group_epoch_record(gid, group.group_epoch + 1, new_hash, validated, configs))
+    if group.group_epoch > group.assignment_epoch:
+        if configured is None:
+            configured = ConfiguredTopology(-1, None)
+        _, target_records = compute_target(group, configured, soft.offsets, settings.num_standby_replicas, now_ms)
+        _write(group, step, *target_records)
+
+    refined = _refined(group, soft, settings, configured)
+    if refined is None:
+        soft.refined = None
+    elif soft.refined is None or soft.refined[0] != group.assignment_epoch:
+        soft.refined = (group.assignment_epoch, refined)  # a new target: its first refinement
+    elif refined != soft.refined[1] and group.state_name == "Stable":
+        # Frozen while members reconcile; once the group is stable, a changed refinement (a warm-up
+        # caught up, budget freed) is an epoch of its own: Kafka's REFINED bump, targets unchanged.
+        _write(group, step, rec.group_epoch_record(gid, group.group_epoch + 1, group.metadata_hash,
+                                                   group.validated_topology_epoch, group.assignment_configs),
+               rec.target_epoch_record(gid, group.group_epoch + 1, group.assignment_timestamp))
+        soft.refined = (group.assignment_epoch, refined)
+    slice_ = soft.refined[1].get(request.member_id, EMPTY) if soft.refined is not None else EMPTY
+
+    current = group.members[request.member_id]
+    reconciled = current
+    if not current.is_reconciled_to(group.assignment_epoch):
+        reconciled = reconcile(current, group.assignment_epoch, slice_, ownership(group.members.values()), owned)
+        if reconciled != current:
+            _write(group, step, rec.current_assignment_record(gid, reconciled))
+    timer: Timer = ("rebalance", gid, request.member_id)
+    if reconciled.state == MemberState.UNREVOKED_TASKS and current.state != MemberState.UNREVOKED_TASKS:
+        step.arm.append((timer, now_ms + max(reconciled.rebalance_timeout_ms, 0)))
+    elif reconciled.state != MemberState.UNREVOKED_TASKS:
+        step.cancel.append(timer)
+    step.arm.append((("session", gid, request.member_id), now_ms + settings.session_timeout_ms))
+    if request.shutdown_application:
+        soft.shutdown_requested_by = request.member_id
+
+    changed = reconciled.assigned.tasks() != member.assigned.tasks()
+    if (joining and request.user_endpoint != member.user_endpoint) or (changed and reconciled.user_endpoint):
+        soft.endpoint_epoch += 1
+    response: dict[str, Any] = {
+        "member_id": request.member_id, "member_epoch": reconciled.member_epoch,
+        "heartbeat_interval": settings.heartbeat_interval_ms, "task_offset_interval": settings.task_offset_interval_ms,
+        "status": [{"status_code": code, "status_detail": detail} for code, detail in heartbeat_statuses(
+            group_topology_epoch=group.topology.epoch if group.topology is not None else None,
+            member_topology_epoch=reconciled.topology_epoch, delay=None, configured=configured,
+            shutdown_requested_by=soft.shutdown_requested_by, rack_aware_tags=(),
+            member_tags=(k for k, _ in reconciled.client_tags), api_version=request.api_version)],
+        "endpoint_information_epoch": soft.endpoint_epoch,
+    }
+    if request.api_version >= 1:
+        response["acceptable_recovery_lag"] = settings.acceptable_recovery_lag
+    if joining or changed:
+        tasks = reconciled.assigned
+        response.update(active_tasks=_task_ids(tasks.active), standby_tasks=_task_ids(tasks.standby),
+                        warmup_tasks=_task_ids(tasks.warmup))
+    if soft.endpoint_epoch != request.endpoint_information_epoch and configured is not None and configured.is_ready:
+        response["partitions_by_user_endpoint"] = [
+            {"user_endpoint": {"host": e.endpoint.host, "port": e.endpoint.port},
+             "active_partitions": [{"topic": t, "partitions": list(ps)} for t, ps in e.active],
+             "standby_partitions": [{"topic": t, "partitions": list(ps)} for t, ps in e.standby]}
+            for e in partitions_by_user_endpoint(group.members, configured, topic_counts)]
+    step.response = response
+    if configured is not None:
+        step.internal_topics = configured.internal_topics_to_create
+    return group, step
+
+
+def _metadata_changed(old: StreamsGroupMember, new: StreamsGroupMember) -> bool:
+    return (old.process_id, old.rack_id, old.client_id, old.client_host, old.rebalance_timeout_ms,
+            old.topology_epoch, old.user_endpoint, old.client_tags) != (
+        new.process_id, new.rack_id, new.client_id, new.client_host, new.rebalance_timeout_ms,
+        new.topology_epoch, new.user_endpoint, new.client_tags)
+
+
+def _refined(group: StreamsGroupState, soft: SoftState, settings: StreamsSettings,
+             configured: ConfiguredTopology | None) -> dict[str, TasksTuple] | None:
+    if configured is None or not configured.is_ready:
+        return None
+    members = {m: WarmupMember(x.process_id, x.assigned.tasks(), soft.offsets.get(m, MemberTaskOffsets()))
+               for m, x in group.members.items()}
+    target = {m: group.targets.get(m, EMPTY) for m in group.members}
+    stateful = [s.subtopology_id for s in (configured.subtopologies or {}).values() if s.stateful]
+    return refine(members, target, stateful,
+                  WarmupConfig(settings.num_warmup_replicas, settings.acceptable_recovery_lag))
