@@ -10,7 +10,8 @@ members it accepts (``offsets``); the version-free heartbeat request and the che
 before a group sees it (``heartbeat_request``); the Interactive Queries endpoints' partitions
 (``endpoints``); a new target and its records (``targets``); the heartbeat's statuses
 (``status``); and one heartbeat start to end as a pure step (``heartbeat``): records, response,
-timers, internal topics.
+timers, internal topics; StreamsGroupDescribe's description and the timeouts' expiry
+(``describe``).
 
 Not wired yet (issue 29): no registration with the shard, no API adapters, no timers armed. The
 group-contract work (issue 26) changes how a group type registers its records and APIs; the

@@ -84,14 +84,15 @@ class SoftState:
 
 
 Timer = tuple[str, str, str]
-"""(kind, group id, member id): kinds "session" and "rebalance"."""
+"""(kind, group id, member id): kinds "session" and "rebalance" (one of each per member; arming
+one again replaces it)."""
 
 
 class Step(msgspec.Struct):
     records: list[rec.StreamsRecord] = msgspec.field(default_factory=list)
     response: dict[str, Any] = msgspec.field(default_factory=dict)
-    arm: list[tuple[Timer, int]] = msgspec.field(default_factory=list)
-    """Timers to (re)arm at a deadline (ms)."""
+    arm: list[tuple[Timer, int, int]] = msgspec.field(default_factory=list)
+    """Timers to (re)arm: (timer, deadline in ms, the member epoch it was armed at)."""
     cancel: list[Timer] = msgspec.field(default_factory=list)
     internal_topics: tuple[InternalTopic, ...] = ()
 
@@ -224,10 +225,11 @@ def heartbeat(group: StreamsGroupState | None, soft: SoftState, request: Streams
             _write(group, step, rec.current_assignment_record(gid, reconciled))
     timer: Timer = ("rebalance", gid, request.member_id)
     if reconciled.state == MemberState.UNREVOKED_TASKS and current.state != MemberState.UNREVOKED_TASKS:
-        step.arm.append((timer, now_ms + max(reconciled.rebalance_timeout_ms, 0)))
+        step.arm.append((timer, now_ms + max(reconciled.rebalance_timeout_ms, 0), reconciled.member_epoch))
     elif reconciled.state != MemberState.UNREVOKED_TASKS:
         step.cancel.append(timer)
-    step.arm.append((("session", gid, request.member_id), now_ms + settings.session_timeout_ms))
+    step.arm.append((("session", gid, request.member_id), now_ms + settings.session_timeout_ms,
+                     reconciled.member_epoch))
     if request.shutdown_application:
         soft.shutdown_requested_by = request.member_id
 
