@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from coordinator.core.streams import records as r
+from coordinator.core.streams.describe import session_expired
 from coordinator.core.streams.group import StreamsGroupState
 from coordinator.core.streams.heartbeat import SoftState, StreamsSettings, heartbeat
 from coordinator.core.streams.heartbeat_request import StreamsHeartbeat
@@ -98,3 +99,10 @@ class Coordinator:
         for _ in range(n):
             for client in clients:
                 self.beat(client)
+
+    def expire(self, member_id: str) -> None:
+        """The member's session timed out (the records go to the log like any step's)."""
+        assert self.group is not None
+        step = session_expired(self.group, self.soft, member_id)
+        if step is not None:
+            self.log.extend(step.records)
