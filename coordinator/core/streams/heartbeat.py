@@ -81,6 +81,8 @@ class SoftState:
         self.refined: tuple[int, dict[str, TasksTuple]] | None = None
         self.endpoint_epoch = 0
         self.shutdown_requested_by: str | None = None
+        self.refine_pending = False
+        """The offsets reported changed the refinement while the group was not stable."""
 
 
 Timer = tuple[str, str, str]
@@ -203,9 +205,15 @@ def heartbeat(group: StreamsGroupState | None, soft: SoftState, request: Streams
         _, target_records = compute_target(group, configured, soft.offsets, settings.num_standby_replicas, now_ms)
         _write(group, step, *target_records)
 
-    refined = _refined(group, soft, settings, configured)
-    if refined is None:
+    # Refined again only for a new target or newly reported offsets: steady heartbeats (v0 ones,
+    # and v1 ones between task-offset intervals) cost no pass over the group's tasks.
+    reported = request.task_offsets is not None or request.task_end_offsets is not None
+    fresh = soft.refined is None or soft.refined[0] != group.assignment_epoch
+    refined = _refined(group, soft, settings, configured) if fresh or reported or soft.refine_pending else None
+    if configured is None or not configured.is_ready:
         soft.refined = None
+    elif refined is None:
+        pass  # nothing new to refine with: the epoch's refinement stands
     elif soft.refined is None or soft.refined[0] != group.assignment_epoch:
         soft.refined = (group.assignment_epoch, refined)  # a new target: its first refinement
     elif refined != soft.refined[1] and group.state_name == "Stable":
@@ -215,6 +223,9 @@ def heartbeat(group: StreamsGroupState | None, soft: SoftState, request: Streams
                                                    group.validated_topology_epoch, group.assignment_configs),
                rec.target_epoch_record(gid, group.group_epoch + 1, group.assignment_timestamp))
         soft.refined = (group.assignment_epoch, refined)
+    if refined is not None and soft.refined is not None:
+        # A change that waits for the group to be stable is looked at again on later heartbeats.
+        soft.refine_pending = refined != soft.refined[1]
     slice_ = soft.refined[1].get(request.member_id, EMPTY) if soft.refined is not None else EMPTY
 
     current = group.members[request.member_id]

@@ -41,9 +41,13 @@ class Client:
 
     END = 1000
 
-    def __init__(self, member_id: str, api_version: int = 1, restore_per_heartbeat: int = 400) -> None:
+    def __init__(self, member_id: str, api_version: int = 1, restore_per_heartbeat: int = 400,
+                 only_changes: bool = False) -> None:
         self.member_id, self.api_version = member_id, api_version
         self.restore_per_heartbeat = restore_per_heartbeat
+        self.only_changes = only_changes
+        """Send the offset maps only when they changed (the trunk client between intervals)."""
+        self.sent: tuple[object, object] | None = None
         self.epoch = 0
         self.active: frozenset[Task] = frozenset()
         self.standby: frozenset[Task] = frozenset()
@@ -58,6 +62,10 @@ class Client:
                 self.restored[task] = min(self.END, self.restored.get(task, 0) + self.restore_per_heartbeat)
             offsets = tuple((s, p, o) for (s, p), o in sorted(self.restored.items()) if (s, p) in self.warmup)
             end_offsets = tuple((s, p, self.END) for s, p in sorted(self.warmup))
+            if self.only_changes and self.sent == (offsets, end_offsets):
+                offsets = end_offsets = None
+            else:
+                self.sent = (offsets, end_offsets)
         return StreamsHeartbeat(
             "app", self.member_id, self.epoch, rebalance_timeout_ms=300000 if joining else -1,
             topology=TOPOLOGY if joining else None, active_tasks=self.active, standby_tasks=self.standby,

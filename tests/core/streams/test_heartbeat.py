@@ -50,6 +50,20 @@ def test_a_scale_out_warms_up_then_hands_over() -> None:
     assert a.active == target["a"].active and b.active == target["b"].active
 
 
+def test_offsets_reported_once_while_the_group_reconciles_still_promote_the_warm_up() -> None:
+    """The trunk client sends its offsets only when they change: a caught-up report that arrives
+    while the group is not stable is kept, and the hand-over happens once it is."""
+    coordinator, a = Coordinator(), Client("a", api_version=0)  # reports nothing: only b's report counts
+    coordinator.rounds([a], 2)
+    b = Client("b", restore_per_heartbeat=1000, only_changes=True)
+    coordinator.beat(b)  # joins: warm-ups
+    coordinator.beat(b)  # restored at once: its one report, while a has not reconciled yet
+    assert coordinator.group is not None and coordinator.group.state_name != "Stable"
+    assert b.warmup and not b.active
+    coordinator.rounds([a, b], 6)
+    assert b.active == coordinator.group.targets["b"].active and len(b.active) == 3 and not b.warmup
+
+
 def test_a_v0_newcomer_gets_its_tasks_at_once() -> None:
     coordinator, a, b = Coordinator(), Client("a"), Client("b", api_version=0)
     assert coordinator.beat(a)["acceptable_recovery_lag"] == 100
