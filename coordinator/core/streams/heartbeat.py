@@ -12,7 +12,8 @@ records and uses a copy of the group if it must undo). In order:
 
 1. The request's checks (``heartbeat_request.check_heartbeat``); a leave (-1) fences the member.
 2. Group and member: a join creates them (GROUP_MAX_SIZE_REACHED past ``max_size``); otherwise
-   GROUP_ID_NOT_FOUND / UNKNOWN_MEMBER_ID, then the epoch check (a lost response is accepted).
+   GROUP_ID_NOT_FOUND / UNKNOWN_MEMBER_ID, then the epoch check (a lost response is accepted);
+   static members as below.
 3. What the member sent on joining (process, endpoint, tags, rack, rebalance timeout, topology
    epoch; client id and host always): a change writes its metadata record and bumps the group.
 4. The topology: the first member's is stored (a change under a live group is INVALID_REQUEST);
@@ -28,9 +29,13 @@ records and uses a copy of the group if it must undo). In order:
 9. Response: epochs, intervals, the recovery lag (v1), statuses, the task lists when joining or
    when they changed, endpoint information when the member's endpoint epoch is stale.
 
-Not yet (next steps of issue 29, each marked where it goes): static membership (refused with
-INVALID_REQUEST as Kafka 4.2/4.3 do), the initial rebalance delay and the assignment interval
-(targets are computed at once), assignment configs other than the standby count.
+Static members (Kafka 4.4): a rejoin under a new member id takes over the old member's tasks and
+target once the old one left with epoch -2 (else UNRELEASED_INSTANCE_ID); another member id with
+a known instance id is FENCED_INSTANCE_ID; their metadata changes bump the group only when the
+assignor sees them (KAFKA-20169).
+
+Not yet (next steps of issue 29): the initial rebalance delay and the assignment interval (targets
+are computed at once), assignment configs other than the standby count.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ from .member import MemberState, StreamsGroupMember
 from .reconciliation import check_member_epoch, ownership, reconcile
 from .status import heartbeat_statuses
 from .targets import compute_target
-from .tasks import EMPTY, TasksTuple, by_subtopology
+from .tasks import EMPTY, TasksTuple, TasksWithEpochs, by_subtopology
 from .topology import (
     ConfiguredTopology,
     InternalTopic,
@@ -131,34 +136,15 @@ def heartbeat(group: StreamsGroupState | None, soft: SoftState, request: Streams
               now_ms: int) -> tuple[StreamsGroupState, Step]:
     """Serve one heartbeat. Raises CoordinatorError before writing anything."""
     check_heartbeat(request)
-    if request.instance_id is not None or request.member_epoch == STATIC_LEAVE_EPOCH:
-        raise CoordinatorError(ErrorCode.INVALID_REQUEST, "Static membership is not yet supported.")
     joining = request.member_epoch == 0
     if group is None or group.deleted:
         if not joining:
             raise CoordinatorError(ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {request.group_id} not found.")
         group = StreamsGroupState(request.group_id)
-    member = group.members.get(request.member_id)
-    if request.member_epoch == LEAVE_EPOCH:
-        if member is None:
-            raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                   f"Member {request.member_id} is not a member of group {group.group_id}.")
-        if request.shutdown_application:
-            soft.shutdown_requested_by = request.member_id
-        step = fence(group, soft, request.member_id)
-        step.response = {"member_id": request.member_id, "member_epoch": LEAVE_EPOCH, "status": []}
-        return group, step
-    if member is None:
-        if not joining:
-            raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                   f"Member {request.member_id} is not a member of group {group.group_id}.")
-        if len(group.members) >= settings.max_size:
-            raise CoordinatorError(ErrorCode.GROUP_MAX_SIZE_REACHED,
-                                   f"The streams group has reached its maximum capacity of {settings.max_size} "
-                                   "members.")
-        member = StreamsGroupMember(member_id=request.member_id, process_id=request.process_id or "")
+    if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+        return group, _leave(group, soft, request)
     owned = request.owned()
-    check_member_epoch(member, request.member_epoch, owned)
+    member, replacing = _member(group, request, settings, owned)
 
     # Validate everything that can refuse the request before anything is written.
     topology = group.topology
@@ -177,6 +163,19 @@ def heartbeat(group: StreamsGroupState | None, soft: SoftState, request: Streams
     step = Step()
     gid = group.group_id
     bump = False
+    if replacing is not None:
+        # A static member came back under a new member id: it takes over the old one's tasks and
+        # target (Kafka's replaceStreamsMember); the refinement follows it (relabelled).
+        _write(group, step, *rec.member_tombstones(gid, replacing.member_id),
+               rec.member_metadata_record(gid, member),
+               rec.target_member_record(gid, member.member_id, group.targets.get(replacing.member_id, EMPTY)),
+               rec.current_assignment_record(gid, member))
+        soft.offsets.pop(replacing.member_id, None)
+        if soft.refined is not None and replacing.member_id in soft.refined[1]:
+            slices = dict(soft.refined[1])
+            slices[member.member_id] = slices.pop(replacing.member_id)
+            soft.refined = (soft.refined[0], slices)
+        step.cancel += [("session", gid, replacing.member_id), ("rebalance", gid, replacing.member_id)]
     updated = msgspec.structs.replace(member, client_id=client_id, client_host=client_host)
     if joining:
         assert request.topology is not None
@@ -184,9 +183,12 @@ def heartbeat(group: StreamsGroupState | None, soft: SoftState, request: Streams
             updated, process_id=request.process_id or updated.process_id, rack_id=request.rack_id,
             rebalance_timeout_ms=request.rebalance_timeout_ms, topology_epoch=request.topology.epoch,
             user_endpoint=request.user_endpoint, client_tags=request.client_tags or ())
-    if request.member_id not in group.members or _metadata_changed(member, updated):
+    new_member = request.member_id not in group.members
+    if new_member or _metadata_changed(member, updated):
         _write(group, step, rec.member_metadata_record(gid, updated))
-        bump = True
+        # A static member's comings and goings bump the group only when what the assignor sees
+        # changed (KAFKA-20169); any change of a dynamic member, and any new member, does.
+        bump = member.instance_id is None or new_member or _epoch_relevant_changed(member, updated)
     if store_topology and topology is not None:
         _write(group, step, rec.topology_record(gid, topology))
         bump = True
@@ -273,6 +275,97 @@ def heartbeat(group: StreamsGroupState | None, soft: SoftState, request: Streams
     if configured is not None:
         step.internal_topics = configured.internal_topics_to_create
     return group, step
+
+
+def _static_member(group: StreamsGroupState, instance_id: str) -> StreamsGroupMember | None:
+    return next((m for m in group.members.values() if m.instance_id == instance_id), None)
+
+
+def _unknown_instance(instance_id: str) -> CoordinatorError:
+    return CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+
+
+def _fenced_instance(request: StreamsHeartbeat, owner: StreamsGroupMember) -> CoordinatorError:
+    return CoordinatorError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {request.member_id} with instance id "
+                            f"{request.instance_id} was fenced by member {owner.member_id}.")
+
+
+def _member(group: StreamsGroupState, request: StreamsHeartbeat, settings: StreamsSettings,
+            owned: TasksTuple | None) -> tuple[StreamsGroupMember, StreamsGroupMember | None]:
+    """The member the heartbeat is about and, for a static member rejoining under a new member id,
+    the member it replaces. Raises before anything is written."""
+    joining = request.member_epoch == 0
+    instance_id = request.instance_id
+    member = group.members.get(request.member_id)
+    if instance_id is None:
+        if member is None:
+            if not joining:
+                raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                       f"Member {request.member_id} is not a member of group {group.group_id}.")
+            _check_size(group, settings)
+            member = StreamsGroupMember(member_id=request.member_id, process_id=request.process_id or "")
+        check_member_epoch(member, request.member_epoch, owned)
+        return member, None
+    static = _static_member(group, instance_id)
+    if not joining:
+        if static is None:
+            raise _unknown_instance(instance_id)
+        if static.member_id != request.member_id:
+            raise _fenced_instance(request, static)
+        check_member_epoch(static, request.member_epoch, owned)
+        return static, None
+    if static is None:
+        if member is None:
+            _check_size(group, settings)
+            member = StreamsGroupMember(member_id=request.member_id, process_id=request.process_id or "",
+                                        instance_id=instance_id)
+        return member, None
+    if static.member_epoch != STATIC_LEAVE_EPOCH:
+        raise CoordinatorError(ErrorCode.UNRELEASED_INSTANCE_ID, f"Static member {request.member_id} with instance "
+                               f"id {instance_id} cannot join the group because the instance id is owned by "
+                               f"{static.member_id} member.")
+    return msgspec.structs.replace(static, member_id=request.member_id, member_epoch=0, previous_member_epoch=0), static
+
+
+def _check_size(group: StreamsGroupState, settings: StreamsSettings) -> None:
+    if len(group.members) >= settings.max_size:
+        raise CoordinatorError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The streams group has reached its maximum "
+                               f"capacity of {settings.max_size} members.")
+
+
+def _leave(group: StreamsGroupState, soft: SoftState, request: StreamsHeartbeat) -> Step:
+    """Epoch -1 (leave) or -2 (a static member leaving for a while: it keeps its tasks, pending
+    revocation dropped and active tasks' epochs reset to 0, until it comes back or its session
+    times out; the group is not bumped)."""
+    if request.instance_id is None:
+        member = group.members.get(request.member_id)
+        if member is None:
+            raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                   f"Member {request.member_id} is not a member of group {group.group_id}.")
+    else:
+        member = _static_member(group, request.instance_id)
+        if member is None:
+            raise _unknown_instance(request.instance_id)
+        if member.member_id != request.member_id:
+            raise _fenced_instance(request, member)
+    if request.shutdown_application:
+        soft.shutdown_requested_by = request.member_id
+    if request.member_epoch == STATIC_LEAVE_EPOCH:
+        step = Step()
+        leaving = msgspec.structs.replace(
+            member, member_epoch=STATIC_LEAVE_EPOCH, pending_revocation=TasksWithEpochs(),
+            assigned=TasksWithEpochs(dict.fromkeys(member.assigned.active, 0), member.assigned.standby,
+                                     member.assigned.warmup))
+        _write(group, step, rec.current_assignment_record(group.group_id, leaving))
+    else:
+        step = fence(group, soft, member.member_id)
+    step.response = {"member_id": request.member_id, "member_epoch": request.member_epoch, "status": []}
+    return step
+
+
+def _epoch_relevant_changed(old: StreamsGroupMember, new: StreamsGroupMember) -> bool:
+    return (old.topology_epoch, old.rack_id, old.client_tags, old.process_id) != (
+        new.topology_epoch, new.rack_id, new.client_tags, new.process_id)
 
 
 def _metadata_changed(old: StreamsGroupMember, new: StreamsGroupMember) -> bool:

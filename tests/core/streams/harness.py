@@ -42,8 +42,10 @@ class Client:
     END = 1000
 
     def __init__(self, member_id: str, api_version: int = 1, restore_per_heartbeat: int = 400,
-                 only_changes: bool = False) -> None:
+                 only_changes: bool = False, instance_id: str | None = None, process_id: str | None = None) -> None:
         self.member_id, self.api_version = member_id, api_version
+        self.instance_id = instance_id
+        self.process_id = process_id or f"p-{member_id}"
         self.restore_per_heartbeat = restore_per_heartbeat
         self.only_changes = only_changes
         """Send the offset maps only when they changed (the trunk client between intervals)."""
@@ -67,9 +69,10 @@ class Client:
             else:
                 self.sent = (offsets, end_offsets)
         return StreamsHeartbeat(
-            "app", self.member_id, self.epoch, rebalance_timeout_ms=300000 if joining else -1,
+            "app", self.member_id, self.epoch, instance_id=self.instance_id,
+            rebalance_timeout_ms=300000 if joining else -1,
             topology=TOPOLOGY if joining else None, active_tasks=self.active, standby_tasks=self.standby,
-            warmup_tasks=self.warmup, process_id=f"p-{self.member_id}" if joining else None,
+            warmup_tasks=self.warmup, process_id=self.process_id if joining else None,
             task_offsets=offsets, task_end_offsets=end_offsets, api_version=self.api_version)
 
     def take(self, response: dict[str, Any]) -> None:

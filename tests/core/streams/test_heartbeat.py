@@ -98,7 +98,7 @@ def test_missing_internal_topics_keep_the_group_not_ready_with_empty_assignments
     ({"member_epoch": 3}, ErrorCode.FENCED_MEMBER_EPOCH),
     ({"member_id": "stranger", "member_epoch": 1}, ErrorCode.UNKNOWN_MEMBER_ID),
     ({"group_id": "other", "member_epoch": 1}, ErrorCode.GROUP_ID_NOT_FOUND),
-    ({"instance_id": "i-1"}, ErrorCode.INVALID_REQUEST),
+    ({"instance_id": "i-1"}, ErrorCode.UNKNOWN_MEMBER_ID),
     ({"task_offsets": (("0", 1, 5), ("0", 1, 6))}, ErrorCode.INVALID_REQUEST),
     ({"active_tasks": frozenset({("0", 9)})}, ErrorCode.INVALID_REQUEST),
     ({"member_epoch": 0, "member_id": "d", "rebalance_timeout_ms": 1, "process_id": "p",
@@ -117,3 +117,37 @@ def test_a_refused_heartbeat_writes_nothing(change: dict[str, Any], code: ErrorC
                   SETTINGS, "a", "/127.0.0.1", 10_000)
     assert refused.value.code == code
     assert group.members == members and group.group_epoch == epoch
+
+
+def test_a_static_member_leaves_for_a_while_and_comes_back_under_a_new_id_without_a_rebalance() -> None:
+    coordinator = Coordinator()
+    a = Client("a1", api_version=0, instance_id="i-a", process_id="pa")
+    b = Client("b", api_version=0)
+    coordinator.rounds([a, b])
+    group = coordinator.group
+    assert group is not None
+    epoch, tasks = group.group_epoch, a.active
+    a.epoch = -2
+    assert coordinator.beat(a)["member_epoch"] == -2
+    assert group.members["a1"].member_epoch == -2 and group.members["a1"].assigned.tasks().active == tasks
+    assert all(e == 0 for e in group.members["a1"].assigned.active.values())
+    back = Client("a2", api_version=0, instance_id="i-a", process_id="pa")  # restarted: a new member id
+    coordinator.rounds([back, b])
+    assert set(group.members) == {"a2", "b"} and back.active == tasks
+    assert group.group_epoch == epoch  # same process, same topology: nothing for the assignor to redo
+
+
+def test_an_instance_id_is_held_by_one_member_at_a_time() -> None:
+    coordinator = Coordinator()
+    a = Client("a1", api_version=0, instance_id="i-a")
+    coordinator.rounds([a])
+    assert coordinator.group is not None
+    for request, code in (
+        (Client("a2", api_version=0, instance_id="i-a").request(), ErrorCode.UNRELEASED_INSTANCE_ID),
+        (msgspec.structs.replace(a.request(), member_id="a3"), ErrorCode.FENCED_INSTANCE_ID),
+        (msgspec.structs.replace(a.request(), member_epoch=-2, instance_id="i-x"), ErrorCode.UNKNOWN_MEMBER_ID),
+    ):
+        with pytest.raises(CoordinatorError) as refused:
+            heartbeat(coordinator.group, coordinator.soft, request, TOPICS, metadata_hash, SETTINGS, "c", "h", 1)
+        assert refused.value.code == code
+    assert set(coordinator.group.members) == {"a1"}

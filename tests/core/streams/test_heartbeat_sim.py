@@ -20,12 +20,12 @@ def beat(coordinator: Coordinator, client: Client) -> None:
         coordinator.beat(client)
     except CoordinatorError as e:
         # The Java client drops its tasks and rejoins on these; anything else is a bug here.
-        assert e.code in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID), e
+        assert e.code in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID), (e.code, e.message)
         client.epoch = 0
         client.active = client.standby = client.warmup = frozenset()
 
 
-@given(st.integers(0, 2**32), st.lists(st.sampled_from(["join", "beat", "beat", "beat", "leave", "expire"]),
+@given(st.integers(0, 2**32), st.lists(st.sampled_from(["join", "beat", "beat", "beat", "leave", "expire", "restart"]),
                                        min_size=1, max_size=40))
 @settings(max_examples=150)
 def test_any_sequence_of_joins_heartbeats_and_departures_keeps_the_invariants_and_converges(
@@ -36,9 +36,21 @@ def test_any_sequence_of_joins_heartbeats_and_departures_keeps_the_invariants_an
     names = iter(f"m{i}" for i in range(1000))
     for operation in operations:
         if operation == "join" or not clients:
-            client = Client(next(names), api_version=rng.choice([0, 1]), restore_per_heartbeat=rng.choice([0, 300, 1000]))
+            name = next(names)
+            client = Client(name, api_version=rng.choice([0, 1]), restore_per_heartbeat=rng.choice([0, 300, 1000]),
+                            instance_id=f"i-{name}" if rng.random() < 0.5 else None)
             clients.append(client)
             beat(coordinator, client)
+        elif operation == "restart":  # a static member leaves for a while and comes back under a new id
+            old = rng.choice(clients)
+            if old.instance_id is not None and old.epoch > 0:
+                old.epoch = -2
+                beat(coordinator, old)
+                clients.remove(old)
+                client = Client(next(names), api_version=old.api_version, instance_id=old.instance_id,
+                                process_id=old.process_id, restore_per_heartbeat=old.restore_per_heartbeat)
+                clients.append(client)
+                beat(coordinator, client)
         elif operation == "beat":
             beat(coordinator, rng.choice(clients))
         elif operation == "leave":
