@@ -150,7 +150,12 @@ class _Source:
             else:
                 self.field(spec, inner, flexible, indent + 1)
         elif dataclasses.is_dataclass(tp):
-            self.entity(tp, flexible, indent)
+            if nullable:  # Kafka writes a nullable struct after an int8: -1 null, 1 present
+                self.emit(indent, "p += 1")
+                self.emit(indent, "if d[p - 1] < 128:")
+                self.entity(tp, flexible, indent + 1)
+            else:
+                self.entity(tp, flexible, indent)
         elif kafka_type in _FIXED:
             self.emit(indent, f"p += {_FIXED[kafka_type]}")
         elif kafka_type in ("string", "bytes", "records"):

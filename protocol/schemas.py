@@ -1,6 +1,6 @@
 """Where the entity class of an (api key, version) comes from: kio, `protocol.legacy` for the
-versions Kafka 4 removed but old clients still send, or `protocol.private` for this project's own
-APIs; and the names of the APIs."""
+versions Kafka 4 removed but old clients still send, `protocol.newer` for the versions newer than
+kio's, or `protocol.private` for this project's own APIs; and the names of the APIs."""
 
 from __future__ import annotations
 
@@ -10,20 +10,22 @@ from typing import Any
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.index import api_key_map
 
-from . import legacy, private
+from . import legacy, newer, private
 
 _NAME_EXCEPTIONS = {"api_versions": "ApiVersions", "offset_for_leader_epoch": "OffsetForLeaderEpoch"}
 
 
 @cache
 def request_schema(api_key: int, api_version: int) -> Any:
-    legacy_cls = legacy.REQUESTS.get((api_key, api_version)) or private.REQUESTS.get((api_key, api_version))
+    key = (api_key, api_version)
+    legacy_cls = legacy.REQUESTS.get(key) or newer.REQUESTS.get(key) or private.REQUESTS.get(key)
     return legacy_cls if legacy_cls is not None else load_request_schema(api_key, api_version)
 
 
 @cache
 def response_schema(api_key: int, api_version: int) -> Any:
-    legacy_cls = legacy.RESPONSES.get((api_key, api_version)) or private.RESPONSES.get((api_key, api_version))
+    key = (api_key, api_version)
+    legacy_cls = legacy.RESPONSES.get(key) or newer.RESPONSES.get(key) or private.RESPONSES.get(key)
     return legacy_cls if legacy_cls is not None else load_response_schema(api_key, api_version)
 
 

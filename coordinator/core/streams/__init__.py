@@ -1,0 +1,19 @@
+"""Streams groups (KIP-1071): the pure core of a new group type, with warm-up tasks.
+
+What this package owns, one module each: tasks and task sets (``tasks``), a member (``member``),
+the records and their factories (``records``), the topology's validation and the internal topics
+it needs (``topology``), Kafka's sticky task assignor (``assignor``), the warm-up step that turns
+the assignor's target into the assignment members reconcile toward (``warmup``), and member
+reconciliation (``reconciliation``, Kafka's ``CurrentAssignmentBuilder``), and a group as its
+records rebuild it, with its state (``group``), and which offset commits and fetches of streams
+members it accepts (``offsets``); the version-free heartbeat request and the checks Kafka makes
+before a group sees it (``heartbeat_request``); the Interactive Queries endpoints' partitions
+(``endpoints``); a new target and its records (``targets``); the heartbeat's statuses
+(``status``); and one heartbeat start to end as a pure step (``heartbeat``): records, response,
+timers, internal topics; StreamsGroupDescribe's description and the timeouts' expiry
+(``describe``).
+
+Not wired yet (issue 29): no registration with the shard, no API adapters, no timers armed. The
+group-contract work (issue 26) changes how a group type registers its records and APIs; the
+pieces here depend on none of that, so wiring them is registration.
+"""
