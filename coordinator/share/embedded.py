@@ -5,7 +5,9 @@ when cached there, else its segment files), read exactly as its Fetch reads them
 below the high watermark, the first one always). The data plane has no transactions (its Produce
 refuses transactional batches), so the last stable offset is the high watermark and no batch is
 ever aborted. A partition is found by topic id, so a topic deleted and created again under the
-same name is another log, as share-partition state is keyed.
+same name is another log, as share-partition state is keyed. A read is capped by the data plane's
+``fetch.max.bytes`` as its Fetch is (Kafka caps a share fetch by the broker's too), so no ask of a
+client makes one read hold more.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class DataPlaneSource:
         if not log.log_start_offset <= offset <= log.log_end_offset:
             raise OffsetOutOfRange(offset, log.log_start_offset)
         try:
-            stored = log.read(offset, max(max_bytes, 0), min_one=True)
+            stored = log.read(offset, max(min(max_bytes, self.store.config.fetch_max_bytes), 0), min_one=True)
             batches = [batch_of(raw) for s in stored for raw in split_batches(s.bytes())]
         except (OSError, CorruptBatch) as exc:  # a failing disk, or a segment cut short under us
             raise SourceUnavailable(ErrorCode.KAFKA_STORAGE_ERROR, f"{topic.name}-{ref.partition}: {exc}") from exc

@@ -43,6 +43,14 @@ async def test_max_bytes_cuts_at_a_batch_boundary_and_the_first_batch_always_com
         assert (await source.read(ref_of(h, "orders"), 4, 1 << 20)).batches == [], "the log end: nothing yet"
 
 
+async def test_no_ask_reads_more_than_the_data_planes_fetch_max_bytes(tmp_path: Path) -> None:
+    async with data_plane(tmp_path, fetch_max_bytes=1024) as h:
+        h.create("orders")
+        await produce(h, "orders", [[b"x" * 300] * 2] * 4)
+        read = await DataPlaneSource(h.catalog, h.store).read(ref_of(h, "orders"), 0, 0x7FFFFFFF)
+        assert read.offsets() == [(0, 1)] and read.size() <= 1024
+
+
 async def test_offsets_outside_the_log_and_unknown_partitions_are_refused_with_kafkas_codes(tmp_path: Path) -> None:
     async with data_plane(tmp_path) as h:
         h.create("orders")

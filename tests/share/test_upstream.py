@@ -61,8 +61,8 @@ def create_topic(bootstrap: str, name: str) -> None:
     admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])[name].result(30)
 
 
-def produce_plain(bootstrap: str, topic: str, values: list[bytes]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
+def produce_plain(bootstrap: str, topic: str, values: list[bytes], compression: str = "none") -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "compression.type": compression})
     for value in values:
         producer.produce(topic, value, partition=0)
     assert producer.flush(30) == 0
@@ -129,13 +129,15 @@ async def test_concurrent_readers_of_one_partition_share_one_upstream_fetch(
         kafka_cluster: UpstreamCluster, kafka_broker: KafkaBroker) -> None:
     topic = f"queue-{uuid.uuid4().hex[:8]}"
     create_topic(kafka_broker.bootstrap, topic)
-    produce_plain(kafka_broker.bootstrap, topic, [b"v%d" % i for i in range(20)])
+    produce_plain(kafka_broker.bootstrap, topic, [b"v%d" % i for i in range(20)], compression="zstd")
     ref = PartitionRef(uuid.uuid4(), topic, 0)
     await read_all(UpstreamSource(kafka_cluster), ref, 20)
     cache = BatchCache(UpstreamSource(kafka_cluster), 1 << 20)
     reads = await asyncio.gather(*(cache.read(ref, 0, 1 << 20) for _ in range(5)))
     assert cache.misses == 1 and cache.hits == 4
     assert all(r.batches == reads[0].batches for r in reads) and reads[0].end_offset == 20
+    codecs = {int.from_bytes(b.data[21:23], "big") & 0x07 for b in reads[0].batches}  # attributes, bits 0-2
+    assert codecs == {4}, "zstd batches, passed on as they are"
 
 
 async def test_unknown_topics_and_offsets_past_the_log_are_refused_with_kafkas_answers(
