@@ -13,8 +13,10 @@ of another one:
 - otherwise the source is read, and its batches are kept. Concurrent misses of one partition wait
   for one read (Kafka takes one fetch lock per share partition) and then look again.
 - memory: the cached bytes of all partitions together never exceed ``max_bytes``
-  (``group.share.fetch.cache.max.bytes``); the oldest batches read are evicted first, and a batch
-  larger than the whole bound is passed through uncached. Whatever clients ask, the cache holds
+  (``group.share.fetch.cache.max.bytes``); the oldest batches read are evicted first. Of a read
+  larger than the bound the head is kept (a share partition is read again from its lowest
+  available offset: redeliveries), the rest is passed through uncached, as is a batch larger than
+  the whole bound. Whatever clients ask, the cache holds
   at most the bound, and one read in flight per partition at most what its caller asked.
 - a batch below a partition's log start offset (retention, or an OFFSET_OUT_OF_RANGE read) is
   dropped; :meth:`forget` drops a partition (its topic deleted, its share partitions gone).
@@ -117,22 +119,33 @@ class BatchCache:
         if part is None:
             part = self._partitions[ref] = _Partition()
         part.offsets = (result.log_start_offset, result.high_watermark, result.last_stable_offset)
+        self._drop_below(ref, result.log_start_offset)
+        fresh: set[int] = set()
         for batch, nxt in zip(result.batches, [*result.batches[1:], None], strict=True):
             if batch.size > self.max_bytes:
-                continue  # larger than the whole bound: passed through, never kept
+                break  # larger than the whole bound: passed through, and nothing after it is kept
+            if batch.base_offset not in part.batches:
+                if not self._make_room(batch.size, ref, fresh):
+                    break  # the bound is full of this read: its head is kept, the rest passed through
+                part.batches[batch.base_offset] = batch
+                insort(part.starts, batch.base_offset)
+                self._order[(ref, batch.base_offset)] = batch.size
+                self.cached_bytes += batch.size
+                fresh.add(batch.base_offset)
             if nxt is not None:
                 part.follower[batch.base_offset] = nxt.base_offset
-            if batch.base_offset in part.batches:
-                continue
-            part.batches[batch.base_offset] = batch
-            insort(part.starts, batch.base_offset)
-            self._order[(ref, batch.base_offset)] = batch.size
-            self.cached_bytes += batch.size
-        self._drop_below(ref, result.log_start_offset)
-        while self.cached_bytes > self.max_bytes:
-            (oldest_ref, base), _ = next(iter(self._order.items()))
+
+    def _make_room(self, size: int, ref: PartitionRef, fresh: set[int]) -> bool:
+        """Evict the oldest batches until ``size`` more bytes fit, but none of this read's: a
+        share partition is read again from its lowest available offset (redeliveries), so the head
+        of a read larger than the bound is what is worth keeping. False when it cannot fit."""
+        while self.cached_bytes + size > self.max_bytes:
+            oldest_ref, base = next(iter(self._order))
+            if oldest_ref == ref and base in fresh:
+                return False
             self._evict(oldest_ref, base)
             self.evictions += 1
+        return True
 
     def _drop_below(self, ref: PartitionRef, log_start: int) -> None:
         part = self._partitions.get(ref)
