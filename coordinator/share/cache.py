@@ -120,6 +120,7 @@ class BatchCache:
             part = self._partitions[ref] = _Partition()
         part.offsets = (result.log_start_offset, result.high_watermark, result.last_stable_offset)
         self._drop_below(ref, result.log_start_offset)
+        part = self._partitions.setdefault(ref, part)
         fresh: set[int] = set()
         for batch, nxt in zip(result.batches, [*result.batches[1:], None], strict=True):
             if batch.size > self.max_bytes:
@@ -127,6 +128,7 @@ class BatchCache:
             if batch.base_offset not in part.batches:
                 if not self._make_room(batch.size, ref, fresh):
                     break  # the bound is full of this read: its head is kept, the rest passed through
+                part = self._partitions.setdefault(ref, part)  # back in if room was made of all its batches
                 part.batches[batch.base_offset] = batch
                 insort(part.starts, batch.base_offset)
                 self._order[(ref, batch.base_offset)] = batch.size

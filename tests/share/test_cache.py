@@ -4,6 +4,7 @@ first and are read again on demand."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,43 @@ def test_the_bound_is_a_setting_with_a_sensible_default_and_kafkas_refusal_of_no
     assert overridden.build(ShareFetchConfig).share_fetch_cache_max_bytes == 1 << 20
     with pytest.raises(ConfigError):
         resolve(environ={}, overrides=["group.share.fetch.cache.max.bytes=0"])
+
+
+@pytest.mark.asyncio
+async def test_a_partition_whose_own_older_batches_make_room_for_its_new_ones_stays_consistent(
+        tmp_path: Path) -> None:
+    async with data_plane(tmp_path) as h:
+        h.create("orders")
+        await produce(h, "orders", [[RECORD] * 2] * 6)
+        source = DataPlaneSource(h.catalog, h.store)
+        batch_size = (await source.read(ref_of(h, "orders"), 0, 1)).batches[0].size
+        cache = BatchCache(source, batch_size)
+        await cache.read(ref_of(h, "orders"), 0, batch_size)  # cached: [0]
+        await cache.read(ref_of(h, "orders"), 2, 1 << 20)  # [0] evicted for [2], the rest passed through
+        assert len(cache) == 1 and cache.cached_bytes == batch_size
+        again = await cache.read(ref_of(h, "orders"), 2, 1 << 20)
+        assert [b.base_offset for b in again.batches] == [2] and cache.hits == 1
+        later = await cache.read(ref_of(h, "orders"), 8, 1 << 20)  # evicts 2
+        assert [b.base_offset for b in later.batches] == [8, 10] and cache.cached_bytes == batch_size
+        assert [b.base_offset for b in (await cache.read(ref_of(h, "orders"), 8, 1)).batches] == [8]
+
+
+@pytest.mark.asyncio
+async def test_any_sequence_of_reads_answers_what_the_log_holds_within_the_bound(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    async with data_plane(tmp_path) as h:
+        for name in ("a", "b"):
+            h.create(name)
+            await produce(h, name, [[RECORD] * rng.randint(1, 4) for _ in range(40)])
+        source = DataPlaneSource(h.catalog, h.store)
+        refs = [ref_of(h, "a"), ref_of(h, "b")]
+        ends = [(await source.read(ref, 0, 1 << 30)).end_offset for ref in refs]
+        cache = BatchCache(source, rng.randint(500, 8000))
+        for _ in range(500):
+            i = rng.randrange(2)
+            offset, max_bytes = rng.randrange(ends[i]), rng.choice([1, 700, 3000, 1 << 20])
+            got = await cache.read(refs[i], offset, max_bytes)
+            direct = await source.read(refs[i], offset, max_bytes)
+            assert got.batches == direct.batches[:len(got.batches)] and got.batches, "a prefix of the log's answer"
+            assert cache.cached_bytes == sum(cache._order.values()) <= cache.max_bytes
+        assert cache.hits and cache.misses and cache.evictions
