@@ -1,7 +1,8 @@
 """The record source of sidecar mode: share partitions read from the upstream cluster's leaders.
 
 The upstream needs no share-group support: a share partition's records are read with a plain
-Fetch (v12, by topic name, sessionless) ``read_committed`` from the partition's leader, over the
+Fetch (by topic name, sessionless, the highest version of 4-12 the upstream serves: v4 brought
+``read_committed``) ``read_committed`` from the partition's leader, over the
 sidecar's own upstream connections (``UpstreamCluster.client``, so its TLS/SASL settings hold). The
 leader comes from a Metadata of that topic, remembered until a read says it moved.
 
@@ -38,9 +39,11 @@ from .source import (
 )
 
 FETCH, LIST_OFFSETS, METADATA = 1, 2, 3
-FETCH_VERSION = 12  # flexible, by topic name (v13+ names topics by id)
-LIST_OFFSETS_VERSION = 7
-METADATA_VERSION = 12
+# (lowest, highest) version sent, the highest both sides speak: Fetch v4 brought isolation_level and
+# aborted_transactions; v13+ names topics by id, so v12 is the newest by name.
+FETCH_VERSIONS = (4, 12)
+LIST_OFFSETS_VERSIONS = (2, 7)
+METADATA_VERSIONS = (1, 12)
 READ_COMMITTED = 1
 EARLIEST = -2
 
@@ -53,14 +56,14 @@ class UpstreamSource:
 
     async def read(self, ref: PartitionRef, offset: int, max_bytes: int) -> PartitionRead:
         max_bytes = max(max_bytes, 1)
-        data = await self._call_leader(ref, FETCH, FETCH_VERSION, {
+        data = await self._call_leader(ref, FETCH, FETCH_VERSIONS, {
             "replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": max_bytes,
             "isolation_level": READ_COMMITTED, "session_id": 0, "session_epoch": -1, "rack_id": "",
             "forgotten_topics_data": [],
             "topics": [{"topic": ref.topic, "partitions": [{
                 "partition": ref.partition, "current_leader_epoch": -1, "fetch_offset": offset,
                 "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": max_bytes}]}]})
-        top = int(data.error_code)
+        top = int(getattr(data, "error_code", 0))  # v7+
         if top:
             raise self._unavailable(ref, ErrorCode(top), "Fetch")
         part = data.responses[0].partitions[0]
@@ -74,11 +77,12 @@ class UpstreamSource:
             raws = [raw for raw in split_batches(part.records or b"") if raw[1] >= offset]
         except CorruptBatch as exc:
             raise SourceUnavailable(ErrorCode.CORRUPT_MESSAGE, f"{ref.topic}-{ref.partition}: {exc}") from exc
-        return PartitionRead(mark_aborted(raws, aborted), int(part.log_start_offset), int(part.high_watermark),
+        log_start = int(getattr(part, "log_start_offset", -1))  # v5+
+        return PartitionRead(mark_aborted(raws, aborted), log_start, int(part.high_watermark),
                              int(part.last_stable_offset))
 
     async def _log_start(self, ref: PartitionRef) -> int:
-        data = await self._call_leader(ref, LIST_OFFSETS, LIST_OFFSETS_VERSION, {
+        data = await self._call_leader(ref, LIST_OFFSETS, LIST_OFFSETS_VERSIONS, {
             "replica_id": -1, "isolation_level": READ_COMMITTED,
             "topics": [{"name": ref.topic, "partitions": [{
                 "partition_index": ref.partition, "current_leader_epoch": -1, "timestamp": EARLIEST}]}]})
@@ -88,7 +92,16 @@ class UpstreamSource:
             raise self._unavailable(ref, code, "ListOffsets")
         return int(part.offset)
 
-    async def _call_leader(self, ref: PartitionRef, api_key: int, version: int, fields: dict[str, Any]) -> Any:
+    def _version(self, ref: PartitionRef, api_key: int, versions: tuple[int, int]) -> int:
+        version = self.cluster.version_for(api_key, versions[1], versions[0])
+        if version is None:
+            raise SourceUnavailable(ErrorCode.UNSUPPORTED_VERSION, f"{ref.topic}-{ref.partition}: the upstream "
+                                    f"serves no version {versions[0]}-{versions[1]} of API {api_key}")
+        return version
+
+    async def _call_leader(self, ref: PartitionRef, api_key: int, versions: tuple[int, int],
+                           fields: dict[str, Any]) -> Any:
+        version = self._version(ref, api_key, versions)
         leader = await self._leader(ref)
         try:
             return await self.cluster.client.call_node(leader, api_key, build(request_class(api_key, version), fields))
@@ -101,7 +114,7 @@ class UpstreamSource:
             return leader
         try:
             response, _ = await self.cluster.client.call_any(METADATA, build(
-                request_class(METADATA, METADATA_VERSION),
+                request_class(METADATA, self._version(ref, METADATA, METADATA_VERSIONS)),
                 {"topics": [{"name": ref.topic}], "allow_auto_topic_creation": False}))
         except (TimeoutError, ForwardError, UpstreamProtocolError) as exc:
             raise self._unavailable(ref, ErrorCode.LEADER_NOT_AVAILABLE, str(exc) or "timed out") from None

@@ -124,6 +124,15 @@ async def test_a_committed_read_marks_the_batches_of_an_aborted_transaction(
     assert [twin.p.offsets[o].state for o in (3, 4)] == [RecordState.ARCHIVED] * 2
     assert [b.base_offset for b in got.batches] == [0, 5, 6, 8, 9], "the aborted batch is not sent"
 
+    kafka_cluster.api_ranges[1] = (0, 4)  # an upstream whose newest Fetch is v4 (read_committed's first)
+    old = await source.read(ref, 0, 1 << 20)
+    assert old.batches == read.batches and old.last_stable_offset == 10
+    assert old.log_start_offset == -1, "v4 answers no log start offset"
+    kafka_cluster.api_ranges[1] = (0, 3)
+    with pytest.raises(SourceUnavailable) as unsupported:
+        await source.read(ref, 0, 1 << 20)
+    assert unsupported.value.code == ErrorCode.UNSUPPORTED_VERSION
+
 
 async def test_concurrent_readers_of_one_partition_share_one_upstream_fetch(
         kafka_cluster: UpstreamCluster, kafka_broker: KafkaBroker) -> None:
