@@ -14,10 +14,11 @@ thing from both, which is :class:`PartitionRead`:
 - the partition's log start offset, high watermark and last stable offset at the time of the read
   (nothing at or past the last stable offset is returned).
 
-A source refuses in two ways only, both retriable from the caller's point of view:
-:class:`SourceUnavailable` (no leader, the leader moved or is down, a failing disk: try again, the
-error carries Kafka's code for the partition) and :class:`OffsetOutOfRange` (the records are gone:
-it carries the log start offset, where the share partition's start offset must jump, Kafka's
+A source refuses in two ways only: :class:`SourceUnavailable` carrying Kafka's code for the
+partition (no leader, the leader moved or is down, a failing disk: retriable, the partition is
+answered with that code and the client fetches again; an upstream too old to be read at all:
+UNSUPPORTED_VERSION) and :class:`OffsetOutOfRange` (the records are gone: it carries the log
+start offset, where the share partition's start offset must jump, Kafka's
 ``updateCacheAndOffsets``).
 """
 
