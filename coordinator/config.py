@@ -50,6 +50,7 @@ from .security.settings import (
     UpstreamSecurityConfig,
 )
 from .settings import INT32_MAX, Setting, at_least, between, declared, parse_host_port
+from .share.settings import ShareFetchConfig
 from .sidecar.settings import SidecarConfig
 
 ENV_PREFIX = "COORDINATOR_"
@@ -182,7 +183,7 @@ _OBSERVABILITY: tuple[Setting, ...] = (
 )
 _SECTIONS: tuple[tuple[Setting, ...] | type[Any], ...] = (
     _SERVER, ListenerSecurityConfig, AuthorizerConfig, ConnectionLimits, GroupConfig, LogConfig, _COMPACTION,
-    DataPlaneConfig, SidecarConfig, UpstreamSecurityConfig, _OBSERVABILITY,
+    DataPlaneConfig, SidecarConfig, UpstreamSecurityConfig, ShareFetchConfig, _OBSERVABILITY,
 )
 """The registry in README order: rows declared here, and config structs whose fields declare
 settings (`Config.build(cls)` makes one from resolved values)."""

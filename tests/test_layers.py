@@ -23,7 +23,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"recordlog", "catalog"}),                       # the durable log; topic sources
     frozenset({"runtime"}),                                    # the machinery features run on
     frozenset({"dataplane", "security", "sidecar", "shards", "history", "admin", "clusterlog",
-               "logtool"}),                                    # features
+               "logtool", "share"}),                                    # features
     frozenset({"node", "config", "cli", "docs", "__main__"}),  # assembly and entry points
 )
 

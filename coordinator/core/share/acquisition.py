@@ -72,8 +72,14 @@ def acquire(
     now_ms: int,
     config: ShareConfig,
     mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
+    last_fetched_offset: int | None = None,
 ) -> Acquisition:
-    """Acquire for ``member_id`` and replay the records that say so (the caller logs them)."""
+    """Acquire for ``member_id`` and replay the records that say so (the caller logs them).
+
+    ``last_fetched_offset``: the last offset the caller read from the log; a redelivery past it
+    waits for a read that reaches it (the records sent are the batches read, so an offset acquired
+    beyond them would reach the member without its record). None: no bound (the caller read
+    everything up to ``next_offset``)."""
     if not p.initialized or max_records <= 0 or not member_id:
         return Acquisition([], [])
     deadline = now_ms + config.lock_duration_ms
@@ -81,7 +87,8 @@ def acquire(
     budget = max_records
 
     throttled = False
-    for offset in range(p.start_offset, p.next_offset):
+    redelivery_end = p.next_offset if last_fetched_offset is None else min(p.next_offset, last_fetched_offset + 1)
+    for offset in range(p.start_offset, redelivery_end):
         if budget <= 0:
             break
         current = p.offsets[offset]

@@ -47,3 +47,17 @@ def test_no_member_or_no_budget_acquires_nothing() -> None:
     assert acquire(t.p, "a", [(0, 4)], 0, 0, t.config).acquired == []
     assert acquire(t.p, "a", [], 5, 0, t.config).acquired == []
     assert t.p.next_offset == 0
+
+
+def test_a_redelivery_past_what_the_caller_read_waits_for_a_read_that_reaches_it() -> None:
+    t = Twin()
+    t.log_records(acquire(t.p, "a", [(0, 4), (5, 9)], 10, 0, t.config).records)
+    result = acknowledge(t.p, "a", [AckBatch(1, 1, (int(AckType.RELEASE),)), AckBatch(7, 7, (int(AckType.RELEASE),))],
+                         0, t.config)
+    t.log_records(result.records)
+    got = acquire(t.p, "b", [(0, 4)], 10, 0, t.config, last_fetched_offset=4)
+    t.log_records(got.records)
+    assert got.acquired == [AcquiredRange(1, 1, 2)], "offset 7 was not read: it stays available"
+    assert t.p.offsets[7].state is RecordState.AVAILABLE
+    later = acquire(t.p, "b", [(5, 9)], 10, 0, t.config, last_fetched_offset=9)
+    assert later.acquired == [AcquiredRange(7, 7, 2)]

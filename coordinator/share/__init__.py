@@ -1,0 +1,17 @@
+"""Share groups' data path (KIP-932, issue 30): where a ShareFetch's records come from, in both modes.
+
+The group side (membership, share-partition state, acquisition) is pure and lives in
+``coordinator/core/share``; this package is what it needs from the log, and nothing of the APIs
+(ShareFetch/ShareAcknowledge are registered once the group contract allows it):
+
+- :mod:`.source` - the record source interface: a partition read from an offset, as whole batches
+  with their offsets, the partition's log start / high watermark / last stable offset, and which
+  batches belong to aborted transactions;
+- :mod:`.embedded` - the source over embedded mode's data plane, in process;
+- :mod:`.upstream` - the source over the upstream in sidecar mode (Fetch ``read_committed`` to the
+  partition's leader);
+- :mod:`.cache` - the bounded cache of fetched batches shared by the consumers of a partition;
+- :mod:`.settings` - the package's settings;
+- :mod:`.acquire` - the glue: a source's read plus a share partition's state -> the records a
+  member acquires, the ``AcquiredRecords`` ranges and the batches to send.
+"""

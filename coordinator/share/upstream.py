@@ -1,0 +1,139 @@
+"""The record source of sidecar mode: share partitions read from the upstream cluster's leaders.
+
+The upstream needs no share-group support: a share partition's records are read with a plain
+Fetch (by topic name, sessionless, the highest version of 4-12 the upstream serves: v4 brought
+``read_committed``) ``read_committed`` from the partition's leader, over the
+sidecar's own upstream connections (``UpstreamCluster.client``, so its TLS/SASL settings hold). The
+leader comes from a Metadata of that topic, remembered until a read says it moved.
+
+- The broker answers only below the last stable offset and lists the aborted transactions
+  overlapping what it returned; each batch's aborted flag follows from them (``source.mark_aborted``).
+- Any other error of the partition (NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH,
+  UNKNOWN_TOPIC_OR_PARTITION, a storage error...), or a connection that fails or times out: the leader
+  is forgotten, the sidecar's cluster view is asked to refresh, and the read fails with
+  :class:`~.source.SourceUnavailable` carrying Kafka's code (LEADER_NOT_AVAILABLE when the
+  upstream could not be reached): retriable, one line, no traceback. The next read looks the
+  leader up again.
+- OFFSET_OUT_OF_RANGE: ListOffsets (earliest) tells where the log starts now, and the read fails
+  with :class:`~.source.OffsetOutOfRange`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.build import build
+from protocol.client import request_class
+from protocol.errors import ErrorCode
+
+from ..sidecar.cluster import UpstreamCluster
+from ..sidecar.wire import ForwardError, UpstreamProtocolError
+from .source import (
+    CorruptBatch,
+    OffsetOutOfRange,
+    PartitionRead,
+    PartitionRef,
+    SourceUnavailable,
+    mark_aborted,
+    split_batches,
+)
+
+FETCH, LIST_OFFSETS, METADATA = 1, 2, 3
+# (lowest, highest) version sent, the highest both sides speak: Fetch v4 brought isolation_level and
+# aborted_transactions; v13+ names topics by id, so v12 is the newest by name.
+FETCH_VERSIONS = (4, 12)
+LIST_OFFSETS_VERSIONS = (2, 7)
+METADATA_VERSIONS = (1, 12)
+READ_COMMITTED = 1
+EARLIEST = -2
+
+class UpstreamSource:
+    """A :class:`~.source.RecordSource` over the upstream cluster the sidecar fronts."""
+
+    def __init__(self, cluster: UpstreamCluster) -> None:
+        self.cluster = cluster
+        self._leaders: dict[tuple[str, int], int] = {}
+
+    async def read(self, ref: PartitionRef, offset: int, max_bytes: int) -> PartitionRead:
+        max_bytes = max(max_bytes, 1)
+        data = await self._call_leader(ref, FETCH, FETCH_VERSIONS, {
+            "replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": max_bytes,
+            "isolation_level": READ_COMMITTED, "session_id": 0, "session_epoch": -1, "rack_id": "",
+            "forgotten_topics_data": [],
+            "topics": [{"topic": ref.topic, "partitions": [{
+                "partition": ref.partition, "current_leader_epoch": -1, "fetch_offset": offset,
+                "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": max_bytes}]}]})
+        top = int(getattr(data, "error_code", 0))  # v7+
+        if top:
+            raise self._unavailable(ref, ErrorCode(top), "Fetch")
+        part = data.responses[0].partitions[0]
+        code = ErrorCode(int(part.error_code))
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            raise OffsetOutOfRange(offset, await self._log_start(ref))
+        if code != ErrorCode.NONE:
+            raise self._unavailable(ref, code, f"Fetch at {offset}")
+        aborted = [(int(a.producer_id), int(a.first_offset)) for a in (part.aborted_transactions or ())]
+        try:
+            raws = [raw for raw in split_batches(part.records or b"") if raw[1] >= offset]
+        except CorruptBatch as exc:
+            raise SourceUnavailable(ErrorCode.CORRUPT_MESSAGE, f"{ref.topic}-{ref.partition}: {exc}") from exc
+        log_start = int(getattr(part, "log_start_offset", -1))  # v5+
+        return PartitionRead(mark_aborted(raws, aborted), log_start, int(part.high_watermark),
+                             int(part.last_stable_offset))
+
+    async def _log_start(self, ref: PartitionRef) -> int:
+        data = await self._call_leader(ref, LIST_OFFSETS, LIST_OFFSETS_VERSIONS, {
+            "replica_id": -1, "isolation_level": READ_COMMITTED,
+            "topics": [{"name": ref.topic, "partitions": [{
+                "partition_index": ref.partition, "current_leader_epoch": -1, "timestamp": EARLIEST}]}]})
+        part = data.topics[0].partitions[0]
+        code = ErrorCode(int(part.error_code))
+        if code != ErrorCode.NONE:
+            raise self._unavailable(ref, code, "ListOffsets")
+        return int(part.offset)
+
+    def _version(self, ref: PartitionRef, api_key: int, versions: tuple[int, int]) -> int:
+        version = self.cluster.version_for(api_key, versions[1], versions[0])
+        if version is None:
+            raise SourceUnavailable(ErrorCode.UNSUPPORTED_VERSION, f"{ref.topic}-{ref.partition}: the upstream "
+                                    f"serves no version {versions[0]}-{versions[1]} of API {api_key}")
+        return version
+
+    async def _call_leader(self, ref: PartitionRef, api_key: int, versions: tuple[int, int],
+                           fields: dict[str, Any]) -> Any:
+        version = self._version(ref, api_key, versions)
+        leader = await self._leader(ref)
+        try:
+            return await self.cluster.client.call_node(leader, api_key, build(request_class(api_key, version), fields))
+        except (TimeoutError, ForwardError, UpstreamProtocolError) as exc:
+            raise self._unavailable(ref, ErrorCode.LEADER_NOT_AVAILABLE, str(exc) or "timed out") from None
+
+    async def _leader(self, ref: PartitionRef) -> int:
+        leader = self._leaders.get((ref.topic, ref.partition))
+        if leader is not None and leader in self.cluster.brokers:
+            return leader
+        try:
+            response, _ = await self.cluster.client.call_any(METADATA, build(
+                request_class(METADATA, self._version(ref, METADATA, METADATA_VERSIONS)),
+                {"topics": [{"name": ref.topic}], "allow_auto_topic_creation": False}))
+        except (TimeoutError, ForwardError, UpstreamProtocolError) as exc:
+            raise self._unavailable(ref, ErrorCode.LEADER_NOT_AVAILABLE, str(exc) or "timed out") from None
+        for topic in response.topics:
+            if topic.name != ref.topic:
+                continue
+            if topic.error_code:
+                raise self._unavailable(ref, ErrorCode(int(topic.error_code)), "Metadata")
+            for p in topic.partitions:
+                if int(p.partition_index) == ref.partition and int(p.leader_id) >= 0:
+                    leader = int(p.leader_id)
+                    if leader not in self.cluster.brokers:  # a broker the sidecar has not read yet
+                        raise self._unavailable(ref, ErrorCode.LEADER_NOT_AVAILABLE, f"leader {leader} not known yet")
+                    self._leaders[(ref.topic, ref.partition)] = leader
+                    return leader
+        raise self._unavailable(ref, ErrorCode.LEADER_NOT_AVAILABLE, "no leader")
+
+    def _unavailable(self, ref: PartitionRef, code: ErrorCode, detail: str) -> SourceUnavailable:
+        """Forget the leader and ask the cluster view to refresh: the next read looks again."""
+        self._leaders.pop((ref.topic, ref.partition), None)
+        self.cluster.request_refresh()
+        return SourceUnavailable(code, f"{ref.topic}-{ref.partition}: {detail}")
