@@ -15,6 +15,8 @@
 - :mod:`.membership` - leaving, fencing, session and rebalance timers, load and topic changes;
 - :mod:`.describe` - ConsumerGroupDescribe;
 - :mod:`.context` - what the parts share (groups, topic image, configuration, timer keys);
-- :mod:`.registration` - the parts wired into the shard (``shard.GROUP_TYPES``);
-- :mod:`.topics` - the pure topic metadata snapshot, RE2 regex resolution and the metadata hash.
+- :mod:`.registration` - the parts wired into the shard (``shard.GROUP_TYPES``).
+
+The topic image they read (subscribed names to ids, regexes, the metadata hash) is the shard's:
+:mod:`coordinator.core.topics`.
 """

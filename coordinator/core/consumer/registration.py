@@ -30,6 +30,7 @@ from .member import ConsumerGroupMember
 from .membership import Membership
 from .migration import Migration
 from .replay import RECORD_KEYS, Replayer
+from .schema import RECORD_TYPES
 from .targets import TargetAssigner
 
 
@@ -48,6 +49,7 @@ class ConsumerGroupType:
         replay = self.replayer.replay
         self.registration = Registration(
             name="consumer",
+            record_types=RECORD_TYPES,
             requests={
                 ConsumerGroupHeartbeat: self.heartbeats.heartbeat,
                 ConsumerGroupDescribe: self.describer.describe,

@@ -26,7 +26,7 @@ import msgspec
 from ...api.registry import ApiHandler, RequestContext
 from ...catalog.catalog import Topic, TopicChange
 from ...core import requests as core
-from ...core.consumer.topics import TopicInfo
+from ...core.topics import TopicInfo
 from ...security.operations import NOT_REQUESTED
 from ..shard import ShardRuntime
 from .group_admin import ALL_GROUP_OPERATIONS

@@ -41,7 +41,7 @@ from .group_owner import Owns
 
 if TYPE_CHECKING:
     from ...catalog.source import TopicSource
-    from ...core.consumer.topics import TopicsImage
+    from ...core.topics import TopicsImage
 
 ZERO_UUID = UUID(int=0)
 
