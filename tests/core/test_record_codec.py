@@ -8,7 +8,13 @@ import pytest
 from coordinator.core import records
 from coordinator.core.classic.schema import GroupMetadataKey, GroupMetadataValue
 from coordinator.core.offset_records import OffsetCommitKey, OffsetCommitValue
-from coordinator.core.record_codec import Record, RecordCodec, RecordStruct, RecordTypeDecl, UnknownRecordTypeError
+from coordinator.core.record_codec import (
+    Record,
+    RecordCodec,
+    RecordStruct,
+    RecordTypeDecl,
+    UnknownRecordTypeError,
+)
 from coordinator.core.registry import Registration, check_records
 from coordinator.core.shard import CoordinatorShard
 from coordinator.security.records import CODEC as SECURITY_CODEC
