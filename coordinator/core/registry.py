@@ -53,6 +53,12 @@ batch, see ``consumer/heartbeat.py``) uses four more hooks, all optional:
     ``() -> refs``: drop the waiting work after a core bug interrupted it; the refs get no reply
     from the core (the runtime fails them).
 
+``gauges``
+    :class:`Gauge` s the type's own state feeds (read at scrape time by the runtime's collector,
+    which names no group type): a type-specific view such as the KIP-848 members by
+    reconciliation state. The counts every type shares (groups by type and state, members by type)
+    come through the ``Group`` contract and need no declaration.
+
 And ``simple_group``: the one type whose groups an offset commit creates for an unknown group id
 (Kafka: an Empty classic group without protocol type).
 
@@ -107,6 +113,17 @@ class ShardContext:
 
 
 @dataclass(frozen=True, slots=True)
+class Gauge:
+    """A gauge a registration declares: its Prometheus name, help line and label names, and what
+    it reads (``samples()``: label values -> value, at scrape time; pure reads of the state)."""
+
+    name: str
+    doc: str
+    labels: tuple[str, ...]
+    samples: Callable[[], Mapping[tuple[str, ...], float]]
+
+
+@dataclass(frozen=True, slots=True)
 class Registration:
     name: str
     record_types: Sequence[RecordTypeDecl] = ()
@@ -129,6 +146,7 @@ class Registration:
     release_classic: Callable[[Group, Effects], None] | None = None
     adopt_classic: Callable[[ClassicGroupView, str | None, Effects], None] | None = None
     replayed_downgrade: Callable[[Group], str | None] | None = None
+    gauges: Sequence[Gauge] = ()
 
 
 class GroupType(Protocol):

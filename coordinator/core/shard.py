@@ -65,6 +65,7 @@ from coordinator.core.groups import Group
 from coordinator.core.offsets import LoadPlaces, OffsetAndMetadata, OffsetManager
 from coordinator.core.record_codec import Record, RecordCodec, replay_encoded_record
 from coordinator.core.registry import (
+    Gauge,
     GroupType,
     GroupTypeFactory,
     Registration,
@@ -173,6 +174,10 @@ class CoordinatorShard:
         self._before_event: list[Callable[[object, Effects], None]] = hooks(registrations, "before_event")
         self._end_of_batch: list[Callable[[Effects], None]] = hooks(registrations, "end_of_batch")
         self._abandon: list[Callable[[], Sequence[int]]] = hooks(registrations, "abandon")
+        self.gauges: tuple[Gauge, ...] = tuple(gauge for r in registrations for gauge in r.gauges)
+        """What the registrations' own state feeds to the metrics (read at scrape time)."""
+        if len({gauge.name for gauge in self.gauges}) != len(self.gauges):
+            raise ValueError("a gauge name declared twice")
 
     @property
     def consumer(self) -> consumer.ConsumerGroupType:

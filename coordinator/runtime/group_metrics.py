@@ -48,15 +48,15 @@ def observer(per_group_labels: bool) -> Callable[[object], None]:
             case events.RebalanceStarted(group_type=group_type):
                 REBALANCES_STARTED.labels(group_type).inc()
             case events.RebalanceCompleted(duration_ms=duration_ms):
-                group_type = getattr(event, "group_type", "classic")
+                group_type = event.group_type
                 REBALANCES_COMPLETED.labels(group_type).inc()
                 REBALANCE_DURATION.labels(group_type).observe(duration_ms / 1000)
             case events.MemberJoined():
-                MEMBERS_JOINED.labels(getattr(event, "group_type", "classic")).inc()
+                MEMBERS_JOINED.labels(event.group_type).inc()
             case events.MemberLeft(reason=reason):
-                MEMBERS_LEFT.labels(getattr(event, "group_type", "classic"), reason).inc()
+                MEMBERS_LEFT.labels(event.group_type, reason).inc()
             case events.SessionExpired():
-                SESSION_EXPIRATIONS.labels(getattr(event, "group_type", "classic")).inc()
+                SESSION_EXPIRATIONS.labels(event.group_type).inc()
             case events.OffsetsCommitted(group_id=group_id, count=count):
                 OFFSETS_COMMITTED.inc(count)
                 if per_group_labels:
@@ -90,9 +90,8 @@ class ShardCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         groups = GaugeMetricFamily("coordinator_groups", "Groups by type and state.", labels=["group_type", "state"])
         members = GaugeMetricFamily("coordinator_members", "Members by group type.", labels=["group_type"])
-        member_states = GaugeMetricFamily(
-            "coordinator_consumer_members", "Consumer-group (KIP-848) members by reconciliation state.", labels=["state"])
         runtime = self._shard()
+        declared: list[GaugeMetricFamily] = []
         if runtime is not None:
             for (state, group_type), count in sorted(runtime.core.groups_by_state_and_type().items()):
                 groups.add_metric([group_type, state], count)
@@ -101,11 +100,14 @@ class ShardCollector(Collector):
                 by_type[group.group_type] = by_type.get(group.group_type, 0) + len(group.members)
             for group_type, count in sorted(by_type.items()):
                 members.add_metric([group_type], count)
-            for state, count in sorted(runtime.core.consumer.members_by_state().items()):
-                member_states.add_metric([state], count)
+            for gauge in runtime.core.gauges:  # each group type's own (core/registry.py, Gauge)
+                family = GaugeMetricFamily(gauge.name, gauge.doc, labels=list(gauge.labels))
+                for labels, value in sorted(gauge.samples().items()):
+                    family.add_metric(list(labels), value)
+                declared.append(family)
         yield groups
         yield members
-        yield member_states
+        yield from declared
 
 
 _collector: ShardCollector | None = None

@@ -11,6 +11,7 @@ import pytest
 
 from coordinator.core.errors import ErrorCode
 from coordinator.node.server import CoordinatorServer
+from coordinator.runtime.group_metrics import ShardCollector
 from tests.core.toy.group_type import ToyJoin, ToyJoinResponse, register
 from tests.runtime.conftest import make_config
 from tests.support.wire import call
@@ -34,6 +35,10 @@ async def test_a_node_given_a_group_type_serves_persists_and_lists_it(tmp_path: 
         answer = await shard.submit(ToyJoin(shard.new_ref(), "t1", "a"))
         assert answer == ToyJoinResponse(ErrorCode.NONE, 1, ("a",))
         assert (await list_groups(server))["t1"] == ("toy", "Stable", "toy")
+        # Its gauge is scraped beside the built-in types' (the collector names no type).
+        families = {f.name: f for f in ShardCollector(lambda: server.shard).collect()}
+        assert [(s.labels, s.value) for s in families["coordinator_toy_members"].samples] == [({"group": "t1"}, 1)]
+        assert "coordinator_consumer_members" in families
     finally:
         await server.stop()
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from uuid import UUID
 
-from coordinator.core.registry import Registration, ShardContext
+from coordinator.core.registry import Gauge, Registration, ShardContext
 from coordinator.core.requests import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from coordinator.core.responses import (
     ConsumerGroupDescribeResponse,
@@ -76,6 +76,8 @@ class ConsumerGroupType:
             abandon=self.heartbeats.abandon,
             hosted_requests=self.classic_members.hosted(),
             replayed_downgrade=self.replayer.replayed_downgrade,
+            gauges=(Gauge("coordinator_consumer_members", "Consumer-group (KIP-848) members by reconciliation state.",
+                          ("state",), lambda: {(state,): n for state, n in self.members_by_state().items()}),),
         )
 
     # ---- read-only views (metrics, tests) ---------------------------------------------------------

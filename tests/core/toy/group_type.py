@@ -2,7 +2,8 @@
 
 "toy" groups are as small as a group type can be: one request (``ToyJoin``: a member joins or
 stays), one record type (``ToyGroup``, type 4242: the group's epoch and members), one timer (the
-group's session: when it fires, every member is dropped, as a session expiry would). Nothing in
+group's session: when it fires, every member is dropped, as a session expiry would), one gauge
+(members per group). Nothing in
 ``coordinator/`` names it: a shard hosts it when given ``GROUP_TYPES + (register,)``, and a node
 when given it as an extra group type. Its request reaches the core as any request does; serving it
 over a socket needs an API declaration (the API side).
@@ -24,7 +25,7 @@ from coordinator.core.groups import (
     commit_timestamp,
 )
 from coordinator.core.record_codec import Record, RecordStruct, RecordTypeDecl
-from coordinator.core.registry import Registration, ShardContext
+from coordinator.core.registry import Gauge, Registration, ShardContext
 from coordinator.core.requests import OffsetCommit
 from coordinator.core.responses import DescribedGroup, ListedGroup
 
@@ -150,7 +151,11 @@ class ToyGroupType:
             timers={SESSION_TIMER: self.session_expired},
             replayers={ToyGroupKey: self.replay},
             on_loaded=self.loaded,
+            gauges=(Gauge("coordinator_toy_members", "Members of toy groups, by group.", ("group",), self.members),),
         )
+
+    def members(self) -> dict[tuple[str, ...], float]:
+        return {(g.group_id,): len(g.members) for g in self.groups.values() if isinstance(g, ToyGroup)}
 
     def join(self, req: ToyJoin, fx: Effects) -> None:
         if not req.group_id or not req.member_id:
