@@ -31,17 +31,19 @@ How the shard is put together
 =============================
 
 Every group type and every shard-wide service hands the shard a ``Registration``
-(``registry.py``): its request handlers, error responses, timer handlers, record replayers and hooks.
-The dispatch tables below are built from them and from nothing else; a request, timer kind or record
-type registered twice is an error at construction. Group types are listed once, in ``GROUP_TYPES``;
+(``registry.py``): its record types, request handlers, error responses, timer handlers, record
+replayers, hooks and gauges. The dispatch tables and the record codec (``codec``, what the runtime
+writes the log with) are built from them and from nothing else; a request, timer kind, record type
+id or struct registered twice is an error at construction. The group types are given
+(``group_types``; default ``GROUP_TYPES``, the built-in ones, and the node adds any it was given);
 the services (offsets, group administration, the coordinator epoch) are the shard's own, and the
 node may install more (``services``: SCRAM credentials and ACLs, ``security/store.py``), so the core
-names no feature. Groups of
-every type share one namespace (``groups``) and are seen by the services only through the ``Group``
-contract (``groups.py``).
+names no feature. Groups of every type share one namespace (``groups``) and are seen by the
+services only through the ``Group`` contract (``groups.py``).
 
-Durable state = offsets + each classic group's last persisted record + every consumer (KIP-848)
-group's whole state (+ the coordinator epoch); see ``durable_view``. Soft state (rebalances in
+Durable state = offsets + each group's ``persisted`` form (a classic group's last persisted record,
+a consumer (KIP-848) group's whole state) + the coordinator epoch + each service's view; see
+``durable_view``. Soft state (rebalances in
 flight, parked requests, waiting heartbeats, timers) is documented with each type. Topic metadata
 arrives as data: the runtime posts ``TopicsChanged`` (a snapshot before serving, then one delta per
 catalog change); the shard keeps a pure image of it (``topics.py``) and tells the types.

@@ -225,11 +225,11 @@ class PartitionTracker:
         if self.source is None:
             return []
         match event:
-            case events.MemberAssignmentChanged(group_id=gid, member_id=mid, member_epoch=epoch):
+            case events.MemberAssignmentChanged(group_id=gid, member_id=mid, member_epoch=epoch, group_type=kind):
                 now = self.source.consumer_member(gid, mid)
                 if now is None:
                     return []
-                return self._move(gid, "consumer", mid, now[0], now[1], {"member_epoch": epoch})
+                return self._move(gid, kind, mid, now[0], now[1], {"member_epoch": epoch})
             case events.RebalanceStarted(group_id=gid, group_type="classic", generation_id=generation):
                 if not self.source.classic_is_eager(gid):
                     return []
