@@ -31,68 +31,52 @@ from enum import IntEnum
 
 from coordinator.core import epoch, offset_records
 from coordinator.core.classic import schema as classic_schema
-
-# Re-exported: the structs and the mechanism under the names readers of the log have always used.
 from coordinator.core.classic.schema import (
-    GroupMetadataKey as GroupMetadataKey,
-)
-from coordinator.core.classic.schema import (
-    GroupMetadataMember as GroupMetadataMember,
-)
-from coordinator.core.classic.schema import (
-    GroupMetadataValue as GroupMetadataValue,
+    GroupMetadataKey,
+    GroupMetadataMember,
+    GroupMetadataValue,
 )
 from coordinator.core.consumer import schema as consumer_schema
 from coordinator.core.consumer.schema import (
-    AssignedTopicPartitions as AssignedTopicPartitions,
+    AssignedTopicPartitions,
+    ClassicMemberMetadata,
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+    TopicPartitions,
 )
-from coordinator.core.consumer.schema import (
-    ClassicMemberMetadata as ClassicMemberMetadata,
+from coordinator.core.epoch import CoordinatorEpochKey, CoordinatorEpochValue
+from coordinator.core.offset_records import OffsetCommitKey, OffsetCommitValue
+from coordinator.core.record_codec import (
+    IDENTITY_HEAD_SIZE,
+    Record,
+    RecordCodec,
+    RecordTypeDecl,
+    UnknownRecordTypeError,
+    encode_key,
+    group_of,
+    replay_encoded_record,
 )
-from coordinator.core.consumer.schema import (
-    ConsumerGroupCurrentMemberAssignmentKey as ConsumerGroupCurrentMemberAssignmentKey,
-)
-from coordinator.core.consumer.schema import (
-    ConsumerGroupCurrentMemberAssignmentValue as ConsumerGroupCurrentMemberAssignmentValue,
-)
-from coordinator.core.consumer.schema import (
-    ConsumerGroupMemberMetadataKey as ConsumerGroupMemberMetadataKey,
-)
-from coordinator.core.consumer.schema import (
-    ConsumerGroupMemberMetadataValue as ConsumerGroupMemberMetadataValue,
-)
-from coordinator.core.consumer.schema import (
-    ConsumerGroupMetadataKey as ConsumerGroupMetadataKey,
-)
-from coordinator.core.consumer.schema import (
-    ConsumerGroupMetadataValue as ConsumerGroupMetadataValue,
-)
-from coordinator.core.consumer.schema import (
-    ConsumerGroupTargetAssignmentMemberKey as ConsumerGroupTargetAssignmentMemberKey,
-)
-from coordinator.core.consumer.schema import (
-    ConsumerGroupTargetAssignmentMemberValue as ConsumerGroupTargetAssignmentMemberValue,
-)
-from coordinator.core.consumer.schema import (
-    ConsumerGroupTargetAssignmentMetadataKey as ConsumerGroupTargetAssignmentMetadataKey,
-)
-from coordinator.core.consumer.schema import (
-    ConsumerGroupTargetAssignmentMetadataValue as ConsumerGroupTargetAssignmentMetadataValue,
-)
-from coordinator.core.consumer.schema import (
-    TopicPartitions as TopicPartitions,
-)
-from coordinator.core.epoch import CoordinatorEpochKey as CoordinatorEpochKey
-from coordinator.core.epoch import CoordinatorEpochValue as CoordinatorEpochValue
-from coordinator.core.offset_records import OffsetCommitKey as OffsetCommitKey
-from coordinator.core.offset_records import OffsetCommitValue as OffsetCommitValue
-from coordinator.core.record_codec import IDENTITY_HEAD_SIZE as IDENTITY_HEAD_SIZE
-from coordinator.core.record_codec import Record as Record
-from coordinator.core.record_codec import RecordCodec, RecordTypeDecl
-from coordinator.core.record_codec import UnknownRecordTypeError as UnknownRecordTypeError
-from coordinator.core.record_codec import encode_key as encode_key
-from coordinator.core.record_codec import group_of as group_of
-from coordinator.core.record_codec import replay_encoded_record as replay_encoded_record
+
+# Re-exported: the built-in structs and the mechanism, under the names the log's readers (tools,
+# tests, benches) have always imported from here. Code inside the core imports them from their owner.
+__all__ = [
+    "BUILTIN_RECORD_TYPES", "CODEC", "IDENTITY_HEAD_SIZE", "AssignedTopicPartitions", "ClassicMemberMetadata",
+    "ConsumerGroupCurrentMemberAssignmentKey", "ConsumerGroupCurrentMemberAssignmentValue",
+    "ConsumerGroupMemberMetadataKey", "ConsumerGroupMemberMetadataValue", "ConsumerGroupMetadataKey",
+    "ConsumerGroupMetadataValue", "ConsumerGroupTargetAssignmentMemberKey", "ConsumerGroupTargetAssignmentMemberValue",
+    "ConsumerGroupTargetAssignmentMetadataKey", "ConsumerGroupTargetAssignmentMetadataValue", "CoordinatorEpochKey",
+    "CoordinatorEpochValue", "GroupMetadataKey", "GroupMetadataMember", "GroupMetadataValue", "OffsetCommitKey",
+    "OffsetCommitValue", "Record", "RecordType", "TopicPartitions", "UnknownRecordTypeError", "decode_record",
+    "decode_record_key", "encode_key", "encode_record", "group_of", "record_type", "replay_encoded_record",
+]
 
 
 class RecordType(IntEnum):

@@ -6,6 +6,7 @@ Labels stay bounded (group type and state, reason); per-group labels exist only 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,6 +15,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ..core import events
+from ..core.registry import Gauge
+from ..core.shard import CoordinatorShard
 
 REBALANCES_STARTED = Counter("coordinator_rebalances_started", "Rebalances started, by group type.", ["group_type"])
 REBALANCES_COMPLETED = Counter("coordinator_rebalances_completed", "Rebalances completed, by group type.", ["group_type"])
@@ -81,6 +84,11 @@ def observer(per_group_labels: bool) -> Callable[[object], None]:
     return observe
 
 
+@functools.cache
+def _idle_gauges() -> tuple[Gauge, ...]:
+    return CoordinatorShard().gauges
+
+
 class ShardCollector(Collector):
     """Reads group and member counts from the live shard at scrape time."""
 
@@ -92,6 +100,13 @@ class ShardCollector(Collector):
         members = GaugeMetricFamily("coordinator_members", "Members by group type.", labels=["group_type"])
         runtime = self._shard()
         declared: list[GaugeMetricFamily] = []
+        # Each group type's own gauges (core/registry.py, Gauge); with no shard loaded, those of
+        # the built-in types, without samples (the families exist before the log is loaded).
+        for gauge in runtime.core.gauges if runtime is not None else _idle_gauges():
+            family = GaugeMetricFamily(gauge.name, gauge.doc, labels=list(gauge.labels))
+            for labels, value in sorted(gauge.samples().items()):
+                family.add_metric(list(labels), value)
+            declared.append(family)
         if runtime is not None:
             for (state, group_type), count in sorted(runtime.core.groups_by_state_and_type().items()):
                 groups.add_metric([group_type, state], count)
@@ -100,11 +115,6 @@ class ShardCollector(Collector):
                 by_type[group.group_type] = by_type.get(group.group_type, 0) + len(group.members)
             for group_type, count in sorted(by_type.items()):
                 members.add_metric([group_type], count)
-            for gauge in runtime.core.gauges:  # each group type's own (core/registry.py, Gauge)
-                family = GaugeMetricFamily(gauge.name, gauge.doc, labels=list(gauge.labels))
-                for labels, value in sorted(gauge.samples().items()):
-                    family.add_metric(list(labels), value)
-                declared.append(family)
         yield groups
         yield members
         yield from declared

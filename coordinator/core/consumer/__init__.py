@@ -4,6 +4,7 @@
   changes consumer-group state is the replay of its records (theory of operation there);
 - :mod:`.member` - a member's data, its reconciliation state, and its record-5 and record-8 values;
 - :mod:`.assignment` - assignments (topic id -> partitions) and their KIP-1251 partition epochs;
+- :mod:`.schema` - the record types it owns (3, 5, 6, 7, 8; 4 reserved): structs and declarations;
 - :mod:`.records` - the record factories (types 3, 5, 6, 7, 8 and their tombstones);
 - :mod:`.replay` - record dispatch to the group, and state transitions reported as events;
 - :mod:`.reconciliation` - how a member moves from its current assignment towards its target
