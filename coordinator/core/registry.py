@@ -4,7 +4,7 @@ Every part of the core that serves requests, owns timers or replays records hand
 :class:`Registration`; the shard builds its dispatch tables and its record codec from them and from
 nothing else (``CoordinatorShard.__init__``). A group type is a package with a
 ``register(ctx) -> GroupType`` function (a :data:`GroupTypeFactory`); the built-in ones are listed
-once in ``shard.BUILTIN_GROUP_TYPES``, and ``CoordinatorShard(group_types=...)`` takes any others
+once in ``shard.GROUP_TYPES``, and ``CoordinatorShard(group_types=...)`` takes any others
 (the node passes the ones it was given: a group type may live outside ``coordinator/``, in
 ``tests/`` for one). The shard-wide services (offsets, group administration, the coordinator epoch)
 register the same way, and so do the node's services (``security/store.py``).
