@@ -29,7 +29,6 @@ from coordinator.core.assignors import (
 )
 from coordinator.core.config import GroupConfig
 from coordinator.core.consumer.group import ConsumerGroup
-from coordinator.core.consumer.topics import TopicInfo
 from coordinator.core.events import TargetAssignmentComputed
 from coordinator.core.requests import (
     ConsumerGroupHeartbeat,
@@ -37,6 +36,7 @@ from coordinator.core.requests import (
     TopicsChanged,
 )
 from coordinator.core.shard import CoordinatorShard
+from coordinator.core.topics import TopicInfo
 
 NOW = 1_000_000
 

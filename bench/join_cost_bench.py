@@ -27,7 +27,6 @@ from uuid import UUID
 from coordinator.core.config import GroupConfig
 from coordinator.core.consumer.group import ConsumerGroup
 from coordinator.core.consumer.registration import ConsumerGroupType
-from coordinator.core.consumer.topics import TopicInfo
 from coordinator.core.events import TargetAssignmentComputed
 from coordinator.core.requests import (
     ConsumerGroupHeartbeat,
@@ -35,6 +34,7 @@ from coordinator.core.requests import (
     TopicsChanged,
 )
 from coordinator.core.shard import CoordinatorShard
+from coordinator.core.topics import TopicInfo
 
 NOW = 1_000_000
 

@@ -37,13 +37,8 @@ from uuid import UUID
 import msgspec
 
 from .admin.assignment import decode_assignment, decode_subscription
-from .core.records import (
-    GroupMetadataMember,
-    GroupMetadataValue,
-    UnknownRecordTypeError,
-    decode_record,
-    group_of,
-)
+from .core.classic.schema import GroupMetadataMember, GroupMetadataValue
+from .core.record_codec import UnknownRecordTypeError, group_of
 from .core.shard import CoordinatorShard
 from .pipes import to_stdout
 from .recordlog import (
@@ -55,6 +50,7 @@ from .recordlog import (
 )
 from .recordlog.errors import RecordLogError
 from .recordlog.segments import ReplayFilter, SegmentReader, list_segments, segment_path
+from .security.records import CODEC
 from .security.store import SecurityStore
 from .shards.placement import LayoutError, ShardLayout, read_layout, shard_data_dir
 
@@ -171,7 +167,7 @@ def _consumer_protocol(member: GroupMetadataMember, named: dict[str, Any]) -> No
 
 def _record_json(record_type: int, key: bytes, value: bytes | None) -> dict[str, Any]:
     try:
-        record = decode_record(record_type, key, value)
+        record = CODEC.decode_record(record_type, key, value)
     except (UnknownRecordTypeError, msgspec.DecodeError) as exc:
         return {"type": "Unknown" if isinstance(exc, UnknownRecordTypeError) else "Undecodable",
                 "type_id": record_type, "key": key.hex(), "value": None if value is None else value.hex(),
@@ -215,7 +211,7 @@ def verify(log_dir: Path, out: TextIO, shard: int | None = None, layout: ShardLa
         entries += 1
         for record_type, key, value in entry.records:
             try:
-                record = decode_record(record_type, key, value)
+                record = CODEC.decode_record(record_type, key, value)
                 core.replay(record)
                 records += 1
                 group = group_of(record.key) if layout is not None else None

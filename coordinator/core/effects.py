@@ -7,7 +7,7 @@ turns it into one :class:`~coordinator.core.result.Result` (= one log entry).
 
 from __future__ import annotations
 
-from coordinator.core.records import Record
+from coordinator.core.record_codec import Record
 from coordinator.core.result import Reply, Result, TimerOp
 
 TimerKey = tuple[str, ...]

@@ -2,6 +2,10 @@
 
 The runtime turns them into Prometheus metrics and the rebalance history stream. They are never
 persisted by the core and never read back; adding a field is always safe.
+
+Every event about a group carries its ``group_type`` (the defaults name the type that has produced
+it so far), so the observers label it without knowing which type emits which event: a new group
+type reuses these events with its own name (its history rows and metric labels follow).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ class RebalanceCompleted:
     generation_id: int  # the new generation
     duration_ms: int  # from entering PreparingRebalance to Stable (or Empty)
     member_count: int
+    group_type: str = "classic"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +106,7 @@ class TargetAssignmentComputed:
     member_count: int
     partition_count: int  # partitions of the subscribed topics
     duration_ns: int  # 0 when the shard has no stopwatch (tests)
+    group_type: str = "consumer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +118,7 @@ class MemberAssignmentChanged:
     member_epoch: int
     assigned: int  # partitions it may now use that it could not before
     revoked: int  # partitions it may no longer use (pending revocation or dropped)
+    group_type: str = "consumer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,3 +129,4 @@ class MemberFenced:
     member_id: str
     reason: str  # "session-timeout" | "rebalance-timeout"
     partitions: int  # partitions it held
+    group_type: str = "consumer"

@@ -27,15 +27,17 @@ NONE = ErrorCode.NONE
 KNOWN_GROUP_TYPES = frozenset({"classic", "consumer", "share", "streams"})
 
 
-def parse_group_type(text: str) -> str:
+def parse_group_type(text: str, known: frozenset[str] = KNOWN_GROUP_TYPES) -> str:
     lowered = text.strip().lower()
-    return lowered if lowered in KNOWN_GROUP_TYPES else "unknown"
+    return lowered if lowered in known else "unknown"
 
 
 class GroupAdmin:
-    def __init__(self, groups: dict[str, Group], offsets: OffsetManager) -> None:
+    def __init__(self, groups: dict[str, Group], offsets: OffsetManager, type_names: frozenset[str] = frozenset()) -> None:
+        """``type_names``: the shard's group types; a filter may name them besides Kafka's."""
         self.groups = groups
         self.offsets = offsets
+        self.known_types = KNOWN_GROUP_TYPES | type_names
 
     @property
     def registration(self) -> Registration:
@@ -59,7 +61,7 @@ class GroupAdmin:
 
     def list_groups(self, req: ListGroups, fx: Effects) -> None:
         states = {s.strip().lower() for s in req.states_filter}
-        types = {parse_group_type(t) for t in req.types_filter}
+        types = {parse_group_type(t, self.known_types) for t in req.types_filter}
         listed = tuple(
             g.list_row()
             for g in self.groups.values()

@@ -52,7 +52,8 @@ from uuid import UUID
 
 from coordinator.core.effects import Effects
 from coordinator.core.events import GroupDeleted
-from coordinator.core.records import OffsetCommitValue, Record
+from coordinator.core.offset_records import OffsetCommitValue
+from coordinator.core.record_codec import Record
 from coordinator.core.requests import OffsetCommit
 from coordinator.core.responses import DescribedGroup, ListedGroup
 

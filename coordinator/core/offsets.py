@@ -40,21 +40,20 @@ from typing import cast
 import msgspec
 
 from coordinator.core.config import GroupConfig
-from coordinator.core.consumer.topics import TopicsImage
 from coordinator.core.effects import OFFSETS_EXPIRATION_KEY, Effects, TimerKey
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.events import OffsetsCommitted, OffsetsDeleted
 from coordinator.core.groups import DEAD, CommitValidator, Group, delete_group
-from coordinator.core.records import (
-    IDENTITY_HEAD_SIZE,
+from coordinator.core.offset_records import (
+    OFFSET_COMMIT,
     OFFSET_COMMIT_VALUE_VERSION,
+    RECORD_TYPES,
     OffsetCommitKey,
     OffsetCommitValue,
-    Record,
-    RecordType,
     decode_offset_commit_key,
     decode_offset_commit_value,
 )
+from coordinator.core.record_codec import IDENTITY_HEAD_SIZE, Record
 from coordinator.core.registry import Registration
 from coordinator.core.requests import (
     OffsetCommit,
@@ -74,6 +73,7 @@ from coordinator.core.responses import (
     PartitionError,
     TopicPartitionErrors,
 )
+from coordinator.core.topics import TopicsImage
 
 NONE = ErrorCode.NONE
 
@@ -164,6 +164,7 @@ class OffsetManager:
     def registration(self) -> Registration:
         return Registration(
             name="offsets",
+            record_types=RECORD_TYPES,
             requests={OffsetCommit: self.commit, OffsetFetch: self.fetch, OffsetDelete: self.delete},
             error_responses={
                 OffsetCommit: self.commit_error_response,
@@ -248,7 +249,7 @@ class OffsetManager:
         entries must go: they all do.)
         """
         decode_key = decode_offset_commit_key
-        offset_commit = int(RecordType.OFFSET_COMMIT)  # a plain int: enum members are slow to reach
+        offset_commit = OFFSET_COMMIT
         version = OFFSET_COMMIT_VALUE_VERSION.to_bytes(2, "big")
         encoded_groups = self._encoded_groups
         groups = self.groups

@@ -1,13 +1,21 @@
 """Registrations: how a group type (or a shard-wide service) plugs into ``CoordinatorShard``.
 
 Every part of the core that serves requests, owns timers or replays records hands the shard one
-:class:`Registration`; the shard builds its dispatch tables from them and from nothing else
-(``CoordinatorShard.__init__``). A group type is a package under ``coordinator/core/`` with a
-``register(ctx) -> Registration`` function, listed once in ``shard.GROUP_TYPES``; the shard-wide
-services (offsets, group administration, the coordinator epoch) register the same way.
+:class:`Registration`; the shard builds its dispatch tables and its record codec from them and from
+nothing else (``CoordinatorShard.__init__``). A group type is a package with a
+``register(ctx) -> GroupType`` function (a :data:`GroupTypeFactory`); the built-in ones are listed
+once in ``shard.GROUP_TYPES``, and ``CoordinatorShard(group_types=...)`` takes any others
+(the node passes the ones it was given: a group type may live outside ``coordinator/``, in
+``tests/`` for one). The shard-wide services (offsets, group administration, the coordinator epoch)
+register the same way, and so do the node's services (``security/store.py``).
 
 What a registration declares
 ============================
+
+``record_types``
+    the record types it owns (``record_codec.RecordTypeDecl``: id, key struct, value structs by
+    version). The shard's codec is built from every registration's; an id, key struct or value
+    struct declared twice stops construction. Exactly these key structs have a replayer.
 
 ``requests``
     core request type -> handler ``(request, fx)``. Handlers validate before they mutate: a
@@ -45,6 +53,12 @@ batch, see ``consumer/heartbeat.py``) uses four more hooks, all optional:
     ``() -> refs``: drop the waiting work after a core bug interrupted it; the refs get no reply
     from the core (the runtime fails them).
 
+``gauges``
+    :class:`Gauge` s the type's own state feeds (read at scrape time by the runtime's collector,
+    which names no group type): a type-specific view such as the KIP-848 members by
+    reconciliation state. The counts every type shares (groups by type and state, members by type)
+    come through the ``Group`` contract and need no declaration.
+
 And ``simple_group``: the one type whose groups an offset commit creates for an unknown group id
 (Kafka: an Empty classic group without protocol type).
 
@@ -67,15 +81,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from coordinator.core.config import GroupConfig
-from coordinator.core.consumer.topics import TopicsImage
 from coordinator.core.effects import Effects, TimerKey
 from coordinator.core.errors import ErrorCode
 from coordinator.core.groups import Group
 from coordinator.core.migration import Bridges, ClassicGroupView, HostedHandler
+from coordinator.core.record_codec import RecordTypeDecl
 from coordinator.core.requests import TopicsChanged
+from coordinator.core.topics import TopicsImage
 
 Handler = Callable[[Any, Effects], None]
 ErrorResponse = Callable[[Any, ErrorCode], object]
@@ -98,8 +113,20 @@ class ShardContext:
 
 
 @dataclass(frozen=True, slots=True)
+class Gauge:
+    """A gauge a registration declares: its Prometheus name, help line and label names, and what
+    it reads (``samples()``: label values -> value, at scrape time; pure reads of the state)."""
+
+    name: str
+    doc: str
+    labels: tuple[str, ...]
+    samples: Callable[[], Mapping[tuple[str, ...], float]]
+
+
+@dataclass(frozen=True, slots=True)
 class Registration:
     name: str
+    record_types: Sequence[RecordTypeDecl] = ()
     requests: Mapping[type, Handler] = field(default_factory=dict)
     error_responses: Mapping[type, ErrorResponse] = field(default_factory=dict)
     timers: Mapping[str, TimerHandler] = field(default_factory=dict)
@@ -119,6 +146,29 @@ class Registration:
     release_classic: Callable[[Group, Effects], None] | None = None
     adopt_classic: Callable[[ClassicGroupView, str | None, Effects], None] | None = None
     replayed_downgrade: Callable[[Group], str | None] | None = None
+    gauges: Sequence[Gauge] = ()
+
+
+class GroupType(Protocol):
+    """What ``register(ctx)`` of a group type package returns (its state lives on it)."""
+
+    @property
+    def registration(self) -> Registration: ...
+
+
+GroupTypeFactory = Callable[[ShardContext], GroupType]
+"""A group type as the shard takes it: ``register(ctx)``, called once per shard."""
+
+
+def check_records(registration: Registration) -> None:
+    """A registration replays exactly the record types it declares (no record without an owner)."""
+    declared = {decl.key for decl in registration.record_types}
+    replayed = set(registration.replayers)
+    if declared != replayed:
+        missing = sorted(k.__name__ for k in declared - replayed)
+        undeclared = sorted(k.__name__ for k in replayed - declared)
+        raise ValueError(f"{registration.name}: record types declared without a replayer {missing}, "
+                         f"replayed without a declaration {undeclared}")
 
 
 def connect(bridges: Bridges, registrations: Sequence[Registration]) -> None:

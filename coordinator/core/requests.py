@@ -20,7 +20,7 @@ from uuid import UUID
 
 import msgspec
 
-from coordinator.core.consumer.topics import TopicInfo
+from coordinator.core.topics import TopicInfo
 
 # --------------------------------------------------------------------------------------------------
 # Classic group membership: JoinGroup (11), SyncGroup (14), Heartbeat (12), LeaveGroup (13)

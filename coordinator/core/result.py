@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import msgspec
 
-from coordinator.core.records import Record
+from coordinator.core.record_codec import Record
 
 
 class Reply(msgspec.Struct, frozen=True, gc=False):

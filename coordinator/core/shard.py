@@ -31,20 +31,22 @@ How the shard is put together
 =============================
 
 Every group type and every shard-wide service hands the shard a ``Registration``
-(``registry.py``): its request handlers, error responses, timer handlers, record replayers and hooks.
-The dispatch tables below are built from them and from nothing else; a request, timer kind or record
-type registered twice is an error at construction. Group types are listed once, in ``GROUP_TYPES``;
+(``registry.py``): its record types, request handlers, error responses, timer handlers, record
+replayers, hooks and gauges. The dispatch tables and the record codec (``codec``, what the runtime
+writes the log with) are built from them and from nothing else; a request, timer kind, record type
+id or struct registered twice is an error at construction. The group types are given
+(``group_types``; default ``GROUP_TYPES``, the built-in ones, and the node adds any it was given);
 the services (offsets, group administration, the coordinator epoch) are the shard's own, and the
 node may install more (``services``: SCRAM credentials and ACLs, ``security/store.py``), so the core
-names no feature. Groups of
-every type share one namespace (``groups``) and are seen by the services only through the ``Group``
-contract (``groups.py``).
+names no feature. Groups of every type share one namespace (``groups``) and are seen by the
+services only through the ``Group`` contract (``groups.py``).
 
-Durable state = offsets + each classic group's last persisted record + every consumer (KIP-848)
-group's whole state (+ the coordinator epoch); see ``durable_view``. Soft state (rebalances in
+Durable state = offsets + each group's ``persisted`` form (a classic group's last persisted record,
+a consumer (KIP-848) group's whole state) + the coordinator epoch + each service's view; see
+``durable_view``. Soft state (rebalances in
 flight, parked requests, waiting heartbeats, timers) is documented with each type. Topic metadata
 arrives as data: the runtime posts ``TopicsChanged`` (a snapshot before serving, then one delta per
-catalog change); the shard keeps a pure image of it (``consumer/topics.py``) and tells the types.
+catalog change); the shard keeps a pure image of it (``topics.py``) and tells the types.
 """
 
 from __future__ import annotations
@@ -57,36 +59,33 @@ from typing import Any, Protocol, cast
 from coordinator.core.classic import manager as classic
 from coordinator.core.config import GroupConfig
 from coordinator.core.consumer import registration as consumer
-from coordinator.core.consumer.topics import TopicsImage
 from coordinator.core.effects import Effects, TimerKey, TimerTable
+from coordinator.core.epoch import CoordinatorEpoch, CoordinatorEpochValue
 from coordinator.core.errors import CoordinatorError
 from coordinator.core.group_admin import GroupAdmin
 from coordinator.core.groups import Group
 from coordinator.core.offsets import LoadPlaces, OffsetAndMetadata, OffsetManager
-from coordinator.core.records import (
-    CoordinatorEpochKey,
-    CoordinatorEpochValue,
-    Record,
-    encoded_replayers,
-    replay_encoded_record,
+from coordinator.core.record_codec import Record, RecordCodec, replay_encoded_record
+from coordinator.core.registry import (
+    Gauge,
+    GroupType,
+    GroupTypeFactory,
+    Registration,
+    ShardContext,
+    check_records,
+    connect,
+    hooks,
+    merged,
 )
-from coordinator.core.registry import Registration, ShardContext, connect, hooks, merged
 from coordinator.core.requests import Event, TimerFired, TopicsChanged
 from coordinator.core.result import Result
+from coordinator.core.topics import TopicsImage
 
-
-class GroupType(Protocol):
-    """What ``register(ctx)`` of a group type package returns."""
-
-    @property
-    def registration(self) -> Registration: ...
-
-
-GROUP_TYPES: tuple[Callable[[ShardContext], GroupType], ...] = (
+GROUP_TYPES: tuple[GroupTypeFactory, ...] = (
     classic.register,
     consumer.register,
 )
-"""Every group type the shard hosts: one line each."""
+"""The built-in group types, one line each: what a shard hosts unless it is given others."""
 
 
 def _any_of(hooks: Sequence[Callable[[], bool]]) -> Callable[[], bool]:
@@ -121,34 +120,38 @@ class ShardService(Protocol):
 
 class CoordinatorShard:
     def __init__(self, config: GroupConfig | None = None, *, stopwatch: Callable[[], int] | None = None,
-                 services: Sequence[ShardService] = ()) -> None:
+                 services: Sequence[ShardService] = (), group_types: Sequence[GroupTypeFactory] = GROUP_TYPES) -> None:
         """``stopwatch`` (nanoseconds) only times the assignor for metrics; it never affects state.
-        ``services`` are the node's shard-wide services (none in tests that need no security)."""
+        ``services`` are the node's shard-wide services (none in tests that need no security).
+        ``group_types``: the group types to host (default: the built-in ones; the node adds any it
+        was given, ``GROUP_TYPES + extra``)."""
         self.config = config or GroupConfig()
         self.groups: dict[str, Group] = {}
         self.timers = TimerTable()
-        self.coordinator_epoch: CoordinatorEpochValue | None = None
+        self.epoch = CoordinatorEpoch()
         self.topics = TopicsImage()
         ctx = ShardContext(self.config, self.groups, self.topics, stopwatch or (lambda: 0))
         self.types: dict[str, GroupType] = {}
         registrations: list[Registration] = []
-        for make in GROUP_TYPES:
+        for make in group_types:
             group_type = make(ctx)
             registration = group_type.registration
+            if registration.name in self.types:
+                raise ValueError(f"group type {registration.name!r} registered twice")
             self.types[registration.name] = group_type
             registrations.append(registration)
         connect(ctx.bridges, registrations)  # the group types reach each other only through these
         simple = [r.simple_group for r in registrations if r.simple_group is not None]
         assert len(simple) == 1, "exactly one group type makes the groups of offset-only commits"
         self.offsets = OffsetManager(self.config, self.groups, simple[0], self.topics)
-        self.admin = GroupAdmin(self.groups, self.offsets)
+        self.admin = GroupAdmin(self.groups, self.offsets, frozenset(self.types))
         self.services: tuple[ShardService, ...] = tuple(services)
         self.publishers: tuple[ShardService, ...] = self.services
         """State the edges read that must change only once the entry carrying the change is
         durable: `mark()` after an entry is appended, `publish(mark)` when it is durable (the
         runtime's job, `ShardRuntime._settle`)."""
         registrations += [
-            Registration(name="coordinator-epoch", replayers={CoordinatorEpochKey: self._replay_epoch}),
+            self.epoch.registration,
             self.offsets.registration,
             self.admin.registration,
             *(service.registration for service in self.services),
@@ -158,7 +161,11 @@ class CoordinatorShard:
         assert set(self._error_responses) == set(self._handlers), "every request type needs its error response"
         self._timer_handlers: dict[str, Callable[[TimerKey, Effects], None]] = merged(registrations, "timers")
         self._replayers: dict[type, Callable[[Any, Any, bool], None]] = merged(registrations, "replayers")
-        self._replay_other = functools.partial(replay_encoded_record, encoded_replayers(self._replayers))
+        for registration in registrations:
+            check_records(registration)
+        self.codec = RecordCodec(decl for registration in registrations for decl in registration.record_types)
+        """The record types of every registration: what this shard's log is written and read with."""
+        self._replay_other = functools.partial(replay_encoded_record, self.codec.encoded_replayers(self._replayers))
         self._on_loaded: list[Callable[[Effects], None]] = hooks(registrations, "on_loaded")
         self._on_unloaded: list[Callable[[Effects], None]] = hooks(registrations, "on_unloaded")
         self._on_topics_changed: list[Callable[[TopicsChanged, frozenset[str], Effects], None]] = hooks(
@@ -169,6 +176,10 @@ class CoordinatorShard:
         self._before_event: list[Callable[[object, Effects], None]] = hooks(registrations, "before_event")
         self._end_of_batch: list[Callable[[Effects], None]] = hooks(registrations, "end_of_batch")
         self._abandon: list[Callable[[], Sequence[int]]] = hooks(registrations, "abandon")
+        self.gauges: tuple[Gauge, ...] = tuple(gauge for r in registrations for gauge in r.gauges)
+        """What the registrations' own state feeds to the metrics (read at scrape time)."""
+        if len({gauge.name for gauge in self.gauges}) != len(self.gauges):
+            raise ValueError("a gauge name declared twice")
 
     @property
     def consumer(self) -> consumer.ConsumerGroupType:
@@ -274,8 +285,7 @@ class CoordinatorShard:
     def on_loaded(self, now_ms: int, *, writer_id: str | None = None) -> Result:
         def load(fx: Effects) -> None:
             if writer_id is not None:
-                epoch = 0 if self.coordinator_epoch is None else self.coordinator_epoch.epoch + 1
-                fx.record(Record(CoordinatorEpochKey(), CoordinatorEpochValue(epoch, writer_id)))
+                fx.record(self.epoch.record(writer_id))
             for hook in self._on_loaded:
                 hook(fx)
 
@@ -319,10 +329,12 @@ class CoordinatorShard:
         for record in records:
             replayers[type(record.key)](record.key, record.value, True)
 
-    def _replay_epoch(self, key: CoordinatorEpochKey, value: CoordinatorEpochValue | None, live: bool) -> None:
-        self.coordinator_epoch = value
-
     # ---- read-only views -------------------------------------------------------------------------
+
+    @property
+    def coordinator_epoch(self) -> CoordinatorEpochValue | None:
+        """The last coordinator epoch the log holds."""
+        return self.epoch.value
 
     def groups_by_state_and_type(self) -> dict[tuple[str, str], int]:
         """(Kafka state string, group type) -> number of groups, for gauges."""

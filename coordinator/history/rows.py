@@ -90,7 +90,7 @@ def _ns_to_ms(event: Any, row: Row) -> None:
 EVENT_ROWS: dict[type, RowSpec | None] = {
     events.GroupStateChanged: RowSpec("group_state_changed", {"old": "old_state", "new": "new_state"}),
     events.RebalanceStarted: RowSpec("rebalance_started", convert=_epoch_bump),
-    events.RebalanceCompleted: RowSpec("rebalance_completed", fixed={"group_type": "classic"}),
+    events.RebalanceCompleted: RowSpec("rebalance_completed"),
     events.MemberJoined: RowSpec("member_joined"),
     events.MemberLeft: RowSpec("member_left"),
     events.SessionExpired: RowSpec("session_expired"),
@@ -98,15 +98,14 @@ EVENT_ROWS: dict[type, RowSpec | None] = {
     events.GroupDeleted: RowSpec("group_deleted"),
     events.OffsetsCommitted: SKIP,
     events.OffsetsDeleted: SKIP,
-    # ---- KIP-848 ----
+    # ---- KIP-848 so far (each event carries the group type that emitted it) ----
     events.TargetAssignmentComputed: RowSpec(
-        "target_assignment_computed", {"duration_ns": "duration_ns"}, {"group_type": "consumer"}, _ns_to_ms
+        "target_assignment_computed", {"duration_ns": "duration_ns"}, convert=_ns_to_ms
     ),
     events.MemberAssignmentChanged: RowSpec(
         "member_assignment_changed", {"assigned": "assigned_count", "revoked": "revoked_count"},
-        {"group_type": "consumer"},
     ),
-    events.MemberFenced: RowSpec("member_fenced", {"partitions": "partition_count"}, {"group_type": "consumer"}),
+    events.MemberFenced: RowSpec("member_fenced", {"partitions": "partition_count"}),
 }
 
 
@@ -226,11 +225,11 @@ class PartitionTracker:
         if self.source is None:
             return []
         match event:
-            case events.MemberAssignmentChanged(group_id=gid, member_id=mid, member_epoch=epoch):
+            case events.MemberAssignmentChanged(group_id=gid, member_id=mid, member_epoch=epoch, group_type=kind):
                 now = self.source.consumer_member(gid, mid)
                 if now is None:
                     return []
-                return self._move(gid, "consumer", mid, now[0], now[1], {"member_epoch": epoch})
+                return self._move(gid, kind, mid, now[0], now[1], {"member_epoch": epoch})
             case events.RebalanceStarted(group_id=gid, group_type="classic", generation_id=generation):
                 if not self.source.classic_is_eager(gid):
                     return []

@@ -32,6 +32,7 @@ import signal
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,8 @@ from ..api.registry import ApiRegistry
 from ..catalog import TopicCatalog, TopicSource
 from ..config import Config
 from ..core.config import GroupConfig
-from ..core.shard import CoordinatorShard
+from ..core.registry import GroupTypeFactory
+from ..core.shard import GROUP_TYPES, CoordinatorShard
 from ..dataplane.config import DataPlaneConfig
 from ..dataplane.handlers import dataplane_handlers, init_producer_id_handler
 from ..dataplane.log import PartitionStore
@@ -118,8 +120,13 @@ class CoordinatorServer:
     shard, and the embedded data plane is served by shard 0 alone. In sidecar mode shard k is node
     `sidecar.node.id + k`, and every shard forwards (`coordinator/sidecar`)."""
 
-    def __init__(self, config: Config, shard: int | None = None) -> None:
+    def __init__(self, config: Config, shard: int | None = None, *,
+                 group_types: Sequence[GroupTypeFactory] = ()) -> None:
+        """``group_types``: group types to host besides the built-in ones (``core.shard.GROUP_TYPES``),
+        e.g. one defined outside ``coordinator/``; every core this node builds (owner, standby,
+        reload) hosts them."""
         self.config = config
+        self.group_types: tuple[GroupTypeFactory, ...] = (*GROUP_TYPES, *group_types)
         try:
             self.layout = ShardLayout(config["offsets.topic.num.partitions"], config["coordinator.shards"])
         except LayoutError as exc:
@@ -463,7 +470,7 @@ class CoordinatorServer:
 
     def _new_core(self) -> CoordinatorShard:
         return CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns,
-                                services=(SecurityStore(),))
+                                services=(SecurityStore(),), group_types=self.group_types)
 
     async def _reload_core(self) -> tuple[CoordinatorShard, list[Any]]:
         """A core loaded from the log as it is on disk now, and the topic snapshot to hand it

@@ -6,6 +6,7 @@ Labels stay bounded (group type and state, reason); per-group labels exist only 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,6 +15,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ..core import events
+from ..core.registry import Gauge
+from ..core.shard import CoordinatorShard
 
 REBALANCES_STARTED = Counter("coordinator_rebalances_started", "Rebalances started, by group type.", ["group_type"])
 REBALANCES_COMPLETED = Counter("coordinator_rebalances_completed", "Rebalances completed, by group type.", ["group_type"])
@@ -48,15 +51,15 @@ def observer(per_group_labels: bool) -> Callable[[object], None]:
             case events.RebalanceStarted(group_type=group_type):
                 REBALANCES_STARTED.labels(group_type).inc()
             case events.RebalanceCompleted(duration_ms=duration_ms):
-                group_type = getattr(event, "group_type", "classic")
+                group_type = event.group_type
                 REBALANCES_COMPLETED.labels(group_type).inc()
                 REBALANCE_DURATION.labels(group_type).observe(duration_ms / 1000)
             case events.MemberJoined():
-                MEMBERS_JOINED.labels(getattr(event, "group_type", "classic")).inc()
+                MEMBERS_JOINED.labels(event.group_type).inc()
             case events.MemberLeft(reason=reason):
-                MEMBERS_LEFT.labels(getattr(event, "group_type", "classic"), reason).inc()
+                MEMBERS_LEFT.labels(event.group_type, reason).inc()
             case events.SessionExpired():
-                SESSION_EXPIRATIONS.labels(getattr(event, "group_type", "classic")).inc()
+                SESSION_EXPIRATIONS.labels(event.group_type).inc()
             case events.OffsetsCommitted(group_id=group_id, count=count):
                 OFFSETS_COMMITTED.inc(count)
                 if per_group_labels:
@@ -81,6 +84,11 @@ def observer(per_group_labels: bool) -> Callable[[object], None]:
     return observe
 
 
+@functools.cache
+def _idle_gauges() -> tuple[Gauge, ...]:
+    return CoordinatorShard().gauges
+
+
 class ShardCollector(Collector):
     """Reads group and member counts from the live shard at scrape time."""
 
@@ -90,9 +98,15 @@ class ShardCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         groups = GaugeMetricFamily("coordinator_groups", "Groups by type and state.", labels=["group_type", "state"])
         members = GaugeMetricFamily("coordinator_members", "Members by group type.", labels=["group_type"])
-        member_states = GaugeMetricFamily(
-            "coordinator_consumer_members", "Consumer-group (KIP-848) members by reconciliation state.", labels=["state"])
         runtime = self._shard()
+        declared: list[GaugeMetricFamily] = []
+        # Each group type's own gauges (core/registry.py, Gauge); with no shard loaded, those of
+        # the built-in types, without samples (the families exist before the log is loaded).
+        for gauge in runtime.core.gauges if runtime is not None else _idle_gauges():
+            family = GaugeMetricFamily(gauge.name, gauge.doc, labels=list(gauge.labels))
+            for labels, value in sorted(gauge.samples().items()):
+                family.add_metric(list(labels), value)
+            declared.append(family)
         if runtime is not None:
             for (state, group_type), count in sorted(runtime.core.groups_by_state_and_type().items()):
                 groups.add_metric([group_type, state], count)
@@ -101,11 +115,9 @@ class ShardCollector(Collector):
                 by_type[group.group_type] = by_type.get(group.group_type, 0) + len(group.members)
             for group_type, count in sorted(by_type.items()):
                 members.add_metric([group_type], count)
-            for state, count in sorted(runtime.core.consumer.members_by_state().items()):
-                member_states.add_metric([state], count)
         yield groups
         yield members
-        yield member_states
+        yield from declared
 
 
 _collector: ShardCollector | None = None

@@ -88,9 +88,10 @@ def record_partition_load(seconds: float) -> None:
 def observe(event: object) -> None:
     """A shard observer (rare events only: rebalances)."""
     name = type(event).__name__
-    if name == "RebalanceStarted" and getattr(event, "group_type", None) == "consumer":
+    group_type = getattr(event, "group_type", None)
+    if name == "RebalanceStarted" and group_type == "consumer":
         STATS.consumer_rebalances.mark()
-    elif name == "RebalanceCompleted":  # only classic groups complete a rebalance in this sense
+    elif name == "RebalanceCompleted" and group_type == "classic":  # Kafka's classic-only meter
         STATS.classic_completed_rebalances.mark()
 
 

@@ -76,7 +76,7 @@ import msgspec
 
 from protocol.errors import ErrorCode
 
-from ..core.records import Record, encode_record, group_of
+from ..core.record_codec import Record, group_of
 from ..core.requests import TimerFired
 from ..core.result import Reply, Result
 from ..core.shard import CoordinatorShard
@@ -468,7 +468,8 @@ class ShardRuntime:
     def _append(self, records: list[Record]) -> int | None:
         """One log entry; returns its offset (None if already durable)."""
         sink = self.sink
-        offset = sink.append([encode_record(r) for r in records], self._clock())
+        encode = self.core.codec.encode_record  # the shard's codec: every type it was given
+        offset = sink.append([encode(r) for r in records], self._clock())
         if offset < sink.durable_end:
             return None
         self._unflushed = offset

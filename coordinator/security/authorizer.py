@@ -46,7 +46,7 @@ from .settings import AuthorizerConfig
 
 if TYPE_CHECKING:
     from ..api.registry import RequestContext
-    from ..core.consumer.topics import TopicsImage
+    from ..core.topics import TopicsImage
     from .store import SecurityStore
 
 _CACHE_LIMIT = 100_000

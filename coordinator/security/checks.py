@@ -70,7 +70,7 @@ from ..api.declaration import ApiDeclaration, DeclarationError
 
 if TYPE_CHECKING:
     from ..api.registry import RequestContext
-    from ..core.consumer.topics import TopicsImage
+    from ..core.topics import TopicsImage
 
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED

@@ -23,10 +23,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core.records import Record, ScramCredentialKey, ScramCredentialValue, encode_record
+from ..core.record_codec import Record
 from ..recordlog import LogRecord, RealFileSystem, RecordLog, try_lock_data_dir
 from ..recordlog.errors import RecordLogError
 from . import scram
+from .records import CODEC, ScramCredentialKey, ScramCredentialValue
 
 _SPEC = re.compile(r"(?P<mechanism>[A-Z0-9-]+)=\[(?P<options>.*)\]")
 
@@ -93,7 +94,7 @@ def add_users(data_dir: Path, users: list[tuple[str, scram.ScramMechanism, str, 
             credential = scram.new_credential(mechanism, password, iterations)
             record = Record(ScramCredentialKey(user, mechanism.type_id), ScramCredentialValue(
                 credential.salt, credential.stored_key, credential.server_key, credential.iterations))
-            records.append(LogRecord(*encode_record(record)))
+            records.append(LogRecord(*CODEC.encode_record(record)))
         log = RecordLog.open(fs, str(data_dir / "log"))
         try:
             log.append(records, int(time.time() * 1000))

@@ -41,10 +41,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.effects import Effects
 from ..core.errors import ErrorCode
-from ..core.records import AclKey, AclValue, Record, ScramCredentialKey, ScramCredentialValue
+from ..core.record_codec import Record
 from ..core.registry import Registration
 from . import scram
 from .acls import AclBinding, AclIndex, validate_new
+from .records import RECORD_TYPES, AclKey, AclValue, ScramCredentialKey, ScramCredentialValue
 from .requests import (
     AlterScramCredentials,
     AlterScramCredentialsResponse,
@@ -96,6 +97,7 @@ class SecurityStore:
     def registration(self) -> Registration:
         return Registration(
             name="security",
+            record_types=RECORD_TYPES,
             requests={
                 AlterScramCredentials: self.alter_credentials,
                 DescribeScramCredentials: self.describe_credentials,

@@ -53,17 +53,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.records import (
-    CoordinatorEpochKey,
-    CoordinatorEpochValue,
-    Record,
-    RecordType,
-    UnknownRecordTypeError,
-    decode_record,
-    decode_record_key,
-    encode_record,
-    group_of,
-)
+from ..core.epoch import CoordinatorEpochKey, CoordinatorEpochValue
+from ..core.record_codec import Record, UnknownRecordTypeError, group_of
+from ..core.records import RecordType, decode_record, decode_record_key, encode_record
 from ..logging import get_logger
 from ..recordlog import FlushPolicy, LogConfig, LogEntry, LogRecord, RealFileSystem, RecordLog
 from ..recordlog.lock import try_lock_data_dir

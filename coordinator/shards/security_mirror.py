@@ -32,10 +32,11 @@ import asyncio
 import time
 from pathlib import Path
 
-from ..core.records import RecordType, encoded_replayers, replay_encoded_record
+from ..core.record_codec import replay_encoded_record
 from ..logging import get_logger
 from ..recordlog import LoadBatch, LogTailer, RealFileSystem
 from ..recordlog.errors import CorruptLog, LogRewound
+from ..security.records import CODEC, RECORD_TYPES
 from ..security.store import SecurityStore
 
 log = get_logger("coordinator.shards.security_mirror")
@@ -43,7 +44,7 @@ log = get_logger("coordinator.shards.security_mirror")
 TAIL_INTERVAL_S = 0.05
 """How often shard 0's log is read for security changes (their delay to reach this shard)."""
 
-_SECURITY_TYPES = frozenset({int(RecordType.SCRAM_CREDENTIAL), int(RecordType.ACL)})
+_SECURITY_TYPES = frozenset(decl.type_id for decl in RECORD_TYPES)
 
 _Encoded = tuple[bytes, bytes | None]
 """A record as the record log loads it: its identity (type, key length, key) and value bytes."""
@@ -52,7 +53,7 @@ _Encoded = tuple[bytes, bytes | None]
 class SecurityMirror:
     def __init__(self, shard0_log_dir: Path) -> None:
         self.store = SecurityStore()
-        self._replay = encoded_replayers(self.store.registration.replayers)
+        self._replay = CODEC.encoded_replayers(self.store.registration.replayers)
         self._tailer = LogTailer(RealFileSystem(), str(shard0_log_dir))
         self._directory = shard0_log_dir
         self._lock = asyncio.Lock()
@@ -79,7 +80,7 @@ class SecurityMirror:
         records, again = await asyncio.to_thread(self._read)
         if again:  # shard 0 cut off entries this copy had read: the copy is rebuilt from its log
             self.store = SecurityStore()
-            self._replay = encoded_replayers(self.store.registration.replayers)
+            self._replay = CODEC.encoded_replayers(self.store.registration.replayers)
         self._apply(records)
 
     def _read(self) -> tuple[list[_Encoded], bool]:

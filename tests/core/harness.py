@@ -26,7 +26,8 @@ from typing import Any
 from coordinator.core.classic.group import ClassicGroup, persisted_view
 from coordinator.core.classic.state import EMPTY, STABLE
 from coordinator.core.config import GroupConfig
-from coordinator.core.records import Record, decode_record, encode_record
+from coordinator.core.records import Record
+from coordinator.core.registry import GroupTypeFactory
 from coordinator.core.requests import (
     DeleteGroups,
     DescribeGroups,
@@ -48,7 +49,7 @@ from coordinator.core.requests import (
     TimerFired,
 )
 from coordinator.core.result import Result
-from coordinator.core.shard import CoordinatorShard, ShardService
+from coordinator.core.shard import GROUP_TYPES, CoordinatorShard, ShardService
 from tests.support.loading import loaded
 
 DEFAULT_PROTOCOLS: tuple[tuple[str, bytes], ...] = (("range", b"r"), ("roundrobin", b"rr"))
@@ -59,13 +60,16 @@ FAST = GroupConfig(group_initial_rebalance_delay_ms=0)
 
 class Harness:
     def __init__(self, config: GroupConfig = FAST, start_ms: int = 1_000_000,
-                 services: Callable[[], Sequence[ShardService]] = tuple) -> None:
+                 services: Callable[[], Sequence[ShardService]] = tuple,
+                 group_types: Sequence[GroupTypeFactory] = GROUP_TYPES) -> None:
         """``services`` makes the shard services the node would install (for every shard the
-        harness builds, the replayed ones too); none by default."""
+        harness builds, the replayed ones too); none by default. ``group_types``: the group types
+        every shard it builds hosts (the built-in ones by default)."""
         self.config = config
         self.now = start_ms
         self._services = services
-        self.shard = CoordinatorShard(config, services=services())
+        self._group_types = group_types
+        self.shard = CoordinatorShard(config, services=services(), group_types=group_types)
         self.records: list[Record] = []
         self.timers: dict[tuple[str, ...], int] = {}
         self.replies: dict[int, list[object]] = defaultdict(list)
@@ -118,8 +122,8 @@ class Harness:
     def _absorb(self, result: Result) -> None:
         self.results.append(result)
         for record in result.records:
-            encoded = encode_record(record)
-            decoded = decode_record(*encoded)
+            encoded = self.shard.codec.encode_record(record)  # the shard's: every type it hosts
+            decoded = self.shard.codec.decode_record(*encoded)
             assert decoded == record, f"codec round trip changed {record!r}"
             self.records.append(decoded)
         for op in result.timers:
@@ -134,7 +138,8 @@ class Harness:
     # ---- checks ----------------------------------------------------------------------------------
 
     def _replayed_shard(self) -> CoordinatorShard:
-        return loaded(([record] for record in self.records), self.config, services=self._services)
+        return loaded(([record] for record in self.records), self.config, services=self._services,
+                      group_types=self._group_types)
 
     def check(self) -> None:
         fresh = self._replayed_shard()

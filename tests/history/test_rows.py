@@ -63,6 +63,19 @@ def test_assignor_duration_is_reported_in_ms() -> None:
     assert row is not None and row["duration_ms"] == 2.5 and "duration_ns" not in row
 
 
+def test_a_row_is_labelled_with_the_group_type_its_event_carries() -> None:
+    # Today's producers (the defaults) ...
+    assert (event_row(events.MemberFenced("g", "m", "session-timeout", 3)) or {})["group_type"] == "consumer"
+    assert (event_row(events.RebalanceCompleted("g", 2, 10, 1)) or {})["group_type"] == "classic"
+    # ... and another type reusing the events: labelled with its own name, not as a consumer group.
+    for event in (events.MemberFenced("g", "m", "session-timeout", 3, group_type="streams"),
+                  events.MemberAssignmentChanged("g", "m", 4, 1, 0, group_type="streams"),
+                  events.TargetAssignmentComputed("g", 7, "sticky", 3, 12, 0, group_type="streams"),
+                  events.RebalanceCompleted("g", 2, 10, 1, group_type="streams")):
+        row = event_row(event)
+        assert row is not None and row["group_type"] == "streams", row
+
+
 def test_an_event_class_without_a_table_entry_still_becomes_a_row() -> None:
     @dataclass(frozen=True, slots=True)
     class MemberReconciled:  # what a future core event could look like

@@ -16,8 +16,6 @@ from pathlib import Path
 import pytest
 
 from coordinator.core.records import (
-    AclKey,
-    AclValue,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -32,16 +30,18 @@ from coordinator.core.records import (
     OffsetCommitValue,
     Record,
     RecordType,
-    ScramCredentialKey,
-    ScramCredentialValue,
-    decode_record,
-    decode_record_key,
-    encode_record,
     group_of,
 )
 from coordinator.recordlog import LogEntry, LogRecord, RealFileSystem, RecordLog
 from coordinator.recordlog.lock import try_lock_data_dir
 from coordinator.recordlog.segments import recover
+from coordinator.security.records import (
+    CODEC,
+    AclKey,
+    AclValue,
+    ScramCredentialKey,
+    ScramCredentialValue,
+)
 from coordinator.shards.placement import (
     INTENT_FILE,
     LayoutError,
@@ -56,7 +56,7 @@ UNKNOWN_TYPE = 4242  # a record type a later version might write: kept, on shard
 
 
 def enc(record: Record) -> LogRecord:
-    return LogRecord(*encode_record(record))
+    return LogRecord(*CODEC.encode_record(record))
 
 
 def group_records(group: str, n: int) -> list[tuple[LogRecord, ...]]:
@@ -91,7 +91,7 @@ def make_logs(old_shards: int, groups: int = 60) -> list[list[LogEntry]]:
     # An entry spanning groups of every shard (an offsets-expiration sweep writes tombstones so).
     sweep = tuple(enc(Record(OffsetCommitKey(f"group-{i}", "t", i), None)) for i in range(groups))
     for k in range(old_shards):
-        own = tuple(r for r in sweep if layout.shard_of_group(group_of(decode_record_key(r.record_type, r.key))) == k)
+        own = tuple(r for r in sweep if layout.shard_of_group(group_of(CODEC.decode_record_key(r.record_type, r.key))) == k)
         logs[k].append(own)
     return [[LogEntry(offset, 1000 + offset, 1, records) for offset, records in enumerate(log)] for log in logs]
 
@@ -103,7 +103,7 @@ def group_sequence(entries: list[LogEntry]) -> dict[str | None, list[tuple[LogRe
         by_group: dict[str | None, list[LogRecord]] = collections.defaultdict(list)
         for record in entry.records:
             try:
-                group = group_of(decode_record_key(record.record_type, record.key))
+                group = group_of(CODEC.decode_record_key(record.record_type, record.key))
             except ValueError:
                 group = None
             by_group[group].append(record)
@@ -131,7 +131,7 @@ def test_split_keeps_every_record_once_on_its_groups_shard_in_order(old: int, ne
             assert entry.records, "an empty entry is never written"
             for record in entry.records:
                 try:
-                    group = group_of(decode_record_key(record.record_type, record.key))
+                    group = group_of(CODEC.decode_record_key(record.record_type, record.key))
                 except ValueError:
                     group = None
                 assert k == (0 if group is None else layout.shard_of_group(group)), record
@@ -214,7 +214,7 @@ def test_a_single_process_directory_moves_to_2_then_3_then_1(tmp_path: Path) -> 
         assert len(epochs) == 1 and epochs.pop() > old_epoch  # above anything that was on disk
         old_epoch = logs[0][0].writer_epoch
         for log in logs:  # each new log ends with the highest coordinator epoch found
-            last = decode_record(*log[-1].records[0])
+            last = CODEC.decode_record(*log[-1].records[0])
             assert last.key == CoordinatorEpochKey() and isinstance(last.value, CoordinatorEpochValue)
             assert last.value.epoch == 3
         assert not (root / TEMP_DIR).exists() and not (root / OLD_DIR).exists() and not (root / INTENT_FILE).exists()

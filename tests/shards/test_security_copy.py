@@ -16,12 +16,9 @@ import pytest
 import pytest_asyncio
 
 from coordinator.core.records import (
-    AclKey,
-    AclValue,
     OffsetCommitKey,
     OffsetCommitValue,
     Record,
-    encode_record,
 )
 from coordinator.core.shard import CoordinatorShard
 from coordinator.recordlog import GroupCommitter, LogRecord, RealFileSystem, RecordLog
@@ -29,6 +26,7 @@ from coordinator.runtime.durable import DurableSink
 from coordinator.runtime.shard import ShardRuntime
 from coordinator.security import requests as core
 from coordinator.security.acls import AclBinding
+from coordinator.security.records import CODEC, AclKey, AclValue
 from coordinator.security.store import SecurityStore, security_of
 from coordinator.shards import security_channel
 from coordinator.shards.security_channel import SecurityChannel, SecurityForwarder
@@ -41,7 +39,7 @@ ACL = AclBinding(3, "app-", 4, "User:alice", "*", 3, 3)  # GROUP app- PREFIXED a
 
 
 def _entry(log: RecordLog, *records: Record) -> None:
-    log.append([LogRecord(*encode_record(r)) for r in records], 0)
+    log.append([LogRecord(*CODEC.encode_record(r)) for r in records], 0)
     log.flush()
 
 

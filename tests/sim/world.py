@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from coordinator.core.config import GroupConfig
-from coordinator.core.consumer.topics import TopicInfo
 from coordinator.core.records import Record, decode_record, encode_record
 from coordinator.core.requests import Event, Request, TimerFired, TopicsChanged
 from coordinator.core.result import Result
 from coordinator.core.shard import CoordinatorShard
+from coordinator.core.topics import TopicInfo
 from tests.core.consumer.harness import check_consumer_invariants
 from tests.core.harness import check_invariants
 from tests.support.loading import loaded as load_entries

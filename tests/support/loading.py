@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from coordinator.core.config import GroupConfig
-from coordinator.core.records import Record, encode_record
-from coordinator.core.shard import CoordinatorShard, ShardService
+from coordinator.core.records import Record
+from coordinator.core.registry import GroupTypeFactory
+from coordinator.core.shard import GROUP_TYPES, CoordinatorShard, ShardService
 from coordinator.recordlog import FlushPolicy, LogConfig, LogRecord, MemoryFileSystem, RecordLog
 from coordinator.recordlog.segments import recover
 from coordinator.runtime.ownership import Replayer
@@ -22,9 +23,13 @@ LOG_DIR = "/log"
 
 
 def loaded(entries: Iterable[Sequence[Record]], config: GroupConfig, *, window: int = 5,
-           read_chunk: int = 512, services: Callable[[], Sequence[ShardService]] = tuple) -> CoordinatorShard:
+           read_chunk: int = 512, services: Callable[[], Sequence[ShardService]] = tuple,
+           group_types: Sequence[GroupTypeFactory] = GROUP_TYPES) -> CoordinatorShard:
     """A fresh shard that loaded ``entries`` (each a non-empty or empty group of records), with
-    the shard services ``services()`` makes (none by default)."""
+    the shard services ``services()`` makes (none by default) and the given group types (the
+    built-in ones by default). The log is written with the shard's own codec."""
+    shard = CoordinatorShard(config, services=services(), group_types=group_types)
+    encode_record = shard.codec.encode_record
     fs = MemoryFileSystem()
     writer = RecordLog.open(fs, LOG_DIR, config=LogConfig(flush_policy=FlushPolicy.NONE, segment_bytes=4096))
     written = 0
@@ -33,7 +38,6 @@ def loaded(entries: Iterable[Sequence[Record]], config: GroupConfig, *, window: 
             writer.append([LogRecord(*encode_record(record)) for record in records], 0)
             written += len(records)
     writer.close()
-    shard = CoordinatorShard(config, services=services())
     replayer = Replayer(shard)
     recover(fs, LOG_DIR, load=replayer, window=window, read_chunk=read_chunk)
     assert replayer.records == written and replayer.skipped_unknown == 0

@@ -27,6 +27,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from coordinator.core.classic.schema import (
+    GroupMetadataKey,
+    GroupMetadataMember,
+    GroupMetadataValue,
+)
 from coordinator.core.consumer_protocol import decode_assignment, parse_subscription_topics
 from coordinator.core.effects import Effects, classic_heartbeat_key
 from coordinator.core.errors import CoordinatorError, ErrorCode
@@ -36,12 +41,7 @@ from coordinator.core.groups import (
     OwnedPartitions,
     commit_timestamp,
 )
-from coordinator.core.records import (
-    GroupMetadataKey,
-    GroupMetadataMember,
-    GroupMetadataValue,
-    Record,
-)
+from coordinator.core.record_codec import Record
 from coordinator.core.requests import OffsetCommit
 from coordinator.core.responses import (
     DescribedGroup,

@@ -31,7 +31,6 @@ from coordinator.core.errors import ErrorCode
 from coordinator.core.events import GroupStateChanged
 from coordinator.core.groups import Group
 from coordinator.core.migration import ClassicGroupView, ClassicMemberView
-from coordinator.core.records import GroupMetadataKey, GroupMetadataValue
 from coordinator.core.registry import Registration, ShardContext
 from coordinator.core.requests import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from coordinator.core.responses import (
@@ -45,6 +44,7 @@ from .group import ClassicGroup, ClassicGroupMember
 from .join import JoinHandlers
 from .members import MemberHandlers
 from .records import group_metadata_record
+from .schema import RECORD_TYPES, GroupMetadataKey, GroupMetadataValue
 from .state import COMPLETING_REBALANCE, DEAD, PREPARING_REBALANCE, STABLE
 
 
@@ -53,6 +53,7 @@ class ClassicGroupManager(JoinHandlers, MemberHandlers):
     def registration(self) -> Registration:
         return Registration(
             name="classic",
+            record_types=RECORD_TYPES,
             requests={
                 JoinGroup: self.join,
                 SyncGroup: self.sync,

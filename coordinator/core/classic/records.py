@@ -6,7 +6,8 @@ persisted generation (``group.ClassicGroup.to_metadata_value``); a tombstone del
 
 from __future__ import annotations
 
-from coordinator.core.records import GroupMetadataKey, GroupMetadataValue, Record
+from coordinator.core.classic.schema import GroupMetadataKey, GroupMetadataValue
+from coordinator.core.record_codec import Record
 
 
 def group_metadata_record(group_id: str, value: GroupMetadataValue) -> Record:

@@ -4,6 +4,7 @@
   changes consumer-group state is the replay of its records (theory of operation there);
 - :mod:`.member` - a member's data, its reconciliation state, and its record-5 and record-8 values;
 - :mod:`.assignment` - assignments (topic id -> partitions) and their KIP-1251 partition epochs;
+- :mod:`.schema` - the record types it owns (3, 5, 6, 7, 8; 4 reserved): structs and declarations;
 - :mod:`.records` - the record factories (types 3, 5, 6, 7, 8 and their tombstones);
 - :mod:`.replay` - record dispatch to the group, and state transitions reported as events;
 - :mod:`.reconciliation` - how a member moves from its current assignment towards its target
@@ -15,6 +16,8 @@
 - :mod:`.membership` - leaving, fencing, session and rebalance timers, load and topic changes;
 - :mod:`.describe` - ConsumerGroupDescribe;
 - :mod:`.context` - what the parts share (groups, topic image, configuration, timer keys);
-- :mod:`.registration` - the parts wired into the shard (``shard.GROUP_TYPES``);
-- :mod:`.topics` - the pure topic metadata snapshot, RE2 regex resolution and the metadata hash.
+- :mod:`.registration` - the parts wired into the shard (``shard.GROUP_TYPES``).
+
+The topic image they read (subscribed names to ids, regexes, the metadata hash) is the shard's:
+:mod:`coordinator.core.topics`.
 """

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from uuid import UUID
 
-from coordinator.core.records import AssignedTopicPartitions, TopicPartitions
+from coordinator.core.consumer.schema import AssignedTopicPartitions, TopicPartitions
 
 Assignment = Mapping[UUID, frozenset[int]]
 """topic id -> partitions; topics with no partition are absent. Never mutated once built."""

@@ -49,13 +49,14 @@ from uuid import UUID
 from msgspec.structs import replace
 
 from coordinator.core.config import ConsumerGroupMigrationPolicy
+from coordinator.core.consumer.schema import ClassicMemberMetadata
 from coordinator.core.consumer_protocol import read_subscription, read_version, write_assignment
 from coordinator.core.effects import Effects
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.events import MemberJoined, RebalanceStarted, StaticMemberReplaced
 from coordinator.core.groups import Group
 from coordinator.core.migration import CONSUMER_PROTOCOL_TYPE, stale_downgrade_reason
-from coordinator.core.records import ClassicMemberMetadata, Record
+from coordinator.core.record_codec import Record
 from coordinator.core.requests import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from coordinator.core.responses import (
     HeartbeatResponse,

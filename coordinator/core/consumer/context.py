@@ -17,10 +17,10 @@ from coordinator.core.effects import TimerKey
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.groups import Group
 from coordinator.core.migration import Bridges
+from coordinator.core.topics import TopicsImage
 
 from .group import ConsumerGroup
 from .member import ConsumerGroupMember
-from .topics import TopicsImage
 
 SESSION_TIMER = "consumer-session"
 REBALANCE_TIMER = "consumer-rebalance"

@@ -82,7 +82,13 @@ from uuid import UUID
 
 from msgspec.structs import replace
 
-from coordinator.core.consumer.topics import TopicsImage
+from coordinator.core.consumer.schema import (
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataValue,
+)
 from coordinator.core.effects import Effects
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.groups import (
@@ -92,16 +98,10 @@ from coordinator.core.groups import (
     Partitions,
     commit_timestamp,
 )
-from coordinator.core.records import (
-    ConsumerGroupCurrentMemberAssignmentValue,
-    ConsumerGroupMemberMetadataValue,
-    ConsumerGroupMetadataValue,
-    ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupTargetAssignmentMetadataValue,
-    Record,
-)
+from coordinator.core.record_codec import Record
 from coordinator.core.requests import OffsetCommit
 from coordinator.core.responses import DescribedGroup, ListedGroup
+from coordinator.core.topics import TopicsImage
 
 from .assignment import NO_EPOCHS, NO_PARTITIONS, Assignment, assignment_from_record
 from .member import (

@@ -64,7 +64,6 @@ from uuid import UUID
 
 import msgspec
 
-from coordinator.core.consumer.topics import InvalidRegexError, compile_regex
 from coordinator.core.effects import Effects
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.events import (
@@ -73,9 +72,10 @@ from coordinator.core.events import (
     RebalanceStarted,
     StaticMemberReplaced,
 )
-from coordinator.core.records import Record
+from coordinator.core.record_codec import Record
 from coordinator.core.requests import ConsumerGroupHeartbeat
 from coordinator.core.responses import ConsumerGroupHeartbeatResponse
+from coordinator.core.topics import InvalidRegexError, compile_regex
 
 from .assignment import NO_PARTITIONS, Assignment
 from .context import ConsumerContext, rebalance_timer_key, session_timer_key

@@ -21,7 +21,7 @@ from uuid import UUID
 import msgspec
 from msgspec.structs import replace
 
-from coordinator.core.records import (
+from coordinator.core.consumer.schema import (
     ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,

@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Mapping
 from types import MappingProxyType
 from uuid import UUID
 
+from coordinator.core.consumer.schema import ClassicMemberMetadata
 from coordinator.core.consumer_protocol import (
     read_assignment,
     read_subscription,
@@ -31,7 +32,7 @@ from coordinator.core.migration import (
     ClassicMemberView,
     select_protocol,
 )
-from coordinator.core.records import ClassicMemberMetadata, Record
+from coordinator.core.record_codec import Record
 
 from .assignment import NO_PARTITIONS, Assignment, at_one_epoch, normalized
 from .context import ConsumerContext, member_timer_keys, session_timer_key

@@ -6,7 +6,7 @@ Kafka's ``GroupCoordinatorRecordHelpers`` for the consumer records (types 3, 5, 
 
 from __future__ import annotations
 
-from coordinator.core.records import (
+from coordinator.core.consumer.schema import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -16,8 +16,8 @@ from coordinator.core.records import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
-    Record,
 )
+from coordinator.core.record_codec import Record
 
 from .assignment import Assignment, assignment_to_record
 from .member import ConsumerGroupMember

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from uuid import UUID
 
-from coordinator.core.registry import Registration, ShardContext
+from coordinator.core.registry import Gauge, Registration, ShardContext
 from coordinator.core.requests import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from coordinator.core.responses import (
     ConsumerGroupDescribeResponse,
@@ -30,6 +30,7 @@ from .member import ConsumerGroupMember
 from .membership import Membership
 from .migration import Migration
 from .replay import RECORD_KEYS, Replayer
+from .schema import RECORD_TYPES
 from .targets import TargetAssigner
 
 
@@ -48,6 +49,7 @@ class ConsumerGroupType:
         replay = self.replayer.replay
         self.registration = Registration(
             name="consumer",
+            record_types=RECORD_TYPES,
             requests={
                 ConsumerGroupHeartbeat: self.heartbeats.heartbeat,
                 ConsumerGroupDescribe: self.describer.describe,
@@ -74,6 +76,8 @@ class ConsumerGroupType:
             abandon=self.heartbeats.abandon,
             hosted_requests=self.classic_members.hosted(),
             replayed_downgrade=self.replayer.replayed_downgrade,
+            gauges=(Gauge("coordinator_consumer_members", "Consumer-group (KIP-848) members by reconciliation state.",
+                          ("state",), lambda: {(state,): n for state, n in self.members_by_state().items()}),),
         )
 
     # ---- read-only views (metrics, tests) ---------------------------------------------------------

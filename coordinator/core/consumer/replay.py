@@ -23,12 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from coordinator.core.consumer_protocol import read_subscription
-from coordinator.core.effects import Effects
-from coordinator.core.events import GroupStateChanged
-from coordinator.core.groups import Group
-from coordinator.core.migration import Protocols, downgrade_reason, stale_downgrade_reason
-from coordinator.core.records import (
+from coordinator.core.consumer.schema import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -41,8 +36,13 @@ from coordinator.core.records import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
-    Record,
 )
+from coordinator.core.consumer_protocol import read_subscription
+from coordinator.core.effects import Effects
+from coordinator.core.events import GroupStateChanged
+from coordinator.core.groups import Group
+from coordinator.core.migration import Protocols, downgrade_reason, stale_downgrade_reason
+from coordinator.core.record_codec import Record
 
 from .context import ConsumerContext
 from .group import ConsumerGroup

@@ -30,7 +30,7 @@ from coordinator.core.assignors.uniform_incremental import rebalance_homogeneous
 from coordinator.core.effects import Effects
 from coordinator.core.errors import CoordinatorError, ErrorCode
 from coordinator.core.events import TargetAssignmentComputed
-from coordinator.core.records import Record
+from coordinator.core.record_codec import Record
 
 from .assignment import Assignment, normalized
 from .context import ConsumerContext

@@ -29,7 +29,7 @@ from ...api.placement import GroupList, OneGroup
 from ...api.registry import ApiHandler, RequestContext
 from ...catalog.catalog import Topic, TopicChange
 from ...core import requests as core
-from ...core.consumer.topics import TopicInfo
+from ...core.topics import TopicInfo
 from ..shard import ShardRuntime
 from .group_admin import ALL_GROUP_OPERATIONS
 from .group_api import group_api, ms

@@ -43,7 +43,7 @@ from .group_api import group_api, ms
 
 if TYPE_CHECKING:
     from ...catalog.source import TopicSource
-    from ...core.consumer.topics import TopicsImage
+    from ...core.topics import TopicsImage
 
 ZERO_UUID = UUID(int=0)
 

@@ -23,7 +23,6 @@ from uuid import UUID
 from coordinator.core.config import GroupConfig
 from coordinator.core.consumer.group import ConsumerGroup
 from coordinator.core.consumer.member import MemberState
-from coordinator.core.consumer.topics import TopicInfo
 from coordinator.core.errors import ErrorCode
 from coordinator.core.requests import (
     ConsumerGroupDescribe,
@@ -32,6 +31,7 @@ from coordinator.core.requests import (
     TopicsChanged,
 )
 from coordinator.core.shard import CoordinatorShard
+from coordinator.core.topics import TopicInfo
 from tests.core.harness import Harness
 
 CONSUMER = GroupConfig(group_initial_rebalance_delay_ms=0, consumer_group_assignors=("uniform", "range"))

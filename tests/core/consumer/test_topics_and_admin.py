@@ -7,7 +7,6 @@ from __future__ import annotations
 from uuid import UUID
 
 from coordinator.core.config import GroupConfig
-from coordinator.core.consumer.topics import TopicInfo, TopicsImage, compile_regex
 from coordinator.core.errors import ErrorCode
 from coordinator.core.events import GroupDeleted, RebalanceStarted
 from coordinator.core.requests import (
@@ -17,6 +16,7 @@ from coordinator.core.requests import (
     OffsetFetch,
     OffsetFetchGroup,
 )
+from coordinator.core.topics import TopicInfo, TopicsImage, compile_regex
 from tests.core.consumer.harness import ConsumerHarness
 
 OK = ErrorCode.NONE

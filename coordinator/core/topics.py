@@ -6,8 +6,11 @@ before the shard serves anything, then one delta per catalog change. :class:`Top
 those events build; it is soft state (Kafka's metadata image is not part of the group coordinator's
 log either): a restarted shard gets a fresh snapshot from the runtime.
 
-Consumer groups read it to turn subscribed names into topic ids, to size topics for the assignors, to
-compute each group's metadata hash (KIP-1101) and to resolve regex subscriptions.
+It belongs to the shard, not to one group type: the shard applies each ``TopicsChanged`` and hands
+it to every registration (``ShardContext.topics``), and offsets read it too (OffsetCommit by topic
+id). Consumer groups read it to turn subscribed names into topic ids, to size topics for the
+assignors, to compute each group's metadata hash (KIP-1101) and to resolve regex subscriptions; the
+streams and share group types will read it the same way.
 
 Regexes use RE2 (``google-re2``), like Kafka's RE2J, with full-match semantics: ``^pre.*`` matches
 ``prefix`` but ``pre`` does not match ``prefix``. Python's ``re`` is never used on client patterns.
