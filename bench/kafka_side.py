@@ -7,7 +7,8 @@ cold JVM costs several times a warm one per request; the warm-up cycle's numbers
 CPU in ns, user and kernel), read before and after each measure. The measures:
 
 - steady: ConsumerGroupHeartbeat v1 of members that really joined, sent at a fixed rate (an open
-  loop paced every few ms over several connections): CPU per heartbeat;
+  loop paced every few ms over several connections): CPU per heartbeat, and the same net of the
+  server's idle CPU (taken just before, with no load: a JVM's background threads, our timers);
 - closed loop: the same heartbeats, `window` outstanding on each connection: requests per second;
 - joins: a KIP-848 group of N members on a topic of 2N partitions; windows of two *rounds* (every
   member heartbeats once, back to back, acknowledging a new assignment at once, until no member has
@@ -17,7 +18,8 @@ CPU in ns, user and kernel), read before and after each measure. The measures:
   charged to the join, what the join adds (the catch-ups, revocations, acknowledgements, the
   newcomer's requests, the target) is. Join-to-stable: from the newcomer's join to every member
   owning its balanced share with everything acknowledged, members heartbeating in rounds;
-- commits: OffsetCommit v8 (simple commits, one partition) at a fixed rate: CPU per commit.
+- commits: OffsetCommit v8 (simple commits, one partition) at a fixed rate: CPU per commit (and
+  net of idle, as the heartbeats).
   Kafka's durability is its log append (no fsync: `log.flush.interval.messages` is unbounded by
   default); the coordinator is measured with `log.flush.policy=always` (fsync before the reply)
   and `none` beside it.
@@ -93,11 +95,13 @@ class Plan:
     commit_seconds: float
     commit_connections: int = 64     # a reply waits for its fsync: enough connections for the rate
     loadgen_processes: int = 2       # the closed loop's load generators: one Python process saturates first
+    idle_seconds: float = 1.0        # each fixed-rate measure first takes the server's idle CPU this long
 
 
 FULL = Plan("full", 3, 100, 10, 5_000, 5.0, 16, 16, 5.0, (10, 100, 500, 1_000), 5, 2_000, 5.0)
-QUICK = Plan("quick", 1, 20, 10, 2_000, 2.0, 16, 16, 2.0, (10, 100), 3, 1_000, 2.0)
-TINY = Plan("tiny", 1, 2, 5, 300, 0.5, 4, 4, 0.5, (10,), 1, 200, 0.5, commit_connections=8, loadgen_processes=1)
+QUICK = Plan("quick", 1, 20, 10, 2_000, 2.0, 16, 16, 2.0, (10, 100), 3, 1_000, 2.0, idle_seconds=0.5)
+TINY = Plan("tiny", 1, 2, 5, 300, 0.5, 4, 4, 0.5, (10,), 1, 200, 0.5, commit_connections=8, loadgen_processes=1,
+            idle_seconds=0.2)
 
 
 # ---- CPU and load -------------------------------------------------------------------------------
@@ -272,7 +276,8 @@ class Rounds:
 
     async def send(self, members: Sequence[ConsumerMember]) -> int:
         futures = [self.conns[i % len(self.conns)].call(m.template()) for i, m in enumerate(members)]
-        for member, payload in zip(members, await asyncio.gather(*futures), strict=True):
+        replies = await asyncio.wait_for(asyncio.gather(*futures), 60)  # a server that stops answering
+        for member, payload in zip(members, replies, strict=True):
             code = member.on_response(payload)
             if code:
                 self.errors[code] = self.errors.get(code, 0) + 1
@@ -375,15 +380,30 @@ async def prepare(state: ServerState, plan: Plan, tag: str) -> None:
 
 # ---- measures -----------------------------------------------------------------------------------
 
-async def measure_steady(state: ServerState, plan: Plan) -> dict[str, float]:
-    pid = state.server.pid
-    await paced(state.server.port, state.steady, plan.rate, min(0.5, plan.rate_seconds), plan.connections,
-                _cgh_error)
+async def fixed_rate(server: Server, templates: Sequence[Template], rate: int, seconds: float, connections: int,
+                     check: Callable[[bytes], int], idle_seconds: float) -> dict[str, float]:
+    """CPU per request at `rate` (after a short warm-up at the same rate), and the same net of
+    what the server spends idle (measured just before: a JVM's background threads, our timers)."""
+    pid = server.pid
+    await paced(server.port, templates, rate, min(0.5, seconds), connections, check)
+    idle_rate = 0.0
+    if pid:
+        await asyncio.sleep(0.1)  # the warm-up's last replies (and their writes) out of the way
+        before, started = task_cpu_ns(pid), time.perf_counter()
+        await asyncio.sleep(idle_seconds)
+        idle_rate = (task_cpu_ns(pid) - before) / (time.perf_counter() - started)  # ns per second
     before = task_cpu_ns(pid) if pid else 0
-    got = await paced(state.server.port, state.steady, plan.rate, plan.rate_seconds, plan.connections, _cgh_error)
+    got = await paced(server.port, templates, rate, seconds, connections, check)
     used = task_cpu_ns(pid) - before if pid else 0
-    return {"us_per_request": used / 1e3 / max(got["requests"], 1), "rps": got["rps"],
-            "errors": sum(got["errors"].values())}
+    requests = max(got["requests"], 1)
+    return {"us_per_request": used / 1e3 / requests,
+            "us_net_of_idle": (used - idle_rate * got["seconds"]) / 1e3 / requests,
+            "idle_pct": idle_rate / 1e7, "rps": got["rps"], "errors": sum(got["errors"].values())}
+
+
+async def measure_steady(state: ServerState, plan: Plan) -> dict[str, float]:
+    return await fixed_rate(state.server, state.steady, plan.rate, plan.rate_seconds, plan.connections,
+                            _cgh_error, plan.idle_seconds)
 
 
 async def measure_closed(state: ServerState, plan: Plan) -> dict[str, float]:
@@ -449,16 +469,8 @@ async def measure_joins(state: ServerState, plan: Plan, n: int) -> dict[str, flo
 
 
 async def measure_commits(server: Server, plan: Plan) -> dict[str, float]:
-    templates = sc.commit_templates(256, COMMIT_TOPIC)
-
-    await paced(server.port, templates, plan.commit_rate, min(0.5, plan.commit_seconds), plan.commit_connections,
-                offset_commit_v8_error)
-    before = task_cpu_ns(server.pid) if server.pid else 0
-    got = await paced(server.port, templates, plan.commit_rate, plan.commit_seconds, plan.commit_connections,
-                      offset_commit_v8_error)
-    used = task_cpu_ns(server.pid) - before if server.pid else 0
-    return {"us_per_request": used / 1e3 / max(got["requests"], 1), "rps": got["rps"],
-            "errors": sum(got["errors"].values())}
+    return await fixed_rate(server, sc.commit_templates(256, COMMIT_TOPIC), plan.commit_rate, plan.commit_seconds,
+                            plan.commit_connections, offset_commit_v8_error, plan.idle_seconds)
 
 
 # ---- the sitting --------------------------------------------------------------------------------
@@ -578,6 +590,13 @@ def rows(plan: Plan, results: Results, why: str) -> list[Any]:
             text += f" (two steady rounds {_span([s.values['steady_window_ms'] for s in _warm(theirs)], fmt)} ms)"
         text += (f", {format(theirs[0].values[value], fmt)} cold (warm-up cycle); ratio **{ratio:.2f}**; "
                  f"{_load(samples)}")
+        if value == "us_per_request":  # the fixed-rate rows: the same net of each server's idle CPU
+            ours_net = statistics.median(s.values["us_net_of_idle"] for s in _warm(ours))
+            kafka_net = statistics.median(s.values["us_net_of_idle"] for s in _warm(theirs))
+            idle = [statistics.median(s.values["idle_pct"] for s in _warm(x)) for x in (ours, theirs)]
+            text += (f"; net of idle CPU (ours {idle[0]:.1f} %, Kafka {idle[1]:.1f} % of a core): ours "
+                     f"{format(ours_net, fmt)}, Kafka {format(kafka_net, fmt)} {unit}, ratio "
+                     f"{ours_net / max(kafka_net, 1e-12):.2f}")
         if errors:
             text += f"; {errors:,.0f} error responses"
         if value == "rps" or value == "stable_ms":
