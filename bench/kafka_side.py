@@ -16,7 +16,8 @@ CPU in ns, user and kernel), read before and after each measure. The measures:
   join goes first. CPU per join = (CPU of the join windows - the steady windows' CPU per regular
   heartbeat x the join windows' regular heartbeats) / joins; the members' own heartbeats are not
   charged to the join, what the join adds (the catch-ups, revocations, acknowledgements, the
-  newcomer's requests, the target) is. Join-to-stable: from the newcomer's join to every member
+  newcomer's requests, the target) is. After each join window, unmeasured, the newcomer leaves and
+  the group settles again, so every window sees a group of N. Join-to-stable: from the newcomer's join to every member
   owning its balanced share with everything acknowledged, members heartbeating in rounds;
 - commits: OffsetCommit v8 (simple commits, one partition) at a fixed rate: CPU per commit (and
   net of idle, as the heartbeats).
@@ -44,6 +45,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -460,6 +462,11 @@ async def measure_joins(state: ServerState, plan: Plan, n: int) -> dict[str, flo
             raise RuntimeError(f"{state.server.name}: the group of {n} did not balance after a join "
                                f"(errors {rounds.errors})")
         stable_s.append(took)
+        # Not measured: the newcomer leaves and the group settles, so every window sees N members.
+        newcomer.left = True
+        await rounds.send([newcomer])
+        group.members.remove(newcomer)
+        await form(rounds, group.members, group.partitions)
     per_heartbeat = cpu["steady"] / max(regular["steady"], 1)
     per_join = (cpu["join"] - per_heartbeat * regular["join"]) / plan.joins
     return {"ms_per_join": per_join / 1e6, "stable_ms": statistics.median(stable_s) * 1000,
@@ -625,6 +632,8 @@ def main(argv: list[str] | None = None) -> int:
         plan = replace(plan, join_sizes=tuple(int(n) for n in args.sizes.split(",")))
     if args.turns:
         plan = replace(plan, turns=args.turns)
+    # SIGTERM unwinds like Ctrl-C, so the servers started here are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="coordinator-kafka-side-") as tmp:
         results, why, _ = run(plan, Path(tmp))
     for row in rows(plan, results, why):
