@@ -56,6 +56,8 @@ def test_every_measure_is_reported_beside_kafka_or_says_why_not(tmp_path: Path) 
             assert f"Kafka not run: {why}" in row
         else:
             assert " warm" in row and "cold (warm-up cycle)" in row and "ratio **" in row
+            if "CPU per" in measure and "joining" not in measure:  # the fixed-rate rows
+                assert "net of idle CPU" in row
     assert "without" in _row(rows, "CPU per OffsetCommit")  # ours with fsync and without, side by side
 
 
