@@ -31,7 +31,9 @@ beside one of its parents: a git worktree lives a level deeper), started here (s
 (its process is found from the listening socket; CPU rows need it on this machine). Without Kafka
 every row says why.
 
-    python -m bench.kafka_side [--quick|--tiny]     prints the rows
+    python -m bench.kafka_side [--quick|--tiny]     prints the rows (--quick and --tiny measure one
+                                                     turn after the warm-up, when a JVM is not yet
+                                                     warm: their ratios are indicative only)
     bench/run --only kafka                            writes them into BENCHMARKS.md
 
 Prints numbers; asserts nothing about time. The machine is shared: absolute numbers move with the
