@@ -124,6 +124,12 @@ Method:
 - The assignor and replay rows run in process through `bench/assignor_bench.py` and
   `bench/replay_core_bench.py` (start-up replay into the core, best of three runs, beside the
   log-level pass over the same files: segments read, frames and CRC checked).
+- The "kafka" rows put the coordinator beside Apache Kafka 4.0 in the same sitting
+  (`bench/kafka_side.py`; Kafka started from `KAFKA_HOME` or `shared/kafka` beside the checkout,
+  or `BENCH_KAFKA`): the same load generator, measure by measure in alternating order, after a
+  whole warm-up cycle of the workload (its numbers are Kafka's "cold" ones); CPU of every thread
+  of each server from `/proc/PID/task/*/schedstat`. Ratios are ours over warm Kafka's, medians of
+  the measured turns; each row carries the load average, or says why Kafka was not run.
 - The machine is shared and noisy: absolute numbers move with the load average; compare ratios.
 """
 

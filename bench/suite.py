@@ -13,6 +13,11 @@ commits      OffsetCommit throughput under each log.flush.policy.
 shards       1 vs 2 shard processes (bench/shards_bench.py): steady ConsumerGroupHeartbeat beside
              decode-only, KIP-848 members at scale over the shards, OffsetCommit with fsync per
              batch, and the steady row against BENCH_KAFKA=host:port when set.
+kafka        Side by side with Apache Kafka 4.0 in one sitting (bench/kafka_side.py): CPU per steady
+             heartbeat at a fixed rate, closed-loop req/s, CPU per joining member and join-to-stable
+             time at N = 10..1,000, CPU per OffsetCommit (ours with fsync and without); Kafka started
+             from KAFKA_HOME or shared/kafka beside the checkout, or BENCH_KAFKA; each row says why
+             when Kafka is missing.
 sidecar      Produce and Fetch of 1 KB messages through the sidecar vs. the same upstream (librdkafka's
              mock cluster) directly (bench/sidecar_throughput.py): throughput ratio, added p99.
 
@@ -44,7 +49,8 @@ from bench.report import Row, fmt_rps, machine, render, verdict, with_hand_writt
 from tests.support.server import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = ["throughput", "scale", "convergence", "churn", "assignor", "replay", "commits", "sidecar", "shards"]
+SECTIONS = ["throughput", "scale", "convergence", "churn", "assignor", "replay", "commits", "sidecar", "shards",
+            "kafka"]
 
 
 @dataclass(frozen=True)
@@ -409,6 +415,16 @@ async def section_shards(s: Sizes, workdir: Path, procs: int) -> list[Row]:
     return await asyncio.to_thread(sb.rows, knobs, workdir, ["steady", "scale", "commits", "kafka"])
 
 
+async def section_kafka(s: Sizes, workdir: Path) -> list[Row]:
+    from bench import kafka_side as ks
+
+    plan = ks.plan_for(s.label)
+    # Its servers and load run on an event loop of their own: off this one.
+    results, why, _ = await asyncio.to_thread(ks.run, plan, workdir)
+    rows: list[Row] = ks.rows(plan, results, why)
+    return rows
+
+
 async def run_sections(args: argparse.Namespace, sizes: Sizes, workdir: Path) -> list[Row]:
     prof = Profiler(Path(args.profile) if args.profile else None)
     rows: list[Row] = []
@@ -432,6 +448,8 @@ async def run_sections(args: argparse.Namespace, sizes: Sizes, workdir: Path) ->
                 got = await section_sidecar(sizes, workdir)
             elif section == "shards":
                 got = await section_shards(sizes, workdir, args.loadgen_processes)
+            elif section == "kafka":
+                got = await section_kafka(sizes, workdir)
             else:
                 got = await section_commits(sizes, workdir, prof, args.loadgen_processes)
         except Exception as exc:
