@@ -76,6 +76,7 @@ class RecordType(IntEnum):
     COORDINATOR_EPOCH = 1000
     SCRAM_CREDENTIAL = 1001
     ACL = 1002
+    OFFSETS_UPSTREAM = 1003
 
 
 class _Struct(msgspec.Struct, frozen=True, array_like=True):
@@ -265,6 +266,20 @@ class AclValue(_Struct, frozen=True):
     """Present = the ACL exists; a tombstone deletes it."""
 
 
+# ---- OffsetsUpstream (type 1003, ours; sidecar transactional offset commits) ---------------------
+
+
+class OffsetsUpstreamKey(_Struct, frozen=True):
+    """A group whose offsets of record live on the upstream cluster (sidecar mode: the group commits
+    transactionally, so its commits are the upstream's, under the upstream's transaction markers)."""
+
+    group: str
+
+
+class OffsetsUpstreamValue(_Struct, frozen=True):
+    since_ms: int  # when the group's first transactional commit was accepted here
+
+
 ConsumerGroupRecordKey = (
     ConsumerGroupMetadataKey
     | ConsumerGroupMemberMetadataKey
@@ -295,9 +310,9 @@ CONSUMER_GROUP_RECORD_VALUES = (
     ConsumerGroupCurrentMemberAssignmentValue,
 )
 RecordKey = (OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey | CoordinatorEpochKey | ScramCredentialKey
-             | AclKey)
+             | AclKey | OffsetsUpstreamKey)
 RecordValue = (OffsetCommitValue | GroupMetadataValue | ConsumerGroupRecordValue | CoordinatorEpochValue
-               | ScramCredentialValue | AclValue)
+               | ScramCredentialValue | AclValue | OffsetsUpstreamValue)
 
 
 class Record(msgspec.Struct, frozen=True, gc=False):
@@ -330,6 +345,7 @@ _KEY_TYPES: dict[int, type[RecordKey]] = {
     RecordType.COORDINATOR_EPOCH: CoordinatorEpochKey,
     RecordType.SCRAM_CREDENTIAL: ScramCredentialKey,
     RecordType.ACL: AclKey,
+    RecordType.OFFSETS_UPSTREAM: OffsetsUpstreamKey,
 }
 _TYPE_OF_KEY: dict[type[RecordKey], int] = {cls: rt for rt, cls in _KEY_TYPES.items()}
 
@@ -345,6 +361,7 @@ _VALUE_TYPES: dict[tuple[int, int], type[RecordValue]] = {
     (RecordType.COORDINATOR_EPOCH, 0): CoordinatorEpochValue,
     (RecordType.SCRAM_CREDENTIAL, 0): ScramCredentialValue,
     (RecordType.ACL, 0): AclValue,
+    (RecordType.OFFSETS_UPSTREAM, 0): OffsetsUpstreamValue,
 }
 # value struct -> version written today
 _WRITE_VERSION: dict[type[RecordValue], int] = {
@@ -358,6 +375,7 @@ _WRITE_VERSION: dict[type[RecordValue], int] = {
     CoordinatorEpochValue: 0,
     ScramCredentialValue: 0,
     AclValue: 0,
+    OffsetsUpstreamValue: 0,
 }
 
 _VERSION = struct.Struct(">H")

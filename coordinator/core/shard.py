@@ -73,6 +73,7 @@ from coordinator.core.records import (
 from coordinator.core.registry import Registration, ShardContext, connect, hooks, merged
 from coordinator.core.requests import Event, TimerFired, TopicsChanged
 from coordinator.core.result import Result
+from coordinator.core.txn_offsets import TxnOffsets
 
 
 class GroupType(Protocol):
@@ -142,6 +143,7 @@ class CoordinatorShard:
         assert len(simple) == 1, "exactly one group type makes the groups of offset-only commits"
         self.offsets = OffsetManager(self.config, self.groups, simple[0], self.topics)
         self.admin = GroupAdmin(self.groups, self.offsets)
+        self.txn_offsets = TxnOffsets(self.groups)
         self.services: tuple[ShardService, ...] = tuple(services)
         self.publishers: tuple[ShardService, ...] = self.services
         """State the edges read that must change only once the entry carrying the change is
@@ -151,6 +153,7 @@ class CoordinatorShard:
             Registration(name="coordinator-epoch", replayers={CoordinatorEpochKey: self._replay_epoch}),
             self.offsets.registration,
             self.admin.registration,
+            self.txn_offsets.registration,
             *(service.registration for service in self.services),
         ]
         self._handlers: dict[type, Callable[[Any, Effects], None]] = merged(registrations, "requests")
