@@ -1,0 +1,244 @@
+"""Exactly-once consume-transform-produce through the sidecar, with Apache Kafka 4.0 upstream: the
+transactions are the upstream's, the group is the sidecar's, TxnOffsetCommit is validated here
+(KIP-447) and forwarded, and the group's offsets are read back from the upstream, where the
+transaction markers decide them."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+
+from tests.support.server import ServerProcess, wait_until
+
+from .conftest import Upstream, free_base_port, sidecar_process
+from .support import high_watermarks, produce_keyed
+
+pytestmark = pytest.mark.interop
+
+RECORDS = 300
+FAST = {"group.consumer.heartbeat.interval.ms": "500", "group.consumer.min.heartbeat.interval.ms": "500",
+        # A SIGKILLed KIP-848 member holds its partitions until its session expires.
+        "group.consumer.session.timeout.ms": "6000", "group.consumer.min.session.timeout.ms": "6000"}
+
+
+class Processor:
+    """`tests/sidecar/eos_processor.py` as a child process, its stdout lines kept."""
+
+    def __init__(self, bootstrap: str, source: str, sink: str, group: str, transactional_id: str, protocol: str,
+                 *extra: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.sidecar.eos_processor", bootstrap, source, sink, group, transactional_id,
+             protocol, *extra], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.lines: list[str] = []
+
+    def wait_for_line(self, prefix: str, timeout: float = 60.0) -> str:
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"processor exited ({self.proc.wait(5)}) before {prefix!r}: {self.lines[-5:]}")
+            self.lines.append(line.strip())
+            if line.startswith(prefix):
+                return line.strip()
+        raise AssertionError(f"no {prefix!r} within {timeout}s: {self.lines[-5:]}")
+
+    def finish(self, timeout: float = 90.0) -> int:
+        self.wait_for_line("DONE", timeout)
+        return self.proc.wait(10)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def read_committed(bootstrap: str, topic: str, timeout: float = 60.0) -> list[bytes]:
+    """Every committed record of `topic` (read_committed, by assignment), read up to the end."""
+    ends = high_watermarks(bootstrap, topic)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "eos-reader-unused", "enable.auto.commit": False,
+                         "isolation.level": "read_committed"})
+    try:
+        consumer.assign([TopicPartition(topic, p, -2) for p in ends])
+        values: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            values += [m.value() for m in consumer.consume(1000, 0.3) if not m.error()]
+            positions = consumer.position([TopicPartition(topic, p) for p in ends])
+            if all(tp.offset >= ends[tp.partition] for tp in positions):
+                return values
+        raise AssertionError(f"read_committed did not reach the end {ends} within {timeout}s")
+    finally:
+        consumer.close()
+
+
+def assert_exactly_once(bootstrap: str, sink: str, count: int) -> None:
+    outputs = Counter(read_committed(bootstrap, sink))
+    expected = Counter(b"out:%d" % i for i in range(count))
+    duplicated = {v: n for v, n in outputs.items() if n > 1}
+    assert not duplicated, f"{len(duplicated)} outputs more than once, e.g. {list(duplicated.items())[:3]}"
+    assert outputs == expected, f"missing {sorted(expected - outputs)[:5]}, unexpected {sorted(outputs - expected)[:5]}"
+
+
+def fetched(bootstrap: str, group: str, topic: str, partitions: int, require_stable: bool = False) -> dict[int, int]:
+    """The group's committed offsets as `bootstrap` answers OffsetFetch (raises on a group error)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    asked = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])
+    result = admin.list_consumer_group_offsets([asked], require_stable=require_stable)[group].result(timeout=30)
+    errors = {tp.partition: tp.error for tp in result.topic_partitions if tp.error is not None}
+    if errors:
+        raise KafkaException(next(iter(errors.values())))
+    return {tp.partition: tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+
+
+@pytest.fixture
+def sidecar(tmp_path: Path, kafka_upstream: Upstream):
+    server = sidecar_process(tmp_path / "sidecar", kafka_upstream.bootstrap, free_base_port(), **FAST).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("protocol", ["consumer", pytest.param("classic", marks=pytest.mark.slow)])
+def test_exactly_once_across_a_processor_killed_mid_transaction(sidecar: ServerProcess, kafka_upstream: Upstream,
+                                                                 protocol: str) -> None:
+    source, sink, group = f"eos-in-{protocol}", f"eos-out-{protocol}", f"eos-{protocol}"
+    produce_keyed(kafka_upstream.bootstrap, source, RECORDS)
+    first = Processor(sidecar.bootstrap, source, sink, group, f"eos-tx-{protocol}", protocol,
+                      "--hang-after", "2", "--batch", "40")
+    try:
+        first.wait_for_line("MID")
+        # Two transactions committed offsets; the third's are pending upstream.
+        through_sidecar = fetched(sidecar.bootstrap, group, source, 3)
+        assert through_sidecar == fetched(kafka_upstream.bootstrap, group, source, 3)
+        assert 0 < sum(through_sidecar.values()) < RECORDS
+        with pytest.raises(KafkaException) as unstable:
+            fetched(sidecar.bootstrap, group, source, 3, require_stable=True)
+        assert unstable.value.args[0].code() == KafkaError.UNSTABLE_OFFSET_COMMIT
+    finally:
+        first.kill()
+    # The next owner of the transactional id fences the dead one, whose transaction is aborted:
+    # its output never visible, its offsets never fetched (else records would be skipped).
+    second = Processor(sidecar.bootstrap, source, sink, group, f"eos-tx-{protocol}", protocol)
+    try:
+        assert second.finish() == 0
+    finally:
+        second.kill()
+    assert fetched(sidecar.bootstrap, group, source, 3, require_stable=True) == high_watermarks(
+        kafka_upstream.bootstrap, source)
+    assert_exactly_once(kafka_upstream.bootstrap, sink, RECORDS)
+    assert "offsets_home_upstream" in sidecar.log()
+
+
+def joined(consumer: Consumer, timeout: float = 30.0) -> None:
+    wait_until(lambda: bool(consumer.poll(0.1) or True) and bool(consumer.assignment()), timeout=timeout,
+               message="an assignment")
+
+
+def test_a_zombie_of_an_old_generation_is_fenced(sidecar: ServerProcess, kafka_upstream: Upstream) -> None:
+    """KIP-447: the producer sends the group metadata of the consumer it works for; once a
+    rebalance moved the group on, metadata of the old generation is refused here, and nothing
+    reaches the upstream."""
+    source, group = "zombie-in", "zombie-group"
+    produce_keyed(kafka_upstream.bootstrap, source, 30)
+    config = {"bootstrap.servers": sidecar.bootstrap, "group.id": group, "group.protocol": "classic",
+              "session.timeout.ms": 6000, "heartbeat.interval.ms": 200, "auto.offset.reset": "earliest",
+              "enable.auto.commit": False}
+    old, other = Consumer(config), Consumer(config)
+    producer = Producer({"bootstrap.servers": sidecar.bootstrap, "transactional.id": "zombie-tx"})
+    try:
+        old.subscribe([source])
+        joined(old)
+        stale = old.consumer_group_metadata()
+        other.subscribe([source])
+        wait_until(lambda: bool(old.poll(0.05) or True) and bool(other.poll(0.05) or True)
+                   and bool(other.assignment()) and bool(old.assignment()), timeout=30, message="a second generation")
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        with pytest.raises(KafkaException) as refused:
+            producer.send_offsets_to_transaction([TopicPartition(source, 0, 7)], stale, 30)
+        assert refused.value.args[0].code() == KafkaError.ILLEGAL_GENERATION
+        producer.abort_transaction(30)
+        # The member's current metadata is accepted, and the offset becomes visible on commit.
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction([TopicPartition(source, 0, 9)], old.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+        assert fetched(sidecar.bootstrap, group, source, 1) == {0: 9}
+    finally:
+        old.close()
+        other.close()
+
+
+def test_a_departed_kip848_member_cannot_commit_transactionally(sidecar: ServerProcess,
+                                                                kafka_upstream: Upstream) -> None:
+    source, group = "departed-in", "departed-group"
+    produce_keyed(kafka_upstream.bootstrap, source, 10)
+    consumer = Consumer({"bootstrap.servers": sidecar.bootstrap, "group.id": group, "group.protocol": "consumer",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    producer = Producer({"bootstrap.servers": sidecar.bootstrap, "transactional.id": "departed-tx"})
+    consumer.subscribe([source])
+    joined(consumer)
+    departed = consumer.consumer_group_metadata()
+    consumer.close()
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    with pytest.raises(KafkaException) as refused:
+        producer.send_offsets_to_transaction([TopicPartition(source, 0, 3)], departed, 30)
+    assert refused.value.args[0].code() == KafkaError.UNKNOWN_MEMBER_ID
+    producer.abort_transaction(30)
+    assert fetched(sidecar.bootstrap, group, source, 3) == {}
+
+
+def test_an_aborted_transactions_offsets_are_never_fetched(sidecar: ServerProcess, kafka_upstream: Upstream) -> None:
+    source, group = "abort-in", "abort-group"
+    produce_keyed(kafka_upstream.bootstrap, source, 30)
+    consumer = Consumer({"bootstrap.servers": sidecar.bootstrap, "group.id": group, "group.protocol": "consumer",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    producer = Producer({"bootstrap.servers": sidecar.bootstrap, "transactional.id": "abort-tx"})
+    try:
+        consumer.subscribe([source])
+        joined(consumer)
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction([TopicPartition(source, 1, 4)], consumer.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction([TopicPartition(source, 1, 20)], consumer.consumer_group_metadata(), 30)
+        assert fetched(sidecar.bootstrap, group, source, 3) == {1: 4}  # pending: not visible
+        producer.abort_transaction(30)
+        assert fetched(sidecar.bootstrap, group, source, 3, require_stable=True) == {1: 4}
+        # A consumer restarting from the group's offsets starts at 4, not at the aborted 20.
+        consumer.close()
+        consumer = Consumer({"bootstrap.servers": sidecar.bootstrap, "group.id": group, "group.protocol": "consumer",
+                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        consumer.subscribe([source])
+        first: dict[int, int] = {}
+
+        def read_partition_1() -> bool:
+            for m in consumer.consume(100, 0.2):
+                if not m.error():
+                    first.setdefault(m.partition(), m.offset())
+            return 1 in first
+
+        wait_until(read_partition_1, timeout=30, message="partition 1 read")
+        assert first[1] == 4
+    finally:
+        consumer.close()
