@@ -46,6 +46,7 @@ from ..api.registry import ApiHandler, RequestContext, response_of
 from ..core.requests import OffsetsUpstreamQuery, TxnOffsetCommitCheck
 from ..logging import get_logger
 from ..runtime.shard import ShardRuntime
+from ..security.authorizer import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE, allowed
 from .lograte import RateLimitedLog
 from .wire import ForwardError
 
@@ -113,13 +114,44 @@ class TxnOffsetCommits:
             if shard is None or not shard.loaded:
                 return _txn_error(ctx, request, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if ctx.api_version >= 2
                                   else ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            refused: list[Any] = []
             if ctx.authz is not None:
-                # The upstream authorizes the forward as the sidecar's principal, not the client's.
-                return _txn_error(ctx, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+                # Kafka's KafkaApis: WRITE on the transactional id, READ on the group, READ on each
+                # topic (a refused topic's partitions only). The upstream then authorizes the
+                # forward as the sidecar's principal.
+                if not allowed(ctx, WRITE, TRANSACTIONAL_ID, request.transactional_id):
+                    return _txn_error(ctx, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+                if not allowed(ctx, READ, GROUP, request.group_id):
+                    return _txn_error(ctx, request, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+                refused = [t for t in request.topics if not allowed(ctx, READ, TOPIC, t.name)]
+                if refused:
+                    request = dataclasses.replace(request, topics=tuple(t for t in request.topics if t not in refused))
+            unknown = [t for t in request.topics if not self._known(t)]
+            if unknown:
+                request = dataclasses.replace(request, topics=tuple(t for t in request.topics if t not in unknown))
+            if refused or unknown:
+                answered = [*_error_topics(refused, ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                            *_error_topics(unknown, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+                if not request.topics:
+                    return _txn_answer(ctx, answered)
+                return self._then_add(ctx, self._commit(ctx, request, shard), answered)
             return self._commit(ctx, request, shard)
 
         return ApiHandler(TXN_OFFSET_COMMIT, low, high, handle,
                           lambda ctx, request, code: _txn_error(ctx, request, code))
+
+    def _known(self, topic: Any) -> bool:
+        """Kafka answers UNKNOWN_TOPIC_OR_PARTITION for a topic its metadata does not have (the
+        upstream's: our catalog is read from it)."""
+        info = self._cluster.catalog.get(topic.name)
+        if info is None:
+            self._cluster.request_refresh()  # it may be new: the client's retry finds it
+            return False
+        return all(0 <= p.partition_index < info.num_partitions for p in topic.partitions)
+
+    async def _then_add(self, ctx: RequestContext, pending: Any, answered: list[dict[str, Any]]) -> Any:
+        response = await pending
+        return _txn_answer(ctx, [*_described_topics(response), *answered])
 
     async def _commit(self, ctx: RequestContext, request: Any, shard: ShardRuntime) -> Any:
         group_id = request.group_id
@@ -331,11 +363,22 @@ def _partition_errors(answer: Any) -> bool:
     return any(p.error_code for t in getattr(answer, "topics", None) or () for p in t.partitions)
 
 
+def _error_topics(topics: Any, code: int) -> list[dict[str, Any]]:
+    return [{"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": code}
+                                            for p in t.partitions]} for t in topics]
+
+
+def _described_topics(response: Any) -> list[dict[str, Any]]:
+    return [{"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": p.error_code}
+                                            for p in t.partitions]} for t in response.topics]
+
+
+def _txn_answer(ctx: RequestContext, topics: list[dict[str, Any]]) -> Any:
+    return build(response_schema(TXN_OFFSET_COMMIT, ctx.api_version), {"throttle_time": 0, "topics": topics})
+
+
 def _txn_error(ctx: RequestContext, request: Any, code: int) -> Any:
-    return build(response_schema(TXN_OFFSET_COMMIT, ctx.api_version), {
-        "throttle_time": 0,
-        "topics": [{"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": code}
-                                                   for p in t.partitions]} for t in request.topics]})
+    return _txn_answer(ctx, _error_topics(request.topics, code))
 
 
 class _Unavailable(Exception):
