@@ -148,7 +148,9 @@ class OffsetBridge:
 
     async def _import(self, shard: ShardRuntime, group_id: str) -> None:
         try:
-            if await self._local_offsets(shard, group_id):
+            if self.homes is not None and group_id in await self.homes(shard):
+                IMPORTS.labels("upstream_home").inc()  # its offsets are read from upstream: nothing to copy
+            elif await self._local_offsets(shard, group_id):
                 IMPORTS.labels("known_here").inc()
             else:
                 upstream = await self._read_upstream(group_id)

@@ -20,6 +20,12 @@ import time
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+RECOVERY = {"metadata.recovery.strategy": "none"}
+"""librdkafka 2.16 re-bootstraps when every broker it knows is unreachable, which is what a sidecar
+failover looks like for an instant (every listener is the sidecar's); a send_offsets_to_transaction
+in flight then waits on a decommissioned coordinator handle well past its timeout. The sidecar's
+ports are stable across failover, so reconnecting to the known brokers is what recovers."""
+
 
 def main() -> int:
     parser = argparse.ArgumentParser()
@@ -29,13 +35,13 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=50)
     args = parser.parse_args()
     consumer_config = {
-        "bootstrap.servers": args.bootstrap, "group.id": args.group, "group.protocol": args.protocol,
+        **RECOVERY, "bootstrap.servers": args.bootstrap, "group.id": args.group, "group.protocol": args.protocol,
         "isolation.level": "read_committed", "enable.auto.commit": False, "auto.offset.reset": "earliest",
     }
     if args.protocol == "classic":
         consumer_config.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
     consumer = Consumer(consumer_config)
-    producer = Producer({"bootstrap.servers": args.bootstrap, "transactional.id": args.transactional_id,
+    producer = Producer({**RECOVERY, "bootstrap.servers": args.bootstrap, "transactional.id": args.transactional_id,
                          "transaction.timeout.ms": 60000, "linger.ms": 5})
     producer.init_transactions(60)
     print("READY", flush=True)

@@ -1,13 +1,19 @@
 """Exactly-once consume-transform-produce through the sidecar, with Apache Kafka 4.0 upstream: the
 transactions are the upstream's, the group is the sidecar's, TxnOffsetCommit is validated here
 (KIP-447) and forwarded, and the group's offsets are read back from the upstream, where the
-transaction markers decide them."""
+transaction markers decide them. Processors: confluent-kafka (`eos_processor.py`) and the Java
+client 4.3.0 (`java/EosProcessor.java`, compiled with javac; skipped with the reason when the
+clients or a JDK are missing)."""
 
 from __future__ import annotations
 
+import os
+import queue
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -23,7 +29,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
-from tests.support.server import ServerProcess, wait_until
+from tests.support.server import ServerProcess, free_port, wait_until
 
 from .conftest import Upstream, free_base_port, sidecar_process
 from .support import high_watermarks, produce_keyed
@@ -45,18 +51,28 @@ class Processor:
             [sys.executable, "-m", "tests.sidecar.eos_processor", bootstrap, source, sink, group, transactional_id,
              protocol, *extra], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.lines: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._queue.put(line.strip())
+        self._queue.put(None)
 
     def wait_for_line(self, prefix: str, timeout: float = 60.0) -> str:
-        assert self.proc.stdout is not None
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
+        while True:
+            try:
+                line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no {prefix!r} within {timeout}s: {self.lines[-5:]}") from None
+            if line is None:
                 raise AssertionError(f"processor exited ({self.proc.wait(5)}) before {prefix!r}: {self.lines[-5:]}")
-            self.lines.append(line.strip())
+            self.lines.append(line)
             if line.startswith(prefix):
-                return line.strip()
-        raise AssertionError(f"no {prefix!r} within {timeout}s: {self.lines[-5:]}")
+                return line
 
     def finish(self, timeout: float = 90.0) -> int:
         self.wait_for_line("DONE", timeout)
@@ -66,6 +82,7 @@ class Processor:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)
+        self._reader.join(10)  # the pipe ends with the process
         if self.proc.stdout is not None:
             self.proc.stdout.close()
 
@@ -146,6 +163,62 @@ def test_exactly_once_across_a_processor_killed_mid_transaction(sidecar: ServerP
         kafka_upstream.bootstrap, source)
     assert_exactly_once(kafka_upstream.bootstrap, sink, RECORDS)
     assert "offsets_home_upstream" in sidecar.log()
+
+
+def run_to_end(bootstrap: str, source: str, sink: str, group: str, transactional_id: str, protocol: str,
+               attempts: int = 3) -> list[str]:
+    """Run processors one after the other until one reaches the input's end (an application
+    restarts its processor after a fatal error); their output lines."""
+    lines: list[str] = []
+    for _ in range(attempts):
+        processor = Processor(bootstrap, source, sink, group, transactional_id, protocol, "--batch", "20")
+        try:
+            processor.finish(timeout=120)
+            return lines + processor.lines
+        except AssertionError:
+            lines += processor.lines
+        finally:
+            processor.kill()
+    raise AssertionError(f"no processor finished: {lines[-8:]}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ["consumer", "classic"])
+def test_exactly_once_across_a_sigkill_of_the_sidecar_with_a_standby(tmp_path: Path, kafka_upstream: Upstream,
+                                                                      protocol: str) -> None:
+    """The active sidecar is SIGKILLed while a processor commits transaction after transaction;
+    the standby on the same data directory takes over its ports, knows from the log that the
+    group's offsets live upstream, and the output still holds every input once."""
+    source, sink, group = f"failover-in-{protocol}", f"failover-out-{protocol}", f"failover-{protocol}"
+    records = 2000
+    produce_keyed(kafka_upstream.bootstrap, source, records)
+    base, port = free_base_port(), free_port()
+    active = sidecar_process(tmp_path / "sidecar", kafka_upstream.bootstrap, base, port=port, **FAST).start()
+    standby = sidecar_process(tmp_path / "sidecar", kafka_upstream.bootstrap, base, port=port, **FAST)
+    standby.log_path = tmp_path / "standby.log"
+    standby.start(wait=False)
+    processor = Processor(active.bootstrap, source, sink, group, f"failover-tx-{protocol}", protocol,
+                          "--batch", "20")
+    try:
+        wait_until(lambda: "standby_waiting" in standby.log(), message="the standby to be tailing")
+        processor.wait_for_line("COMMITTED 5")
+        active.kill()
+        wait_until(standby.ready, timeout=30, interval=0.05, message="standby takeover")
+        try:
+            processor.finish(timeout=120)
+            lines = processor.lines
+        except AssertionError:  # a fatal error in the outage: the application starts it again
+            processor.kill()
+            lines = processor.lines + run_to_end(standby.bootstrap, source, sink, group, f"failover-tx-{protocol}",
+                                                 protocol)
+        assert any(line.startswith("COMMITTED") for line in lines[lines.index("COMMITTED 5 20") + 1:]), lines[-5:]
+        assert_exactly_once(kafka_upstream.bootstrap, sink, records)
+        assert fetched(standby.bootstrap, group, source, 3, require_stable=True) == high_watermarks(
+            kafka_upstream.bootstrap, source)
+    finally:
+        processor.kill()
+        active.stop()
+        standby.stop()
 
 
 def joined(consumer: Consumer, timeout: float = 30.0) -> None:
@@ -242,3 +315,43 @@ def test_an_aborted_transactions_offsets_are_never_fetched(sidecar: ServerProces
         assert first[1] == 4
     finally:
         consumer.close()
+
+
+def clients_dir() -> Path:
+    """`KAFKA_JAVA_CLIENTS`, else `clients-4.3.0` beside the broker distribution `KAFKA_HOME` names."""
+    named = os.environ.get("KAFKA_JAVA_CLIENTS")
+    if named:
+        return Path(named)
+    home = os.environ.get("KAFKA_HOME")
+    return Path(home).parent / "clients-4.3.0" if home else Path("clients-4.3.0-not-found")
+JAVA_SOURCE = Path(__file__).parent / "java" / "EosProcessor.java"
+
+
+@pytest.fixture(scope="module")
+def java_processor(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The command that runs the compiled processor (the class files in a temporary directory)."""
+    clients = clients_dir()
+    jars = sorted(clients.glob("*.jar"))
+    if not any(j.name.startswith("kafka-clients-") for j in jars):
+        pytest.skip(f"no kafka-clients jar in {clients} (set KAFKA_JAVA_CLIENTS or KAFKA_HOME)")
+    if shutil.which("javac") is None or shutil.which("java") is None:
+        pytest.skip("no javac/java on PATH")
+    out = tmp_path_factory.mktemp("java-eos")
+    classpath = ":".join(str(j) for j in jars)
+    subprocess.run(["javac", "-cp", classpath, "-d", str(out), str(JAVA_SOURCE)], check=True, timeout=120)
+    return ["java", "-Xmx256m", "-cp", f"{classpath}:{out}", "EosProcessor"]
+
+
+@pytest.mark.parametrize("protocol", ["classic", pytest.param("consumer", marks=pytest.mark.slow)])
+def test_java_send_offsets_to_transaction_through_the_sidecar(java_processor: list[str], sidecar: ServerProcess,
+                                                              kafka_upstream: Upstream, protocol: str) -> None:
+    source, sink, group = f"java-eos-in-{protocol}", f"java-eos-out-{protocol}", f"java-eos-{protocol}"
+    produce_keyed(kafka_upstream.bootstrap, source, RECORDS)
+    run = subprocess.run([*java_processor, sidecar.bootstrap, source, sink, group, f"java-eos-tx-{protocol}",
+                          protocol], capture_output=True, text=True, timeout=150)
+    lines = run.stdout.splitlines()
+    assert run.returncode == 0, (lines[-5:], run.stderr[-2000:])
+    assert lines[-1].startswith("DONE ") and int(lines[-1].split()[1]) >= 1
+    assert_exactly_once(kafka_upstream.bootstrap, sink, RECORDS)
+    assert fetched(sidecar.bootstrap, group, source, 3, require_stable=True) == high_watermarks(
+        kafka_upstream.bootstrap, source)
