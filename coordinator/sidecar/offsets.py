@@ -32,6 +32,11 @@ exists only upstream imports it, deletes it here and then upstream. An upstream 
 (NON_EMPTY_GROUP: someone consumes with that group id directly upstream; GROUP_SUBSCRIBED_TO_TOPIC)
 is logged and not retried; GROUP_ID_NOT_FOUND upstream means nothing was left to delete.
 
+A group whose offsets live upstream (it commits transactionally, `txn_offsets`) is neither
+imported nor mirrored: its offsets are read from the upstream, and its plain commits are sent there
+when they are made (`commit_upstream`); `flush` mirrors one group at once, whatever its home (before
+its first transactional commit is forwarded).
+
 Dirty marks and pending deletions are in memory: a coordinator killed before a mirror round
 leaves those changes unmirrored until the group's next commit (commits) or for good (deletions).
 """
