@@ -48,7 +48,6 @@ from ..logging import get_logger
 from ..runtime.shard import ShardRuntime
 from ..security.authorizer import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE, allowed
 from .lograte import RateLimitedLog
-from .wire import ForwardError
 
 if TYPE_CHECKING:
     from .cluster import UpstreamCluster
@@ -166,7 +165,7 @@ class TxnOffsetCommits:
                 if checked.error_code:
                     return _txn_error(ctx, request, checked.error_code)
             return await self._forward(ctx, request)
-        except (ForwardError, _Unavailable) as exc:
+        except Exception as exc:  # whatever the upstream did (or sent): the client retries
             limited.warning("txn_offset_commit_unavailable", group_id=group_id, upstream=self._cluster.names,
                             error=str(exc) or type(exc).__name__)
             return _txn_error(ctx, request, ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -204,19 +203,11 @@ class TxnOffsetCommits:
             request = dataclasses.replace(request, member_id="", generation_id=-1, group_instance_id=None)
         self._in_flight[group_id] = self._in_flight.get(group_id, 0) + 1
         try:
-            deadline = time.monotonic() + FORWARD_DEADLINE_S
-            while True:
-                node_id = await self._bridge.coordinator_of(group_id)
-                try:
-                    response = await self._cluster.client.call_node(node_id, TXN_OFFSET_COMMIT, request)
-                except ForwardError:
-                    self._bridge.forget_coordinator(group_id)
-                    raise
-                codes = {int(p.error_code) for t in response.topics for p in t.partitions}
-                if not codes & RETRIED or time.monotonic() >= deadline:
-                    return response
+            response = await self._call_coordinator(group_id, TXN_OFFSET_COMMIT, request)
+            codes = {int(p.error_code) for t in response.topics for p in t.partitions}
+            if codes & RETRIED:
                 self._bridge.forget_coordinator(group_id)
-                await asyncio.sleep(BACKOFF_S)
+            return response
         finally:
             left = self._in_flight[group_id] - 1
             if left:
@@ -284,7 +275,7 @@ class TxnOffsetCommits:
                       for g in request.groups if g.group_id in names]
             upstream = await self._fetch_groups_upstream(ctx, names, dataclasses.replace(request, groups=tuple(groups)))
             return dataclasses.replace(answer, groups=tuple(upstream.get(g.group_id, g) for g in answer.groups))
-        except (ForwardError, _Unavailable) as exc:
+        except Exception as exc:  # whatever the upstream did (or sent): the client retries
             limited.warning("offset_fetch_upstream_unavailable", groups=sorted(ours), upstream=self._cluster.names,
                             error=str(exc) or type(exc).__name__)
             refuse = handler.refuse
@@ -309,21 +300,25 @@ class TxnOffsetCommits:
         return out
 
     async def _call_coordinator(self, group_id: str, api_key: int, request: Any) -> Any:
+        """`request` to the upstream's group coordinator for the group; a coordinator that moved,
+        loads or cannot be reached is found again and asked again until `FORWARD_DEADLINE_S`, then
+        its last answer (or `_Unavailable`) is the caller's."""
         deadline = time.monotonic() + FORWARD_DEADLINE_S
         while True:
-            node_id = await self._bridge.coordinator_of(group_id)
             try:
+                node_id = await self._bridge.coordinator_of(group_id)
                 response = await self._cluster.client.call_node(node_id, api_key, request)
-            except ForwardError:
+            except Exception as exc:  # whatever the upstream did (or sent): never crash on it
                 self._bridge.forget_coordinator(group_id)
-                raise
-            code = int(getattr(response, "error_code", 0) or 0)
-            if api_key == OFFSET_FETCH and getattr(response, "groups", None):
-                code = next((int(g.error_code) for g in response.groups if g.error_code), 0)
-            if code not in RETRIED or time.monotonic() >= deadline:
-                return response
-            self._bridge.forget_coordinator(group_id)
-            await asyncio.sleep(BACKOFF_S)
+                if time.monotonic() >= deadline:
+                    raise _Unavailable(str(exc) or type(exc).__name__) from exc
+                await asyncio.sleep(BACKOFF_S)
+                continue
+            if _retried(api_key, response) and time.monotonic() < deadline:
+                self._bridge.forget_coordinator(group_id)
+                await asyncio.sleep(BACKOFF_S)
+                continue
+            return response
 
     async def _plain_commit(self, ctx: RequestContext, request: Any, inner: Any, handler: ApiHandler) -> Any:
         try:
@@ -350,6 +345,16 @@ class TxnOffsetCommits:
             assert refuse is not None
             return refuse(ctx, request, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return answer
+
+
+def _retried(api_key: int, response: Any) -> bool:
+    """The answer says the coordinator moved or is loading (a group or a partition error)."""
+    if api_key == TXN_OFFSET_COMMIT:
+        return any(int(p.error_code) in RETRIED for t in response.topics for p in t.partitions)
+    groups = getattr(response, "groups", None)
+    if groups:
+        return any(int(g.error_code) in RETRIED for g in groups)
+    return int(getattr(response, "error_code", 0) or 0) in RETRIED
 
 
 def _group_ids(ctx: RequestContext, request: Any) -> list[str]:

@@ -17,6 +17,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import (
@@ -29,10 +30,15 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
+from protocol.build import build
+from protocol.errors import ErrorCode
+from protocol.schemas import request_schema
+from tests.support.metrics import scrape
 from tests.support.server import ServerProcess, free_port, wait_until
 
 from .conftest import Upstream, free_base_port, sidecar_process
 from .support import high_watermarks, produce_keyed
+from .test_routing import api_ranges, call
 
 pytestmark = pytest.mark.interop
 
@@ -355,3 +361,102 @@ def test_java_send_offsets_to_transaction_through_the_sidecar(java_processor: li
     assert_exactly_once(kafka_upstream.bootstrap, sink, RECORDS)
     assert fetched(sidecar.bootstrap, group, source, 3, require_stable=True) == high_watermarks(
         kafka_upstream.bootstrap, source)
+
+
+def test_the_upstream_stays_the_groups_home_across_a_restart(tmp_path: Path, kafka_upstream: Upstream) -> None:
+    """Offsets committed here before the group's first transactional commit are copied upstream;
+    after a restart the group's OffsetFetch is still answered from upstream (the mark is a record
+    in the log), a plain commit is committed upstream before it is answered, and mirror rounds
+    never put the older offsets kept here over the transaction's."""
+    source, group = "home-in", "home-group"
+    produce_keyed(kafka_upstream.bootstrap, source, 30)
+    base, port = free_base_port(), free_port()
+    server = sidecar_process(tmp_path / "sidecar", kafka_upstream.bootstrap, base, port=port, **FAST).start()
+    outsider = {"bootstrap.servers": server.bootstrap, "group.id": group, "enable.auto.commit": False}
+    try:
+        committer = Consumer(outsider)  # never subscribes: simple commits (generation -1)
+        committer.commit(offsets=[TopicPartition(source, 0, 3), TopicPartition(source, 2, 2)], asynchronous=False)
+        committer.close()
+        producer = Producer({"bootstrap.servers": server.bootstrap, "transactional.id": "home-tx"})
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        metadata = Consumer(outsider)
+        producer.send_offsets_to_transaction([TopicPartition(source, 0, 9)], metadata.consumer_group_metadata(), 30)
+        metadata.close()
+        producer.commit_transaction(30)
+        assert fetched(kafka_upstream.bootstrap, group, source, 3) == {0: 9, 2: 2}  # 2: copied before the forward
+        server.stop()
+        server = sidecar_process(tmp_path / "sidecar", kafka_upstream.bootstrap, base, port=port, **FAST).start()
+        assert fetched(server.bootstrap, group, source, 3) == {0: 9, 2: 2}  # here, 0 is still 3
+        committer = Consumer(outsider)
+        committer.commit(offsets=[TopicPartition(source, 1, 5)], asynchronous=False)
+        committer.close()
+        assert fetched(kafka_upstream.bootstrap, group, source, 3) == {0: 9, 1: 5, 2: 2}
+        wait_until(lambda: scrape(server.metrics_port)["coordinator_sidecar_offset_mirror_pending_groups"] == 0,
+                   message="a mirror round over the group")
+        assert fetched(kafka_upstream.bootstrap, group, source, 3) == {0: 9, 1: 5, 2: 2}
+        assert "offset_import_refused" not in server.log()
+    finally:
+        server.stop()
+
+
+def test_api_versions_offer_txn_offset_commit_as_far_as_the_upstream_does(sidecar: ServerProcess,
+                                                                          kafka_upstream: Upstream) -> None:
+    ours, theirs = api_ranges(sidecar.port), api_ranges(int(kafka_upstream.bootstrap.rsplit(":", 1)[1]))
+    assert ours[28] == (0, min(theirs[28][1], 5))
+    for key in (22, 24, 25, 26):  # InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn: forwarded
+        assert ours[key] == theirs[key]
+
+
+def test_a_producer_epoch_that_went_backwards_gets_the_upstreams_answer(sidecar: ServerProcess,
+                                                                       kafka_upstream: Upstream) -> None:
+    """Raw requests: the producer's checks are the upstream's, and its refusal is passed through;
+    the refused offset is never visible."""
+    produce_keyed(kafka_upstream.bootstrap, "epoch-in", 10)
+    txn = "epoch-tx"
+    found: list[Any] = []
+
+    def located() -> bool:  # the upstream creates its transaction log on first use: retriable meanwhile
+        found.append(call(sidecar.port, build(request_schema(10, 3), {"key": txn, "key_type": 1})))
+        return found[-1].error_code == 0
+
+    wait_until(located, timeout=30, interval=0.1, message="the transaction coordinator")
+    coordinator = int(found[-1].port)
+
+    def init() -> tuple[int, int]:
+        answers: list[Any] = []
+
+        def answered() -> bool:  # CONCURRENT_TRANSACTIONS or loading: Kafka asks clients to retry
+            answers.append(call(coordinator, build(request_schema(22, 4), {
+                "transactional_id": txn, "transaction_timeout": 60000, "producer_id": -1, "producer_epoch": -1})))
+            return answers[-1].error_code == 0
+
+        wait_until(answered, timeout=30, interval=0.1, message="InitProducerId")
+        return int(answers[-1].producer_id), int(answers[-1].producer_epoch)
+
+    producer_id, old_epoch = init()
+    _, epoch = init()
+    assert epoch == old_epoch + 1
+    added = call(coordinator, build(request_schema(25, 3), {
+        "transactional_id": txn, "producer_id": producer_id, "producer_epoch": epoch, "group_id": "epoch-group"}))
+    assert added.error_code == 0
+
+    def commit_old_epoch() -> list[int]:
+        answer = call(sidecar.port, build(request_schema(28, 3), {
+            "transactional_id": txn, "group_id": "epoch-group", "producer_id": producer_id,
+            "producer_epoch": old_epoch, "generation_id": -1, "member_id": "", "group_instance_id": None,
+            "topics": [{"name": "epoch-in", "partitions": [{"partition_index": 0, "committed_offset": 7,
+                                                            "committed_leader_epoch": -1, "committed_metadata": ""}]}]}))
+        return [int(p.error_code) for t in answer.topics for p in t.partitions]
+
+    codes: list[list[int]] = []
+
+    def answered_by_the_upstream() -> bool:  # at first the topic may not be in the sidecar's catalog yet
+        codes.append(commit_old_epoch())
+        return codes[-1] != [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+
+    wait_until(answered_by_the_upstream, message="the topic in the sidecar's catalog")
+    assert codes[-1] in ([ErrorCode.INVALID_PRODUCER_EPOCH], [ErrorCode.PRODUCER_FENCED]), codes
+    call(coordinator, build(request_schema(26, 3), {
+        "transactional_id": txn, "producer_id": producer_id, "producer_epoch": epoch, "committed": False}))
+    assert fetched(sidecar.bootstrap, "epoch-group", "epoch-in", 3) == {}
