@@ -46,7 +46,7 @@ from ..api.registry import ApiHandler, RequestContext, response_of
 from ..core.requests import OffsetsUpstreamQuery, TxnOffsetCommitCheck
 from ..logging import get_logger
 from ..runtime.shard import ShardRuntime
-from ..security.authorizer import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE, allowed
+from ..security.authorizer import DESCRIBE, GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE, allowed
 from .lograte import RateLimitedLog
 
 if TYPE_CHECKING:
@@ -264,7 +264,7 @@ class TxnOffsetCommits:
                 if int(getattr(answer, "error_code", 0) or 0) or _partition_errors(answer):
                     return answer
                 await self._settle(group_id)
-                return await self._fetch_upstream(ctx, group_id, request)
+                return self._visible(ctx, await self._fetch_upstream(ctx, group_id, request))
             passed = [g for g in answer.groups if g.group_id in ours and not g.error_code]
             if not passed:
                 return answer
@@ -274,13 +274,30 @@ class TxnOffsetCommits:
             groups = [dataclasses.replace(g, member_id=None, member_epoch=-1) if ctx.api_version >= 9 else g
                       for g in request.groups if g.group_id in names]
             upstream = await self._fetch_groups_upstream(ctx, names, dataclasses.replace(request, groups=tuple(groups)))
-            return dataclasses.replace(answer, groups=tuple(upstream.get(g.group_id, g) for g in answer.groups))
+            return dataclasses.replace(answer, groups=tuple(
+                self._visible(ctx, upstream[g.group_id]) if g.group_id in upstream else g for g in answer.groups))
         except Exception as exc:  # whatever the upstream did (or sent): the client retries
             limited.warning("offset_fetch_upstream_unavailable", groups=sorted(ours), upstream=self._cluster.names,
                             error=str(exc) or type(exc).__name__)
             refuse = handler.refuse
             assert refuse is not None
             return refuse(ctx, request, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+    def _visible(self, ctx: RequestContext, answer: Any) -> Any:
+        """Under an authorizer, an upstream answer (a response, or one group of a batched one) keeps
+        only the topics the principal may DESCRIBE, as Kafka filters an all-topics fetch (the
+        upstream authorized the sidecar's principal, not the client's)."""
+        if ctx.authz is None or not getattr(answer, "topics", None):
+            return answer
+
+        def name(topic: Any) -> str:
+            if getattr(topic, "name", None):
+                return str(topic.name)
+            info = self._cluster.catalog.by_id(topic.topic_id)
+            return "" if info is None else info.name
+
+        return dataclasses.replace(answer, topics=tuple(t for t in answer.topics
+                                                        if allowed(ctx, DESCRIBE, TOPIC, name(t))))
 
     async def _fetch_upstream(self, ctx: RequestContext, group_id: str, request: Any) -> Any:
         if self._cluster.version_for(OFFSET_FETCH, ctx.api_version, ctx.api_version) is None:

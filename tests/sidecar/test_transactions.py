@@ -460,3 +460,40 @@ def test_a_producer_epoch_that_went_backwards_gets_the_upstreams_answer(sidecar:
     call(coordinator, build(request_schema(26, 3), {
         "transactional_id": txn, "producer_id": producer_id, "producer_epoch": epoch, "committed": False}))
     assert fetched(sidecar.bootstrap, "epoch-group", "epoch-in", 3) == {}
+
+
+@pytest.mark.slow
+def test_a_transaction_that_times_out_upstream_never_shows_its_offsets(sidecar: ServerProcess,
+                                                                       kafka_upstream: Upstream) -> None:
+    """The upstream aborts a transaction past its timeout (checked every 10 s by default): its
+    offsets are never fetched, and the producer's late commit fails."""
+    source, group = "timeout-in", "timeout-group"
+    produce_keyed(kafka_upstream.bootstrap, source, 30)
+    metadata_of = Consumer({"bootstrap.servers": sidecar.bootstrap, "group.id": group})
+    producer = Producer({"bootstrap.servers": sidecar.bootstrap, "transactional.id": "timeout-tx",
+                         "transaction.timeout.ms": 2000})
+    try:
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction([TopicPartition(source, 0, 4)], metadata_of.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction([TopicPartition(source, 0, 20)], metadata_of.consumer_group_metadata(), 30)
+        answers: list[dict[int, int]] = []
+
+        def stable() -> bool:
+            try:
+                answers.append(fetched(sidecar.bootstrap, group, source, 3, require_stable=True))
+            except KafkaException as exc:
+                assert exc.args[0].code() == KafkaError.UNSTABLE_OFFSET_COMMIT
+                assert fetched(sidecar.bootstrap, group, source, 3) == {0: 4}  # pending: never shown
+                return False
+            return True
+
+        wait_until(stable, timeout=40, interval=0.5, message="the upstream to abort the timed-out transaction")
+        assert answers[-1] == {0: 4}
+        with pytest.raises(KafkaException):
+            producer.commit_transaction(30)
+        assert fetched(sidecar.bootstrap, group, source, 3, require_stable=True) == {0: 4}
+    finally:
+        metadata_of.close()
