@@ -6,6 +6,7 @@ from __future__ import annotations
 from coordinator.core.errors import ErrorCode
 from coordinator.core.records import OffsetsUpstreamKey, Record
 from coordinator.core.requests import OffsetsUpstreamQuery, TxnOffsetCommitCheck
+from tests.core.consumer.harness import ConsumerHarness
 from tests.core.harness import Harness
 
 
@@ -72,3 +73,24 @@ def test_a_refused_check_writes_no_mark() -> None:
     assert check(h, "g", "gone", 1, mark=True)[0] == ErrorCode.UNKNOWN_MEMBER_ID
     assert not [r for r in h.records if isinstance(r.key, OffsetsUpstreamKey)]
     assert upstream_groups(h) == frozenset()
+
+
+def test_a_kip848_member_commits_at_its_epoch_and_a_newer_one_is_refused() -> None:
+    """Consumer groups: the member's epoch (or, KIP-1251, an older one at or after the partition's
+    assignment epoch); a stale epoch is ILLEGAL_GENERATION for a transactional commit, as Kafka
+    maps STALE_MEMBER_EPOCH there."""
+    h = ConsumerHarness({"foo": 4})
+    h.cjoin("a")
+    epoch = h.cgroup().members["a"].member_epoch
+    ref = h.next_ref()
+    h.send(TxnOffsetCommitCheck(ref, "g", "a", epoch, None, (("foo", (0, 1)),)))
+    assert h.reply(ref).error_code == ErrorCode.NONE
+    ref = h.next_ref()
+    h.send(TxnOffsetCommitCheck(ref, "g", "a", epoch + 1, None, (("foo", (0,)),)))
+    assert h.reply(ref).error_code == ErrorCode.ILLEGAL_GENERATION
+    ref = h.next_ref()
+    h.send(TxnOffsetCommitCheck(ref, "g", "a", epoch - 1, None, (("foo", (0,)),)))  # before foo-0 was assigned
+    assert h.reply(ref).error_code == ErrorCode.ILLEGAL_GENERATION
+    ref = h.next_ref()
+    h.send(TxnOffsetCommitCheck(ref, "g", "nobody", epoch, None, (("foo", (0,)),)))
+    assert h.reply(ref).error_code == ErrorCode.UNKNOWN_MEMBER_ID

@@ -37,7 +37,7 @@ from tests.support.metrics import scrape
 from tests.support.server import ServerProcess, free_port, wait_until
 
 from .conftest import Upstream, free_base_port, sidecar_process
-from .support import high_watermarks, produce_keyed
+from .support import high_watermarks, metadata_addresses, produce_keyed
 from .test_routing import api_ranges, call
 
 pytestmark = pytest.mark.interop
@@ -261,6 +261,8 @@ def test_a_zombie_of_an_old_generation_is_fenced(sidecar: ServerProcess, kafka_u
         producer.send_offsets_to_transaction([TopicPartition(source, 0, 9)], old.consumer_group_metadata(), 30)
         producer.commit_transaction(30)
         assert fetched(sidecar.bootstrap, group, source, 1) == {0: 9}
+        for client in (producer, old):  # the transaction went through the sidecar's listeners only
+            assert not metadata_addresses(client) & kafka_upstream.addresses
     finally:
         old.close()
         other.close()
@@ -422,6 +424,7 @@ def test_a_producer_epoch_that_went_backwards_gets_the_upstreams_answer(sidecar:
 
     wait_until(located, timeout=30, interval=0.1, message="the transaction coordinator")
     coordinator = int(found[-1].port)
+    assert f"{found[-1].host}:{coordinator}" not in kafka_upstream.addresses  # our listener for that broker
 
     def init() -> tuple[int, int]:
         answers: list[Any] = []
