@@ -43,10 +43,12 @@ from protocol.errors import ErrorCode
 from protocol.schemas import response_schema
 
 from ..api.registry import ApiHandler, RequestContext, response_of
+from ..api.respond import respond
 from ..core.requests import OffsetsUpstreamQuery, TxnOffsetCommitCheck
 from ..logging import get_logger
 from ..runtime.shard import ShardRuntime
 from ..security.authorizer import DESCRIBE, GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE, allowed
+from . import upstream_fetch
 from .lograte import RateLimitedLog
 
 if TYPE_CHECKING:
@@ -85,11 +87,9 @@ class TxnOffsetCommits:
         bridge.homes = self.homes
 
     # -- which groups -----------------------------------------------------------------------------
-    def is_home(self, group_id: str) -> bool | None:
-        """True/False once known; None before the core was asked (after a start or takeover)."""
-        return None if self._homes is None else group_id in self._homes
-
     async def homes(self, shard: ShardRuntime) -> set[str]:
+        """The groups whose offsets live upstream: read from the core once (after a start or a
+        takeover, from the replayed log), then kept here as this process marks more."""
         if self._homes is not None:
             return self._homes
         if self._reading is None:
@@ -97,7 +97,11 @@ class TxnOffsetCommits:
         return await asyncio.shield(self._reading)
 
     async def _read_homes(self, shard: ShardRuntime) -> set[str]:
-        response = await shard.submit(OffsetsUpstreamQuery(shard.new_ref()))
+        try:
+            response = await shard.submit(OffsetsUpstreamQuery(shard.new_ref()))
+        except BaseException:
+            self._reading = None  # the next caller asks again
+            raise
         if response.error_code:
             self._reading = None
             raise _Unavailable(f"offsets home query: error {response.error_code}")
@@ -162,6 +166,8 @@ class TxnOffsetCommits:
                 lock = self._first.setdefault(group_id, asyncio.Lock())
                 async with lock:
                     checked = await self._make_home(ctx, request, shard)
+                if not checked.error_code:
+                    self._first.pop(group_id, None)  # a later waiter finds the group home already
                 if checked.error_code:
                     return _txn_error(ctx, request, checked.error_code)
             return await self._forward(ctx, request)
@@ -258,24 +264,25 @@ class TxnOffsetCommits:
         answer = await response_of(inner(ctx, request))
         if not ours:
             return answer
+        catalog, version = self._cluster.catalog, ctx.api_version
         try:
-            if ctx.api_version < 8:
-                (group_id,) = ours
+            if version < 8:
                 if int(getattr(answer, "error_code", 0) or 0) or _partition_errors(answer):
-                    return answer
-                await self._settle(group_id)
-                return self._visible(ctx, await self._fetch_upstream(ctx, group_id, request))
-            passed = [g for g in answer.groups if g.group_id in ours and not g.error_code]
+                    return answer  # refused here (authorization, loading): that is the answer
+                (ask,) = upstream_fetch.asks(version, request, ours, catalog)
+                await self._settle(ask.group_id)
+                single = self._visible(ctx, await self._ask_upstream(ctx, ask))
+                return respond(ctx, upstream_fetch.response_description(version, single, catalog, request))
+            passed = {g.group_id for g in answer.groups if g.group_id in ours and not g.error_code}
             if not passed:
                 return answer
-            names = {g.group_id for g in passed}
-            for group_id in names:
+            for group_id in passed:
                 await self._settle(group_id)
-            groups = [dataclasses.replace(g, member_id=None, member_epoch=-1) if ctx.api_version >= 9 else g
-                      for g in request.groups if g.group_id in names]
-            upstream = await self._fetch_groups_upstream(ctx, names, dataclasses.replace(request, groups=tuple(groups)))
-            return dataclasses.replace(answer, groups=tuple(
-                self._visible(ctx, upstream[g.group_id]) if g.group_id in upstream else g for g in answer.groups))
+            got = {ask.group_id: self._visible(ctx, await self._ask_upstream(ctx, ask))
+                   for ask in upstream_fetch.asks(version, request, passed, catalog)}
+            return respond(ctx, {"throttle_time": 0, "groups": [
+                upstream_fetch.group_description(version, g.group_id, got[g.group_id], catalog)
+                if g.group_id in got else upstream_fetch.described_group(version, g) for g in answer.groups]})
         except Exception as exc:  # whatever the upstream did (or sent): the client retries
             limited.warning("offset_fetch_upstream_unavailable", groups=sorted(ours), upstream=self._cluster.names,
                             error=str(exc) or type(exc).__name__)
@@ -283,38 +290,23 @@ class TxnOffsetCommits:
             assert refuse is not None
             return refuse(ctx, request, ErrorCode.COORDINATOR_NOT_AVAILABLE)
 
-    def _visible(self, ctx: RequestContext, answer: Any) -> Any:
-        """Under an authorizer, an upstream answer (a response, or one group of a batched one) keeps
-        only the topics the principal may DESCRIBE, as Kafka filters an all-topics fetch (the
-        upstream authorized the sidecar's principal, not the client's)."""
-        if ctx.authz is None or not getattr(answer, "topics", None):
+    async def _ask_upstream(self, ctx: RequestContext, ask: upstream_fetch.Ask) -> upstream_fetch.Answer:
+        """At the client's version, or the upstream's highest if that is older."""
+        version = self._cluster.version_for(OFFSET_FETCH, min(ctx.api_version, upstream_fetch.HIGHEST))
+        if version is None:
+            raise _Unavailable("the upstream serves no OffsetFetch version we speak")
+        catalog = self._cluster.catalog
+        request = (upstream_fetch.request_by_id(ask, catalog) if version >= upstream_fetch.TOPIC_IDS
+                   else upstream_fetch.request_at(version, ask))
+        response = await self._call_coordinator(ask.group_id, OFFSET_FETCH, request)
+        return upstream_fetch.answer_of(version, response, catalog)
+
+    def _visible(self, ctx: RequestContext, answer: upstream_fetch.Answer) -> upstream_fetch.Answer:
+        """Under an authorizer, only the topics the principal may DESCRIBE, as Kafka filters an
+        all-topics fetch (the upstream authorized the sidecar's principal, not the client's)."""
+        if ctx.authz is None:
             return answer
-
-        def name(topic: Any) -> str:
-            if getattr(topic, "name", None):
-                return str(topic.name)
-            info = self._cluster.catalog.by_id(topic.topic_id)
-            return "" if info is None else info.name
-
-        return dataclasses.replace(answer, topics=tuple(t for t in answer.topics
-                                                        if allowed(ctx, DESCRIBE, TOPIC, name(t))))
-
-    async def _fetch_upstream(self, ctx: RequestContext, group_id: str, request: Any) -> Any:
-        if self._cluster.version_for(OFFSET_FETCH, ctx.api_version, ctx.api_version) is None:
-            raise _Unavailable(f"the upstream does not serve OffsetFetch v{ctx.api_version}")
-        return await self._call_coordinator(group_id, OFFSET_FETCH, request)
-
-    async def _fetch_groups_upstream(self, ctx: RequestContext, names: set[str], request: Any) -> dict[str, Any]:
-        """Groups of one batched fetch (v8+): each asked of its own upstream coordinator."""
-        if self._cluster.version_for(OFFSET_FETCH, ctx.api_version, ctx.api_version) is None:
-            raise _Unavailable(f"the upstream does not serve OffsetFetch v{ctx.api_version}")
-        out: dict[str, Any] = {}
-        for group in request.groups:
-            single = dataclasses.replace(request, groups=(group,))
-            response = await self._call_coordinator(group.group_id, OFFSET_FETCH, single)
-            for answered in response.groups:
-                out[answered.group_id] = answered
-        return out
+        return dataclasses.replace(answer, topics=tuple(t for t in answer.topics if allowed(ctx, DESCRIBE, TOPIC, t[0])))
 
     async def _call_coordinator(self, group_id: str, api_key: int, request: Any) -> Any:
         """`request` to the upstream's group coordinator for the group; a coordinator that moved,

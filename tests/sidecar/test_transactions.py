@@ -500,3 +500,38 @@ def test_a_transaction_that_times_out_upstream_never_shows_its_offsets(sidecar: 
         assert fetched(sidecar.bootstrap, group, source, 3, require_stable=True) == {0: 4}
     finally:
         metadata_of.close()
+
+
+def test_offset_fetch_of_upstream_groups_at_every_client_version(sidecar: ServerProcess,
+                                                                 kafka_upstream: Upstream) -> None:
+    """Raw OffsetFetch: v10 names topics by id (Kafka 4.0 upstream speaks up to v9, so the sidecar
+    asks it by name and answers by id), a batch mixes a group answered upstream with one answered
+    here, and v1 (no group error, no RequireStable) still works."""
+    source = "versions-in"
+    produce_keyed(kafka_upstream.bootstrap, source, 10)
+    outsider = {"bootstrap.servers": sidecar.bootstrap, "group.id": "versions-home", "enable.auto.commit": False}
+    producer = Producer({"bootstrap.servers": sidecar.bootstrap, "transactional.id": "versions-tx"})
+    metadata_of = Consumer(outsider)
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.send_offsets_to_transaction([TopicPartition(source, 0, 9)], metadata_of.consumer_group_metadata(), 30)
+    producer.commit_transaction(30)
+    metadata_of.close()
+    local = Consumer({**outsider, "group.id": "versions-local"})
+    local.commit(offsets=[TopicPartition(source, 1, 4)], asynchronous=False)
+    local.close()
+    described = call(sidecar.port, build(request_schema(3, 12), {
+        "topics": [{"topic_id": None, "name": source}], "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False}))
+    topic_id = described.topics[0].topic_id
+    by_id = call(sidecar.port, build(request_schema(9, 10), {"require_stable": True, "groups": [
+        {"group_id": "versions-home", "member_id": None, "member_epoch": -1,
+         "topics": [{"topic_id": topic_id, "partition_indexes": [0, 1]}]},
+        {"group_id": "versions-local", "member_id": None, "member_epoch": -1, "topics": None}]}))
+    answered = {g.group_id: {(t.topic_id, p.partition_index): (int(p.committed_offset), int(p.error_code))
+                             for t in g.topics for p in t.partitions} for g in by_id.groups}
+    assert answered == {"versions-home": {(topic_id, 0): (9, 0), (topic_id, 1): (-1, 0)},
+                        "versions-local": {(topic_id, 1): (4, 0)}}
+    old = call(sidecar.port, build(request_schema(9, 1), {
+        "group_id": "versions-home", "topics": [{"name": source, "partition_indexes": [0]}]}))
+    assert [(int(p.committed_offset), int(p.error_code)) for t in old.topics for p in t.partitions] == [(9, 0)]
