@@ -21,7 +21,8 @@ to decide them. The mechanism (DESIGN §3, design (a)):
    `FORWARD_DEADLINE_S`; an upstream that cannot be reached is COORDINATOR_NOT_AVAILABLE (clients
    find the coordinator again and retry).
 4. For a group whose home is upstream, OffsetFetch is answered from the upstream (after every
-   TxnOffsetCommit of the group still in flight has its answer), with the client's RequireStable:
+   TxnOffsetCommit of the group still in flight has its answer; `upstream_fetch`: at the highest
+   version both sides speak, answered at the client's), with the client's RequireStable:
    UNSTABLE_OFFSET_COMMIT while a transaction holding offsets of the partition is open, the
    committed offsets once its commit marker is written, never an aborted one. The request is first
    answered here (authorization, the member's epoch, ownership) and only groups that passed are
@@ -335,16 +336,30 @@ class TxnOffsetCommits:
         except _Unavailable:
             ours = None
         answer = await response_of(inner(ctx, request))
-        if not ours or ctx.api_version >= 10:  # by topic id: the mirror's commit names topics
+        if not ours:
             return answer
+        by_id = ctx.api_version >= 10  # topics named by id: the upstream commit names them
+
+        def key(topic: Any) -> Any:
+            if isinstance(topic, dict):
+                return topic["topic_id"] if by_id else topic["name"]
+            return topic.topic_id if by_id else topic.name
+
         description = getattr(answer, "description", None)
         topics = description["topics"] if description is not None else [
-            {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": p.error_code}
-                                            for p in t.partitions]} for t in answer.topics]
-        accepted = {(t["name"], p["partition_index"]) for t in topics for p in t["partitions"] if not p["error_code"]}
+            {"name" if not by_id else "topic_id": key(t), "partitions": [
+                {"partition_index": p.partition_index, "error_code": p.error_code} for p in t.partitions]}
+            for t in answer.topics]
+        accepted = {(key(t), p["partition_index"]) for t in topics for p in t["partitions"] if not p["error_code"]}
         if not accepted:
             return answer
-        offsets = [(t.name, p) for t in request.topics for p in t.partitions if (t.name, p.partition_index) in accepted]
+        offsets = []
+        for t in request.topics:
+            name = t.name if not by_id else getattr(self._cluster.catalog.by_id(t.topic_id), "name", None)
+            if name is not None:
+                offsets += [(name, p) for p in t.partitions if (key(t), p.partition_index) in accepted]
+        if not offsets:
+            return answer
         try:
             await self._bridge.commit_upstream(request.group_id, offsets)
         except Exception as exc:  # whatever the upstream did: the client retries its commit

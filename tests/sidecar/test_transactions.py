@@ -535,3 +535,10 @@ def test_offset_fetch_of_upstream_groups_at_every_client_version(sidecar: Server
     old = call(sidecar.port, build(request_schema(9, 1), {
         "group_id": "versions-home", "topics": [{"name": source, "partition_indexes": [0]}]}))
     assert [(int(p.committed_offset), int(p.error_code)) for t in old.topics for p in t.partitions] == [(9, 0)]
+    # A plain commit by topic id (v10) of a group whose offsets live upstream is committed there too.
+    committed = call(sidecar.port, build(request_schema(8, 10), {
+        "group_id": "versions-home", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+        "topics": [{"topic_id": topic_id, "partitions": [
+            {"partition_index": 1, "committed_offset": 6, "committed_leader_epoch": -1, "committed_metadata": ""}]}]}))
+    assert [int(p.error_code) for t in committed.topics for p in t.partitions] == [0]
+    assert fetched(kafka_upstream.bootstrap, "versions-home", source, 3) == {0: 9, 1: 6}
