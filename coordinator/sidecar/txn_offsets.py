@@ -266,15 +266,16 @@ class TxnOffsetCommits:
         if not ours:
             return answer
         catalog, version = self._cluster.catalog, ctx.api_version
+        here = _described(answer)
         try:
             if version < 8:
-                if int(getattr(answer, "error_code", 0) or 0) or _partition_errors(answer):
+                if int(here.get("error_code", 0) or 0) or _partition_errors(here):
                     return answer  # refused here (authorization, loading): that is the answer
                 (ask,) = upstream_fetch.asks(version, request, ours, catalog)
                 await self._settle(ask.group_id)
                 single = self._visible(ctx, await self._ask_upstream(ctx, ask))
                 return respond(ctx, upstream_fetch.response_description(version, single, catalog, request))
-            passed = {g.group_id for g in answer.groups if g.group_id in ours and not g.error_code}
+            passed = {g["group_id"] for g in here["groups"] if g["group_id"] in ours and not g["error_code"]}
             if not passed:
                 return answer
             for group_id in passed:
@@ -282,8 +283,8 @@ class TxnOffsetCommits:
             got = {ask.group_id: self._visible(ctx, await self._ask_upstream(ctx, ask))
                    for ask in upstream_fetch.asks(version, request, passed, catalog)}
             return respond(ctx, {"throttle_time": 0, "groups": [
-                upstream_fetch.group_description(version, g.group_id, got[g.group_id], catalog)
-                if g.group_id in got else upstream_fetch.described_group(version, g) for g in answer.groups]})
+                upstream_fetch.group_description(version, g["group_id"], got[g["group_id"]], catalog)
+                if g["group_id"] in got else g for g in here["groups"]]})
         except Exception as exc:  # whatever the upstream did (or sent): the client retries
             limited.warning("offset_fetch_upstream_unavailable", groups=sorted(ours), upstream=self._cluster.names,
                             error=str(exc) or type(exc).__name__)
@@ -387,9 +388,19 @@ def _group_ids(ctx: RequestContext, request: Any) -> list[str]:
     return [request.group_id]
 
 
-def _partition_errors(answer: Any) -> bool:
+def _described(answer: Any) -> dict[str, Any]:
+    """An OffsetFetch response made here as a version-free description: the one it was encoded
+    from, or the entity's fields (the entity's attribute names are the description's keys)."""
+    description = getattr(answer, "description", None)
+    if isinstance(description, dict):
+        return description
+    described: dict[str, Any] = upstream_fetch.described(answer)
+    return described
+
+
+def _partition_errors(answer: dict[str, Any]) -> bool:
     """An OffsetFetch v0-1 answer refused here carries its error in every partition."""
-    return any(p.error_code for t in getattr(answer, "topics", None) or () for p in t.partitions)
+    return any(p["error_code"] for t in answer.get("topics") or () for p in t["partitions"])
 
 
 def _error_topics(topics: Any, code: int) -> list[dict[str, Any]]:

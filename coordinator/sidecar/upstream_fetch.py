@@ -157,12 +157,11 @@ def topics_description(api_version: int, answer: Answer, catalog: UpstreamCatalo
     return out
 
 
-def described_group(api_version: int, group: Any) -> dict[str, Any]:
-    """A group of a v8+ response entity answered here, as a description (to be rendered again
-    beside groups answered upstream)."""
-    return {"group_id": group.group_id, "error_code": int(group.error_code), "topics": [
-        {**({"topic_id": t.topic_id} if api_version >= TOPIC_IDS else {"name": t.name}), "partitions": [
-            {"partition_index": p.partition_index, "committed_offset": p.committed_offset,
-             "committed_leader_epoch": p.committed_leader_epoch, "metadata": p.metadata,
-             "error_code": int(p.error_code)} for p in t.partitions]} for t in group.topics]}
-
+def described(entity: Any) -> Any:
+    """A kio entity as a description: its fields, nested entities and tuples of them too."""
+    if isinstance(entity, tuple):
+        return [described(item) for item in entity]
+    fields = getattr(entity, "__dataclass_fields__", None)
+    if fields is None:
+        return entity
+    return {name: described(getattr(entity, name)) for name in fields if not name.startswith("__")}
