@@ -356,5 +356,6 @@ class CoordinatorShard:
                 for gid in sorted(self.offsets.offsets)
             },
             "coordinator_epoch": self.coordinator_epoch,
+            "offsets_upstream": sorted(self.txn_offsets.upstream),
             **{service.registration.name: service.durable_view() for service in self.services},
         }
