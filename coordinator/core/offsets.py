@@ -25,10 +25,13 @@ whose offsets all expired is deleted (``groups.delete_group``).
 OffsetCommit and OffsetFetch v10 name topics by id (Kafka 4.2); ids are resolved here against the
 shard's topic image, offsets stay keyed by name, and a commit by id remembers the id it was for.
 
-Transactional offsets (TxnOffsetCommit) are not implemented, so there are never pending transactional
-offsets: ``require_stable`` fetches never answer UNSTABLE_OFFSET_COMMIT. Stability still holds in the
-sense Kafka cares about: the runtime releases a fetch's reply only after every earlier write of the
-shard is durable, so a fetch always sees every acknowledged commit.
+Transactional offsets are never stored here: in sidecar mode a TxnOffsetCommit is checked by
+``core/txn_offsets.py`` and its offsets live on the upstream cluster, where the transaction markers
+decide them (that group's OffsetFetch is answered from there); the embedded mode has no
+transactions. So there are never pending transactional offsets here, and ``require_stable`` fetches
+never answer UNSTABLE_OFFSET_COMMIT. Stability still holds in the sense Kafka cares about: the
+runtime releases a fetch's reply only after every earlier write of the shard is durable, so a fetch
+always sees every acknowledged commit.
 """
 
 from __future__ import annotations

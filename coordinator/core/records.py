@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from coordinator.core import epoch, offset_records
+from coordinator.core import epoch, offset_records, txn_offsets
 from coordinator.core.classic import schema as classic_schema
 from coordinator.core.classic.schema import (
     GroupMetadataKey,
@@ -64,6 +64,7 @@ from coordinator.core.record_codec import (
     group_of,
     replay_encoded_record,
 )
+from coordinator.core.txn_offsets import OffsetsUpstreamKey, OffsetsUpstreamValue
 
 # Re-exported: the built-in structs and the mechanism, under the names the log's readers (tools,
 # tests, benches) have always imported from here. Code inside the core imports them from their owner.
@@ -74,7 +75,7 @@ __all__ = [
     "ConsumerGroupMetadataValue", "ConsumerGroupTargetAssignmentMemberKey", "ConsumerGroupTargetAssignmentMemberValue",
     "ConsumerGroupTargetAssignmentMetadataKey", "ConsumerGroupTargetAssignmentMetadataValue", "CoordinatorEpochKey",
     "CoordinatorEpochValue", "GroupMetadataKey", "GroupMetadataMember", "GroupMetadataValue", "OffsetCommitKey",
-    "OffsetCommitValue", "Record", "RecordType", "TopicPartitions", "UnknownRecordTypeError", "decode_record",
+    "OffsetCommitValue", "OffsetsUpstreamKey", "OffsetsUpstreamValue", "Record", "RecordType", "TopicPartitions", "UnknownRecordTypeError", "decode_record",
     "decode_record_key", "encode_key", "encode_record", "group_of", "record_type", "replay_encoded_record",
 ]
 
@@ -91,6 +92,7 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = consumer_schema.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = consumer_schema.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT
     COORDINATOR_EPOCH = epoch.COORDINATOR_EPOCH
+    OFFSETS_UPSTREAM = txn_offsets.OFFSETS_UPSTREAM
 
 
 BUILTIN_RECORD_TYPES: tuple[RecordTypeDecl, ...] = (
@@ -98,6 +100,7 @@ BUILTIN_RECORD_TYPES: tuple[RecordTypeDecl, ...] = (
     *classic_schema.RECORD_TYPES,
     *consumer_schema.RECORD_TYPES,
     *epoch.RECORD_TYPES,
+    *txn_offsets.RECORD_TYPES,
 )
 """What the core's own owners declare (each also lists its part in its shard registration)."""
 

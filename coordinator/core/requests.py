@@ -230,6 +230,22 @@ class TimerFired(msgspec.Struct, frozen=True, gc=False):
     deadline_ms: int
 
 
+# Sidecar mode's transactional offset commits (`core/txn_offsets.py`).
+class TxnOffsetCommitCheck(msgspec.Struct, frozen=True, gc=False):
+    ref: int
+    group_id: str
+    member_id: str
+    generation_id: int
+    group_instance_id: str | None
+    topics: tuple[tuple[str, tuple[int, ...]], ...]  # (topic name, partitions) the commit names
+    mark: bool = False
+    """Write the group's OffsetsUpstream record if it has none (before its first forward)."""
+
+
+class OffsetsUpstreamQuery(msgspec.Struct, frozen=True, gc=False):
+    ref: int
+
+
 Request = (
     JoinGroup
     | SyncGroup
@@ -243,6 +259,8 @@ Request = (
     | DeleteGroups
     | ConsumerGroupHeartbeat
     | ConsumerGroupDescribe
+    | TxnOffsetCommitCheck
+    | OffsetsUpstreamQuery
 )
 """The group requests the core itself defines. A shard service the node installs (`ShardService`,
 `core/shard.py`) brings its own request types (SCRAM credentials and ACLs: `security/requests.py`)."""

@@ -205,3 +205,15 @@ class DescribedConsumerGroup(msgspec.Struct, frozen=True, gc=False):
 
 class ConsumerGroupDescribeResponse(msgspec.Struct, frozen=True, gc=False):
     groups: tuple[DescribedConsumerGroup, ...]
+
+
+# Sidecar mode's transactional offset commits (`core/txn_offsets.py`).
+class TxnOffsetCommitChecked(msgspec.Struct, frozen=True, gc=False):
+    error_code: int
+    upstream: bool = False
+    """The group's offsets live upstream (marked before, or by this check)."""
+
+
+class OffsetsUpstreamGroups(msgspec.Struct, frozen=True, gc=False):
+    groups: frozenset[str]
+    error_code: int = 0

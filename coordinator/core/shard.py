@@ -80,6 +80,7 @@ from coordinator.core.registry import (
 from coordinator.core.requests import Event, TimerFired, TopicsChanged
 from coordinator.core.result import Result
 from coordinator.core.topics import TopicsImage
+from coordinator.core.txn_offsets import TxnOffsets
 
 GROUP_TYPES: tuple[GroupTypeFactory, ...] = (
     classic.register,
@@ -145,6 +146,7 @@ class CoordinatorShard:
         assert len(simple) == 1, "exactly one group type makes the groups of offset-only commits"
         self.offsets = OffsetManager(self.config, self.groups, simple[0], self.topics)
         self.admin = GroupAdmin(self.groups, self.offsets, frozenset(self.types))
+        self.txn_offsets = TxnOffsets(self.groups)
         self.services: tuple[ShardService, ...] = tuple(services)
         self.publishers: tuple[ShardService, ...] = self.services
         """State the edges read that must change only once the entry carrying the change is
@@ -154,6 +156,7 @@ class CoordinatorShard:
             self.epoch.registration,
             self.offsets.registration,
             self.admin.registration,
+            self.txn_offsets.registration,
             *(service.registration for service in self.services),
         ]
         self._handlers: dict[type, Callable[[Any, Effects], None]] = merged(registrations, "requests")
@@ -365,5 +368,6 @@ class CoordinatorShard:
                 for gid in sorted(self.offsets.offsets)
             },
             "coordinator_epoch": self.coordinator_epoch,
+            "offsets_upstream": sorted(self.txn_offsets.upstream),
             **{service.registration.name: service.durable_view() for service in self.services},
         }

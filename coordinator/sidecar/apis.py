@@ -1,19 +1,17 @@
-"""The API surface of sidecar mode: which keys are served here, the ApiVersions table, transaction
-coordinator lookups and the TxnOffsetCommit refusal.
+"""The API surface of sidecar mode: which keys are served here, the ApiVersions table and transaction
+coordinator lookups.
 
 ApiVersions (KIP-511) in sidecar mode:
 - the group APIs (and ApiVersions, FindCoordinator) are ours: our ranges, whatever the upstream has,
   so a client gets KIP-848 groups in front of a cluster that has none;
 - every other key the upstream advertises is forwarded: the upstream's range, intersected with the
   versions we can decode for the responses we rewrite (Metadata, DescribeCluster, Produce, Fetch);
-- TxnOffsetCommit is refused (below) and not advertised; the share-group and streams-group APIs
-  (KIP-932, KIP-1071) are not advertised either: their coordinators are not served here.
-
-TxnOffsetCommit: refused. Forwarding it would put the offsets in the upstream's group coordinator
-only (the group lives here, so the upstream would also reject the member's generation), and
-accepting it here without the transaction marker would drop the atomicity Kafka gives it. So it is
-not advertised, and a client that sends it anyway gets UNSUPPORTED_VERSION on every partition (and
-one log line); transactional producers fail fast with a clear error instead of committing wrong.
+- TxnOffsetCommit is served here and forwarded upstream (`txn_offsets`), so it is advertised with
+  the versions both we and the upstream speak (`UPSTREAM_CAPPED`), and not at all before the
+  upstream's are known or when the upstream has none: a client then sees a cluster without
+  transactional offset commits rather than one whose commits would fail;
+- the share-group and streams-group APIs (KIP-932, KIP-1071) are not advertised: their coordinators
+  are not served here.
 """
 
 from __future__ import annotations
@@ -26,10 +24,6 @@ from protocol.build import build
 from protocol.errors import ErrorCode
 from protocol.schemas import request_schema, response_schema
 
-from ..api.authorization import Unchecked
-from ..api.declaration import SidecarRoute
-from ..api.placement import NoGroup
-from ..api.registry import ApiHandler, RequestContext
 from ..logging import get_logger
 from .wire import ForwardError
 
@@ -41,7 +35,9 @@ log = get_logger("coordinator.sidecar.apis")
 TXN_OFFSET_COMMIT = 28
 FIND_COORDINATOR = 10
 METADATA = 3
-NOT_ADVERTISED = frozenset({TXN_OFFSET_COMMIT, 76, 77, 78, 79, 80, 81, 88, 89, 90, 91})
+NOT_ADVERTISED = frozenset({76, 77, 78, 79, 80, 81, 88, 89, 90, 91})
+UPSTREAM_CAPPED = frozenset({TXN_OFFSET_COMMIT})
+"""Served here but done upstream: advertised only within the upstream's range."""
 DECODED = (0, 1, 3, 60)  # responses we may rewrite: versions limited to the ones we can decode
 
 
@@ -82,8 +78,14 @@ def api_table(ours: Mapping[int, tuple[int, int]], upstream: Mapping[int, tuple[
                 continue
         table[key] = (low, high)
     for key, span in ours.items():
-        if key not in NOT_ADVERTISED:
-            table[key] = span
+        if key in NOT_ADVERTISED:
+            continue
+        if key in UPSTREAM_CAPPED:
+            theirs = upstream.get(key)
+            if theirs is None or max(span[0], theirs[0]) > min(span[1], theirs[1]):
+                continue
+            span = (max(span[0], theirs[0]), min(span[1], theirs[1]))
+        table[key] = span
     return dict(sorted(table.items()))
 
 
@@ -93,29 +95,16 @@ def provisional_table(ours: Mapping[int, tuple[int, int]]) -> dict[int, tuple[in
     nothing is known of what the upstream serves; the broker listeners a client would send data
     requests to open only once the upstream has answered, and a client asks ApiVersions again on
     each of them."""
-    table = {key: span for key, span in ours.items() if key not in NOT_ADVERTISED}
+    table = {key: span for key, span in ours.items() if key not in NOT_ADVERTISED and key not in UPSTREAM_CAPPED}
     known = decodable(METADATA)
     if known is not None:
         table[METADATA] = known
     return dict(sorted(table.items()))
 
 
-def txn_offset_commit_refusal() -> ApiHandler:
-    def handle(ctx: RequestContext, request: Any) -> Any:
-        log.warning("txn_offset_commit_refused", group_id=request.group_id,
-                    transactional_id=request.transactional_id, client_id=ctx.client_id,
-                    reason="transactional offset commits are not supported in sidecar mode")
-        return build(response_schema(TXN_OFFSET_COMMIT, ctx.api_version), {
-            "throttle_time": 0,
-            "topics": [{"name": t.name, "partitions": [
-                {"partition_index": p.partition_index, "error_code": ErrorCode.UNSUPPORTED_VERSION} for p in t.partitions]}
-                for t in request.topics],
-        })
-
-    low, high = decodable(TXN_OFFSET_COMMIT) or (0, 0)
-    return ApiHandler(TXN_OFFSET_COMMIT, low, high, handle,
-                      authorization=Unchecked("refused whole in sidecar mode: nothing is committed"),
-                      placement=NoGroup(), sidecar=SidecarRoute.SERVED)
+def txn_offset_commit_versions() -> tuple[int, int]:
+    """The TxnOffsetCommit versions we decode (the handler's range; ApiVersions caps it upstream)."""
+    return decodable(TXN_OFFSET_COMMIT) or (0, 0)
 
 
 async def locate_transaction_coordinators(sidecar: Sidecar, keys: list[tuple[str, int]]) -> list[dict[str, Any]]:

@@ -32,6 +32,11 @@ exists only upstream imports it, deletes it here and then upstream. An upstream 
 (NON_EMPTY_GROUP: someone consumes with that group id directly upstream; GROUP_SUBSCRIBED_TO_TOPIC)
 is logged and not retried; GROUP_ID_NOT_FOUND upstream means nothing was left to delete.
 
+A group whose offsets live upstream (it commits transactionally, `txn_offsets`) is neither
+imported nor mirrored: its offsets are read from the upstream, and its plain commits are sent there
+when they are made (`commit_upstream`); `flush` mirrors one group at once, whatever its home (before
+its first transactional commit is forwarded).
+
 Dirty marks and pending deletions are in memory: a coordinator killed before a mirror round
 leaves those changes unmirrored until the group's next commit (commits) or for good (deletions).
 """
@@ -42,7 +47,7 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from prometheus_client import Counter, Gauge
@@ -100,6 +105,9 @@ class OffsetBridge:
         self._deleted_groups: set[str] = set()  # to delete upstream
         self._coordinators: dict[str, int] = {}
         self._task: asyncio.Task[None] | None = None
+        self.homes: Callable[[ShardRuntime], Awaitable[set[str]]] | None = None
+        """The groups whose offsets live upstream (`txn_offsets`): the mirror never sends their
+        offsets (a transaction commits them upstream; a plain commit is sent when it is made)."""
         MIRROR_LAG.set_function(self._lag)
         MIRROR_PENDING.set_function(lambda: len(self._dirty))
 
@@ -139,7 +147,9 @@ class OffsetBridge:
 
     async def _import(self, shard: ShardRuntime, group_id: str) -> None:
         try:
-            if await self._local_offsets(shard, group_id):
+            if self.homes is not None and group_id in await self.homes(shard):
+                IMPORTS.labels("upstream_home").inc()  # its offsets are read from upstream: nothing to copy
+            elif await self._local_offsets(shard, group_id):
                 IMPORTS.labels("known_here").inc()
             else:
                 upstream = await self._read_upstream(group_id)
@@ -242,6 +252,13 @@ class OffsetBridge:
             self._cluster.brokers[node_id] = (str(response.host), int(response.port))
         return node_id
 
+    async def coordinator_of(self, group_id: str) -> int:
+        """The upstream broker coordinating `group_id` (asked once, kept until forgotten)."""
+        return await self._coordinator(group_id)
+
+    def forget_coordinator(self, group_id: str) -> None:
+        self._coordinators.pop(group_id, None)
+
     # -- mirror ---------------------------------------------------------------------------------
     def attach(self, shard: ShardRuntime) -> None:
         shard.add_observer(self._observe)
@@ -328,7 +345,42 @@ class OffsetBridge:
                 if await self._mirror(shard, group_id):
                     self._dirty.pop(group_id, None)
 
-    async def _mirror(self, shard: ShardRuntime, group_id: str) -> bool:
+    async def flush(self, shard: ShardRuntime, group_id: str) -> None:
+        """Mirror the group now, whatever its home (before its offsets move upstream); raises on
+        upstream trouble."""
+        changes = self._changes.get(group_id)
+        await self._mirror(shard, group_id, force=True)
+        if self._changes.get(group_id) == changes:
+            self._dirty.pop(group_id, None)
+            self._changes.pop(group_id, None)
+
+    async def commit_upstream(self, group_id: str, offsets: list[tuple[str, Any]]) -> None:
+        """A plain commit of a group whose offsets live upstream, sent there as a simple commit
+        (generation -1). `offsets`: (topic, the request's partition entry)."""
+        version = self._cluster.version_for(OFFSET_COMMIT, 8, 2)
+        if version is None:
+            raise _Retriable("the upstream serves no OffsetCommit version we speak")
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for topic, p in offsets:
+            topics.setdefault(topic, []).append({
+                "partition_index": p.partition_index, "committed_offset": p.committed_offset,
+                "committed_leader_epoch": getattr(p, "committed_leader_epoch", -1),
+                "committed_metadata": p.committed_metadata})
+        request = build(request_class(OFFSET_COMMIT, version), {
+            "group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "retention_time": -1, "topics": [{"name": n, "partitions": ps} for n, ps in topics.items()]})
+        node_id = await self._coordinator(group_id)
+        try:
+            response = await self._cluster.client.call_node(node_id, OFFSET_COMMIT, request)
+        except ForwardError:
+            self._coordinators.pop(group_id, None)
+            raise
+        errors = {int(p.error_code) for t in response.topics for p in t.partitions if p.error_code}
+        if errors:
+            self._coordinators.pop(group_id, None)
+            raise _Retriable(f"upstream OffsetCommit errors {sorted(errors)}")
+
+    async def _mirror(self, shard: ShardRuntime, group_id: str, force: bool = False) -> bool:
         if group_id in self._deleted_groups:
             await self._delete_upstream(group_id, DELETE_GROUPS, 2, {"groups_names": [group_id]})
             self._deleted_groups.discard(group_id)
@@ -347,6 +399,8 @@ class OffsetBridge:
                 self._deleted_offsets[group_id] = left
             else:
                 self._deleted_offsets.pop(group_id, None)
+        if not force and self.homes is not None and group_id in await self.homes(shard):
+            return True  # its offsets of record are upstream: never overwritten from here
         current = await self._local_offsets(shard, group_id)
         before = self._mirrored.get(group_id, {})
         changed = {tp: v for tp, v in current.items() if before.get(tp) != v}

@@ -45,6 +45,7 @@ from .listeners import ListenerSet
 from .offsets import OffsetBridge
 from .settings import SidecarConfig
 from .topics_changed import TopicsChanged
+from .txn_offsets import TxnOffsetCommits
 from .unreachable import Fallback
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ class Sidecar:
                                  reveal_topics=not authorizer)
         """The answers to forwarded requests while the upstream cannot be reached."""
         self.offsets = OffsetBridge(self.cluster, shard, settings.upstream_offsets_mirror_interval_ms, owns)
+        self.txn_offsets = TxnOffsetCommits(self.cluster, self.offsets, shard, owns)
         self.node_id = node_id
         self._coordinators = coordinators
         self._topics_changed = topics_changed
@@ -110,7 +112,7 @@ class Sidecar:
     def handlers(self, view: NodeView, ours: Callable[[], Mapping[int, tuple[int, int]]]) -> list[ApiHandler]:
         """The bootstrap APIs served here in sidecar mode (Metadata, DescribeCluster and the topic
         APIs are forwarded): ApiVersions, FindCoordinator (transaction keys asked of the upstream),
-        and the TxnOffsetCommit refusal. `ours` is the registry's own table.
+        and TxnOffsetCommit (`txn_offsets`). `ours` is the registry's own table.
 
         ApiVersions is answered at once, as a broker answers it whatever else is going on: with the
         merged table once the upstream's ranges are known (they are kept while it is away), before
@@ -139,14 +141,15 @@ class Sidecar:
         return [
             dataclasses.replace(provisional, handle=handle_versions),
             dataclasses.replace(locate, handle=handle_locate),
-            apis.txn_offset_commit_refusal(),
+            self.txn_offsets.handler(*apis.txn_offset_commit_versions()),
         ]
 
     def serve_locally(self, handlers: list[ApiHandler]) -> list[ApiHandler]:
         """The handlers the registry gets (the APIs declared served here): those declared
         `SidecarRoute.SERVED_AFTER_IMPORT` gated by the offset import, the group APIs watched for
         unknown topics; the keys they cover are the ones never forwarded."""
-        wrapped = [self.offsets.gate(self.offsets.watch_deletions(self._watch_subscriptions(h))) for h in handlers]
+        wrapped = [self.offsets.gate(self.offsets.watch_deletions(self.txn_offsets.wrap(self._watch_subscriptions(h))))
+                   for h in handlers]
         self.local_keys = frozenset(h.api_key for h in wrapped)
         return wrapped
 

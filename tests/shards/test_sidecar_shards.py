@@ -230,3 +230,31 @@ def test_shard_kill_leaves_shard_0_groups_and_forwarding(sidecar: tuple[ShardClu
         member.close()
     assert_exactly_once(committed, range(3000))
     assert committed_at(cluster.port + 1, late, topic) == (0, ends)
+
+
+def test_a_transactional_commit_goes_to_the_shard_of_its_group(sidecar: tuple[ShardCluster, int],
+                                                                upstream: Upstream) -> None:
+    """TxnOffsetCommit is served by the shard that coordinates the group (checked there, then
+    forwarded upstream); the other shard answers NOT_COORDINATOR, as for every group API."""
+    cluster, _ = sidecar
+    topic = "txn-sharded"
+    produce(cluster.bootstrap(), topic, range(4))
+
+    def txn_commit(port: int, group: str) -> list[int]:
+        response = asyncio.run(_request(port, build(request_schema(28, 3), {
+            "transactional_id": "tx-sharded", "group_id": group, "producer_id": 1, "producer_epoch": 0,
+            "generation_id": 1, "member_id": "m", "group_instance_id": None, "topics": [{"name": topic, "partitions": [
+                {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                 "committed_metadata": ""}]}]})))
+        return [int(p.error_code) for t in response.topics for p in t.partitions]
+
+    shards = set()
+    for group in ("txn-a", "txn-b", "txn-c", "txn-d", "txn-e", "txn-f"):
+        _, port = find_coordinator(cluster.port, group)
+        shards.add(port)
+        other = cluster.port + 1 - (port - cluster.port)
+        assert txn_commit(other, group) == [ErrorCode.NOT_COORDINATOR]
+        # Its own shard checks the member: a generation for a group it does not have.
+        wait_for(lambda port=port, group=group: txn_commit(port, group) == [ErrorCode.ILLEGAL_GENERATION],
+                 message="the topic in the shard's catalog")
+    assert shards == {cluster.port, cluster.port + 1}  # both shards served some

@@ -23,7 +23,7 @@ from protocol.build import build
 from protocol.errors import ErrorCode
 from protocol.private import DESCRIBE_GROUP_GENERATIONS
 from protocol.schemas import request_schema
-from tests.support.server import ServerProcess
+from tests.support.server import ServerProcess, wait_until
 from tests.support.wire import WireClient
 
 from .conftest import Upstream, free_base_port, sidecar_process, start_mock_cluster, stop_process
@@ -73,7 +73,7 @@ def test_api_versions_are_the_upstreams_with_our_group_apis(sidecar) -> None:
     assert ours[0] == (3, 10)  # below 3 there is no schema to rewrite leader hints with
     assert ours[1][1] == 16 and ours[3] == (0, 13)
     assert ours[22] == (0, 4)  # InitProducerId, forwarded untouched
-    assert 28 not in ours  # TxnOffsetCommit: refused, not advertised
+    assert ours[28] == (0, 3)  # TxnOffsetCommit: served here, capped at what the mock's coordinator speaks
 
 
 def test_metadata_names_only_our_listeners(sidecar) -> None:
@@ -108,15 +108,27 @@ def test_transaction_coordinator_is_an_upstream_broker_behind_our_listener(sidec
     assert (int(group.node_id), int(group.port)) == (COORDINATOR_NODE_ID, server.port)
 
 
-def test_transactional_offset_commit_is_refused(sidecar) -> None:
-    server, _, base = sidecar
-    response = call(base + 1, TxnOffsetCommitRequest(
-        transactional_id="tx-1", group_id="g", producer_id=i64(1), producer_epoch=i16(0), generation_id=i32(1),
-        member_id="m", group_instance_id=None, topics=(TxnOffsetCommitRequestTopic(name="t", partitions=(
+def txn_offset_commit(port: int, topic: str, generation: int, member_id: str) -> list[int]:
+    response = call(port, TxnOffsetCommitRequest(
+        transactional_id="tx-1", group_id="g", producer_id=i64(1), producer_epoch=i16(0),
+        generation_id=i32(generation), member_id=member_id, group_instance_id=None,
+        topics=(TxnOffsetCommitRequestTopic(name=topic, partitions=(
             TxnOffsetCommitRequestPartition(partition_index=i32(0), committed_offset=i64(5),
                                             committed_leader_epoch=i32(-1), committed_metadata=None),)),)))
-    assert [int(p.error_code) for t in response.topics for p in t.partitions] == [35]  # UNSUPPORTED_VERSION
-    assert "txn_offset_commit_refused" in server.log()
+    return [int(p.error_code) for t in response.topics for p in t.partitions]
+
+
+def test_transactional_offset_commit_of_an_unknown_member_is_refused_here(sidecar) -> None:
+    """Validated here as Kafka's group coordinator does (KIP-447): a generation for a group that
+    has none is ILLEGAL_GENERATION, never forwarded; a topic the upstream does not have is
+    UNKNOWN_TOPIC_OR_PARTITION before the group is looked at, as Kafka's KafkaApis answers."""
+    server, _, _ = sidecar
+    call(server.port, MetadataRequest(topics=(MetadataRequestTopic(topic_id=None, name="txn-topic"),),
+                                      allow_auto_topic_creation=True, include_topic_authorized_operations=False))
+    wait_until(lambda: txn_offset_commit(server.port, "txn-topic", 1, "m") == [22],  # ILLEGAL_GENERATION
+               message="the topic in the sidecar's catalog")
+    assert txn_offset_commit(server.port, "no-such-topic", 1, "m") == [3]  # UNKNOWN_TOPIC_OR_PARTITION
+    assert "offsets_home_upstream" not in server.log()
 
 
 def test_garbage_on_a_forwarding_listener_closes_only_that_connection(sidecar) -> None:
