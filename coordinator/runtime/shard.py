@@ -553,6 +553,15 @@ class ShardRuntime:
         self._barrier = self._unflushed
         self._wake.set()
 
+    def reload_from_log(self) -> None:
+        """Replace the core by one loaded from the log, nothing refused: the log partitions this
+        core holds changed (the cluster log's ownership, `clusterlog/owner.py`). Replies waiting for
+        entries already appended still wait for them; requests parked in the core are answered
+        NOT_COORDINATOR and timers are re-armed by the new core, as after a takeover."""
+        if self._reload_core is None or self._task is None:
+            return
+        self._refused(self.sink.durable_end if self._unflushed is None else self._unflushed + 1)
+
     def _drop_events(self) -> None:
         """Forget queued timer firings and topic changes (keep requests and unloads): the new core
         arms its own timers and starts from a topic snapshot taken after them."""

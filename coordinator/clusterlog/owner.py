@@ -1,0 +1,203 @@
+"""Which log partitions this instance serves, their writers, and loading them into a core.
+
+One core per process holds the groups of every partition the instance serves (not one core per
+partition as Kafka has): the shard runtime, its batching, release rule and timers stay as they
+are, and a change of the served set rebuilds the core from the log (`ShardRuntime.reload_from_log`:
+parked requests are answered NOT_COORDINATOR, timers re-armed fresh, as after a takeover). Only
+the partitions that changed hands are claimed, so the fencing stays per partition.
+
+The served set moves with the instance group (`membership.LogMembership`, whose listener this is):
+
+- assigned: the partitions join `assigned`; the next load claims each (InitProducerId: the
+  previous owner is fenced and its open transaction aborted), reads it `read_committed` through its
+  high watermark and replays it; only then are its groups served (`serving`);
+- revoked: its groups stop being served at once (NOT_COORDINATOR), the rounds already out are
+  settled, then the partition is handed over (its writer dropped);
+- lost (a missed session), or a write fenced: its groups stop being served at once and its writer is
+  dropped, so nothing more is acknowledged for it.
+
+Placement stays Kafka's: a group's partition is `partition_for(group id, partitions)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Awaitable, Callable, Mapping
+
+from protocol.errors import ErrorCode
+
+from ..core.offsets import LoadPlaces
+from ..core.shard import CoordinatorShard
+from ..logging import get_logger
+from ..shards.placement import partition_for
+from .cluster import LogCluster, LogUnavailable
+from .reader import PartitionReader
+from .settings import ClusterLogConfig
+from .topic import ensure_log_topic
+from .writer import INIT_PRODUCER_ID, PartitionWriter, transactional_id
+
+log = get_logger("coordinator.clusterlog.owner")
+
+OWNED_CACHE = 1 << 16
+
+
+class TransactionsUnsupported(Exception):
+    """The upstream cluster cannot give a transactional producer id; the message is one line."""
+
+
+class UpstreamLog:
+    def __init__(self, cluster: LogCluster, config: ClusterLogConfig, partitions: int, node_id: int) -> None:
+        self.cluster = cluster
+        self.config = config
+        self.partitions = partitions
+        self.node_id = node_id
+        self.assigned: set[int] = set()
+        """Partitions the instance group gave this instance."""
+        self.serving: set[int] = set()
+        """Partitions whose groups are answered here: assigned and loaded, not fenced."""
+        self.owners: dict[int, int] = {}
+        """partition → node id, as the group's leader last told it."""
+        self.writers: dict[int, PartitionWriter] = {}
+        self.on_change: Callable[[], None] | None = None
+        """Called when the served set must change (the server rebuilds the core: `load`)."""
+        self.settled: Callable[[], Awaitable[None]] | None = None
+        """Waits until no write round is out (the sink's)."""
+        self.loads = 0
+        self.partition_of = functools.lru_cache(maxsize=OWNED_CACHE)(self._partition_of)
+
+    def _partition_of(self, group_id: str) -> int:
+        return partition_for(group_id, self.partitions)
+
+    def owns_group(self, group_id: str) -> bool:
+        return self.partition_of(group_id) in self.serving
+
+    def writer_of(self, partition: int) -> PartitionWriter | None:
+        return self.writers.get(partition) if partition in self.serving else None
+
+    # -- start-up checks ------------------------------------------------------------------------
+    async def prepare(self) -> None:
+        """The log topic with its shape (created or refused: `LogTopicError`), and transactions
+        available (`TransactionsUnsupported`)."""
+        await ensure_log_topic(self.cluster, self.config.log_topic, self.partitions)
+        await self._check_transactions()
+
+    async def _check_transactions(self) -> None:
+        # A transactional producer is an idempotent one: InitProducerId with a transactional.id
+        # answering a producer id proves both. The id is this node's own, never used to write.
+        probe = f"{self.config.log_group_id}-check-{self.node_id}"
+        deadline = time.monotonic() + self.cluster.retry_for_s
+        code = ErrorCode.NONE
+        while True:
+            try:
+                response = await self.cluster.call_coordinator(probe, INIT_PRODUCER_ID, 4, {
+                    "transactional_id": probe, "transaction_timeout": self.config.log_transaction_timeout_ms,
+                    "producer_id": -1, "producer_epoch": -1})
+            except LogUnavailable as exc:
+                if time.monotonic() > deadline:
+                    raise TransactionsUnsupported(
+                        f"the upstream cluster gives no transaction coordinator ({exc}): coordinator.log.storage="
+                        "upstream needs transactions and idempotence (transaction.state.log.* settings)") from exc
+                await asyncio.sleep(0.2)
+                continue
+            code = ErrorCode(int(response.error_code))
+            if code == ErrorCode.NONE and int(response.producer_id) >= 0:
+                return
+            if code in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS,
+                        ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE) \
+                    and time.monotonic() < deadline:
+                self.cluster.forget_coordinator(probe)
+                await asyncio.sleep(0.1)
+                continue
+            break
+        raise TransactionsUnsupported(
+            f"the upstream cluster refused a transactional producer id ({code.name} for InitProducerId with "
+            f"transactional.id {probe}): coordinator.log.storage=upstream needs transactions and idempotence")
+
+    # -- loading --------------------------------------------------------------------------------
+    async def load(self, core: CoordinatorShard) -> int:
+        """Claim and replay every assigned partition into `core` (a fresh one); they are served from
+        then on. Returns the records replayed."""
+        if self.settled is not None:  # a round still out may commit entries the read must see
+            await self.settled()
+        started = time.monotonic()
+        places = LoadPlaces()
+        records = 0
+        loaded: set[int] = set()
+        for partition in sorted(self.assigned):
+            writer = self.writers.get(partition)
+            if writer is None:
+                writer = self.writers[partition] = PartitionWriter(
+                    self.cluster, self.config.log_topic, partition,
+                    transactional_id(self.config.log_group_id, partition),
+                    transaction_timeout_ms=self.config.log_transaction_timeout_ms)
+            if not writer.claimed:
+                await writer.claim()  # fences the previous owner and aborts what it left open
+            if partition not in self.assigned:  # revoked or lost while we claimed
+                continue
+            reader = PartitionReader(self.cluster, self.config.log_topic, partition)
+            read, _ = await reader.read_to_high_watermark(0)
+            core.replay_encoded(((r.key, r.value) for r in read if r.key is not None), places)
+            records += len(read)
+            loaded.add(partition)
+        self.serving = loaded & self.assigned
+        self.loads += 1
+        log.info("cluster_log_loaded", partitions=len(self.serving), records=records,
+                 seconds=round(time.monotonic() - started, 3))
+        return records
+
+    # -- the instance group's listener (membership.OwnershipListener) -------------------------------
+    async def assigned_partitions(self, partitions: frozenset[int], owners: Mapping[int, int]) -> None:
+        self.owners = dict(owners)
+        new = partitions - self.assigned
+        self.assigned |= partitions
+        if new:
+            log.info("log_partitions_assigned", partitions=sorted(new))
+            self._changed()
+
+    async def revoked(self, partitions: frozenset[int]) -> None:
+        self.serving -= partitions
+        self.assigned -= partitions
+        if self.settled is not None:
+            await self.settled()  # what was written for them committed or was refused
+        for partition in partitions:
+            self.writers.pop(partition, None)
+        log.info("log_partitions_revoked", partitions=sorted(partitions))
+        self._changed()
+
+    async def lost(self, partitions: frozenset[int]) -> None:
+        self._drop(partitions, "lost")
+
+    def fenced(self, partition: int, reason: str) -> None:
+        """A write to `partition` was fenced: another instance claimed it (or our transaction
+        timed out): stop serving it now; the instance group says who owns it next."""
+        self._drop(frozenset((partition,)), "fenced", reason)
+
+    def _drop(self, partitions: frozenset[int], why: str, reason: str = "") -> None:
+        self.serving -= partitions
+        self.assigned -= partitions
+        for partition in partitions:
+            self.writers.pop(partition, None)
+        log.warning(f"log_partitions_{why}", partitions=sorted(partitions), reason=reason or None)
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
+
+
+class MembershipListener:
+    """`membership.OwnershipListener` over an `UpstreamLog` (its `assigned` is a set there)."""
+
+    def __init__(self, owner: UpstreamLog) -> None:
+        self.owner = owner
+
+    async def revoked(self, partitions: frozenset[int]) -> None:
+        await self.owner.revoked(partitions)
+
+    async def assigned(self, partitions: frozenset[int], owners: Mapping[int, int]) -> None:
+        await self.owner.assigned_partitions(partitions, owners)
+
+    async def lost(self, partitions: frozenset[int]) -> None:
+        await self.owner.lost(partitions)

@@ -1,0 +1,130 @@
+"""A sidecar keeping its record log on the Apache Kafka 4.0 it fronts (`coordinator.log.storage=upstream`,
+issue 27 point 2): nothing of a group lives in the instance's data directory, so an instance
+SIGKILLed and started again on a fresh, empty directory serves the same groups: KIP-848 members keep
+their ids, epochs and partitions, and committed offsets are fetched back.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.durability.test_failover import (
+    FAST,
+    PARTITIONS,
+    TOPIC,
+    assert_members_kept_everything,
+    consumers,
+    settle,
+)
+from tests.sidecar.conftest import free_base_port, sidecar_process
+from tests.support.kafka import KafkaBroker
+from tests.support.server import ServerProcess, free_port, wait_until
+
+pytestmark = pytest.mark.interop
+
+LOG_PARTITIONS = 5
+
+
+def upstream_instance(data_dir: Path, broker: KafkaBroker, topic: str, base: int, port: int,
+                      **overrides: str) -> ServerProcess:
+    return sidecar_process(data_dir, broker.bootstrap, base, port=port, **{
+        **FAST, "coordinator.log.storage": "upstream", "coordinator.log.topic": topic,
+        "coordinator.log.group.id": f"{topic}-instances", "coordinator.log.session.timeout.ms": "6000",
+        "offsets.topic.num.partitions": str(LOG_PARTITIONS), **overrides})
+
+
+def ensure_topic(broker: KafkaBroker, name: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    if name in admin.list_topics(timeout=30).topics:
+        return
+    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(30)
+
+
+def commit_offsets(bootstrap: str, group: str, offsets: dict[int, int]) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in offsets.items()], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def fetch_offsets(bootstrap: str, group: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        found = consumer.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=30)
+    finally:
+        consumer.close()
+    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+
+
+def events(server: ServerProcess) -> list[dict[str, object]]:
+    return [json.loads(line) for line in server.log().splitlines() if line.startswith("{")]
+
+
+def test_groups_and_offsets_survive_sigkill_and_a_fresh_data_directory(tmp_path: Path,
+                                                                       kafka_broker: KafkaBroker) -> None:
+    ensure_topic(kafka_broker, TOPIC, PARTITIONS)
+    log_topic = f"coordinator-log-{uuid.uuid4().hex[:8]}"
+    base, port = free_base_port(), free_port()
+    first = upstream_instance(tmp_path / "first", kafka_broker, log_topic, base, port).start(wait=False)
+    first.wait_ready(60)
+    members = consumers(first.bootstrap)
+    second: ServerProcess | None = None
+    try:
+        commit_offsets(first.bootstrap, "classic-offsets", {0: 17, 3: 42})
+        before = settle(members, first.port)
+        assert first.proc is not None
+        first.proc.kill()
+        first.proc.wait(10)
+        # Same addresses, nothing of the first instance's directory.
+        second = upstream_instance(tmp_path / "second", kafka_broker, log_topic, base, port)
+        second.start(wait=False)
+        second.wait_ready(60)
+        assert not any((tmp_path / "second" / "log").glob("*.log")), "the log is upstream, not local"
+        # (Both instances log to one file: the last load is the second instance's.)
+        loaded = [e for e in events(second) if e["event"] == "cluster_log_loaded"]
+        assert loaded[-1]["partitions"] == LOG_PARTITIONS and int(str(loaded[-1]["records"])) > 0
+        assert_members_kept_everything(members, before, second)
+        assert fetch_offsets(second.bootstrap, "classic-offsets") == {0: 17, 3: 42}
+    finally:
+        for m in members:
+            m.close()
+        if second is not None:
+            second.stop()
+        first.stop()
+
+
+def test_a_log_topic_of_another_partition_count_is_refused_in_one_line(tmp_path: Path,
+                                                                      kafka_broker: KafkaBroker) -> None:
+    log_topic = f"coordinator-log-{uuid.uuid4().hex[:8]}"
+    ensure_topic(kafka_broker, log_topic, LOG_PARTITIONS + 1)
+    server = upstream_instance(tmp_path / "data", kafka_broker, log_topic, free_base_port(), free_port())
+    server.start(wait=False)
+    try:
+        assert server.proc is not None
+        assert server.proc.wait(60) == 2
+        wait_until(lambda: "offsets.topic.num.partitions" in server.log(), message="the refusal")
+        refusal = [line for line in server.log().splitlines() if "partitions" in line and "Traceback" not in line]
+        assert "Traceback" not in server.log()
+        assert any(f"has {LOG_PARTITIONS + 1} partitions" in line for line in refusal), server.log()
+    finally:
+        server.stop()
+
+
+def test_upstream_storage_is_refused_in_embedded_mode(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "data", overrides={"coordinator.log.storage": "upstream"})
+    server.start(wait=False)
+    try:
+        assert server.proc is not None
+        assert server.proc.wait(30) == 2
+        text = server.log()
+        assert "coordinator.log.storage" in text and "upstream.bootstrap.servers" in text
+        assert "Traceback" not in text
+    finally:
+        server.stop()
