@@ -33,6 +33,7 @@ from ..core.shard import CoordinatorShard
 from ..logging import get_logger
 from ..shards.placement import partition_for
 from .cluster import LogCluster, LogUnavailable
+from .membership import LogMembership
 from .reader import PartitionReader
 from .settings import ClusterLogConfig
 from .topic import ensure_log_topic
@@ -65,13 +66,34 @@ class UpstreamLog:
         self.settled: Callable[[], Awaitable[None]] | None = None
         """Waits until no write round is out (the sink's)."""
         self.loads = 0
+        self.membership: LogMembership | None = None
+        """The instance group (set once joined): the lease, and every partition's owner."""
         self.partition_of = functools.lru_cache(maxsize=OWNED_CACHE)(self._partition_of)
 
     def _partition_of(self, group_id: str) -> int:
         return partition_for(group_id, self.partitions)
 
     def owns_group(self, group_id: str) -> bool:
-        return self.partition_of(group_id) in self.serving
+        """Whether this instance answers for the group now: its partition is served here and the
+        lease holds (past it, the group may have given the partition to another instance)."""
+        if self.partition_of(group_id) not in self.serving:
+            return False
+        membership = self.membership
+        return membership is None or membership.live()
+
+    def owner_endpoint(self, group_id: str, listener: str) -> tuple[int, str, int] | None:
+        """(node id, host, port) of the instance owning the group's partition on `listener`, as
+        the instance group's leader last told every member; None while it has no owner."""
+        membership = self.membership
+        if membership is None:
+            return None
+        node = membership.owners.get(self.partition_of(group_id))
+        if node is None:
+            return None
+        for name, host, port in membership.nodes.get(node, ()):
+            if name == listener:
+                return node, host, port
+        return None
 
     def writer_of(self, partition: int) -> PartitionWriter | None:
         return self.writers.get(partition) if partition in self.serving else None

@@ -465,7 +465,10 @@ class CoordinatorServer:
         membership = self.membership = LogMembership(
             upstream.cluster, self.cluster_log.log_group_id, self.node.node_id, self.layout.partitions,
             MembershipListener(upstream), session_timeout_ms=self.cluster_log.log_session_timeout_ms,
-            heartbeat_interval_ms=max(100, self.cluster_log.log_session_timeout_ms // 10))
+            heartbeat_interval_ms=max(100, self.cluster_log.log_session_timeout_ms // 10),
+            endpoints=tuple((name, node.host, node.port) for name, node in self.view.endpoints.items()))
+        upstream.membership = membership
+        self.view.group_owner = self._group_owner
         joined = asyncio.create_task(membership.run(), name="cluster-log-membership")
         self._background.append(joined)
         stable = asyncio.ensure_future(membership.stable.wait())
@@ -487,6 +490,15 @@ class CoordinatorServer:
         upstream.on_change = shard.reload_from_log
         if upstream.assigned != upstream.serving:  # the assignment moved while we loaded
             shard.reload_from_log()
+
+    def _group_owner(self, group_id: str, listener: str) -> Node | None:
+        """FindCoordinator with the log upstream: the instance owning the group's partition."""
+        assert self.upstream_log is not None
+        found = self.upstream_log.owner_endpoint(group_id, listener)
+        if found is None:
+            return None
+        node_id, host, port = found
+        return self.view.node_for(listener) if node_id == self.node.node_id else Node(node_id, host, port)
 
     async def _load_upstream(self, core: CoordinatorShard) -> None:
         """Replay the assigned partitions into `core`, waiting out an upstream that cannot be
