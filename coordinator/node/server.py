@@ -546,7 +546,10 @@ class CoordinatorServer:
                     f"{broker - k} + {k}): set sidecar.node.id above the upstream's broker ids")
         shard.post(consumer_groups.topics_snapshot(self.topics))
         self.topics.add_listener(lambda change: shard.post(consumer_groups.topic_change(change)))
-        await shard.start(writer_id=f"node-{self.node.node_id}-{uuid.uuid4()}")
+        # The local log's owner marks its takeover with a CoordinatorEpoch; upstream, each log
+        # partition's transactional id fences instead, and a node-wide record would belong to no
+        # partition this instance is sure to own.
+        await shard.start(writer_id=None if self.upstream_log is not None else f"node-{self.node.node_id}-{uuid.uuid4()}")
         self.shard = shard
         if self.sidecar is not None:
             self.sidecar.attach(shard)
