@@ -76,10 +76,7 @@ class UpstreamLog:
     def owns_group(self, group_id: str) -> bool:
         """Whether this instance answers for the group now: its partition is served here and the
         lease holds (past it, the group may have given the partition to another instance)."""
-        if self.partition_of(group_id) not in self.serving:
-            return False
-        membership = self.membership
-        return membership is None or membership.live()
+        return self.partition_of(group_id) in self.serving and self.live()
 
     def owner_endpoint(self, group_id: str, listener: str) -> tuple[int, str, int] | None:
         """(node id, host, port) of the instance owning the group's partition on `listener`, as
@@ -95,8 +92,14 @@ class UpstreamLog:
                 return node, host, port
         return None
 
+    def live(self) -> bool:
+        membership = self.membership
+        return membership is None or membership.live()
+
     def writer_of(self, partition: int) -> PartitionWriter | None:
-        return self.writers.get(partition) if partition in self.serving else None
+        """The partition's writer while it is served here under the lease: a claim (InitProducerId)
+        made past the lease could fence an instance the group has given the partition to."""
+        return self.writers.get(partition) if partition in self.serving and self.live() else None
 
     # -- start-up checks ------------------------------------------------------------------------
     async def prepare(self) -> None:
@@ -153,8 +156,11 @@ class UpstreamLog:
                 writer = self.writers[partition] = PartitionWriter(
                     self.cluster, self.config.log_topic, partition,
                     transactional_id(self.config.log_group_id, partition),
-                    transaction_timeout_ms=self.config.log_transaction_timeout_ms)
+                    transaction_timeout_ms=self.config.log_transaction_timeout_ms,
+                    retry_for_s=self.config.log_write_timeout_ms / 1000)
             if not writer.claimed:
+                if not self.live():  # see writer_of
+                    raise LogUnavailable("the instance group has not answered for a session timeout")
                 await writer.claim()  # fences the previous owner and aborts what it left open
             if partition not in self.assigned:  # revoked or lost while we claimed
                 continue

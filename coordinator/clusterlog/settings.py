@@ -51,6 +51,11 @@ class ClusterLogConfig:
         "coordinator.log.transaction.timeout.ms", 60000,
         "With coordinator.log.storage=upstream: transaction.timeout.ms of the log partitions' writers (ours).",
         check=at_least(1000))
+    log_write_timeout_ms: int = setting(
+        "coordinator.log.write.timeout.ms", 30000,
+        "With coordinator.log.storage=upstream: how long a write to the log keeps being retried while the "
+        "cluster cannot be reached; then its requests are answered COORDINATOR_NOT_AVAILABLE (ours).",
+        check=at_least(100))
 
     @property
     def upstream(self) -> bool:

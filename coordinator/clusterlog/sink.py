@@ -13,8 +13,9 @@ A committer task takes everything buffered as one round: per partition one trans
 while a round is out, new entries gather for the next one (group commit, as the local log shares
 one fsync). When every partition of a round committed, `durable_end` passes the round's last
 entry and the shard releases the replies. A round with a failed partition releases nothing: the
-shard is told `on_refused(first entry of the round)`, so every reply of the round (and of what was
-buffered behind it, computed from the same state) is answered NOT_COORDINATOR and the core is
+shard is told `on_refused(first entry of the round, code)`, so every reply of the round (and of what
+was buffered behind it, computed from the same state) is answered `code` (COORDINATOR_NOT_AVAILABLE
+when the upstream could not be reached, NOT_COORDINATOR otherwise) and the core is
 rebuilt from what the log holds (`read_committed`). Entries of the round that did commit stay in
 the log: a client may be refused a write that later turns out committed (as with Kafka), never
 told of one that did not. A fenced partition (another instance claimed its transactional id) is
@@ -28,10 +29,13 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 
+from protocol.errors import ErrorCode
+
 from ..core.records import decode_record_key, group_of
 from ..logging import get_logger
 from ..recordlog.errors import WriteRefused
 from ..recordlog.record import record_identity
+from ..runtime.shard import Refused
 from .cluster import LogUnavailable
 from .writer import Fenced, PartitionWriter
 
@@ -52,17 +56,18 @@ class UpstreamSink:
     instance does not own p."""
 
     def __init__(self, writer_of: Callable[[int], PartitionWriter | None], partition_of: Callable[[str], int],
-                 on_fenced: Callable[[int, str], None]) -> None:
+                 on_fenced: Callable[[int, str], None], retry_for_s: float = 30.0) -> None:
         self._writer_of = writer_of
         self._partition_of = partition_of
         self._on_fenced = on_fenced
+        self.retry_for_s = retry_for_s
         self._next = 0
         self._durable_end = 0
         self._round_first = 0
         self._buffer: dict[int, list[Entry]] = {}
         self._points: list[tuple[int, asyncio.Future[int]]] = []
         self._on_durable: Callable[[int], None] | None = None
-        self._on_refused: Callable[[int], None] | None = None
+        self._on_refused: Refused | None = None
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -91,7 +96,7 @@ class UpstreamSink:
     def next_offset(self) -> int:
         return self._next
 
-    def watch(self, on_durable: Callable[[int], None], on_refused: Callable[[int], None] | None = None) -> None:
+    def watch(self, on_durable: Callable[[int], None], on_refused: Refused | None = None) -> None:
         self._on_durable = on_durable
         self._on_refused = on_refused
 
@@ -142,13 +147,27 @@ class UpstreamSink:
                 self._idle.set()
 
     async def _commit(self, partition: int, entries: list[Entry]) -> None:
-        writer = self._writer_of(partition)
-        if writer is None:
-            raise NotOwned(f"log partition {partition} is not owned here")
-        if not writer.claimed:  # a failure before left the outcome unknown: a claim settles it
-            await writer.claim()
-        await writer.write(entries)
-        await writer.commit()
+        """One partition's part of a round, retried while the upstream cannot be reached (for up to
+        `retry_for_s`). A retry claims the partition again, which settles the transaction left
+        behind (aborted, or committed if its EndTxn had reached the coordinator), then writes the
+        entries again: a record written twice replays to the same state (records are upserts)."""
+        deadline = time.monotonic() + self.retry_for_s
+        delay = 0.05
+        while True:
+            writer = self._writer_of(partition)
+            if writer is None:
+                raise NotOwned(f"log partition {partition} is not owned here")
+            try:
+                if not writer.claimed:  # a failure before left the outcome unknown: a claim settles it
+                    await writer.claim()
+                await writer.write(entries)
+                await writer.commit()
+                return
+            except LogUnavailable:
+                if time.monotonic() + delay > deadline:
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, 1.0)
 
     def _durable(self, end: int) -> None:
         self._durable_end = end
@@ -181,4 +200,7 @@ class UpstreamSink:
             if not future.done():
                 future.set_exception(WriteRefused(f"log round refused from entry {first}", first))
         if self._on_refused is not None:
-            self._on_refused(first)
+            # The upstream out of reach is COORDINATOR_NOT_AVAILABLE (retriable where it is);
+            # anything else, as a refused local write, NOT_COORDINATOR.
+            unreachable = all(isinstance(exc, LogUnavailable) for _, exc in failures)
+            self._on_refused(first, ErrorCode.COORDINATOR_NOT_AVAILABLE if unreachable else ErrorCode.NOT_COORDINATOR)

@@ -479,7 +479,8 @@ class CoordinatorServer:
             if isinstance(failure, DuplicateNodeId):
                 raise StartupError(f"coordinator.log.storage=upstream: {failure}") from failure
             raise StartupError(f"coordinator.log.storage=upstream: the instance group stopped: {failure!r}")
-        sink = self._sink = UpstreamSink(upstream.writer_of, upstream.partition_of, upstream.fenced)
+        sink = self._sink = UpstreamSink(upstream.writer_of, upstream.partition_of, upstream.fenced,
+                                         retry_for_s=self.cluster_log.log_write_timeout_ms / 1000)
         upstream.settled = sink.settled
         sink.start()
         core = self._new_core()

@@ -103,6 +103,11 @@ _processing_time = STATS.processing_ms.append
 
 EncodedRecord = tuple[int, bytes, bytes | None]
 
+Refused = Callable[[int, ErrorCode], None]
+"""`on_refused(first_offset, code)`: the entries from `first_offset` on are gone; what waited for
+them is answered `code` (NOT_COORDINATOR for a refused write; COORDINATOR_NOT_AVAILABLE when the
+log could not be reached, the log upstream)."""
+
 
 class LogSink(Protocol):
     """Where the shard's entries go: the durable record log. Entries become durable in the order
@@ -117,11 +122,10 @@ class LogSink(Protocol):
         """Every entry whose offset is below it is durable."""
         ...
 
-    def watch(self, on_durable: Callable[[int], None],
-              on_refused: Callable[[int], None] | None = None) -> None:
+    def watch(self, on_durable: Callable[[int], None], on_refused: Refused | None = None) -> None:
         """Call `on_durable(durable_end)` each time entries become durable, and
-        `on_refused(first_offset)` when the disk refused the entries from `first_offset` on (they
-        are gone, and their offsets are not used again)."""
+        `on_refused(first_offset, code)` when the log refused the entries from `first_offset` on
+        (they are gone, and their offsets are not used again)."""
         ...
 
     def durable_point(self) -> asyncio.Future[Any] | None:
@@ -519,9 +523,9 @@ class ShardRuntime:
             elif replies is not None:
                 self._deliver(replies)
 
-    def _refused(self, first_offset: int) -> None:
-        """The disk refused the entries from `first_offset` on (see the module docstring): answer
-        what depended on them, forget what the core holds in memory only, and reload."""
+    def _refused(self, first_offset: int, code: ErrorCode = ErrorCode.NOT_COORDINATOR) -> None:
+        """The log refused the entries from `first_offset` on (see the module docstring): answer
+        what depended on them (`code`), forget what the core holds in memory only, and reload."""
         self.loaded = False
         self._idle = False  # `submit` queues: nothing is handled before the new core
         self._reload_due = True
@@ -542,7 +546,7 @@ class ShardRuntime:
         for ref in refused:
             waiter = self._waiters.pop(ref, None)
             if waiter is not None and not waiter[0].done():
-                waiter[0].set_result(self.core.error_response(waiter[1], ErrorCode.NOT_COORDINATOR))
+                waiter[0].set_result(self.core.error_response(waiter[1], code))
         if self._timers is not None:
             self._timers.cancel_all()
         # What is still unflushed was written (below `first_offset`): record-less replies wait for

@@ -6,14 +6,23 @@ their ids, epochs and partitions, and committed offsets are fetched back.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.offset_commit.v8.request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from kio.static.primitive import i32, i64
 
+from protocol.errors import ErrorCode
 from tests.durability.test_failover import (
     FAST,
     PARTITIONS,
@@ -25,6 +34,7 @@ from tests.durability.test_failover import (
 from tests.sidecar.conftest import free_base_port, sidecar_process
 from tests.support.kafka import KafkaBroker
 from tests.support.server import ServerProcess, free_port, wait_until
+from tests.support.wire import WireClient
 
 pytestmark = pytest.mark.interop
 
@@ -126,5 +136,55 @@ def test_upstream_storage_is_refused_in_embedded_mode(tmp_path: Path) -> None:
         text = server.log()
         assert "coordinator.log.storage" in text and "upstream.bootstrap.servers" in text
         assert "Traceback" not in text
+    finally:
+        server.stop()
+
+
+async def _commit(port: int, group: str, offsets: dict[int, int]) -> list[int]:
+    client = await WireClient.connect(port)
+    try:
+        response = await client.request(OffsetCommitRequest(
+            group_id=group, generation_id_or_member_epoch=i32(-1), member_id="", group_instance_id=None,
+            topics=(OffsetCommitRequestTopic(name=TOPIC, partitions=tuple(
+                OffsetCommitRequestPartition(partition_index=i32(p), committed_offset=i64(o),
+                                             committed_leader_epoch=i32(-1), committed_metadata="")
+                for p, o in offsets.items())),)), timeout=60)
+    finally:
+        await client.close()
+    return [int(p.error_code) for t in response.topics for p in t.partitions]
+
+
+def commit_raw(port: int, group: str, offsets: dict[int, int]) -> list[int]:
+    """An OffsetCommit of a group without members, straight to one instance; its error codes."""
+    return asyncio.run(_commit(port, group, offsets))
+
+
+@pytest.mark.slow
+def test_an_upstream_lost_mid_write_acknowledges_nothing_and_service_resumes_when_it_returns(
+        tmp_path: Path, kafka_broker: KafkaBroker) -> None:
+    ensure_topic(kafka_broker, TOPIC, PARTITIONS)
+    log_topic = f"coordinator-log-{uuid.uuid4().hex[:8]}"
+    server = upstream_instance(tmp_path / "data", kafka_broker, log_topic, free_base_port(), free_port(),
+                               **{"coordinator.log.write.timeout.ms": "2000"})
+    server.start(wait=False)
+    try:
+        server.wait_ready(60)
+        assert commit_raw(server.port, "survivor", {0: 1}) == [0]
+        kafka_broker.stop()
+        try:
+            started = time.monotonic()
+            codes = commit_raw(server.port, "survivor", {1: 2})
+            waited = time.monotonic() - started
+            # Waited for the write (COORDINATOR_NOT_AVAILABLE), or refused at once once the lease
+            # ran out (NOT_COORDINATOR): retriable either way, never acknowledged.
+            assert codes in ([ErrorCode.COORDINATOR_NOT_AVAILABLE], [ErrorCode.NOT_COORDINATOR]), codes
+            print(f"answered {ErrorCode(codes[0]).name} after {waited:.2f}s")
+        finally:
+            kafka_broker.start()
+        wait_until(lambda: commit_raw(server.port, "survivor", {2: 3}) == [0], timeout=90,
+                   message="commits acknowledged again once the upstream is back")
+        committed = fetch_offsets(server.bootstrap, "survivor")
+        assert committed[0] == 1 and committed[2] == 3, committed
+        assert "Traceback" not in server.log()
     finally:
         server.stop()
