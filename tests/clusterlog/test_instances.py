@@ -18,16 +18,12 @@ from pathlib import Path
 
 import pytest
 from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
-from kio.schema.offset_commit.v8.request import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
-from kio.static.primitive import i8, i32, i64
+from kio.static.primitive import i8
 
 from tests.clusterlog.test_upstream_storage import (
     LOG_PARTITIONS,
     commit_offsets,
+    commit_raw,
     ensure_topic,
     fetch_offsets,
     upstream_instance,
@@ -37,10 +33,13 @@ from tests.durability.test_failover import (
     TOPIC,
     assert_members_kept_everything,
     consumers,
+    describe,
     settle,
 )
 from tests.sidecar.conftest import free_base_port
+from tests.support.clients import make_member, owns_each_exactly_once, poll_until
 from tests.support.kafka import KafkaBroker
+from tests.support.metrics import scrape
 from tests.support.server import ServerProcess, free_port, wait_until
 from tests.support.wire import WireClient
 
@@ -76,20 +75,6 @@ async def _find(port: int, group: str) -> tuple[int, int, int]:
 def coordinator_of(servers: list[ServerProcess], group: str, asked: ServerProcess) -> ServerProcess | None:
     code, _, port = asyncio.run(_find(asked.port, group))
     return next((s for s in servers if s.port == port), None) if code == 0 else None
-
-
-async def _commit(port: int, group: str, offsets: dict[int, int]) -> list[int]:
-    client = await WireClient.connect(port)
-    try:
-        response = await client.request(OffsetCommitRequest(
-            group_id=group, generation_id_or_member_epoch=i32(-1), member_id="", group_instance_id=None,
-            topics=(OffsetCommitRequestTopic(name=TOPIC, partitions=tuple(
-                OffsetCommitRequestPartition(partition_index=i32(p), committed_offset=i64(o),
-                                             committed_leader_epoch=i32(-1), committed_metadata="")
-                for p, o in offsets.items())),)))
-    finally:
-        await client.close()
-    return [int(p.error_code) for t in response.topics for p in t.partitions]
 
 
 @pytest.fixture
@@ -142,7 +127,7 @@ def test_a_paused_instance_is_fenced_answers_nothing_for_what_it_lost_and_rejoin
         instances: list[ServerProcess]) -> None:
     paused = instances[0]
     group = next(f"g{i}" for i in range(1000) if coordinator_of(instances, f"g{i}", paused) is paused)
-    assert asyncio.run(_commit(paused.port, group, {0: 1})) == [0]
+    assert commit_raw(paused.port, group, {0: 1}) == [0]
     assert paused.proc is not None
     paused.proc.send_signal(signal.SIGSTOP)
     others = instances[1:]
@@ -150,11 +135,60 @@ def test_a_paused_instance_is_fenced_answers_nothing_for_what_it_lost_and_rejoin
         wait_until(lambda: divided(others), timeout=60, message="the paused instance's partitions taken over")
         taker = coordinator_of(others, group, others[0])
         assert taker is not None and taker is not paused
-        assert asyncio.run(_commit(taker.port, group, {0: 2})) == [0]
+        # Assigned is not yet loaded: the taker answers retriable codes until it has replayed.
+        wait_until(lambda: commit_raw(taker.port, group, {0: 2}) == [0], timeout=30,
+                   message="the taker acknowledging the group's commits")
     finally:
         paused.proc.send_signal(signal.SIGCONT)
     # Resumed: its lease has run out and its writers are fenced; it refuses the group at once.
-    codes = asyncio.run(_commit(paused.port, group, {0: 3}))
+    codes = commit_raw(paused.port, group, {0: 3})
     assert codes == [16], f"the resumed instance answered {codes} (NOT_COORDINATOR is 16)"
     wait_until(lambda: divided(instances), timeout=60, message="the resumed instance rejoined with a share")
     assert fetch_offsets(",".join(s.bootstrap for s in others), group) == {0: 2}
+
+
+def heartbeats(server: ServerProcess, api: str) -> float:
+    return scrape(server.metrics_port).get(f'coordinator_requests_total{{api="{api}"}}', 0.0)
+
+
+@pytest.mark.slow
+def test_a_fourth_instance_takes_partitions_without_rebalancing_any_client_group(
+        tmp_path: Path, kafka_broker: KafkaBroker, instances: list[ServerProcess]) -> None:
+    bootstrap = ",".join(s.bootstrap for s in instances)
+    modern = consumers(bootstrap)
+    classic = [make_member(bootstrap, "classic-group", f"c{i}", [TOPIC]) for i in range(2)]
+    members = modern + classic
+    fourth: ServerProcess | None = None
+    try:
+        owner = coordinator_of(instances, GROUP, instances[0])
+        assert owner is not None
+        before = settle(modern, owner.port)
+        poll_until(members, lambda: owns_each_exactly_once(classic, PARTITIONS), message="classic assignment")
+        classic_before = {m.name: (m.consumer.memberid(), frozenset(m.assignment())) for m in classic}
+        for m in members:
+            m.revoked_events.clear()
+            m.assigned_events.clear()
+        topic = instances[0].overrides["coordinator.log.topic"]
+        fourth = upstream_instance(tmp_path / "i4", kafka_broker, topic, free_base_port(), free_port(),
+                                   **{"sidecar.node.id": "1004"})
+        fourth.start(wait=False)
+        everyone = [*instances, fourth]
+        poll_until(members, lambda: divided(everyone) and fourth.ready(), timeout=60,
+                   message="the log partitions divided among four")
+        # Every group is served again where FindCoordinator says, and its members heartbeat there.
+        new_owner = coordinator_of(everyone, GROUP, fourth)
+        classic_owner = coordinator_of(everyone, "classic-group", fourth)
+        assert new_owner is not None and classic_owner is not None
+        modern_at, classic_at = heartbeats(new_owner, "ConsumerGroupHeartbeat"), heartbeats(classic_owner, "Heartbeat")
+        poll_until(members, lambda: heartbeats(new_owner, "ConsumerGroupHeartbeat") >= modern_at + 3 * len(modern)
+                   and heartbeats(classic_owner, "Heartbeat") >= classic_at + 3 * len(classic),
+                   message="members heartbeating their group's owner after the move")
+        assert asyncio.run(describe(new_owner.port)) == before, "KIP-848 member ids, epochs or partitions changed"
+        for m in members:
+            assert not m.revoked_events and not m.assigned_events, f"{m.name} saw a rebalance"
+        assert {m.name: (m.consumer.memberid(), frozenset(m.assignment())) for m in classic} == classic_before
+    finally:
+        for m in members:
+            m.close()
+        if fourth is not None:
+            fourth.stop()
