@@ -36,6 +36,7 @@ from .cluster import LogCluster, LogUnavailable
 from .membership import LogMembership
 from .reader import PartitionReader
 from .settings import ClusterLogConfig
+from .tail import LogTail
 from .topic import ensure_log_topic
 from .writer import INIT_PRODUCER_ID, PartitionWriter, transactional_id
 
@@ -66,6 +67,8 @@ class UpstreamLog:
         self.settled: Callable[[], Awaitable[None]] | None = None
         """Waits until no write round is out (the sink's)."""
         self.loads = 0
+        self.tail: LogTail | None = None
+        """Every partition's compacted copy, kept read (`coordinator.log.tail.interval.ms` above 0)."""
         self.membership: LogMembership | None = None
         """The instance group (set once joined): the lease, and every partition's owner."""
         self.partition_of = functools.lru_cache(maxsize=OWNED_CACHE)(self._partition_of)
@@ -148,7 +151,7 @@ class UpstreamLog:
             await self.settled()
         started = time.monotonic()
         places = LoadPlaces()
-        records = 0
+        records = read_now = 0
         loaded: set[int] = set()
         for partition in sorted(self.assigned):
             writer = self.writers.get(partition)
@@ -164,14 +167,20 @@ class UpstreamLog:
                 await writer.claim()  # fences the previous owner and aborts what it left open
             if partition not in self.assigned:  # revoked or lost while we claimed
                 continue
-            reader = PartitionReader(self.cluster, self.config.log_topic, partition)
-            read, _ = await reader.read_to_high_watermark(0)
-            core.replay_encoded(((r.key, r.value) for r in read if r.key is not None), places)
-            records += len(read)
+            if self.tail is not None:  # memory, then only what was written since the last read
+                items, fetched = await self.tail.catch_up(partition)
+            else:
+                reader = PartitionReader(self.cluster, self.config.log_topic, partition)
+                read, _ = await reader.read_to_high_watermark(0)
+                items = [(r.key, r.value) for r in read if r.key is not None]
+                fetched = len(read)
+            core.replay_encoded(items, places)
+            records += len(items)
+            read_now += fetched
             loaded.add(partition)
         self.serving = loaded & self.assigned
         self.loads += 1
-        log.info("cluster_log_loaded", partitions=len(self.serving), records=records,
+        log.info("cluster_log_loaded", partitions=len(self.serving), records=records, read=read_now,
                  seconds=round(time.monotonic() - started, 3))
         return records
 

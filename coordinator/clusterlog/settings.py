@@ -56,6 +56,11 @@ class ClusterLogConfig:
         "With coordinator.log.storage=upstream: how long a write to the log keeps being retried while the "
         "cluster cannot be reached; then its requests are answered COORDINATOR_NOT_AVAILABLE (ours).",
         check=at_least(100))
+    log_tail_interval_ms: int = setting(
+        "coordinator.log.tail.interval.ms", 500,
+        "With coordinator.log.storage=upstream: how often an instance reads what was written to every log "
+        "partition, owned or not, so taking one over replays memory and reads only its tail; 0 disables "
+        "(a takeover reads the partition from its start) (ours).", check=at_least(0))
 
     @property
     def upstream(self) -> bool:

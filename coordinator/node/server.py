@@ -45,6 +45,7 @@ from ..clusterlog.membership import DuplicateNodeId, LogMembership
 from ..clusterlog.owner import MembershipListener, TransactionsUnsupported, UpstreamLog
 from ..clusterlog.settings import ClusterLogConfig
 from ..clusterlog.sink import UpstreamSink
+from ..clusterlog.tail import LogTail
 from ..clusterlog.topic import LogTopicError
 from ..config import Config
 from ..core.config import GroupConfig
@@ -462,6 +463,10 @@ class CoordinatorServer:
             raise StartupError(f"coordinator.log.storage=upstream: {exc}") from exc
         except LogUnavailable as exc:
             raise StartupError(f"coordinator.log.storage=upstream: the upstream cluster cannot be used: {exc}") from exc
+        if self.cluster_log.log_tail_interval_ms > 0:
+            upstream.tail = LogTail(upstream.cluster, self.cluster_log.log_topic, self.layout.partitions,
+                                    self.cluster_log.log_tail_interval_ms / 1000)
+            self._background.append(asyncio.create_task(upstream.tail.run(), name="cluster-log-tail"))
         membership = self.membership = LogMembership(
             upstream.cluster, self.cluster_log.log_group_id, self.node.node_id, self.layout.partitions,
             MembershipListener(upstream), session_timeout_ms=self.cluster_log.log_session_timeout_ms,

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
 from kio.static.primitive import i8
 
@@ -77,6 +78,15 @@ def coordinator_of(servers: list[ServerProcess], group: str, asked: ServerProces
     return next((s for s in servers if s.port == port), None) if code == 0 else None
 
 
+def loaded(server: ServerProcess) -> bool:
+    """The instance answers ConsumerGroupDescribe for GROUP (it has loaded the group's partition)."""
+    try:
+        asyncio.run(describe(server.port))
+    except AssertionError:  # COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR while it loads
+        return False
+    return True
+
+
 @pytest.fixture
 def instances(tmp_path: Path, kafka_broker: KafkaBroker) -> Iterator[list[ServerProcess]]:
     ensure_topic(kafka_broker, TOPIC, PARTITIONS)
@@ -115,6 +125,7 @@ def test_a_sigkilled_instance_s_partitions_move_and_its_group_keeps_everything(
         wait_until(lambda: divided(survivors), timeout=60, message="the killed instance's partitions taken over")
         new_owner = coordinator_of(survivors, GROUP, survivors[0])
         assert new_owner is not None and new_owner is not owner
+        poll_until(members, lambda: loaded(new_owner), message="the new owner serving the group")
         assert_members_kept_everything(members, before, new_owner)
         assert fetch_offsets(",".join(s.bootstrap for s in survivors), offsets_group) == {0: 5, 1: 6}
     finally:
@@ -192,3 +203,37 @@ def test_a_fourth_instance_takes_partitions_without_rebalancing_any_client_group
             m.close()
         if fourth is not None:
             fourth.stop()
+
+
+def log_end_offsets(broker: KafkaBroker, topic: str) -> int:
+    """The log topic's high watermarks, summed over its partitions."""
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "watermarks"})
+    try:
+        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                   for p in range(LOG_PARTITIONS))
+    finally:
+        consumer.close()
+
+
+@pytest.mark.slow
+def test_a_takeover_replays_the_partition_from_memory_and_reads_only_its_tail(
+        kafka_broker: KafkaBroker, instances: list[ServerProcess]) -> None:
+    owner = instances[0]
+    group = next(f"t{i}" for i in range(1000) if coordinator_of(instances, f"t{i}", owner) is owner)
+    for round_ in range(3):
+        wait_until(lambda r=round_: commit_raw(owner.port, group, {p: 10 * r + p for p in range(PARTITIONS)})
+                   == [0] * PARTITIONS, message="commits acknowledged")
+    survivors = instances[1:]
+    end = log_end_offsets(kafka_broker, owner.overrides["coordinator.log.topic"])
+    wait_until(lambda: all(scrape(s.metrics_port).get("coordinator_log_tail_offsets", 0) >= end for s in survivors),
+               timeout=30, message="every other instance's copies read through the log's end")
+    assert owner.proc is not None
+    owner.proc.kill()
+    owner.proc.wait(10)
+    wait_until(lambda: divided(survivors), timeout=60, message="the killed instance's partitions taken over")
+    taker = next(s for s in survivors if coordinator_of(survivors, group, s) is s)
+    offsets = {p: 20 + p for p in range(PARTITIONS)}
+    wait_until(lambda: fetch_offsets(taker.bootstrap, group) == offsets, timeout=30,
+               message="the group's offsets served by the taker")
+    loads = [json.loads(line) for line in taker.log().splitlines() if '"cluster_log_loaded"' in line]
+    assert loads[-1]["read"] == 0 and loads[-1]["records"] >= PARTITIONS, loads[-1]

@@ -93,13 +93,16 @@ def test_groups_and_offsets_survive_sigkill_and_a_fresh_data_directory(tmp_path:
         first.proc.kill()
         first.proc.wait(10)
         # Same addresses, nothing of the first instance's directory.
-        second = upstream_instance(tmp_path / "second", kafka_broker, log_topic, base, port)
+        # Tailing off: this load reads every partition from its start.
+        second = upstream_instance(tmp_path / "second", kafka_broker, log_topic, base, port,
+                                   **{"coordinator.log.tail.interval.ms": "0"})
         second.start(wait=False)
         second.wait_ready(60)
         assert not any((tmp_path / "second" / "log").glob("*.log")), "the log is upstream, not local"
         # (Both instances log to one file: the last load is the second instance's.)
         loaded = [e for e in events(second) if e["event"] == "cluster_log_loaded"]
         assert loaded[-1]["partitions"] == LOG_PARTITIONS and int(str(loaded[-1]["records"])) > 0
+        assert loaded[-1]["read"] == loaded[-1]["records"]
         assert_members_kept_everything(members, before, second)
         assert fetch_offsets(second.bootstrap, "classic-offsets") == {0: 17, 3: 42}
     finally:
