@@ -14,6 +14,7 @@ Apache Kafka:
 - `membership`: ownership through the cluster's group protocol (the instance group);
 - `sink`: the shard's `LogSink` over the writers (group commit: one transaction per partition per round);
 - `owner`: the partitions this instance serves, their writers, loading them into a core;
+- `tail`: every partition's compacted copy, kept read, so a takeover reads only the tail;
 - `settings`: `coordinator.log.*`.
 
 `node/server.py` wires them when `coordinator.log.storage=upstream` (docs/ARCHITECTURE.md, "The log
