@@ -28,7 +28,7 @@ a session timeout ago; past it the group may have given our partitions away, so 
 answered from memory either (a paused process resuming answers nothing before it hears again).
 
 Two instances configured with the same node id would answer FindCoordinator for each other: the
-leader refuses the later one (by member id) with the assignment error DUPLICATE_NODE_ID, and that
+leader refuses the one joining (or, between two joining, the later by member id) with the assignment error DUPLICATE_NODE_ID, and that
 instance's `run()` ends with `DuplicateNodeId`.
 """
 
@@ -166,9 +166,12 @@ class Assignment:
 
 def leader_assignments(members: Mapping[str, Metadata], partitions: int) -> dict[str, Assignment]:
     """What the leader sends each member: its partitions, or DUPLICATE_NODE_ID for every member but
-    the first (by member id) of a node id."""
+    one of a node id (one already in the group before one joining, then the first by member id)."""
     first_of_node: dict[int, str] = {}
-    for member_id in sorted(members):
+    # An instance already in the group (it was given a generation) keeps its node id against a
+    # newcomer claiming it: the newcomer is the misconfigured one, and refusing the established
+    # instance would stop it serving.
+    for member_id in sorted(members, key=lambda m: (members[m].generation < 0, m)):
         first_of_node.setdefault(members[member_id].node_id, member_id)
     valid = {m: meta for m, meta in members.items() if first_of_node[meta.node_id] == m}
     result = assign([Report(m, meta.node_id, meta.owned, meta.generation) for m, meta in valid.items()], partitions)
@@ -286,7 +289,7 @@ class LogMembership:
         if assignment.error == DUPLICATE_NODE_ID:
             await self.leave()
             raise DuplicateNodeId(f"node id {self.node_id} is already used by another instance of "
-                                  f"{self.group_id}; give every instance its own node.id")
+                                  f"{self.group_id}; give every instance its own sidecar.node.id")
         self.generation = generation
         self._last_heartbeat = sent
         revoked = self.owned - assignment.partitions

@@ -69,8 +69,6 @@ class UpstreamSink:
         self._on_durable: Callable[[int], None] | None = None
         self._on_refused: Refused | None = None
         self._wake = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
         self._task: asyncio.Task[None] | None = None
         self.rounds = 0
         self.refused_rounds = 0
@@ -84,7 +82,6 @@ class UpstreamSink:
             group = group_of(decode_record_key(rtype, key))
             partition = WIDE_PARTITION if group is None else self._partition_of(group)
             buffer.setdefault(partition, []).append((record_identity(rtype, key), value))
-        self._idle.clear()
         self._wake.set()
         return offset
 
@@ -119,15 +116,18 @@ class UpstreamSink:
             self._task = None
 
     async def settled(self) -> None:
-        """Returns once nothing appended is waiting for a round (committed or refused)."""
-        await self._idle.wait()
+        """Returns once every entry appended so far is committed or refused (entries appended
+        meanwhile are not waited for, so a busy shard cannot hold a hand-over up)."""
+        point = self.durable_point()
+        if point is not None:
+            with contextlib.suppress(WriteRefused):
+                await point
 
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
             self._wake.clear()
             if not self._buffer:
-                self._idle.set()
                 continue
             buffer, self._buffer = self._buffer, {}
             first, end = self._round_first, self._next
@@ -143,8 +143,6 @@ class UpstreamSink:
                 self._refuse(first, failures)
             log.debug("log_round", partitions=len(buffer), entries=end - first, failed=len(failures),
                       seconds=round(time.perf_counter() - started, 4))
-            if not self._buffer:
-                self._idle.set()
 
     async def _commit(self, partition: int, entries: list[Entry]) -> None:
         """One partition's part of a round, retried while the upstream cannot be reached (for up to

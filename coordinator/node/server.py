@@ -484,6 +484,7 @@ class CoordinatorServer:
             if isinstance(failure, DuplicateNodeId):
                 raise StartupError(f"coordinator.log.storage=upstream: {failure}") from failure
             raise StartupError(f"coordinator.log.storage=upstream: the instance group stopped: {failure!r}")
+        joined.add_done_callback(_instance_group_ended)
         sink = self._sink = UpstreamSink(upstream.writer_of, upstream.partition_of, upstream.fenced,
                                          retry_for_s=self.cluster_log.log_write_timeout_ms / 1000)
         upstream.settled = sink.settled
@@ -756,6 +757,18 @@ def _fail_stop(exc: BaseException) -> None:
     log.critical("record_log_failed_exiting", error=repr(exc))
     sys.stdout.flush()
     os._exit(1)
+
+
+def _instance_group_ended(task: asyncio.Task[None]) -> None:
+    """The instance group's task ended while serving: after a LeaveGroup (stopping) that is the
+    plan; a node id another instance holds (or anything else) leaves this instance owning nothing,
+    so it stops with one line rather than run without partitions."""
+    if task.cancelled() or task.exception() is None:
+        return
+    failure = task.exception()
+    log.critical("instance_group_failed", error=str(failure) if isinstance(failure, DuplicateNodeId) else repr(failure))
+    sys.stdout.flush()
+    os._exit(2)
 
 
 def _remove_empty_dir(path: str) -> None:

@@ -191,3 +191,25 @@ def test_an_upstream_lost_mid_write_acknowledges_nothing_and_service_resumes_whe
         assert "Traceback" not in server.log()
     finally:
         server.stop()
+
+
+def test_a_second_instance_with_the_same_node_id_stops_with_one_line(tmp_path: Path,
+                                                                     kafka_broker: KafkaBroker) -> None:
+    ensure_topic(kafka_broker, TOPIC, PARTITIONS)
+    log_topic = f"coordinator-log-{uuid.uuid4().hex[:8]}"
+    first = upstream_instance(tmp_path / "first", kafka_broker, log_topic, free_base_port(), free_port(),
+                              **{"sidecar.node.id": "1001"})
+    twin = upstream_instance(tmp_path / "twin", kafka_broker, log_topic, free_base_port(), free_port(),
+                             **{"sidecar.node.id": "1001"})
+    try:
+        first.start(wait=False)
+        first.wait_ready(60)
+        twin.start(wait=False)
+        assert twin.proc is not None
+        assert twin.proc.wait(60) == 2
+        assert "node id 1001 is already used" in twin.log() and "Traceback" not in twin.log()
+        assert commit_raw(first.port, "still-served", {0: 7}) == [0]  # the first one keeps serving
+        assert first.ready()
+    finally:
+        twin.stop()
+        first.stop()
