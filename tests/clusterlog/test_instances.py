@@ -10,6 +10,7 @@ them and rejoins.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import uuid
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
 from kio.static.primitive import i8
 
@@ -38,7 +39,7 @@ from tests.durability.test_failover import (
     settle,
 )
 from tests.sidecar.conftest import free_base_port
-from tests.support.clients import make_member, owns_each_exactly_once, poll_until
+from tests.support.clients import Member, make_member, owns_each_exactly_once, poll_until, produce
 from tests.support.kafka import KafkaBroker
 from tests.support.metrics import scrape
 from tests.support.server import ServerProcess, free_port, wait_until
@@ -237,3 +238,71 @@ def test_a_takeover_replays_the_partition_from_memory_and_reads_only_its_tail(
                message="the group's offsets served by the taker")
     loads = [json.loads(line) for line in taker.log().splitlines() if '"cluster_log_loaded"' in line]
     assert loads[-1]["read"] == 0 and loads[-1]["records"] >= PARTITIONS, loads[-1]
+
+
+def commit_positions(members: list[Member]) -> None:
+    """Each member commits what it has consumed; a commit refused while its coordinator moves
+    (retriable) is tried again on the next call."""
+    for member in members:
+        if member.consumed:
+            with contextlib.suppress(KafkaException):
+                member.consumer.commit(asynchronous=False)
+
+
+def committed_ends(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        return {tp.partition: tp.offset for tp in
+                consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)}
+    finally:
+        consumer.close()
+
+
+@pytest.mark.slow
+def test_groups_consume_everything_once_in_the_committed_view_while_their_coordinator_is_killed(
+        kafka_broker: KafkaBroker, instances: list[ServerProcess]) -> None:
+    topic = f"eo-{uuid.uuid4().hex[:8]}"
+    ensure_topic(kafka_broker, topic, PARTITIONS)
+    # Clients start from one instance that stays (every instance presents the upstream brokers at
+    # its own ports; see README "The log on the cluster").
+    victim = coordinator_of(instances, "eo-classic", instances[0])
+    assert victim is not None and victim.proc is not None
+    bootstrap = next(s.bootstrap for s in instances if s is not victim)
+    produce(bootstrap, topic, 600, PARTITIONS)
+    ends = {p: 100 for p in range(PARTITIONS)}
+    classic = [make_member(bootstrap, "eo-classic", f"c{i}", [topic], **{"session.timeout.ms": 30000})
+               for i in range(2)]
+    modern = [make_member(bootstrap, "eo-modern", f"m{i}", [topic], **{"group.protocol": "consumer"})
+              for i in range(2)]
+    members = classic + modern
+    try:
+        poll_until(members, lambda: owns_each_exactly_once(classic, PARTITIONS)
+                   and owns_each_exactly_once(modern, PARTITIONS), message="both groups assigned")
+        for m in members:
+            m.revoked_events.clear()
+            m.assigned_events.clear()
+        poll_until(members, lambda: sum(len(m.consumed) for m in members) >= 600, timeout=60,
+                   message="half of what both groups must consume")
+        commit_positions(members)
+        victim.proc.kill()
+        victim.proc.wait(10)
+        survivors = ",".join(s.bootstrap for s in instances if s is not victim)
+
+        def done() -> bool:
+            commit_positions(members)
+            return all(committed_ends(survivors, g, topic) == ends for g in ("eo-classic", "eo-modern"))
+
+        try:
+            poll_until(members, done, timeout=90, message="every message consumed and committed by both groups")
+        except AssertionError:
+            state = {g: committed_ends(survivors, g, topic) for g in ("eo-classic", "eo-modern")}
+            counts = {m.name: len({(p, o) for p, o, _ in m.consumed}) for m in members}
+            raise AssertionError(f"committed {state}, consumed {counts}") from None
+        for group in (classic, modern):
+            seen = {(p, o) for m in group for p, o, _ in m.consumed}
+            assert seen == {(p, o) for p in range(PARTITIONS) for o in range(100)}
+        for m in members:
+            assert not m.revoked_events and not m.assigned_events, f"{m.name} was rebalanced by the move"
+    finally:
+        for m in members:
+            m.close()
