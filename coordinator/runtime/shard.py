@@ -46,7 +46,7 @@ Timer firings and catalog changes enter through the same queue, never touching s
 While ``loaded`` is false (the log is being replayed) adapters answer COORDINATOR_LOAD_IN_PROGRESS.
 A core bug fails the requests it concerns (``Result.failure``) and the shard keeps serving.
 
-A write the disk refuses (full: the sink's ``on_refused(first_offset)``; the log has cut the
+A write the disk refuses (full: the sink's ``on_refused(first_offset, code)``; the log has cut the
 refused bytes off and rewound) is not fatal. Kafka answers a coordinator append that failed with
 KAFKA_STORAGE_ERROR as NOT_COORDINATOR (``GroupCoordinatorService``'s normalisation), and reverts
 its in-memory state to the last written offset; this shard does the same in two steps: every
@@ -57,7 +57,10 @@ server: the state of the entries that were written, exactly what clients were to
 timers, at most once per ``RELOAD_INTERVAL_S``. Meanwhile ``loaded`` is false (adapters answer
 COORDINATOR_LOAD_IN_PROGRESS, retriable) and queued requests wait for the new core. Without
 ``reload`` a refusal is fatal. Any other log failure (a failed fsync) is fatal: ``on_fatal`` is
-called and the process exits (fail-stop, no undo).
+called and the process exits (fail-stop, no undo). The log on the upstream cluster refuses a
+round the same way (a fenced or failed transaction; COORDINATOR_NOT_AVAILABLE when the cluster
+could not be reached), and ``reload_from_log`` rebuilds the core without a refusal when the log
+partitions it holds change (``clusterlog/owner.py``).
 """
 
 from __future__ import annotations
