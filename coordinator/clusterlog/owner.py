@@ -46,7 +46,20 @@ OWNED_CACHE = 1 << 16
 
 
 class TransactionsUnsupported(Exception):
-    """The upstream cluster cannot give a transactional producer id; the message is one line."""
+    """The upstream cluster cannot give a transactional producer id, or lacks an API the log needs;
+    the message is one line."""
+
+
+API_VERSIONS = 18
+NEEDED: dict[int, tuple[str, int, str]] = {
+    0: ("Produce", 9, "writes"), 1: ("Fetch", 12, "reads"), 3: ("Metadata", 12, "the topic"),
+    10: ("FindCoordinator", 3, "coordinators"), 11: ("JoinGroup", 7, "the instance group"),
+    12: ("Heartbeat", 4, "the instance group"), 13: ("LeaveGroup", 4, "the instance group"),
+    14: ("SyncGroup", 5, "the instance group"), 19: ("CreateTopics", 7, "the topic"),
+    22: ("InitProducerId", 4, "transactions"), 24: ("AddPartitionsToTxn", 3, "transactions"),
+    26: ("EndTxn", 3, "transactions"), 32: ("DescribeConfigs", 4, "the topic's compaction check"),
+}
+"""api key -> (name, version this package sends, what it is for)."""
 
 
 class UpstreamLog:
@@ -108,8 +121,19 @@ class UpstreamLog:
     async def prepare(self) -> None:
         """The log topic with its shape (created or refused: `LogTopicError`), and transactions
         available (`TransactionsUnsupported`)."""
+        await self._check_apis()
         await ensure_log_topic(self.cluster, self.config.log_topic, self.partitions)
         await self._check_transactions()
+
+    async def _check_apis(self) -> None:
+        response = await self.cluster.call_any(API_VERSIONS, 0, {})
+        served = {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in response.api_keys}
+        missing = [f"{name} v{version} ({purpose})" for key, (name, version, purpose) in NEEDED.items()
+                   if not served.get(key, (1, 0))[0] <= version <= served.get(key, (1, 0))[1]]
+        if missing:
+            raise TransactionsUnsupported(
+                f"the upstream cluster does not serve {', '.join(missing)}: coordinator.log.storage=upstream "
+                "needs a Kafka cluster with transactions (Apache Kafka 3.0 or later)")
 
     async def _check_transactions(self) -> None:
         # A transactional producer is an idempotent one: InitProducerId with a transactional.id

@@ -213,3 +213,22 @@ def test_a_second_instance_with_the_same_node_id_stops_with_one_line(tmp_path: P
     finally:
         twin.stop()
         first.stop()
+
+
+def test_an_upstream_without_transactions_is_refused_in_one_line_naming_them(tmp_path: Path) -> None:
+    # This project's embedded mode is a cluster without transactions: its InitProducerId refuses
+    # a transactional id.
+    upstream = ServerProcess(tmp_path / "upstream", overrides={"node.id": "1"}).start()
+    server = sidecar_process(tmp_path / "data", upstream.bootstrap, free_base_port(), port=free_port(), **{
+        "coordinator.log.storage": "upstream", "offsets.topic.num.partitions": str(LOG_PARTITIONS)})
+    server.start(wait=False)
+    try:
+        assert server.proc is not None
+        assert server.proc.wait(60) == 2
+        text = server.log()
+        assert "Traceback" not in text
+        refusal = next(line for line in text.splitlines() if "cannot start" in line)
+        assert "transactions" in refusal, refusal
+    finally:
+        server.stop()
+        upstream.stop()
