@@ -457,12 +457,17 @@ class CoordinatorServer:
         if self._lock is None:
             raise StartupError(f"log.dirs {self.root}: another process uses this directory")
         await self._become_owner()  # listeners open: group APIs answer COORDINATOR_LOAD_IN_PROGRESS
-        try:
-            await upstream.prepare()
-        except (LogTopicError, TransactionsUnsupported) as exc:
-            raise StartupError(f"coordinator.log.storage=upstream: {exc}") from exc
-        except LogUnavailable as exc:
-            raise StartupError(f"coordinator.log.storage=upstream: the upstream cluster cannot be used: {exc}") from exc
+        delay = 0.2
+        while True:  # an upstream not reachable yet is waited for, as the sidecar waits for it
+            try:
+                await upstream.prepare()
+                break
+            except (LogTopicError, TransactionsUnsupported) as exc:
+                raise StartupError(f"coordinator.log.storage=upstream: {exc}") from exc
+            except LogUnavailable as exc:
+                log.warning("cluster_log_upstream_unreachable", error=str(exc), retry_in_s=delay)
+                await asyncio.sleep(delay)
+                delay = min(2 * delay, 5.0)
         if self.cluster_log.log_tail_interval_ms > 0:
             upstream.tail = LogTail(upstream.cluster, self.cluster_log.log_topic, self.layout.partitions,
                                     self.cluster_log.log_tail_interval_ms / 1000)
