@@ -177,6 +177,7 @@ class CoordinatorServer:
                 if self.layout.shards > 1:
                     raise StartupError("coordinator.log.storage=upstream runs one process per instance: "
                                        "set coordinator.shards=1 and start more instances instead")
+                _check_no_security_records(config)
                 cluster = LogCluster([parse_host_port(s) for s in sidecar.upstream_bootstrap_servers], security)
                 self.upstream_log = UpstreamLog(cluster, self.cluster_log, self.layout.partitions, node_id)
                 owns = self.upstream_log.owns_group
@@ -762,6 +763,20 @@ def _fail_stop(exc: BaseException) -> None:
     log.critical("record_log_failed_exiting", error=repr(exc))
     sys.stdout.flush()
     os._exit(1)
+
+
+def _check_no_security_records(config: Config) -> None:
+    """SCRAM credentials and ACLs are coordinator-wide records; with the log upstream they would
+    live in log partition 0 and be known to its owner alone, so the other instances would
+    authenticate and authorize against nothing. Refused until every instance reads them."""
+    if config.build(AuthorizerConfig).enabled:
+        raise StartupError("coordinator.log.storage=upstream does not support authorizer.class.name yet: ACLs "
+                           "would be known to one instance only")
+    for listener in config.listeners:
+        mechanisms = config.for_listener(ListenerSecurityConfig, listener).sasl_enabled_mechanisms
+        if listener.protocol.startswith("SASL") and any(m.upper().startswith("SCRAM") for m in mechanisms):
+            raise StartupError(f"coordinator.log.storage=upstream does not support SCRAM on listener {listener.name} "
+                               "yet: credentials would be known to one instance only (PLAIN works)")
 
 
 def _instance_group_ended(task: asyncio.Task[None]) -> None:

@@ -232,3 +232,18 @@ def test_an_upstream_without_transactions_is_refused_in_one_line_naming_them(tmp
     finally:
         server.stop()
         upstream.stop()
+
+
+def test_acls_with_the_log_upstream_are_refused_in_one_line(tmp_path: Path) -> None:
+    # ACLs are coordinator-wide records, known to one instance only with the log upstream.
+    server = sidecar_process(tmp_path / "data", "127.0.0.1:1", free_base_port(), port=free_port(), **{
+        "coordinator.log.storage": "upstream",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+    server.start(wait=False)
+    try:
+        assert server.proc is not None
+        assert server.proc.wait(30) == 2
+        text = server.log()
+        assert "does not support authorizer.class.name" in text and "Traceback" not in text
+    finally:
+        server.stop()
