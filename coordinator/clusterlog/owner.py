@@ -80,6 +80,9 @@ class UpstreamLog:
         self.settled: Callable[[], Awaitable[None]] | None = None
         """Waits until no write round is out (the sink's)."""
         self.loads = 0
+        self._claiming = asyncio.Lock()
+        """Held while a partition is claimed: a revoked partition is handed over only after, so a
+        late InitProducerId of ours can never fence the instance that takes it next."""
         self.tail: LogTail | None = None
         """Every partition's compacted copy, kept read (`coordinator.log.tail.interval.ms` above 0)."""
         self.membership: LogMembership | None = None
@@ -185,10 +188,13 @@ class UpstreamLog:
                     transactional_id(self.config.log_group_id, partition),
                     transaction_timeout_ms=self.config.log_transaction_timeout_ms,
                     retry_for_s=self.config.log_write_timeout_ms / 1000)
-            if not writer.claimed:
-                if not self.live():  # see writer_of
-                    raise LogUnavailable("the instance group has not answered for a session timeout")
-                await writer.claim()  # fences the previous owner and aborts what it left open
+            async with self._claiming:  # a hand-over waits for a claim in flight (see `revoked`)
+                if partition not in self.assigned:
+                    continue
+                if not writer.claimed:
+                    if not self.live():  # see writer_of
+                        raise LogUnavailable("the instance group has not answered for a session timeout")
+                    await writer.claim()  # fences the previous owner and aborts what it left open
             if partition not in self.assigned:  # revoked or lost while we claimed
                 continue
             if self.tail is not None:  # memory, then only what was written since the last read
@@ -220,6 +226,8 @@ class UpstreamLog:
     async def revoked(self, partitions: frozenset[int]) -> None:
         self.serving -= partitions
         self.assigned -= partitions
+        async with self._claiming:
+            pass  # a claim of one of them in flight has ended
         if self.settled is not None:
             await self.settled()  # what was written for them committed or was refused
         for partition in partitions:
@@ -231,8 +239,17 @@ class UpstreamLog:
         self._drop(partitions, "lost")
 
     def fenced(self, partition: int, reason: str) -> None:
-        """A write to `partition` was fenced: another instance claimed it (or our transaction
-        timed out): stop serving it now; the instance group says who owns it next."""
+        """A write to `partition` was fenced: stop serving it now. If the instance group still gives
+        it to us under the lease, nobody else may hold it (a transaction that timed out, or a late
+        claim of an instance that lost it): claim it again and replay (Kafka Connect's leader
+        reclaims its writer the same way); otherwise the group says who owns it next."""
+        membership = self.membership
+        if membership is not None and partition in membership.owned and membership.live():
+            self.serving.discard(partition)
+            self.writers.pop(partition, None)
+            log.warning("log_partition_reclaimed", partition=partition, reason=reason)
+            self._changed()
+            return
         self._drop(frozenset((partition,)), "fenced", reason)
 
     def _drop(self, partitions: frozenset[int], why: str, reason: str = "") -> None:
