@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .clusterlog.settings import ClusterLogConfig
 from .core.config import GroupConfig
 from .dataplane.config import DataPlaneConfig
 from .recordlog.writer import LogConfig
@@ -183,7 +184,7 @@ _OBSERVABILITY: tuple[Setting, ...] = (
 )
 _SECTIONS: tuple[tuple[Setting, ...] | type[Any], ...] = (
     _SERVER, ListenerSecurityConfig, AuthorizerConfig, ConnectionLimits, GroupConfig, LogConfig, _COMPACTION,
-    DataPlaneConfig, SidecarConfig, UpstreamSecurityConfig, ShareFetchConfig, _OBSERVABILITY,
+    DataPlaneConfig, SidecarConfig, ClusterLogConfig, UpstreamSecurityConfig, ShareFetchConfig, _OBSERVABILITY,
 )
 """The registry in README order: rows declared here, and config structs whose fields declare
 settings (`Config.build(cls)` makes one from resolved values)."""
@@ -500,6 +501,9 @@ def _check_relations(values: Mapping[str, Any], sources: Mapping[str, str]) -> N
     if values["max.connections.per.ip"] == 0 and not values["max.connections.per.ip.overrides"]:
         raise ConfigError("max.connections.per.ip", "can be 0 only if max.connections.per.ip.overrides is set "
                           "(else no client could connect)")
+    if values["coordinator.log.storage"] == "upstream" and not values["upstream.bootstrap.servers"]:
+        raise ConfigError("coordinator.log.storage", f"upstream needs sidecar mode ({sources['coordinator.log.storage']}): "
+                          "set upstream.bootstrap.servers, or keep local in embedded mode")
     queued = values["queued.max.request.bytes"]
     if 0 < queued < values["socket.request.max.bytes"]:  # else the largest request could never be read
         raise refuse("queued.max.request.bytes", f"must be -1 or 0 (no bound), or between "

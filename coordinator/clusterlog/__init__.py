@@ -1,4 +1,4 @@
-"""The coordinator's record log kept on the Kafka cluster the sidecar fronts (issue 27, first part).
+"""The coordinator's record log kept on the Kafka cluster the sidecar fronts (issue 27).
 
 Coordinator log partition p is partition p of one compacted topic on the upstream cluster. This
 package holds the pieces that talk to that cluster, each usable and tested on its own against a real
@@ -10,8 +10,13 @@ Apache Kafka:
   another shape;
 - `writer`: a partition's writer, a transactional producer whose `transactional.id` belongs to the
   partition, so a new owner's InitProducerId fences the old one; many entries share one transaction;
-- `reader`: a partition read `read_committed`, aborted transactions left out.
+- `reader`: a partition read `read_committed`, aborted transactions left out;
+- `membership`: ownership through the cluster's group protocol (the instance group);
+- `sink`: the shard's `LogSink` over the writers (group commit: one transaction per partition per round);
+- `owner`: the partitions this instance serves, their writers, loading them into a core;
+- `tail`: every partition's compacted copy, kept read, so a takeover reads only the tail;
+- `settings`: `coordinator.log.*`.
 
-Not yet here: ownership through the cluster's group protocol, and the shard runtime appending
-through a writer instead of the local `recordlog` (docs/ARCHITECTURE.md says what is wired).
+`node/server.py` wires them when `coordinator.log.storage=upstream` (docs/ARCHITECTURE.md, "The log
+upstream").
 """

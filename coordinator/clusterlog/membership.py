@@ -20,8 +20,15 @@ that FindCoordinator answers from). Then:
 `leave()` hands every partition over (listener.revoked) and then sends LeaveGroup, so the others
 take them in the rebalance the departure starts, without waiting out a session timeout.
 
+Each member's metadata also carries its listeners (name, advertised host, port), and the leader
+sends every member the listeners of every node, so any instance can answer FindCoordinator with
+the owner of a group's partition on the listener the request came in on. `live()` is the lease
+(the reference's step 11): true while the last heartbeat the upstream answered was sent less than
+a session timeout ago; past it the group may have given our partitions away, so nothing may be
+answered from memory either (a paused process resuming answers nothing before it hears again).
+
 Two instances configured with the same node id would answer FindCoordinator for each other: the
-leader refuses the later one (by member id) with the assignment error DUPLICATE_NODE_ID, and that
+leader refuses the one joining (or, between two joining, the later by member id) with the assignment error DUPLICATE_NODE_ID, and that
 instance's `run()` ends with `DuplicateNodeId`.
 """
 
@@ -32,7 +39,7 @@ import contextlib
 import struct
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from protocol.errors import ErrorCode
@@ -49,6 +56,40 @@ PROTOCOL_NAME = "cooperative-sticky-v0"
 DUPLICATE_NODE_ID = 1
 
 _I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
+VERSION = 1
+"""Metadata and assignment layout: 0 without listeners, 1 with them (both read)."""
+
+Endpoint = tuple[str, str, int]
+"""(listener name, advertised host, port)."""
+LEASE_FRACTION = 0.9
+"""The lease ends this fraction of a session timeout after the last answered heartbeat was sent
+(the upstream's clock and ours may run at slightly different rates)."""
+
+
+def _encode_endpoints(endpoints: tuple[Endpoint, ...]) -> bytes:
+    out = [_I32.pack(len(endpoints))]
+    for name, host, port in endpoints:
+        for text in (name, host):
+            raw = text.encode()
+            out.append(_I16.pack(len(raw)) + raw)
+        out.append(_I32.pack(port))
+    return b"".join(out)
+
+
+def _decode_endpoints(data: bytes, position: int) -> tuple[tuple[Endpoint, ...], int]:
+    (count,) = _I32.unpack_from(data, position)
+    position += 4
+    endpoints: list[Endpoint] = []
+    for _ in range(count):
+        texts = []
+        for _ in range(2):
+            (length,) = _I16.unpack_from(data, position)
+            texts.append(data[position + 2:position + 2 + length].decode())
+            position += 2 + length
+        (port,) = _I32.unpack_from(data, position)
+        position += 4
+        endpoints.append((texts[0], texts[1], port))
+    return tuple(endpoints), position
 
 
 class DuplicateNodeId(Exception):
@@ -71,15 +112,20 @@ class Metadata:
     node_id: int
     generation: int
     owned: frozenset[int]
+    endpoints: tuple[Endpoint, ...] = ()
 
     def encode(self) -> bytes:
-        return (_I16.pack(0) + _I32.pack(self.node_id) + _I32.pack(self.generation) + _I32.pack(len(self.owned))
-                + b"".join(_I32.pack(p) for p in sorted(self.owned)))
+        return (_I16.pack(VERSION) + _I32.pack(self.node_id) + _I32.pack(self.generation)
+                + _I32.pack(len(self.owned)) + b"".join(_I32.pack(p) for p in sorted(self.owned))
+                + _encode_endpoints(self.endpoints))
 
     @classmethod
     def decode(cls, data: bytes) -> Metadata:
+        (version,) = _I16.unpack_from(data, 0)
         node_id, generation, count = struct.unpack_from(">iii", data, 2)
-        return cls(node_id, generation, frozenset(struct.unpack_from(f">{count}i", data, 14)))
+        owned = frozenset(struct.unpack_from(f">{count}i", data, 14))
+        endpoints = _decode_endpoints(data, 14 + 4 * count)[0] if version >= 1 else ()
+        return cls(node_id, generation, owned, endpoints)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,34 +133,52 @@ class Assignment:
     error: int
     partitions: frozenset[int]
     owners: dict[int, int]
+    nodes: dict[int, tuple[Endpoint, ...]] = field(default_factory=dict)
+    """node id → its listeners, for every member the leader accepted."""
 
     def encode(self) -> bytes:
         owners = sorted(self.owners.items())
-        return (_I16.pack(0) + _I16.pack(self.error) + _I32.pack(len(self.partitions))
+        nodes = sorted(self.nodes.items())
+        return (_I16.pack(VERSION) + _I16.pack(self.error) + _I32.pack(len(self.partitions))
                 + b"".join(_I32.pack(p) for p in sorted(self.partitions))
-                + _I32.pack(len(owners)) + b"".join(struct.pack(">ii", p, n) for p, n in owners))
+                + _I32.pack(len(owners)) + b"".join(struct.pack(">ii", p, n) for p, n in owners)
+                + _I32.pack(len(nodes)) + b"".join(_I32.pack(n) + _encode_endpoints(e) for n, e in nodes))
 
     @classmethod
     def decode(cls, data: bytes) -> Assignment:
+        (version,) = _I16.unpack_from(data, 0)
         (error,) = _I16.unpack_from(data, 2)
         (count,) = _I32.unpack_from(data, 4)
         partitions = frozenset(struct.unpack_from(f">{count}i", data, 8))
         position = 8 + 4 * count
         (owner_count,) = _I32.unpack_from(data, position)
         flat = struct.unpack_from(f">{2 * owner_count}i", data, position + 4)
-        return cls(error, partitions, dict(zip(flat[::2], flat[1::2], strict=True)))
+        position += 4 + 8 * owner_count
+        nodes: dict[int, tuple[Endpoint, ...]] = {}
+        if version >= 1:
+            (node_count,) = _I32.unpack_from(data, position)
+            position += 4
+            for _ in range(node_count):
+                (node,) = _I32.unpack_from(data, position)
+                nodes[node], position = _decode_endpoints(data, position + 4)
+        return cls(error, partitions, dict(zip(flat[::2], flat[1::2], strict=True)), nodes)
 
 
 def leader_assignments(members: Mapping[str, Metadata], partitions: int) -> dict[str, Assignment]:
     """What the leader sends each member: its partitions, or DUPLICATE_NODE_ID for every member but
-    the first (by member id) of a node id."""
+    one of a node id (one already in the group before one joining, then the first by member id)."""
     first_of_node: dict[int, str] = {}
-    for member_id in sorted(members):
+    # An instance already in the group (it was given a generation) keeps its node id against a
+    # newcomer claiming it: the newcomer is the misconfigured one, and refusing the established
+    # instance would stop it serving.
+    for member_id in sorted(members, key=lambda m: (members[m].generation < 0, m)):
         first_of_node.setdefault(members[member_id].node_id, member_id)
     valid = {m: meta for m, meta in members.items() if first_of_node[meta.node_id] == m}
     result = assign([Report(m, meta.node_id, meta.owned, meta.generation) for m, meta in valid.items()], partitions)
     owners = {p: valid[m].node_id for m, owned in result.items() for p in owned}
-    return {m: (Assignment(0, result[m], owners) if m in valid else Assignment(DUPLICATE_NODE_ID, frozenset(), {}))
+    nodes = {meta.node_id: meta.endpoints for meta in valid.values()}
+    return {m: (Assignment(0, result[m], owners, nodes) if m in valid
+                else Assignment(DUPLICATE_NODE_ID, frozenset(), {}))
             for m in members}
 
 
@@ -123,7 +187,8 @@ class LogMembership:
 
     def __init__(self, cluster: LogCluster, group_id: str, node_id: int, partitions: int,
                  listener: OwnershipListener, session_timeout_ms: int = 10_000,
-                 rebalance_timeout_ms: int = 30_000, heartbeat_interval_ms: int = 1_000) -> None:
+                 rebalance_timeout_ms: int = 30_000, heartbeat_interval_ms: int = 1_000,
+                 endpoints: tuple[Endpoint, ...] = ()) -> None:
         self.cluster = cluster
         self.group_id = group_id
         self.node_id = node_id
@@ -136,6 +201,8 @@ class LogMembership:
         self.generation = -1
         self.owned: frozenset[int] = frozenset()
         self.owners: dict[int, int] = {}
+        self.nodes: dict[int, tuple[Endpoint, ...]] = {}
+        self.endpoints = endpoints
         self.stable = asyncio.Event()
         self._leaving = False
         self._last_heartbeat = time.monotonic()
@@ -156,6 +223,10 @@ class LogMembership:
                 rejoin = True
                 await asyncio.sleep(self.heartbeat_interval_s)
 
+    def live(self) -> bool:
+        """The lease: the upstream cannot have ended our session yet (see the module docstring)."""
+        return time.monotonic() - self._last_heartbeat < LEASE_FRACTION * self.session_timeout_ms / 1000
+
     async def leave(self) -> None:
         """Hand every partition over, then leave the group (the others take them at once)."""
         self._leaving = True
@@ -174,7 +245,7 @@ class LogMembership:
     async def _join_and_sync(self) -> bool:
         """One rebalance round; True when another round is needed at once."""
         self.stable.clear()
-        metadata = Metadata(self.node_id, self.generation, self.owned).encode()
+        metadata = Metadata(self.node_id, self.generation, self.owned, self.endpoints).encode()
         response = await self.cluster.call_coordinator(self.group_id, JOIN_GROUP, 7, {
             "group_id": self.group_id, "session_timeout": self.session_timeout_ms,
             "rebalance_timeout": self.rebalance_timeout_ms, "member_id": self.member_id, "group_instance_id": None,
@@ -202,6 +273,7 @@ class LogMembership:
             members = {str(m.member_id): Metadata.decode(bytes(m.metadata)) for m in response.members}
             assignments = [{"member_id": m, "assignment": a.encode()}
                            for m, a in leader_assignments(members, self.partitions).items()]
+        sent = time.monotonic()  # the upstream restarts our session when SyncGroup reaches it
         synced = await self.cluster.call_coordinator(self.group_id, SYNC_GROUP, 5, {
             "group_id": self.group_id, "generation_id": generation, "member_id": self.member_id,
             "group_instance_id": None, "protocol_type": PROTOCOL_TYPE, "protocol_name": PROTOCOL_NAME,
@@ -217,15 +289,16 @@ class LogMembership:
         if assignment.error == DUPLICATE_NODE_ID:
             await self.leave()
             raise DuplicateNodeId(f"node id {self.node_id} is already used by another instance of "
-                                  f"{self.group_id}; give every instance its own node.id")
+                                  f"{self.group_id}; give every instance its own sidecar.node.id")
         self.generation = generation
-        self._last_heartbeat = time.monotonic()
+        self._last_heartbeat = sent
         revoked = self.owned - assignment.partitions
         added = assignment.partitions - self.owned
         if revoked:
             self.owned = self.owned - revoked
             await self.listener.revoked(revoked)
         self.owners = assignment.owners
+        self.nodes = assignment.nodes
         if added:
             self.owned = self.owned | added
             await self.listener.assigned(added, assignment.owners)
@@ -240,11 +313,13 @@ class LogMembership:
         await asyncio.sleep(self.heartbeat_interval_s)
         if self._leaving:
             return False
+        sent = time.monotonic()
         response = await self._call(HEARTBEAT, 4, {"group_id": self.group_id, "generation_id": self.generation,
                                                    "member_id": self.member_id, "group_instance_id": None})
         code = ErrorCode(int(response.error_code))  # type: ignore[attr-defined]
+        if code in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS):  # still a member: the session goes on
+            self._last_heartbeat = sent
         if code == ErrorCode.NONE:
-            self._last_heartbeat = time.monotonic()
             return False
         if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID):
             self.member_id = ""

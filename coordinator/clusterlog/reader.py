@@ -11,7 +11,9 @@ Connect's `readToEnd` after a write, rely on the same).
 
 from __future__ import annotations
 
+import asyncio
 import heapq
+import time
 from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
@@ -87,3 +89,27 @@ class PartitionReader:
             offset = result.next_offset
             if offset >= result.last_stable_offset:
                 return out, offset
+
+    async def read_to_high_watermark(self, offset: int = 0, timeout_s: float = 30.0) -> tuple[list[LogRecord], int]:
+        """Every committed record from `offset` up to the high watermark seen by the first read:
+        what a new owner must replay. The last stable offset can lag behind a transaction whose
+        EndTxn has already answered (its markers follow), so stopping at the LSO could miss entries
+        whose replies were sent; this waits for them (Kafka Connect's `readToEnd` waits the same
+        way for the end offsets it asked for)."""
+        out: list[LogRecord] = []
+        result = await self.read(offset)
+        end = result.high_watermark
+        deadline = time.monotonic() + timeout_s
+        while True:
+            progressed = result.next_offset > offset
+            out.extend(result.records)
+            if progressed:
+                offset = result.next_offset
+            if offset >= end:
+                return out, offset
+            if not progressed:
+                if time.monotonic() > deadline:
+                    raise LogUnavailable(f"{self.topic}-{self.partition}: the last stable offset stayed at "
+                                         f"{result.last_stable_offset} below {end} for {timeout_s:g}s")
+                await asyncio.sleep(0.01)  # a transaction's markers are still being written
+            result = await self.read(offset)

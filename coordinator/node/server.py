@@ -42,6 +42,13 @@ from .. import metrics
 from ..api.declaration import DeclarationError
 from ..api.registry import ApiRegistry
 from ..catalog import TopicCatalog, TopicSource
+from ..clusterlog.cluster import LogCluster, LogUnavailable
+from ..clusterlog.membership import DuplicateNodeId, LogMembership
+from ..clusterlog.owner import MembershipListener, TransactionsUnsupported, UpstreamLog
+from ..clusterlog.settings import ClusterLogConfig
+from ..clusterlog.sink import UpstreamSink
+from ..clusterlog.tail import LogTail
+from ..clusterlog.topic import LogTopicError
 from ..config import Config
 from ..core.config import GroupConfig
 from ..core.registry import GroupTypeFactory
@@ -77,7 +84,7 @@ from ..runtime.apis.view import cluster_nodes
 from ..runtime.connection import ConnectionServices, KafkaConnection
 from ..runtime.connection_table import ConnectionTable
 from ..runtime.durable import DurableSink
-from ..runtime.shard import ShardRuntime
+from ..runtime.shard import LogSink, ShardRuntime
 from ..runtime.startup_checks import (
     StartupError,
     check_log_dir_kept,
@@ -97,7 +104,8 @@ from ..security.settings import (
     UpstreamSecurityConfig,
 )
 from ..security.store import SecurityStore, security_of
-from ..security.upstream import upstream_security
+from ..security.upstream import UpstreamSecurity, upstream_security
+from ..settings import parse_host_port
 from ..shards.ownership import owner
 from ..shards.placement import LayoutError, ShardLayout, shard_data_dir
 from ..shards.security_channel import SecurityChannel, SecurityForwarder
@@ -160,6 +168,13 @@ class CoordinatorServer:
                               for listener in self.listeners}, self.layout, self.shard_index,
                              cluster_nodes(config.listeners, first_node_id, self.layout.shards, host))
         owns = owner(self.layout, self.shard_index) if self.layout.shards > 1 else None
+        # coordinator.log.storage=upstream: the record log is the upstream's log topic, and the
+        # groups served are those of the log partitions the instance group gave this instance.
+        self.cluster_log = config.build(ClusterLogConfig)
+        self.upstream_log: UpstreamLog | None = None
+        self.membership: LogMembership | None = None
+        self._sink: UpstreamSink | None = None
+        security: UpstreamSecurity | None = None
         if sidecar.upstream_bootstrap_servers:
             if self.layout.shards > 1:
                 check_sidecar_shards(sidecar, self.layout.shards)
@@ -167,6 +182,14 @@ class CoordinatorServer:
                 security = upstream_security(config.build(UpstreamSecurityConfig))
             except SecurityConfigError as exc:
                 raise StartupError(str(exc)) from exc
+            if self.cluster_log.upstream:
+                if self.layout.shards > 1:
+                    raise StartupError("coordinator.log.storage=upstream runs one process per instance: "
+                                       "set coordinator.shards=1 and start more instances instead")
+                _check_no_security_records(config)
+                cluster = LogCluster([parse_host_port(s) for s in sidecar.upstream_bootstrap_servers], security)
+                self.upstream_log = UpstreamLog(cluster, self.cluster_log, self.layout.partitions, node_id)
+                owns = self.upstream_log.owns_group
             self.sidecar = Sidecar(sidecar, (config.listen[0], config.advertised[0]), node_id,
                                    self._coordinator_nodes, self._connection_factory, lambda: self.shard, owns,
                                    TopicsChanged(self.root) if self.layout.shards > 1 else None, security,
@@ -316,25 +339,33 @@ class CoordinatorServer:
         if self.security_mirror is not None:  # shard 0's users and ACLs, read while this shard loads
             copied = asyncio.ensure_future(self.security_mirror.catch_up())
             self._background.append(asyncio.create_task(self.security_mirror.run(), name="security-mirror"))
-        log_dir_before = directory_identity(self.log_dir)
-        self._lock, record_log, loaded = await ownership.acquire(
-            self._fs, self.data_dir, self.log_dir, self.config.build(LogConfig), self._new_core, self._become_owner)
-        core = loaded.core
-        # A standby may have waited through a move of the partitions: its tailed state is of the old
-        # logs. A move to another shard count shows in the layout; one that came back to this count
-        # (1 -> 2 -> 1) only in the log directory, which every move replaces.
-        check_layout(self.root, self.layout)
-        check_log_dir_kept(self.log_dir, log_dir_before)
-        self._committer = GroupCommitter(record_log, on_fatal=_fail_stop)
-        self._committer.start()
-        await self._load_shard(core, copied)
+        writer_epoch: int | None = None
+        if self.upstream_log is not None:
+            await self._start_upstream(self.upstream_log)
+        else:
+            log_dir_before = directory_identity(self.log_dir)
+            self._lock, record_log, loaded = await ownership.acquire(
+                self._fs, self.data_dir, self.log_dir, self.config.build(LogConfig), self._new_core,
+                self._become_owner)
+            core = loaded.core
+            # A standby may have waited through a move of the partitions: its tailed state is of the
+            # old logs. A move to another shard count shows in the layout; one that came back to this
+            # count (1 -> 2 -> 1) only in the log directory, which every move replaces.
+            check_layout(self.root, self.layout)
+            check_log_dir_kept(self.log_dir, log_dir_before)
+            self._committer = GroupCommitter(record_log, on_fatal=_fail_stop)
+            self._committer.start()
+            writer_epoch = record_log.writer_epoch
+            await self._load_shard(core, DurableSink(self._committer), copied)
         if self.layout.shards > 1 and self.shard_index == 0:  # the other shards' security writes
             committer = self._committer
+            assert committer is not None  # several shards never keep the log upstream
             self.security_channel = SecurityChannel(self.root, lambda: self.shard, lambda: committer.log.durable_end)
             await self.security_channel.start()
         if self.serves_data_plane:
             self._background.append(asyncio.create_task(self._enforce_retention(), name="retention"))
-        self._background.append(asyncio.create_task(self._compact_periodically(), name="compaction"))
+        if self.upstream_log is None:  # the upstream compacts the log topic itself
+            self._background.append(asyncio.create_task(self._compact_periodically(), name="compaction"))
         if self.layout.shards > 1 and self.sidecar is None:  # other shards' catalog changes reach this one's groups
             self._background.append(asyncio.create_task(self.catalog.watch(), name="catalog-watch"))
         metrics.READY.set(1)
@@ -350,7 +381,8 @@ class CoordinatorServer:
             advertised=",".join(address(name, node.host, node.port) for name, node in self.view.endpoints.items()),
             node_id=self.node.node_id, metrics_port=self.metrics_port, data_dir=str(self.data_dir),
             shard=self.shard_index,
-            apis=len(list(self.registry)), writer_epoch=record_log.writer_epoch,
+            apis=len(list(self.registry)), writer_epoch=writer_epoch,
+            log_storage=self.cluster_log.log_storage,
         )
         self._started = True
 
@@ -432,11 +464,93 @@ class CoordinatorServer:
         if self.layout.shards > 1:  # the supervisor scrapes each shard's endpoint
             _write_atomically(self.data_dir / metrics.METRICS_PORT_FILE, str(server.port))
 
-    async def _load_shard(self, core: CoordinatorShard, copied: asyncio.Future[None] | None = None) -> None:
+    async def _start_upstream(self, upstream: UpstreamLog) -> None:
+        """coordinator.log.storage=upstream: check the upstream (the log topic's shape,
+        transactions), join the instance group, load the partitions it gives this instance from
+        the log topic, then serve them. The local data directory holds nothing of the log."""
+        self._lock = try_lock_data_dir(self._fs, str(self.data_dir))
+        if self._lock is None:
+            raise StartupError(f"log.dirs {self.root}: another process uses this directory")
+        await self._become_owner()  # listeners open: group APIs answer COORDINATOR_LOAD_IN_PROGRESS
+        delay = 0.2
+        while True:  # an upstream not reachable yet is waited for, as the sidecar waits for it
+            try:
+                await upstream.prepare()
+                break
+            except (LogTopicError, TransactionsUnsupported) as exc:
+                raise StartupError(f"coordinator.log.storage=upstream: {exc}") from exc
+            except LogUnavailable as exc:
+                log.warning("cluster_log_upstream_unreachable", error=str(exc), retry_in_s=delay)
+                await asyncio.sleep(delay)
+                delay = min(2 * delay, 5.0)
+        if self.cluster_log.log_tail_interval_ms > 0:
+            upstream.tail = LogTail(upstream.cluster, self.cluster_log.log_topic, self.layout.partitions,
+                                    self.cluster_log.log_tail_interval_ms / 1000)
+            self._background.append(asyncio.create_task(upstream.tail.run(), name="cluster-log-tail"))
+        membership = self.membership = LogMembership(
+            upstream.cluster, self.cluster_log.log_group_id, self.node.node_id, self.layout.partitions,
+            MembershipListener(upstream), session_timeout_ms=self.cluster_log.log_session_timeout_ms,
+            heartbeat_interval_ms=max(100, self.cluster_log.log_session_timeout_ms // 10),
+            endpoints=tuple((name, node.host, node.port) for name, node in self.view.endpoints.items()))
+        upstream.membership = membership
+        self.view.group_owner = self._group_owner
+        joined = asyncio.create_task(membership.run(), name="cluster-log-membership")
+        self._background.append(joined)
+        stable = asyncio.ensure_future(membership.stable.wait())
+        await asyncio.wait({joined, stable}, return_when=asyncio.FIRST_COMPLETED)
+        if joined.done():
+            stable.cancel()
+            failure = joined.exception()
+            if isinstance(failure, DuplicateNodeId):
+                raise StartupError(f"coordinator.log.storage=upstream: {failure}") from failure
+            raise StartupError(f"coordinator.log.storage=upstream: the instance group stopped: {failure!r}")
+        joined.add_done_callback(_instance_group_ended)
+        sink = self._sink = UpstreamSink(upstream.writer_of, upstream.partition_of, upstream.fenced,
+                                         retry_for_s=self.cluster_log.log_write_timeout_ms / 1000)
+        upstream.settled = sink.settled
+        sink.start()
+        core = self._new_core()
+        await self._load_upstream(core)
+        await self._load_shard(core, sink)
+        shard = self.shard
+        assert shard is not None
+        upstream.on_change = shard.reload_from_log
+        if upstream.assigned != upstream.serving:  # the assignment moved while we loaded
+            shard.reload_from_log()
+
+    def _group_owner(self, group_id: str, listener: str) -> Node | None:
+        """FindCoordinator with the log upstream: the instance owning the group's partition."""
+        assert self.upstream_log is not None
+        found = self.upstream_log.owner_endpoint(group_id, listener)
+        if found is None:
+            return None
+        node_id, host, port = found
+        return self.view.node_for(listener) if node_id == self.node.node_id else Node(node_id, host, port)
+
+    async def _load_upstream(self, core: CoordinatorShard) -> None:
+        """Replay the assigned partitions into `core`, waiting out an upstream that cannot be
+        reached (group APIs answer COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
+        assert self.upstream_log is not None
+        started = time.monotonic()
+        delay = 0.1
+        while True:
+            try:
+                records = await self.upstream_log.load(core)
+                break
+            except LogUnavailable as exc:
+                log.warning("cluster_log_load_failed", error=str(exc), retry_in_s=delay)
+                await asyncio.sleep(delay)
+                delay = min(2 * delay, 2.0)
+        elapsed = time.monotonic() - started
+        durable.LOAD_DURATION.set(elapsed)
+        durable.LOAD_RECORDS.set(records)
+        kafka_metrics.record_partition_load(elapsed)
+
+    async def _load_shard(self, core: CoordinatorShard, sink: LogSink,
+                          copied: asyncio.Future[None] | None = None) -> None:
         """Start serving the loaded core: the new owner's CoordinatorEpoch is made durable first,
         and (shard k >= 1 of several) the copy of shard 0's security state read (`copied`)."""
-        assert self._committer is not None
-        shard = ShardRuntime(core, DurableSink(self._committer), reload=self._reload_core, on_fatal=_fail_stop)
+        shard = ShardRuntime(core, sink, reload=self._reload_core, on_fatal=_fail_stop)
         shard.add_observer(group_metrics.observer(self.config["metrics.group.labels.enable"]))
         group_metrics.register_shard(lambda: self.shard if self._loaded else None)
         shard.add_observer(kafka_metrics.observe)
@@ -459,7 +573,10 @@ class CoordinatorServer:
                     f"{broker - k} + {k}): set sidecar.node.id above the upstream's broker ids")
         shard.post(consumer_groups.topics_snapshot(self.topics))
         self.topics.add_listener(lambda change: shard.post(consumer_groups.topic_change(change)))
-        await shard.start(writer_id=f"node-{self.node.node_id}-{uuid.uuid4()}")
+        # The local log's owner marks its takeover with a CoordinatorEpoch; upstream, each log
+        # partition's transactional id fences instead, and a node-wide record would belong to no
+        # partition this instance is sure to own.
+        await shard.start(writer_id=None if self.upstream_log is not None else f"node-{self.node.node_id}-{uuid.uuid4()}")
         self.shard = shard
         if self.sidecar is not None:
             self.sidecar.attach(shard)
@@ -476,8 +593,11 @@ class CoordinatorServer:
         """A core loaded from the log as it is on disk now, and the topic snapshot to hand it
         first: the shard's state again after the disk refused a write (`ShardRuntime`)."""
         core = self._new_core()
-        replayer = ownership.Replayer(core)
-        await asyncio.to_thread(LogTailer(self._fs, str(self.log_dir)).load, replayer)
+        if self.upstream_log is not None:
+            await self._load_upstream(core)
+        else:
+            replayer = ownership.Replayer(core)
+            await asyncio.to_thread(LogTailer(self._fs, str(self.log_dir)).load, replayer)
         if self._assignments is not None:
             self._assignments.core = core
         return core, [consumer_groups.topics_snapshot(self.topics)]
@@ -562,10 +682,21 @@ class CoordinatorServer:
         for connection in self.connections:
             connection.close()
         self.auth_failures.close()
+        if self.membership is not None:  # hand the partitions over: the others take them at once
+            assert self.upstream_log is not None
+            self.upstream_log.on_change = None  # stopping: no core is rebuilt for what is left
+            try:
+                await asyncio.wait_for(self.membership.leave(), timeout)
+            except TimeoutError:
+                log.warning("shutdown_timeout", waiting_for="instance_group_leave", timeout_s=timeout)
         if self.sidecar is not None:
             await self.sidecar.stop()
         if self.shard is not None:
             await self.shard.stop()
+        if self._sink is not None:
+            await self._sink.close()
+        if self.upstream_log is not None:
+            self.upstream_log.cluster.close()
         if self.history is not None:
             await self.history.close()
         if self._committer is not None:
@@ -646,6 +777,32 @@ def _fail_stop(exc: BaseException) -> None:
     log.critical("record_log_failed_exiting", error=repr(exc))
     sys.stdout.flush()
     os._exit(1)
+
+
+def _check_no_security_records(config: Config) -> None:
+    """SCRAM credentials and ACLs are coordinator-wide records; with the log upstream they would
+    live in log partition 0 and be known to its owner alone, so the other instances would
+    authenticate and authorize against nothing. Refused until every instance reads them."""
+    if config.build(AuthorizerConfig).enabled:
+        raise StartupError("coordinator.log.storage=upstream does not support authorizer.class.name yet: ACLs "
+                           "would be known to one instance only")
+    for listener in config.listeners:
+        mechanisms = config.for_listener(ListenerSecurityConfig, listener).sasl_enabled_mechanisms
+        if listener.protocol.startswith("SASL") and any(m.upper().startswith("SCRAM") for m in mechanisms):
+            raise StartupError(f"coordinator.log.storage=upstream does not support SCRAM on listener {listener.name} "
+                               "yet: credentials would be known to one instance only (PLAIN works)")
+
+
+def _instance_group_ended(task: asyncio.Task[None]) -> None:
+    """The instance group's task ended while serving: after a LeaveGroup (stopping) that is the
+    plan; a node id another instance holds (or anything else) leaves this instance owning nothing,
+    so it stops with one line rather than run without partitions."""
+    if task.cancelled() or task.exception() is None:
+        return
+    failure = task.exception()
+    log.critical("instance_group_failed", error=str(failure) if isinstance(failure, DuplicateNodeId) else repr(failure))
+    sys.stdout.flush()
+    os._exit(2)
 
 
 def _remove_empty_dir(path: str) -> None:

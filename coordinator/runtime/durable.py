@@ -23,9 +23,12 @@ from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from protocol.errors import ErrorCode
+
 from ..recordlog import GroupCommitter, RealFileSystem, WriteRefused
 from ..recordlog.fs import AppendHandle
 from ..storage_errors import StorageLog
+from .shard import Refused
 
 _FAST = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 
@@ -133,7 +136,7 @@ class DurableSink:
         """(offset, perf_counter at append) of the entries not yet durable, for APPEND_LATENCY:
         timed when the committer releases them, without a callback per entry."""
         self._on_durable: Callable[[int], None] | None = None
-        self._on_refused: Callable[[int], None] | None = None
+        self._on_refused: Refused | None = None
         committer.on_released = BATCH_ENTRIES.observe
         committer.on_durable = self._durable
 
@@ -147,7 +150,7 @@ class DurableSink:
         return self.committer.durable_end
 
     def watch(self, on_durable: Callable[[int], None],
-              on_refused: Callable[[int], None] | None = None) -> None:
+              on_refused: Refused | None = None) -> None:
         self._on_durable = on_durable
         self._on_refused = on_refused
         self.committer.on_refused = self._refused if on_refused is not None else None
@@ -160,7 +163,7 @@ class DurableSink:
         while appended and appended[-1][0] >= exc.first_offset:
             appended.pop()
         if self._on_refused is not None:
-            self._on_refused(exc.first_offset)
+            self._on_refused(exc.first_offset, ErrorCode.NOT_COORDINATOR)
 
     def _durable(self, durable_end: int) -> None:
         appended = self._appended

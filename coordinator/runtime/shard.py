@@ -46,7 +46,7 @@ Timer firings and catalog changes enter through the same queue, never touching s
 While ``loaded`` is false (the log is being replayed) adapters answer COORDINATOR_LOAD_IN_PROGRESS.
 A core bug fails the requests it concerns (``Result.failure``) and the shard keeps serving.
 
-A write the disk refuses (full: the sink's ``on_refused(first_offset)``; the log has cut the
+A write the disk refuses (full: the sink's ``on_refused(first_offset, code)``; the log has cut the
 refused bytes off and rewound) is not fatal. Kafka answers a coordinator append that failed with
 KAFKA_STORAGE_ERROR as NOT_COORDINATOR (``GroupCoordinatorService``'s normalisation), and reverts
 its in-memory state to the last written offset; this shard does the same in two steps: every
@@ -57,7 +57,10 @@ server: the state of the entries that were written, exactly what clients were to
 timers, at most once per ``RELOAD_INTERVAL_S``. Meanwhile ``loaded`` is false (adapters answer
 COORDINATOR_LOAD_IN_PROGRESS, retriable) and queued requests wait for the new core. Without
 ``reload`` a refusal is fatal. Any other log failure (a failed fsync) is fatal: ``on_fatal`` is
-called and the process exits (fail-stop, no undo).
+called and the process exits (fail-stop, no undo). The log on the upstream cluster refuses a
+round the same way (a fenced or failed transaction; COORDINATOR_NOT_AVAILABLE when the cluster
+could not be reached), and ``reload_from_log`` rebuilds the core without a refusal when the log
+partitions it holds change (``clusterlog/owner.py``).
 """
 
 from __future__ import annotations
@@ -103,6 +106,11 @@ _processing_time = STATS.processing_ms.append
 
 EncodedRecord = tuple[int, bytes, bytes | None]
 
+Refused = Callable[[int, ErrorCode], None]
+"""`on_refused(first_offset, code)`: the entries from `first_offset` on are gone; what waited for
+them is answered `code` (NOT_COORDINATOR for a refused write; COORDINATOR_NOT_AVAILABLE when the
+log could not be reached, the log upstream)."""
+
 
 class LogSink(Protocol):
     """Where the shard's entries go: the durable record log. Entries become durable in the order
@@ -117,11 +125,10 @@ class LogSink(Protocol):
         """Every entry whose offset is below it is durable."""
         ...
 
-    def watch(self, on_durable: Callable[[int], None],
-              on_refused: Callable[[int], None] | None = None) -> None:
+    def watch(self, on_durable: Callable[[int], None], on_refused: Refused | None = None) -> None:
         """Call `on_durable(durable_end)` each time entries become durable, and
-        `on_refused(first_offset)` when the disk refused the entries from `first_offset` on (they
-        are gone, and their offsets are not used again)."""
+        `on_refused(first_offset, code)` when the log refused the entries from `first_offset` on
+        (they are gone, and their offsets are not used again)."""
         ...
 
     def durable_point(self) -> asyncio.Future[Any] | None:
@@ -520,9 +527,9 @@ class ShardRuntime:
             elif replies is not None:
                 self._deliver(replies)
 
-    def _refused(self, first_offset: int) -> None:
-        """The disk refused the entries from `first_offset` on (see the module docstring): answer
-        what depended on them, forget what the core holds in memory only, and reload."""
+    def _refused(self, first_offset: int, code: ErrorCode = ErrorCode.NOT_COORDINATOR) -> None:
+        """The log refused the entries from `first_offset` on (see the module docstring): answer
+        what depended on them (`code`), forget what the core holds in memory only, and reload."""
         self.loaded = False
         self._idle = False  # `submit` queues: nothing is handled before the new core
         self._reload_due = True
@@ -543,7 +550,7 @@ class ShardRuntime:
         for ref in refused:
             waiter = self._waiters.pop(ref, None)
             if waiter is not None and not waiter[0].done():
-                waiter[0].set_result(self.core.error_response(waiter[1], ErrorCode.NOT_COORDINATOR))
+                waiter[0].set_result(self.core.error_response(waiter[1], code))
         if self._timers is not None:
             self._timers.cancel_all()
         # What is still unflushed was written (below `first_offset`): record-less replies wait for
@@ -553,6 +560,15 @@ class ShardRuntime:
         self._group_points.clear()
         self._barrier = self._unflushed
         self._wake.set()
+
+    def reload_from_log(self) -> None:
+        """Replace the core by one loaded from the log, nothing refused: the log partitions this
+        core holds changed (the cluster log's ownership, `clusterlog/owner.py`). Replies waiting for
+        entries already appended still wait for them; requests parked in the core are answered
+        NOT_COORDINATOR and timers are re-armed by the new core, as after a takeover."""
+        if self._reload_core is None or self._task is None:
+            return
+        self._refused(self.sink.durable_end if self._unflushed is None else self._unflushed + 1)
 
     def _drop_events(self) -> None:
         """Forget queued timer firings and topic changes (keep requests and unloads): the new core

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import struct
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -97,6 +98,22 @@ def test_metadata_and_assignment_bytes_read_back() -> None:
     assert Metadata.decode(Metadata(7, 3, frozenset({1, 4})).encode()) == Metadata(7, 3, frozenset({1, 4}))
     assignment = Assignment(0, frozenset({2, 5}), {2: 7, 5: 7, 1: 8})
     assert Assignment.decode(assignment.encode()) == assignment
+
+
+def test_listeners_travel_in_the_metadata_and_every_member_gets_every_node_s() -> None:
+    endpoints = (("PLAINTEXT", "10.0.0.7", 9092), ("INTERNAL", "coordinator-1.svc", 19092))
+    metadata = Metadata(7, 3, frozenset({1}), endpoints)
+    assert Metadata.decode(metadata.encode()) == metadata
+    result = leader_assignments({"a": metadata, "b": Metadata(8, 3, frozenset({0}), (("PLAINTEXT", "10.0.0.8", 9092),))}, 2)
+    assert Assignment.decode(result["a"].encode()).nodes == {7: endpoints, 8: (("PLAINTEXT", "10.0.0.8", 9092),)}
+    assert result["b"].nodes == result["a"].nodes
+
+
+def test_a_version_0_metadata_and_assignment_still_read() -> None:
+    old_metadata = struct.pack(">hiii", 0, 7, 3, 1) + struct.pack(">i", 4)
+    assert Metadata.decode(old_metadata) == Metadata(7, 3, frozenset({4}))
+    old_assignment = struct.pack(">hhi", 0, 0, 1) + struct.pack(">i", 2) + struct.pack(">iii", 1, 2, 7)
+    assert Assignment.decode(old_assignment) == Assignment(0, frozenset({2}), {2: 7})
 
 
 def test_the_leader_refuses_the_second_instance_of_a_node_id() -> None:

@@ -58,6 +58,15 @@ def _answers_api_versions(port: int) -> bool:
         return False
 
 
+def _cluster_id() -> str:
+    """A random cluster id as Kafka's `Uuid.randomUuid` makes one: never starting with '-', which
+    `kafka-storage.sh format -t` would read as an option (and fail the fixture)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 class KafkaBroker:
     """One Apache Kafka broker (broker and controller in one process) as a child process."""
 
@@ -68,7 +77,7 @@ class KafkaBroker:
         self.controller_port = free_port()
         self.overrides = overrides or {}
         self.proc: subprocess.Popen[bytes] | None = None
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.cluster_id = _cluster_id()
         self._formatted = False
 
     @property

@@ -4,7 +4,8 @@
   (KIP-699).
 - Group keys (type 0) are coordinated by the node of the group's shard (`NodeView.node_of_group`:
   Kafka's partition of the group, then the partition's shard), on the listener the request came in
-  on; with one shard that is this node.
+  on; with one shard that is this node. With the log upstream it is the instance that owns the
+  group's log partition now, and COORDINATOR_NOT_AVAILABLE while the partition moves.
 - Transaction keys (type 1) are answered with this node, as any Kafka broker would: the
   transactional client then sends InitProducerId with its transactional id, which the data plane
   refuses with UNSUPPORTED_VERSION (`dataplane/init_producer_id.py`), a fatal error for the Java
@@ -45,6 +46,10 @@ def find_coordinator(view: NodeView) -> ApiHandler:
                         "error_message": denied[1]}
         if key_type in (GROUP, TRANSACTION):
             node = view.node_of_group(key, ctx.listener) if key_type == GROUP else view.node_for(ctx.listener)
+            if node is None:  # the group's log partition is between owners (Kafka: no leader yet)
+                return {"key": key, "node_id": -1, "host": "", "port": -1,
+                        "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                        "error_message": "The coordinator is not available."}
             return {"key": key, "node_id": node.node_id, "host": node.host, "port": node.port,
                     "error_code": 0, "error_message": None}
         if key_type == SHARE and version >= 6:

@@ -16,7 +16,7 @@ With one shard the cluster is this node alone and nothing is hashed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -84,6 +84,10 @@ class NodeView:
     nodes: dict[str, tuple[Node, ...]] = field(default_factory=dict)
     """With several shards: every node of the cluster on each listener, shard k at index k
     (derived from the configuration; fixed ports). Empty with one shard: the cluster is this node."""
+    group_owner: Callable[[str, str], Node | None] | None = None
+    """With the log upstream (`coordinator.log.storage=upstream`): the instance that owns a group's
+    log partition now, on a listener (None while the partition has no owner); ownership moves at
+    runtime, so it is asked, not derived from the configuration."""
 
     def node_for(self, listener: str) -> Node:
         return self.endpoints.get(listener, self.node)
@@ -101,8 +105,11 @@ class NodeView:
         """Shard 0's node id (the same on every listener)."""
         return next(iter(self.nodes.values()))[0].node_id if self.nodes else self.node.node_id
 
-    def node_of_group(self, group_id: str, listener: str) -> Node:
-        """The node that coordinates `group_id` (Kafka's partition of the group, then its shard)."""
+    def node_of_group(self, group_id: str, listener: str) -> Node | None:
+        """The node that coordinates `group_id` (Kafka's partition of the group, then its shard or
+        its owning instance); None when no node does right now."""
+        if self.group_owner is not None:
+            return self.group_owner(group_id, listener)
         if self.layout.shards == 1:
             return self.node_for(listener)
         return self.cluster(listener)[self.layout.shard_of_group(group_id)]

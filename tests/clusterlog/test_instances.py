@@ -1,0 +1,311 @@
+"""Three sidecar instances sharing the log on an Apache Kafka 4.0 (`coordinator.log.storage=upstream`,
+issue 27 points 4 and 6): each its own ports and data directory, the log partitions divided by the
+instance group. When the instance coordinating a KIP-848 group is SIGKILLed, its partitions move to
+the others and the group's members keep their ids, epochs and partitions, with no rebalance; offsets
+committed before are fetched back from the new owner. When one is SIGSTOPped past its session
+timeout, the others take its partitions (fencing its writers); resumed, it answers nothing for
+them and rejoins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
+from kio.static.primitive import i8
+
+from tests.clusterlog.test_upstream_storage import (
+    LOG_PARTITIONS,
+    commit_offsets,
+    commit_raw,
+    ensure_topic,
+    fetch_offsets,
+    upstream_instance,
+)
+from tests.durability.test_failover import (
+    PARTITIONS,
+    TOPIC,
+    assert_members_kept_everything,
+    consumers,
+    describe,
+    settle,
+)
+from tests.sidecar.conftest import free_base_port
+from tests.support.clients import Member, make_member, owns_each_exactly_once, poll_until, produce
+from tests.support.kafka import KafkaBroker
+from tests.support.metrics import scrape
+from tests.support.server import ServerProcess, free_port, wait_until
+from tests.support.wire import WireClient
+
+pytestmark = pytest.mark.interop
+
+GROUP = "k848"
+
+
+def owned(server: ServerProcess) -> frozenset[int]:
+    """The partitions the instance's last instance-group assignment gave it (from its log)."""
+    last: frozenset[int] = frozenset()
+    for line in server.log().splitlines():
+        if line.startswith("{") and '"instance_group_assignment"' in line:
+            last = frozenset(json.loads(line)["owned"])
+    return last
+
+
+def divided(servers: list[ServerProcess]) -> bool:
+    shares = [owned(s) for s in servers]
+    return all(shares) and sum(len(s) for s in shares) == LOG_PARTITIONS \
+        and frozenset().union(*shares) == frozenset(range(LOG_PARTITIONS))
+
+
+async def _find(port: int, group: str) -> tuple[int, int, int]:
+    client = await WireClient.connect(port)
+    try:
+        response = await client.request(FindCoordinatorRequest(key=group, key_type=i8(0)))
+    finally:
+        await client.close()
+    return int(response.error_code), int(response.node_id), int(response.port)
+
+
+def coordinator_of(servers: list[ServerProcess], group: str, asked: ServerProcess) -> ServerProcess | None:
+    code, _, port = asyncio.run(_find(asked.port, group))
+    return next((s for s in servers if s.port == port), None) if code == 0 else None
+
+
+def loaded(server: ServerProcess) -> bool:
+    """The instance answers ConsumerGroupDescribe for GROUP (it has loaded the group's partition)."""
+    try:
+        asyncio.run(describe(server.port))
+    except AssertionError:  # COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR while it loads
+        return False
+    return True
+
+
+@pytest.fixture
+def instances(tmp_path: Path, kafka_broker: KafkaBroker) -> Iterator[list[ServerProcess]]:
+    ensure_topic(kafka_broker, TOPIC, PARTITIONS)
+    log_topic = f"coordinator-log-{uuid.uuid4().hex[:8]}"
+    servers = [upstream_instance(tmp_path / f"i{n}", kafka_broker, log_topic, free_base_port(), free_port(),
+                                 **{"sidecar.node.id": str(1000 + n)}) for n in (1, 2, 3)]
+    try:
+        for server in servers:
+            server.start(wait=False)
+        for server in servers:
+            server.wait_ready(60)
+        wait_until(lambda: divided(servers), timeout=60, message="the log partitions divided among three")
+        yield servers
+    finally:
+        for server in servers:
+            if server.proc is not None and server.proc.poll() is None:
+                server.proc.send_signal(signal.SIGCONT)
+            server.stop()
+
+
+def test_a_sigkilled_instance_s_partitions_move_and_its_group_keeps_everything(
+        instances: list[ServerProcess]) -> None:
+    owner = coordinator_of(instances, GROUP, instances[0])
+    assert owner is not None
+    survivors = [s for s in instances if s is not owner]
+    # A group of the same instance whose offsets alone are kept (GROUP's partition, by the hash).
+    offsets_group = next(f"o{i}" for i in range(1000) if coordinator_of(instances, f"o{i}", owner) is owner)
+    bootstrap = ",".join(s.bootstrap for s in instances)
+    commit_offsets(bootstrap, offsets_group, {0: 5, 1: 6})
+    members = consumers(bootstrap)
+    try:
+        before = settle(members, owner.port)
+        assert owner.proc is not None
+        owner.proc.kill()
+        owner.proc.wait(10)
+        wait_until(lambda: divided(survivors), timeout=60, message="the killed instance's partitions taken over")
+        new_owner = coordinator_of(survivors, GROUP, survivors[0])
+        assert new_owner is not None and new_owner is not owner
+        poll_until(members, lambda: loaded(new_owner), message="the new owner serving the group")
+        assert_members_kept_everything(members, before, new_owner)
+        assert fetch_offsets(",".join(s.bootstrap for s in survivors), offsets_group) == {0: 5, 1: 6}
+    finally:
+        for m in members:
+            m.close()
+
+
+@pytest.mark.slow
+def test_a_paused_instance_is_fenced_answers_nothing_for_what_it_lost_and_rejoins(
+        instances: list[ServerProcess]) -> None:
+    paused = instances[0]
+    group = next(f"g{i}" for i in range(1000) if coordinator_of(instances, f"g{i}", paused) is paused)
+    assert commit_raw(paused.port, group, {0: 1}) == [0]
+    assert paused.proc is not None
+    paused.proc.send_signal(signal.SIGSTOP)
+    others = instances[1:]
+    try:
+        wait_until(lambda: divided(others), timeout=60, message="the paused instance's partitions taken over")
+        taker = coordinator_of(others, group, others[0])
+        assert taker is not None and taker is not paused
+        # Assigned is not yet loaded: the taker answers retriable codes until it has replayed.
+        wait_until(lambda: commit_raw(taker.port, group, {0: 2}) == [0], timeout=30,
+                   message="the taker acknowledging the group's commits")
+    finally:
+        paused.proc.send_signal(signal.SIGCONT)
+    # Resumed: its lease has run out and its writers are fenced; it refuses the group at once.
+    codes = commit_raw(paused.port, group, {0: 3})
+    assert codes == [16], f"the resumed instance answered {codes} (NOT_COORDINATOR is 16)"
+    wait_until(lambda: divided(instances), timeout=60, message="the resumed instance rejoined with a share")
+    assert fetch_offsets(",".join(s.bootstrap for s in others), group) == {0: 2}
+
+
+def heartbeats(server: ServerProcess, api: str) -> float:
+    return scrape(server.metrics_port).get(f'coordinator_requests_total{{api="{api}"}}', 0.0)
+
+
+@pytest.mark.slow
+def test_a_fourth_instance_takes_partitions_without_rebalancing_any_client_group(
+        tmp_path: Path, kafka_broker: KafkaBroker, instances: list[ServerProcess]) -> None:
+    bootstrap = ",".join(s.bootstrap for s in instances)
+    modern = consumers(bootstrap)
+    classic = [make_member(bootstrap, "classic-group", f"c{i}", [TOPIC]) for i in range(2)]
+    members = modern + classic
+    fourth: ServerProcess | None = None
+    try:
+        owner = coordinator_of(instances, GROUP, instances[0])
+        assert owner is not None
+        before = settle(modern, owner.port)
+        poll_until(members, lambda: owns_each_exactly_once(classic, PARTITIONS), message="classic assignment")
+        classic_before = {m.name: (m.consumer.memberid(), frozenset(m.assignment())) for m in classic}
+        for m in members:
+            m.revoked_events.clear()
+            m.assigned_events.clear()
+        topic = instances[0].overrides["coordinator.log.topic"]
+        fourth = upstream_instance(tmp_path / "i4", kafka_broker, topic, free_base_port(), free_port(),
+                                   **{"sidecar.node.id": "1004"})
+        fourth.start(wait=False)
+        everyone = [*instances, fourth]
+        poll_until(members, lambda: divided(everyone) and fourth.ready(), timeout=60,
+                   message="the log partitions divided among four")
+        # Every group is served again where FindCoordinator says, and its members heartbeat there.
+        new_owner = coordinator_of(everyone, GROUP, fourth)
+        classic_owner = coordinator_of(everyone, "classic-group", fourth)
+        assert new_owner is not None and classic_owner is not None
+        modern_at, classic_at = heartbeats(new_owner, "ConsumerGroupHeartbeat"), heartbeats(classic_owner, "Heartbeat")
+        poll_until(members, lambda: heartbeats(new_owner, "ConsumerGroupHeartbeat") >= modern_at + 3 * len(modern)
+                   and heartbeats(classic_owner, "Heartbeat") >= classic_at + 3 * len(classic),
+                   message="members heartbeating their group's owner after the move")
+        assert asyncio.run(describe(new_owner.port)) == before, "KIP-848 member ids, epochs or partitions changed"
+        for m in members:
+            assert not m.revoked_events and not m.assigned_events, f"{m.name} saw a rebalance"
+        assert {m.name: (m.consumer.memberid(), frozenset(m.assignment())) for m in classic} == classic_before
+    finally:
+        for m in members:
+            m.close()
+        if fourth is not None:
+            fourth.stop()
+
+
+def log_end_offsets(broker: KafkaBroker, topic: str) -> int:
+    """The log topic's high watermarks, summed over its partitions."""
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "watermarks"})
+    try:
+        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                   for p in range(LOG_PARTITIONS))
+    finally:
+        consumer.close()
+
+
+@pytest.mark.slow
+def test_a_takeover_replays_the_partition_from_memory_and_reads_only_its_tail(
+        kafka_broker: KafkaBroker, instances: list[ServerProcess]) -> None:
+    owner = instances[0]
+    group = next(f"t{i}" for i in range(1000) if coordinator_of(instances, f"t{i}", owner) is owner)
+    for round_ in range(3):
+        wait_until(lambda r=round_: commit_raw(owner.port, group, {p: 10 * r + p for p in range(PARTITIONS)})
+                   == [0] * PARTITIONS, message="commits acknowledged")
+    survivors = instances[1:]
+    end = log_end_offsets(kafka_broker, owner.overrides["coordinator.log.topic"])
+    wait_until(lambda: all(scrape(s.metrics_port).get("coordinator_log_tail_offsets", 0) >= end for s in survivors),
+               timeout=30, message="every other instance's copies read through the log's end")
+    assert owner.proc is not None
+    owner.proc.kill()
+    owner.proc.wait(10)
+    wait_until(lambda: divided(survivors), timeout=60, message="the killed instance's partitions taken over")
+    taker = next(s for s in survivors if coordinator_of(survivors, group, s) is s)
+    offsets = {p: 20 + p for p in range(PARTITIONS)}
+    wait_until(lambda: fetch_offsets(taker.bootstrap, group) == offsets, timeout=30,
+               message="the group's offsets served by the taker")
+    loads = [json.loads(line) for line in taker.log().splitlines() if '"cluster_log_loaded"' in line]
+    assert loads[-1]["read"] == 0 and loads[-1]["records"] >= PARTITIONS, loads[-1]
+
+
+def commit_positions(members: list[Member]) -> None:
+    """Each member commits what it has consumed; a commit refused while its coordinator moves
+    (retriable) is tried again on the next call."""
+    for member in members:
+        if member.consumed:
+            with contextlib.suppress(KafkaException):
+                member.consumer.commit(asynchronous=False)
+
+
+def committed_ends(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        return {tp.partition: tp.offset for tp in
+                consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)}
+    finally:
+        consumer.close()
+
+
+@pytest.mark.slow
+@pytest.mark.skip(reason="known gap (issue 27 point 4): each instance presents upstream broker N at its own "
+                         "address; a client that took broker N's address from the killed instance (it "
+                         "answered Metadata as a coordinator) stops fetching: passes about half the runs")
+def test_groups_consume_everything_once_in_the_committed_view_while_their_coordinator_is_killed(
+        kafka_broker: KafkaBroker, instances: list[ServerProcess]) -> None:
+    topic = f"eo-{uuid.uuid4().hex[:8]}"
+    ensure_topic(kafka_broker, topic, PARTITIONS)
+    # Clients start from one instance that stays (every instance presents the upstream brokers at
+    # its own ports; see README "The log on the cluster").
+    victim = coordinator_of(instances, "eo-classic", instances[0])
+    assert victim is not None and victim.proc is not None
+    bootstrap = next(s.bootstrap for s in instances if s is not victim)
+    produce(bootstrap, topic, 600, PARTITIONS)
+    ends = {p: 100 for p in range(PARTITIONS)}
+    classic = [make_member(bootstrap, "eo-classic", f"c{i}", [topic], **{"session.timeout.ms": 30000})
+               for i in range(2)]
+    modern = [make_member(bootstrap, "eo-modern", f"m{i}", [topic], **{"group.protocol": "consumer"})
+              for i in range(2)]
+    members = classic + modern
+    try:
+        poll_until(members, lambda: owns_each_exactly_once(classic, PARTITIONS)
+                   and owns_each_exactly_once(modern, PARTITIONS), message="both groups assigned")
+        for m in members:
+            m.revoked_events.clear()
+            m.assigned_events.clear()
+        poll_until(members, lambda: sum(len(m.consumed) for m in members) >= 600, timeout=60,
+                   message="half of what both groups must consume")
+        commit_positions(members)
+        victim.proc.kill()
+        victim.proc.wait(10)
+        survivors = ",".join(s.bootstrap for s in instances if s is not victim)
+
+        def done() -> bool:
+            commit_positions(members)
+            return all(committed_ends(survivors, g, topic) == ends for g in ("eo-classic", "eo-modern"))
+
+        try:
+            poll_until(members, done, timeout=90, message="every message consumed and committed by both groups")
+        except AssertionError:
+            state = {g: committed_ends(survivors, g, topic) for g in ("eo-classic", "eo-modern")}
+            counts = {m.name: len({(p, o) for p, o, _ in m.consumed}) for m in members}
+            raise AssertionError(f"committed {state}, consumed {counts}") from None
+        for group in (classic, modern):
+            seen = {(p, o) for m in group for p, o, _ in m.consumed}
+            assert seen == {(p, o) for p in range(PARTITIONS) for o in range(100)}
+        for m in members:
+            assert not m.revoked_events and not m.assigned_events, f"{m.name} was rebalanced by the move"
+    finally:
+        for m in members:
+            m.close()
