@@ -30,7 +30,9 @@ Phase 2, assignment (``_reconcile``, for one member or for every member waiting)
     6. If the group epoch is ahead of the assignment epoch, the target is recomputed first
        (``targets.TargetAssigner``): changed target members (7), then the target epoch (6).
     7. Reconcile the member (``reconciliation.reconcile``), write its current assignment (8) if it
-       changed, (re)arm or cancel its rebalance timer.
+       changed, (re)arm or cancel its rebalance timer. A STABLE member whose target is what it
+       holds only moves to the assignment epoch: it is answered with that epoch and writes nothing
+       (``ConsumerGroup.is_caught_up``); one whose target moves reconciles from the epoch it was told.
     8. Answer with the member's epoch, the heartbeat interval and the assignment when the request was
        full (epoch 0, or rebalance timeout + subscription + owned partitions all present, KAFKA-16367)
        or the assigned partitions changed.
@@ -217,14 +219,14 @@ class Heartbeats:
             return
 
         # ---- phase 2 at once: the target is current ------------------------------------------------
-        reconciled = self._reconcile(
+        reconciled, epoch = self._reconcile(
             group, member, updated, group.assignment_epoch, group.target(member_id), group.owner, owned,
             is_new_member, records, fx,
         )
         for record in records:
             fx.record(record)
         self._after_membership(group, member_id, updated, replaced, is_new_member, req, fx)
-        self._answer(req, member_id, member, reconciled, fx)
+        self._answer(req, member_id, member, reconciled, epoch, fx)
 
     def _authorized_regex(self, member: ConsumerGroupMember, describable: frozenset[str] | None) -> ConsumerGroupMember:
         """The member with what its regex may match: the regex's matches its principal may DESCRIBE
@@ -250,9 +252,25 @@ class Heartbeats:
         is_new_member: bool,
         records: list[Record],
         fx: Effects,
-    ) -> ConsumerGroupMember:
+    ) -> tuple[ConsumerGroupMember, int]:
         """Reconcile ``base`` towards ``target``; write its current assignment (8) if it is new or
-        changed compared with ``before``, with the rebalance timer and the event. Returns it."""
+        changed compared with ``before``, with the rebalance timer and the event. Returns it and
+        the member epoch to answer with.
+
+        A STABLE member whose target is exactly what it holds only moves to ``target_epoch``: it
+        is told that epoch and writes nothing (``ConsumerGroup.is_caught_up``: after a join, every
+        member of the group but the few the newcomer takes from, which Kafka records one by one)."""
+        if (
+            not is_new_member
+            and base.state is MemberState.STABLE
+            and 0 < base.member_epoch < target_epoch
+            and base.classic is None
+            and (target is base.assigned_partitions or target == base.assigned_partitions)
+        ):
+            return base, target_epoch
+        # A member caught up without a record reconciles from the epoch it was told (its record was
+        # written with the target that moves it: ``TargetAssigner.records``).
+        base = group.caught_up(base)
         reconciled = base
         if not base.is_reconciled_to(target_epoch):
             reconciled = reconcile(base, target_epoch, target, owner_of, owned)
@@ -265,7 +283,7 @@ class Heartbeats:
             self._rebalance_timer(gid, before, reconciled, fx)
             if reconciled.assigned_partitions != before.assigned_partitions:
                 fx.event(assignment_changed(gid, before, reconciled))
-        return reconciled
+        return reconciled, reconciled.member_epoch
 
     def _answer(
         self,
@@ -273,6 +291,7 @@ class Heartbeats:
         member_id: str,
         before: ConsumerGroupMember,
         reconciled: ConsumerGroupMember,
+        member_epoch: int,
         fx: Effects,
     ) -> None:
         full_request = req.member_epoch == 0 or (
@@ -290,7 +309,7 @@ class Heartbeats:
             ConsumerGroupHeartbeatResponse(
                 NONE,
                 member_id=member_id,
-                member_epoch=reconciled.member_epoch,
+                member_epoch=member_epoch,
                 heartbeat_interval_ms=self.ctx.heartbeat_interval_ms(req.group_id),
                 assignment=assignment,
             ),
@@ -329,7 +348,7 @@ class Heartbeats:
             mid = item.member_id
             current = group.members[mid]  # the member after its phase-1 records were replayed
             target = new_targets.get(mid, NO_PARTITIONS) if new_targets is not None else group.target(mid)
-            reconciled = self._reconcile(
+            reconciled, epoch = self._reconcile(
                 group, current, current, target_epoch, target, owner_of, item.owned, item.is_new_member, records, fx
             )
             if reconciled is not current:
@@ -341,7 +360,7 @@ class Heartbeats:
                     for topic_id, partitions in assignment.items():
                         for partition in partitions:
                             moved[(topic_id, partition)] = mid
-            self._answer(item.req, mid, current, reconciled, fx)
+            self._answer(item.req, mid, current, reconciled, epoch, fx)
         for record in records:
             fx.record(record)
 
