@@ -387,7 +387,29 @@ class ConsumerGroup:
             self.assignment_epoch = -1
         else:
             self.assignment_epoch = value.assignment_epoch
-        self.unreconciled = sum(1 for m in self.members.values() if not self.is_reconciled(m))
+        self.unreconciled = self._count_unreconciled()
+
+    def _count_unreconciled(self) -> int:
+        """``is_reconciled`` over every member, inlined: it runs at every record 6 (a join's), over
+        the whole group, and most members hold their target as the very same object (see
+        ``replay_target_member``), so most cost an identity check."""
+        epoch = self.assignment_epoch
+        targets = self.target_assignment
+        stable = MemberState.STABLE
+        count = 0
+        for member_id, m in self.members.items():
+            e = m.member_epoch
+            if m.state is not stable:
+                count += 1
+            elif e == epoch:
+                continue
+            elif not 0 < e < epoch or m.classic is not None:
+                count += 1
+            else:
+                target = targets.get(member_id, NO_PARTITIONS)
+                if target is not m.assigned_partitions and target != m.assigned_partitions:
+                    count += 1
+        return count
 
     def replay_target_member(self, member_id: str, value: ConsumerGroupTargetAssignmentMemberValue | None) -> None:
         # A member's target decides whether it is caught up (``is_caught_up``): recount it.
@@ -397,7 +419,10 @@ class ConsumerGroup:
         if value is None:
             self.target_assignment.pop(member_id, None)
         else:
-            self.target_assignment[member_id] = assignment_from_record(value.topic_partitions)
+            target = assignment_from_record(value.topic_partitions)
+            if member is not None and target == member.assigned_partitions:
+                target = member.assigned_partitions  # the same object: ``is_caught_up`` by identity
+            self.target_assignment[member_id] = target
         if member is not None and not self.is_reconciled(member):
             self.unreconciled += 1
 
@@ -452,6 +477,10 @@ class ConsumerGroup:
             )
         else:
             new = (old if old is not None else ConsumerGroupMember(member_id)).with_assignment(value)
+            target = self.target_assignment.get(member_id)
+            if target is not None and target is not new.assigned_partitions and target == new.assigned_partitions:
+                # Its target as the very object (``is_caught_up`` by identity at the next epochs).
+                new = replace(new, assigned_partitions=target)
         if held_epochs_complete(value):
             self.held_records[member_id] = HeldRecord(
                 value, new.assigned_partitions, new.partitions_pending_revocation, new.assignment_epochs
