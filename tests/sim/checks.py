@@ -79,7 +79,7 @@ class Checker:
         for group_id, group in self.world.shard.groups.items():
             if isinstance(group, ConsumerGroup):
                 now = (group.group_epoch, group.assignment_epoch)
-                members = {m: group.effective_epoch(member) for m, member in group.members.items()}
+                members = {m: member.member_epoch for m, member in group.members.items()}
             elif isinstance(group, ClassicGroup):
                 now = (group.generation_id, group.generation_id)
                 members = {}

@@ -25,11 +25,11 @@ A consumer group is driven by three epochs (Kafka's names):
     A STABLE member whose target is exactly what it holds is at the assignment epoch whatever its
     record 8 says (``is_caught_up``, ``effective_epoch``): after a join most members only move to
     the new epoch, and they are told it without a record each (Kafka writes one per member). Its
-    record 8 is written when a target moves it (``TargetAssigner.records``, at the epoch it had
-    been told) or when its reconciliation changes something; until then every epoch from its
-    recorded one to the assignment epoch stands for the partitions it holds, and heartbeats,
-    commits, fetches and ConsumerGroupDescribe take it at its effective epoch, live and after a
-    failover alike (the state is the same: nothing about it is soft).
+    record 8 is written when its reconciliation changes something, from the epoch its client names
+    (``as_told``); until then every epoch from its recorded one to the assignment epoch stands for
+    the partitions it holds (``latest_told_epoch``: its state changes only by record 8), and
+    heartbeats, commits and fetches accept any of them, live and after a failover alike (the
+    state is the same: nothing about it is soft). ConsumerGroupDescribe shows the effective epoch.
 
 Group states (Kafka's strings, returned by ConsumerGroupDescribe and ListGroups, filtered lower-case):
 ``Empty`` (no members), else ``Assigning`` (group epoch > assignment epoch), else ``Reconciling`` (a
@@ -198,9 +198,7 @@ class ConsumerGroup:
         """Whether ``member`` is at the assignment epoch without a record saying so (a lazy
         catch-up): STABLE at an older epoch > 0, speaking the consumer protocol, holding exactly its
         target. Such a member is told the assignment epoch and writes no record 8 for it (after a
-        join, every member but a few); a target that changes it again first records it at the
-        assignment epoch (``caught_up``, ``TargetAssigner.records``), so the epochs between its
-        recorded one and the assignment epoch all stand for the partitions it holds."""
+        join, every member but a few)."""
         epoch = member.member_epoch
         if not 0 < epoch < self.assignment_epoch or member.state is not MemberState.STABLE or member.classic is not None:
             return False
@@ -211,11 +209,23 @@ class ConsumerGroup:
         """The member epoch as the member's client may know it (see ``is_caught_up``)."""
         return self.assignment_epoch if self.is_caught_up(member) else member.member_epoch
 
-    def caught_up(self, member: ConsumerGroupMember) -> ConsumerGroupMember:
-        """``member`` at its effective epoch (itself when the records say so already)."""
-        if not self.is_caught_up(member):
+    def latest_told_epoch(self, member: ConsumerGroupMember) -> int:
+        """The highest epoch ``member``'s client may have been told. A member's state changes only by
+        its record 8, and the epochs it is told without one (``is_caught_up``) are the assignment
+        epochs of the moment, with the partitions that record gave it: so a STABLE member whose
+        client names an epoch from its recorded one up to the assignment epoch holds exactly those
+        partitions at that epoch (even once its target moved on), and is served at it."""
+        epoch = member.member_epoch
+        if epoch > 0 and member.state is MemberState.STABLE and member.classic is None:
+            return max(epoch, self.assignment_epoch)
+        return epoch
+
+    def as_told(self, member: ConsumerGroupMember, told: int) -> ConsumerGroupMember:
+        """``member`` at the epoch its client names (``told``, accepted by ``latest_told_epoch``): the
+        epoch its reconciliation moves on from, so that no answer takes a client's epoch back."""
+        if told <= member.member_epoch or told > self.latest_told_epoch(member):
             return member
-        return replace(member, member_epoch=self.assignment_epoch, previous_member_epoch=member.member_epoch)
+        return replace(member, member_epoch=told, previous_member_epoch=member.member_epoch)
 
     def is_reconciled(self, member: ConsumerGroupMember) -> bool:
         """STABLE at the assignment epoch, recorded or caught up (what ``state_name`` counts)."""
@@ -272,8 +282,8 @@ class ConsumerGroup:
                 "OffsetCommit version 9 or above must be used by members using the consumer group protocol",
             )
         current = self.effective_epoch(member)
-        if epoch == current:
-            return None
+        if member.member_epoch <= epoch <= self.latest_told_epoch(member):
+            return None  # its current epoch, recorded or told since (``latest_told_epoch``)
         if epoch > current:
             raise _stale(
                 classic, f"Received {_epoch_name(classic)} {epoch} is newer than current member epoch {current}."
@@ -310,9 +320,9 @@ class ConsumerGroup:
             raise CoordinatorError(
                 ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {self.group_id}."
             )
-        # A caught-up member's client may know any epoch from its recorded one to the assignment
-        # epoch (each stands for the partitions it holds); Kafka records each and checks one.
-        if not member.member_epoch <= member_epoch <= self.effective_epoch(member):
+        # A member's client may know any epoch from its recorded one to the last it may have been
+        # told without a record (``latest_told_epoch``); Kafka records each and checks one.
+        if not member.member_epoch <= member_epoch <= self.latest_told_epoch(member):
             classic = member.uses_classic_protocol
             raise _stale(
                 classic,

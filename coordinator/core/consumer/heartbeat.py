@@ -32,7 +32,8 @@ Phase 2, assignment (``_reconcile``, for one member or for every member waiting)
     7. Reconcile the member (``reconciliation.reconcile``), write its current assignment (8) if it
        changed, (re)arm or cancel its rebalance timer. A STABLE member whose target is what it
        holds only moves to the assignment epoch: it is answered with that epoch and writes nothing
-       (``ConsumerGroup.is_caught_up``); one whose target moves reconciles from the epoch it was told.
+       (``ConsumerGroup.is_caught_up``); one whose target moved since reconciles from the epoch its
+       client names (``ConsumerGroup.as_told``).
     8. Answer with the member's epoch, the heartbeat interval and the assignment when the request was
        full (epoch 0, or rebalance timeout + subscription + owned partitions all present, KAFKA-16367)
        or the assigned partitions changed.
@@ -221,7 +222,7 @@ class Heartbeats:
         # ---- phase 2 at once: the target is current ------------------------------------------------
         reconciled, epoch = self._reconcile(
             group, member, updated, group.assignment_epoch, group.target(member_id), group.owner, owned,
-            is_new_member, records, fx,
+            is_new_member, req.member_epoch, records, fx,
         )
         for record in records:
             fx.record(record)
@@ -250,6 +251,7 @@ class Heartbeats:
         owner_of: OwnerOf,
         owned: Owned | None,
         is_new_member: bool,
+        told: int,
         records: list[Record],
         fx: Effects,
     ) -> tuple[ConsumerGroupMember, int]:
@@ -268,9 +270,8 @@ class Heartbeats:
             and (target is base.assigned_partitions or target == base.assigned_partitions)
         ):
             return base, target_epoch
-        # A member caught up without a record reconciles from the epoch it was told (its record was
-        # written with the target that moves it: ``TargetAssigner.records``).
-        base = group.caught_up(base)
+        # A member told an epoch without a record reconciles from the epoch its client names.
+        base = group.as_told(base, told)
         reconciled = base
         if not base.is_reconciled_to(target_epoch):
             reconciled = reconcile(base, target_epoch, target, owner_of, owned)
@@ -349,7 +350,8 @@ class Heartbeats:
             current = group.members[mid]  # the member after its phase-1 records were replayed
             target = new_targets.get(mid, NO_PARTITIONS) if new_targets is not None else group.target(mid)
             reconciled, epoch = self._reconcile(
-                group, current, current, target_epoch, target, owner_of, item.owned, item.is_new_member, records, fx
+                group, current, current, target_epoch, target, owner_of, item.owned, item.is_new_member,
+                item.req.member_epoch, records, fx,
             )
             if reconciled is not current:
                 for assignment in (current.assigned_partitions, current.partitions_pending_revocation):

@@ -36,7 +36,7 @@ from .assignment import Assignment, normalized
 from .context import ConsumerContext
 from .group import ConsumerGroup
 from .member import ConsumerGroupMember
-from .records import current_assignment_record, target_epoch_record, target_member_record
+from .records import target_epoch_record, target_member_record
 
 
 class TargetAssigner:
@@ -167,22 +167,14 @@ class TargetAssigner:
 
     @staticmethod
     def records(group: ConsumerGroup, group_epoch: int, new_targets: Mapping[str, Assignment]) -> list[Record]:
-        """Target members that changed (7), sorted by member id, then the target epoch (6).
-
-        A member whose target changes while it is caught up without a record
-        (``ConsumerGroup.is_caught_up``) is first recorded at the epoch it caught up to (8): what
-        its client may have been told stays its epoch once the target no longer vouches for it."""
+        """Target members that changed (7), sorted by member id, then the target epoch (6)."""
         gid = group.group_id
         current = group.target_assignment
-        caught_up = []
-        changed = []
+        records = []
         for mid in sorted(new_targets):
             new = new_targets[mid]
             old = current.get(mid)
             if old is not new and old != new:
-                changed.append(target_member_record(gid, mid, new))
-                member = group.members.get(mid)
-                if member is not None and group.is_caught_up(member):
-                    member = group.caught_up(member)
-                    caught_up.append(current_assignment_record(gid, member, group.assignment_value(member)))
-        return caught_up + changed + [target_epoch_record(gid, group_epoch)]
+                records.append(target_member_record(gid, mid, new))
+        records.append(target_epoch_record(gid, group_epoch))
+        return records

@@ -84,7 +84,7 @@ def find_member(
                     ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
                 )
             return ConsumerGroupMember(member_id), None
-        check_epoch(member, req.member_epoch, owned, group.effective_epoch(member))
+        check_epoch(member, req.member_epoch, owned, group.latest_told_epoch(member))
         return member, None
     holder = group.static_member(instance_id)
     if joining:
@@ -112,7 +112,7 @@ def find_member(
             ErrorCode.FENCED_INSTANCE_ID,
             f"Static member {member_id} with instance id {instance_id} was fenced by member {holder.member_id}.",
         )
-    check_epoch(holder, req.member_epoch, owned, group.effective_epoch(holder))
+    check_epoch(holder, req.member_epoch, owned, group.latest_told_epoch(holder))
     return holder, None
 
 
@@ -173,18 +173,14 @@ def is_subset(owned: Owned | None, assigned: Assignment) -> bool:
     return True
 
 
-def check_epoch(member: ConsumerGroupMember, received: int, owned: Owned | None, current: int | None = None) -> None:
+def check_epoch(member: ConsumerGroupMember, received: int, owned: Owned | None, told: int | None = None) -> None:
     """Kafka's ``throwIfConsumerGroupMemberEpochIsInvalid`` with the 4.2 rejoin rule.
 
-    ``current``: the member's effective epoch (``ConsumerGroup.effective_epoch``; its recorded one
-    by default). Every epoch from the recorded one up to it stands for the partitions the member
-    holds (a lazy catch-up), so any of them is its current epoch. Below, Kafka accepts the previous
-    epoch when the member reports owning no more than it holds (a lost response); since epochs a
-    member was told without a record lie between its previous and its current one, any epoch in
-    that range is accepted on the same condition."""
+    ``told``: the highest epoch the member may have been told (``ConsumerGroup.latest_told_epoch``;
+    its recorded one by default). Every epoch from the recorded one up to it stands for the
+    partitions the member holds (told without a record), so any of them is its current epoch."""
     recorded = member.member_epoch
-    if current is None:
-        current = recorded
+    current = recorded if told is None else told
     if received == 0 or recorded <= received <= current:
         return
     if received > current:
@@ -193,7 +189,7 @@ def check_epoch(member: ConsumerGroupMember, received: int, owned: Owned | None,
             f"The consumer group member has a greater member epoch ({received}) than the one known by the "
             f"group coordinator ({current}). The member must abandon all its partitions and rejoin.",
         )
-    if received < member.previous_member_epoch or not is_subset(owned, member.assigned_partitions):
+    if received != member.previous_member_epoch or not is_subset(owned, member.assigned_partitions):
         raise CoordinatorError(
             ErrorCode.FENCED_MEMBER_EPOCH,
             f"The consumer group member has a smaller member epoch ({received}) than the one known by the "
