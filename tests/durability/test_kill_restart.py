@@ -25,7 +25,7 @@ from kio.schema.offset_fetch.v8.request import (
 from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
 
 from tests.support.server import ServerProcess, wait_until
-from tests.support.wire import WireClient
+from tests.support.wire import WireClient, request
 
 pytestmark = pytest.mark.interop
 
@@ -128,5 +128,52 @@ def test_classic_members_keep_their_generation_across_sigkill(tmp_path) -> None:
         wait_until(lambda: asyncio.run(heartbeat(member_id, generation)) == 0, timeout=10,
                    message="heartbeat with the pre-crash generation")
         assert asyncio.run(heartbeat(member_id, generation + 1)) == 22  # and the generation did not move
+    finally:
+        server.stop()
+
+
+def test_a_kip848_member_told_a_new_epoch_without_a_record_keeps_it_across_sigkill(tmp_path) -> None:
+    """A member that only moves to a new group epoch (its partitions stay) is told the epoch with no
+    record of its own; after a kill -9 the restarted coordinator serves it at that epoch, and
+    describes it there, as the live one did."""
+    server = ServerProcess(tmp_path / "data", overrides={"topics": "foo:4,bar:1"}).start()
+
+    async def heartbeat(client: WireClient, member_id: str, epoch: int, **fields: object) -> object:
+        fields.setdefault("topic_partitions", None)
+        return await client.request(request(68, 1, group_id="g", member_id=member_id, member_epoch=epoch, **fields))
+
+    async def join(client: WireClient, member_id: str, topic: str) -> object:
+        return await heartbeat(client, member_id, 0, rebalance_timeout=300_000, subscribed_topic_names=[topic],
+                               subscribed_topic_regex="", topic_partitions=[])
+
+    async def before_kill() -> tuple[int, int]:
+        client = await WireClient.connect(server.port)
+        try:
+            a = await join(client, "A", "foo")
+            assert (a.error_code, len(a.assignment.topic_partitions[0].partitions)) == (0, 4)
+            z = await join(client, "Z", "bar")  # the group epoch moves; A's partitions do not
+            assert z.error_code == 0 and z.member_epoch > a.member_epoch
+            caught_up = await heartbeat(client, "A", a.member_epoch)
+            assert (caught_up.error_code, caught_up.member_epoch, caught_up.assignment) == (0, z.member_epoch, None)
+            return a.member_epoch, caught_up.member_epoch
+        finally:
+            await client.close()
+
+    async def after_restart(told: int) -> tuple[int, int, int]:
+        client = await WireClient.connect(server.port)
+        try:
+            response = await heartbeat(client, "A", told)
+            described = await client.request(request(69, 0, group_ids=["g"], include_authorized_operations=False))
+            (a,) = [m for m in described.groups[0].members if m.member_id == "A"]
+            return response.error_code, response.member_epoch, a.member_epoch
+        finally:
+            await client.close()
+
+    try:
+        recorded, told = asyncio.run(before_kill())
+        assert told > recorded
+        kill(server)
+        server.start()
+        assert asyncio.run(after_restart(told)) == (0, told, told)
     finally:
         server.stop()

@@ -41,7 +41,7 @@ class Describer:
                 member_id=m.member_id,
                 instance_id=m.instance_id,
                 rack_id=m.rack_id,
-                member_epoch=m.member_epoch,
+                member_epoch=group.effective_epoch(m),
                 client_id=m.client_id,
                 client_host=m.client_host,
                 subscribed_topic_names=m.subscribed_topic_names,

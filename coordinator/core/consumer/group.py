@@ -22,10 +22,18 @@ A consumer group is driven by three epochs (Kafka's names):
 ``member_epoch``
     The epoch of the assignment a member currently holds. It jumps to the assignment epoch when the
     member can progress and is frozen while the member revokes (see :mod:`.reconciliation`).
+    A STABLE member whose target is exactly what it holds is at the assignment epoch whatever its
+    record 8 says (``is_caught_up``, ``effective_epoch``): after a join most members only move to
+    the new epoch, and they are told it without a record each (Kafka writes one per member). Its
+    record 8 is written when its reconciliation changes something, from the epoch its client names
+    (``as_told``); until then every epoch from its recorded one to the assignment epoch stands for
+    the partitions it holds (``latest_told_epoch``: its state changes only by record 8), and
+    heartbeats, commits and fetches accept any of them, live and after a failover alike (the
+    state is the same: nothing about it is soft). ConsumerGroupDescribe shows the effective epoch.
 
 Group states (Kafka's strings, returned by ConsumerGroupDescribe and ListGroups, filtered lower-case):
 ``Empty`` (no members), else ``Assigning`` (group epoch > assignment epoch), else ``Reconciling`` (a
-member is not STABLE at the assignment epoch; members at epoch -2 count as not reconciled), else
+member is not STABLE at the assignment epoch, recorded or caught up; members at epoch -2 count as not reconciled), else
 ``Stable``. A consumer group is never put in ``Dead``: a deleted group simply disappears.
 
 Durable state (everything, members included, is rebuilt by replaying the records):
@@ -58,7 +66,8 @@ Rules:
    id), subscribed names and regexes with their member counts, requested server assignors, and the
    ownership index ``partition_owners[topic][partition] -> member id`` covering every member's
    assigned AND pending-revocation partitions; how many members are not STABLE at the
-   assignment epoch (``unreconciled``, what ``state_name`` reads); and each member's last record 8
+   assignment epoch, recorded or caught up (``unreconciled``, what ``state_name`` reads; a record 7
+   recounts its member, a record 6 all); and each member's last record 8
    with the partition objects it was replayed into (``held_records``: a member catching up to a new
    epoch with the same partitions reuses both, see ``assignment_value``).
 
@@ -185,6 +194,43 @@ class ConsumerGroup:
     def target(self, member_id: str) -> Assignment:
         return self.target_assignment.get(member_id, NO_PARTITIONS)
 
+    def is_caught_up(self, member: ConsumerGroupMember) -> bool:
+        """Whether ``member`` is at the assignment epoch without a record saying so (a lazy
+        catch-up): STABLE at an older epoch > 0, speaking the consumer protocol, holding exactly its
+        target. Such a member is told the assignment epoch and writes no record 8 for it (after a
+        join, every member but a few)."""
+        epoch = member.member_epoch
+        if not 0 < epoch < self.assignment_epoch or member.state is not MemberState.STABLE or member.classic is not None:
+            return False
+        target = self.target_assignment.get(member.member_id, NO_PARTITIONS)
+        return target is member.assigned_partitions or target == member.assigned_partitions
+
+    def effective_epoch(self, member: ConsumerGroupMember) -> int:
+        """The member epoch as the member's client may know it (see ``is_caught_up``)."""
+        return self.assignment_epoch if self.is_caught_up(member) else member.member_epoch
+
+    def latest_told_epoch(self, member: ConsumerGroupMember) -> int:
+        """The highest epoch ``member``'s client may have been told. A member's state changes only by
+        its record 8, and the epochs it is told without one (``is_caught_up``) are the assignment
+        epochs of the moment, with the partitions that record gave it: so a STABLE member whose
+        client names an epoch from its recorded one up to the assignment epoch holds exactly those
+        partitions at that epoch (even once its target moved on), and is served at it."""
+        epoch = member.member_epoch
+        if epoch > 0 and member.state is MemberState.STABLE and member.classic is None:
+            return max(epoch, self.assignment_epoch)
+        return epoch
+
+    def as_told(self, member: ConsumerGroupMember, told: int) -> ConsumerGroupMember:
+        """``member`` at the epoch its client names (``told``, accepted by ``latest_told_epoch``): the
+        epoch its reconciliation moves on from, so that no answer takes a client's epoch back."""
+        if told <= member.member_epoch or told > self.latest_told_epoch(member):
+            return member
+        return replace(member, member_epoch=told, previous_member_epoch=member.member_epoch)
+
+    def is_reconciled(self, member: ConsumerGroupMember) -> bool:
+        """STABLE at the assignment epoch, recorded or caught up (what ``state_name`` counts)."""
+        return member.is_reconciled_to(self.assignment_epoch) or self.is_caught_up(member)
+
     def assignment_value(self, member: ConsumerGroupMember) -> ConsumerGroupCurrentMemberAssignmentValue:
         """Record 8's value for ``member`` (a member computed from this group's member of the same
         id): the last record's partitions when the member still holds the very same ones."""
@@ -235,9 +281,9 @@ class ConsumerGroup:
                 ErrorCode.UNSUPPORTED_VERSION,
                 "OffsetCommit version 9 or above must be used by members using the consumer group protocol",
             )
-        current = member.member_epoch
-        if epoch == current:
-            return None
+        current = self.effective_epoch(member)
+        if member.member_epoch <= epoch <= self.latest_told_epoch(member):
+            return None  # its current epoch, recorded or told since (``latest_told_epoch``)
         if epoch > current:
             raise _stale(
                 classic, f"Received {_epoch_name(classic)} {epoch} is newer than current member epoch {current}."
@@ -274,12 +320,14 @@ class ConsumerGroup:
             raise CoordinatorError(
                 ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {self.group_id}."
             )
-        if member_epoch != member.member_epoch:
+        # A member's client may know any epoch from its recorded one to the last it may have been
+        # told without a record (``latest_told_epoch``); Kafka records each and checks one.
+        if not member.member_epoch <= member_epoch <= self.latest_told_epoch(member):
             classic = member.uses_classic_protocol
             raise _stale(
                 classic,
                 f"The received {_epoch_name(classic)} {member_epoch} does not match the expected member epoch "
-                f"{member.member_epoch}.",
+                f"{self.effective_epoch(member)}.",
             )
 
     def validate_offset_delete(self) -> None:
@@ -349,14 +397,44 @@ class ConsumerGroup:
             self.assignment_epoch = -1
         else:
             self.assignment_epoch = value.assignment_epoch
+        self.unreconciled = self._count_unreconciled()
+
+    def _count_unreconciled(self) -> int:
+        """``is_reconciled`` over every member, inlined: it runs at every record 6 (a join's), over
+        the whole group, and most members hold their target as the very same object (see
+        ``replay_target_member``), so most cost an identity check."""
         epoch = self.assignment_epoch
-        self.unreconciled = sum(1 for m in self.members.values() if not m.is_reconciled_to(epoch))
+        targets = self.target_assignment
+        stable = MemberState.STABLE
+        count = 0
+        for member_id, m in self.members.items():
+            e = m.member_epoch
+            if m.state is not stable:
+                count += 1
+            elif e == epoch:
+                continue
+            elif not 0 < e < epoch or m.classic is not None:
+                count += 1
+            else:
+                target = targets.get(member_id, NO_PARTITIONS)
+                if target is not m.assigned_partitions and target != m.assigned_partitions:
+                    count += 1
+        return count
 
     def replay_target_member(self, member_id: str, value: ConsumerGroupTargetAssignmentMemberValue | None) -> None:
+        # A member's target decides whether it is caught up (``is_caught_up``): recount it.
+        member = self.members.get(member_id)
+        if member is not None and not self.is_reconciled(member):
+            self.unreconciled -= 1
         if value is None:
             self.target_assignment.pop(member_id, None)
         else:
-            self.target_assignment[member_id] = assignment_from_record(value.topic_partitions)
+            target = assignment_from_record(value.topic_partitions)
+            if member is not None and target == member.assigned_partitions:
+                target = member.assigned_partitions  # the same object: ``is_caught_up`` by identity
+            self.target_assignment[member_id] = target
+        if member is not None and not self.is_reconciled(member):
+            self.unreconciled += 1
 
     def replay_member_metadata(self, member_id: str, value: ConsumerGroupMemberMetadataValue | None) -> None:
         old = self.members.get(member_id)
@@ -409,6 +487,10 @@ class ConsumerGroup:
             )
         else:
             new = (old if old is not None else ConsumerGroupMember(member_id)).with_assignment(value)
+            target = self.target_assignment.get(member_id)
+            if target is not None and target is not new.assigned_partitions and target == new.assigned_partitions:
+                # Its target as the very object (``is_caught_up`` by identity at the next epochs).
+                new = replace(new, assigned_partitions=target)
         if held_epochs_complete(value):
             self.held_records[member_id] = HeldRecord(
                 value, new.assigned_partitions, new.partitions_pending_revocation, new.assignment_epochs
@@ -420,10 +502,9 @@ class ConsumerGroup:
     # ---- index maintenance -----------------------------------------------------------------------
 
     def _set_member(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None) -> None:
-        epoch = self.assignment_epoch
-        if old is not None and not old.is_reconciled_to(epoch):
+        if old is not None and not self.is_reconciled(old):
             self.unreconciled -= 1
-        if new is not None and not new.is_reconciled_to(epoch):
+        if new is not None and not self.is_reconciled(new):
             self.unreconciled += 1
         if (
             old is not None

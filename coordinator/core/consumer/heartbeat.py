@@ -30,7 +30,10 @@ Phase 2, assignment (``_reconcile``, for one member or for every member waiting)
     6. If the group epoch is ahead of the assignment epoch, the target is recomputed first
        (``targets.TargetAssigner``): changed target members (7), then the target epoch (6).
     7. Reconcile the member (``reconciliation.reconcile``), write its current assignment (8) if it
-       changed, (re)arm or cancel its rebalance timer.
+       changed, (re)arm or cancel its rebalance timer. A STABLE member whose target is what it
+       holds only moves to the assignment epoch: it is answered with that epoch and writes nothing
+       (``ConsumerGroup.is_caught_up``); one whose target moved since reconciles from the epoch its
+       client names (``ConsumerGroup.as_told``).
     8. Answer with the member's epoch, the heartbeat interval and the assignment when the request was
        full (epoch 0, or rebalance timeout + subscription + owned partitions all present, KAFKA-16367)
        or the assigned partitions changed.
@@ -217,14 +220,14 @@ class Heartbeats:
             return
 
         # ---- phase 2 at once: the target is current ------------------------------------------------
-        reconciled = self._reconcile(
+        reconciled, epoch = self._reconcile(
             group, member, updated, group.assignment_epoch, group.target(member_id), group.owner, owned,
-            is_new_member, records, fx,
+            is_new_member, req.member_epoch, records, fx,
         )
         for record in records:
             fx.record(record)
         self._after_membership(group, member_id, updated, replaced, is_new_member, req, fx)
-        self._answer(req, member_id, member, reconciled, fx)
+        self._answer(req, member_id, member, reconciled, epoch, fx)
 
     def _authorized_regex(self, member: ConsumerGroupMember, describable: frozenset[str] | None) -> ConsumerGroupMember:
         """The member with what its regex may match: the regex's matches its principal may DESCRIBE
@@ -248,11 +251,27 @@ class Heartbeats:
         owner_of: OwnerOf,
         owned: Owned | None,
         is_new_member: bool,
+        told: int,
         records: list[Record],
         fx: Effects,
-    ) -> ConsumerGroupMember:
+    ) -> tuple[ConsumerGroupMember, int]:
         """Reconcile ``base`` towards ``target``; write its current assignment (8) if it is new or
-        changed compared with ``before``, with the rebalance timer and the event. Returns it."""
+        changed compared with ``before``, with the rebalance timer and the event. Returns it and
+        the member epoch to answer with.
+
+        A STABLE member whose target is exactly what it holds only moves to ``target_epoch``: it
+        is told that epoch and writes nothing (``ConsumerGroup.is_caught_up``: after a join, every
+        member of the group but the few the newcomer takes from, which Kafka records one by one)."""
+        if (
+            not is_new_member
+            and base.state is MemberState.STABLE
+            and 0 < base.member_epoch < target_epoch
+            and base.classic is None
+            and (target is base.assigned_partitions or target == base.assigned_partitions)
+        ):
+            return base, target_epoch
+        # A member told an epoch without a record reconciles from the epoch its client names.
+        base = group.as_told(base, told)
         reconciled = base
         if not base.is_reconciled_to(target_epoch):
             reconciled = reconcile(base, target_epoch, target, owner_of, owned)
@@ -265,7 +284,7 @@ class Heartbeats:
             self._rebalance_timer(gid, before, reconciled, fx)
             if reconciled.assigned_partitions != before.assigned_partitions:
                 fx.event(assignment_changed(gid, before, reconciled))
-        return reconciled
+        return reconciled, reconciled.member_epoch
 
     def _answer(
         self,
@@ -273,6 +292,7 @@ class Heartbeats:
         member_id: str,
         before: ConsumerGroupMember,
         reconciled: ConsumerGroupMember,
+        member_epoch: int,
         fx: Effects,
     ) -> None:
         full_request = req.member_epoch == 0 or (
@@ -290,7 +310,7 @@ class Heartbeats:
             ConsumerGroupHeartbeatResponse(
                 NONE,
                 member_id=member_id,
-                member_epoch=reconciled.member_epoch,
+                member_epoch=member_epoch,
                 heartbeat_interval_ms=self.ctx.heartbeat_interval_ms(req.group_id),
                 assignment=assignment,
             ),
@@ -329,8 +349,9 @@ class Heartbeats:
             mid = item.member_id
             current = group.members[mid]  # the member after its phase-1 records were replayed
             target = new_targets.get(mid, NO_PARTITIONS) if new_targets is not None else group.target(mid)
-            reconciled = self._reconcile(
-                group, current, current, target_epoch, target, owner_of, item.owned, item.is_new_member, records, fx
+            reconciled, epoch = self._reconcile(
+                group, current, current, target_epoch, target, owner_of, item.owned, item.is_new_member,
+                item.req.member_epoch, records, fx,
             )
             if reconciled is not current:
                 for assignment in (current.assigned_partitions, current.partitions_pending_revocation):
@@ -341,7 +362,7 @@ class Heartbeats:
                     for topic_id, partitions in assignment.items():
                         for partition in partitions:
                             moved[(topic_id, partition)] = mid
-            self._answer(item.req, mid, current, reconciled, fx)
+            self._answer(item.req, mid, current, reconciled, epoch, fx)
         for record in records:
             fx.record(record)
 

@@ -49,6 +49,8 @@ Then, in priority order:
 If the member's ``owned`` list already excludes everything to revoke, step 1 is skipped and the
 member moves straight to ``T``. Moving to a new epoch sets ``previous_member_epoch`` to the old one,
 which is what lets the coordinator accept a heartbeat whose response was lost (see ``validation.check_epoch``).
+A STABLE member that only moves to the new epoch is told it without a record (the heartbeat handler
+does not call this module for it: ``ConsumerGroup.is_caught_up``).
 
 Invariant (what the simulation checks): the union of a member's assigned and pending-revocation
 partitions never gains a partition that another member has in its own union.

@@ -84,7 +84,7 @@ def find_member(
                     ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
                 )
             return ConsumerGroupMember(member_id), None
-        check_epoch(member, req.member_epoch, owned)
+        check_epoch(member, req.member_epoch, owned, group.latest_told_epoch(member))
         return member, None
     holder = group.static_member(instance_id)
     if joining:
@@ -112,7 +112,7 @@ def find_member(
             ErrorCode.FENCED_INSTANCE_ID,
             f"Static member {member_id} with instance id {instance_id} was fenced by member {holder.member_id}.",
         )
-    check_epoch(holder, req.member_epoch, owned)
+    check_epoch(holder, req.member_epoch, owned, group.latest_told_epoch(holder))
     return holder, None
 
 
@@ -173,10 +173,15 @@ def is_subset(owned: Owned | None, assigned: Assignment) -> bool:
     return True
 
 
-def check_epoch(member: ConsumerGroupMember, received: int, owned: Owned | None) -> None:
-    """Kafka's ``throwIfConsumerGroupMemberEpochIsInvalid`` with the 4.2 rejoin rule."""
-    current = member.member_epoch
-    if received == 0 or received == current:
+def check_epoch(member: ConsumerGroupMember, received: int, owned: Owned | None, told: int | None = None) -> None:
+    """Kafka's ``throwIfConsumerGroupMemberEpochIsInvalid`` with the 4.2 rejoin rule.
+
+    ``told``: the highest epoch the member may have been told (``ConsumerGroup.latest_told_epoch``;
+    its recorded one by default). Every epoch from the recorded one up to it stands for the
+    partitions the member holds (told without a record), so any of them is its current epoch."""
+    recorded = member.member_epoch
+    current = recorded if told is None else told
+    if received == 0 or recorded <= received <= current:
         return
     if received > current:
         raise CoordinatorError(

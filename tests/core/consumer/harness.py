@@ -264,7 +264,7 @@ def check_consumer_invariants(shard: CoordinatorShard) -> None:
         assert dict(group.subscribed_regexes) == regexes
         assert dict(group.regex_subscriptions) == filtered
         assert dict(group.server_assignors) == assignors
-        unreconciled = sum(1 for m in group.members.values() if not m.is_reconciled_to(group.assignment_epoch))
+        unreconciled = sum(1 for m in group.members.values() if not group.is_reconciled(m))
         assert group.unreconciled == unreconciled, f"{group_id}: unreconciled count drifted"
         for mid, held in group.held_records.items():
             member = group.members[mid]

@@ -401,16 +401,16 @@ def _settle(h: ConsumerHarness) -> None:
         if group.state_name == "Stable":
             return
         for member_id, member in sorted(group.members.items()):
-            if not member.is_reconciled_to(group.assignment_epoch):
+            if not group.is_reconciled(member):
                 h.cgh(member_id, member.member_epoch, owned=h.named(member.assigned_partitions))
     raise AssertionError(f"not Stable: {group.state_name}")
 
 
-def test_a_join_makes_the_others_catch_up_with_one_small_step_each() -> None:
-    """After a join, a member whose target did not move takes the new epoch with one record 8 (as
-    Kafka writes), carrying the partitions it holds at the epochs it got them; its replay keeps the
-    member's partition objects (nothing re-sorted or re-indexed) and the group is Stable once all
-    have caught up."""
+def test_a_join_lets_the_others_catch_up_without_a_record() -> None:
+    """After a join, a member whose target did not move is told the new epoch and writes nothing:
+    its record says the epoch it held its partitions from, its target says it still holds exactly
+    them. The group counts it reconciled at once, describes it at the new epoch, and it commits
+    offsets at either epoch."""
     h = ConsumerHarness({"foo": 8})
     for m in ("a", "b", "c"):
         h.cjoin(m)
@@ -420,18 +420,84 @@ def test_a_join_makes_the_others_catch_up_with_one_small_step_each() -> None:
     epoch = group.group_epoch
     movers = {m for m in ("a", "b", "c") if group.target(m) != group.members[m].assigned_partitions}
     assert len(movers) == 2
-    for m in sorted({"a", "b", "c"} - movers):
-        before = group.members[m]
-        count = len(h.records)
-        response = h.cgh(m, before.member_epoch)
-        after = group.members[m]
-        assert (response.error_code, response.member_epoch, response.assignment) == (OK, epoch, None)
-        assert [type(r.key) for r in h.records[count:]] == [ConsumerGroupCurrentMemberAssignmentKey]
-        value = h.records[-1].value
-        assert (value.member_epoch, value.previous_member_epoch) == (epoch, before.member_epoch)
-        assert value == after.to_assignment_value()
-        assert after.assigned_partitions is before.assigned_partitions  # the very objects: no re-index
-        assert after.assignment_epochs is before.assignment_epochs
-    assert group.state_name == "Reconciling"
+    (stayer,) = {"a", "b", "c"} - movers
+    before = group.members[stayer]
+    assert before.member_epoch < epoch and group.effective_epoch(before) == epoch
+    count = len(h.records)
+    response = h.cgh(stayer, before.member_epoch)
+    assert (response.error_code, response.member_epoch, response.assignment) == (OK, epoch, None)
+    assert h.records[count:] == []
+    assert group.members[stayer] is before
+    assert h.cgh(stayer, epoch).member_epoch == epoch  # its next heartbeat, at the epoch it was told
+    (described,) = [m for m in h.describe_consumer("g").groups[0].members if m.member_id == stayer]
+    assert described.member_epoch == epoch
+    assert group.state_name == "Reconciling"  # the movers, not the stayer
     _settle(h)
+    assert group.state_name == "Stable"
+    assert group.members[stayer].member_epoch < epoch  # still unrecorded, and Stable
+    held = sorted(h.named(group.members[stayer].assigned_partitions)["foo"])
+    for at in (before.member_epoch, epoch):
+        ref = h.commit("g", {("foo", held[0]): 7 + at}, generation_id=at, member_id=stayer)
+        assert h.reply(ref).topics[0].partitions[0].error_code == OK
+    assert h.cgh(stayer, epoch + 1).error_code == E.FENCED_MEMBER_EPOCH  # never beyond what it was told
     assert sum(len(p) for m in group.members.values() for p in m.assigned_partitions.values()) == 8
+
+
+def test_a_member_caught_up_without_a_record_survives_a_failover() -> None:
+    """A coordinator that takes over replays the older epoch of a member told a newer one without
+    a record: it serves that member at the epoch it was told, as the live one did (Kafka records
+    every catch-up; here the target vouches for it)."""
+    h = ConsumerHarness({"foo": 8})
+    for m in ("a", "b", "c"):
+        h.cjoin(m)
+    _settle(h)
+    group = h.cgroup()
+    h.cjoin("d")
+    epoch = group.group_epoch
+    (stayer,) = [m for m in ("a", "b", "c") if group.target(m) == group.members[m].assigned_partitions]
+    assert h.cgh(stayer, group.members[stayer].member_epoch).member_epoch == epoch
+    h.restart()
+    group = h.cgroup()
+    assert group.members[stayer].member_epoch < epoch
+    response = h.cgh(stayer, epoch)
+    assert (response.error_code, response.member_epoch) == (OK, epoch)
+    _settle(h)
+    assert group.state_name == "Stable"
+
+
+def test_a_member_told_an_epoch_without_a_record_is_served_at_it_after_its_target_moves() -> None:
+    """A member told epochs without a record keeps its record until its reconciliation changes
+    something: when a target moves it, nothing is written for it, and its client is served at any
+    epoch it may have been told (the last, an earlier one, or the recorded one if it never
+    heartbeat since), its reconciliation moving on from the epoch it names, never back."""
+    h = ConsumerHarness({"foo": 12})
+    for m in ("a", "b"):
+        h.cjoin(m)
+    _settle(h)
+    group = h.cgroup()
+    recorded = group.members["a"].member_epoch
+    assert group.members["b"].member_epoch == recorded
+    h.cjoin("z", names=("bar",))  # a bump that moves nobody subscribed to foo
+    told = group.group_epoch
+    assert group.target("a") == group.members["a"].assigned_partitions
+    assert h.cgh("a", recorded).member_epoch == told  # told the epoch, nothing written
+    assert group.members["a"].member_epoch == recorded
+    h.cjoin("y", names=("bar",))  # another bump that moves nobody subscribed to foo
+    later = group.group_epoch
+    assert later > told and group.effective_epoch(group.members["a"]) == later
+    count = len(h.records)
+    h.cjoin("c")  # a's and b's targets move
+    assert not [r for r in h.records[count:] if getattr(r.key, "member_id", None) in ("a", "b")
+                and isinstance(r.key, ConsumerGroupCurrentMemberAssignmentKey)]
+    assert group.effective_epoch(group.members["a"]) == recorded  # its target no longer vouches
+    h.restart()  # and the coordinator that takes over serves them alike
+    group = h.cgroup()
+    response = h.cgh("a", told)  # the epoch it was told: neither recorded nor previous
+    assert (response.error_code, response.member_epoch) == (OK, told)
+    assert group.members["a"].state is MemberState.UNREVOKED_PARTITIONS
+    assert group.members["a"].member_epoch == told
+    response = h.cgh("b", recorded)  # never heard of the epochs since: served at its recorded one
+    assert (response.error_code, response.member_epoch) == (OK, recorded)
+    assert h.cgh("b", later + 1).error_code == E.FENCED_MEMBER_EPOCH
+    _settle(h)
+    assert sum(len(p) for m in group.members.values() for p in m.assigned_partitions.values()) == 12
