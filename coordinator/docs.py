@@ -43,9 +43,9 @@ def metrics_table() -> str:
     from prometheus_client.metrics import MetricWrapperBase
 
     from .node import server  # noqa: F401 - imported for the metrics its modules define
-    from .security import sasl  # noqa: F401 - imported by the listener gates only when a SASL connection comes
     from .runtime.group_metrics import ShardCollector
     from .runtime.kafka_metrics import KafkaCoordinatorCollector
+    from .security import sasl  # noqa: F401 - imported by the listener gates only when a SASL connection comes
 
     rows: dict[str, tuple[str, tuple[str, ...], str]] = {}
     suffix = {"counter": "_total"}
