@@ -12,7 +12,7 @@ run against one broker.
 - takeover: three instances with the log upstream; the owner of a group's log partition is
   SIGKILLed; from the kill to the first OffsetCommit for that group answered without error by the
   instance FindCoordinator then names (the instance group's session timeout, stated in the row,
-  bounds it from below: the cluster notices the dead instance only then);
+  sets it: the cluster expires the dead instance a session timeout after its last heartbeat);
 - replay: a fresh instance (new, empty data directory, no tail: `coordinator.log.tail.interval.ms=0`)
   starts on the log topic the commits left: the records its load read and how long it took (its
   `cluster_log_loaded` event), records/s; and its process start to its first answered commit.
