@@ -130,6 +130,12 @@ Method:
   whole warm-up cycle of the workload (its numbers are Kafka's "cold" ones); CPU of every thread
   of each server from `/proc/PID/task/*/schedstat`. Ratios are ours over warm Kafka's, medians of
   the measured turns; each row carries the load average, or says why Kafka was not run.
+- The "clusterlog" rows put the sidecar with its log upstream (`coordinator.log.storage=upstream`,
+  a compacted topic on the Kafka it fronts, written in transactions with acks=all) beside the same
+  sidecar with its log local (fsync per batch), against one Kafka in one run
+  (`bench/clusterlog_bench.py`): OffsetCommit closed loop, KIP-848 joins one after the other, the
+  takeover from SIGKILL of an owner (session timeout stated) and a fresh instance's replay of the
+  topic; each row carries the load average, or says why Kafka was not run.
 - The machine is shared and noisy: absolute numbers move with the load average; compare ratios.
 """
 

@@ -18,6 +18,9 @@ kafka        Side by side with Apache Kafka 4.0 in one sitting (bench/kafka_side
              time at N = 10..1,000, CPU per OffsetCommit (ours with fsync and without); Kafka started
              from KAFKA_HOME or shared/kafka beside the checkout, or BENCH_KAFKA; each row says why
              when Kafka is missing.
+clusterlog   The coordinator's log on the Kafka it fronts vs. on local disk (bench/clusterlog_bench.py):
+             OffsetCommit throughput and p99, KIP-848 join latency, takeover after SIGKILL of the
+             owner, start-up replay rate from the topic; every row says why when Kafka is missing.
 sidecar      Produce and Fetch of 1 KB messages through the sidecar vs. the same upstream (librdkafka's
              mock cluster) directly (bench/sidecar_throughput.py): throughput ratio, added p99.
 
@@ -50,7 +53,7 @@ from tests.support.server import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ["throughput", "scale", "convergence", "churn", "assignor", "replay", "commits", "sidecar", "shards",
-            "kafka"]
+            "kafka", "clusterlog"]
 
 
 @dataclass(frozen=True)
@@ -425,6 +428,16 @@ async def section_kafka(s: Sizes, workdir: Path) -> list[Row]:
     return rows
 
 
+async def section_clusterlog(s: Sizes, workdir: Path) -> list[Row]:
+    from bench import clusterlog_bench as cb
+
+    plan = cb.plan_for(s.label)
+    # Its servers and load run on an event loop of their own: off this one.
+    results, why = await asyncio.to_thread(cb.run, plan, workdir)
+    rows: list[Row] = cb.rows(plan, results, why)
+    return rows
+
+
 async def run_sections(args: argparse.Namespace, sizes: Sizes, workdir: Path) -> list[Row]:
     prof = Profiler(Path(args.profile) if args.profile else None)
     rows: list[Row] = []
@@ -450,6 +463,8 @@ async def run_sections(args: argparse.Namespace, sizes: Sizes, workdir: Path) ->
                 got = await section_shards(sizes, workdir, args.loadgen_processes)
             elif section == "kafka":
                 got = await section_kafka(sizes, workdir)
+            elif section == "clusterlog":
+                got = await section_clusterlog(sizes, workdir)
             else:
                 got = await section_commits(sizes, workdir, prof, args.loadgen_processes)
         except Exception as exc:

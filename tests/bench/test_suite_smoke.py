@@ -45,6 +45,10 @@ EXPECTED_ROWS = [
     ("CPU per steady ConsumerGroupHeartbeat v1", "coordinator vs Apache Kafka 4.0"),
     ("CPU per member joining a group of 10 ", "coordinator vs Apache Kafka 4.0"),
     ("CPU per OffsetCommit v8", "coordinator vs Apache Kafka 4.0"),
+    ("OffsetCommit v8 closed loop", "log upstream vs local"),
+    ("KIP-848 join, first heartbeat to assignment", "log upstream vs local"),
+    ("takeover: SIGKILL of the owner", "3 instances, log upstream"),
+    ("start-up replay of the log topic", "1 instance, log upstream"),
 ]
 
 

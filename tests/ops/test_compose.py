@@ -14,12 +14,14 @@ from typing import Any
 import pytest
 import yaml
 
+from coordinator.config import resolve
 from coordinator.settings import parse_host_port
 from tests.ops.docker_tools import compose_implementations
 from tests.ops.lockfile import ROOT
 from tests.ops.test_docker import global_args, image_env
 
 COMPOSE = ROOT / "docker-compose.yml"
+CLUSTER = ("cluster-1", "cluster-2", "cluster-3")
 
 
 def compose() -> dict[str, Any]:
@@ -74,7 +76,7 @@ def coordinator_env() -> dict[str, str]:
 
 
 def test_the_stack_has_the_coordinator_prometheus_grafana_and_kafka_behind_a_profile() -> None:
-    assert set(services()) == {"coordinator", "prometheus", "grafana", "kafka", "sidecar"}
+    assert set(services()) == {"coordinator", "prometheus", "grafana", "kafka", "sidecar", *CLUSTER}
     build = services()["coordinator"]["build"]
     assert build["context"] == "."
     # The Dockerfile's base image, overridable where Docker Hub cannot be reached.
@@ -154,6 +156,38 @@ def test_every_installed_compose_implementation_accepts_the_file_with_each_profi
     if not implementations:
         pytest.skip("neither Compose v2 nor docker-compose is installed")
     for implementation in implementations:
-        for profile in ("kafka", "sidecar"):  # each adds to the default services
+        for profile in ("kafka", "sidecar", "cluster"):  # each adds to the default services
             done = implementation.run("--profile", profile, "config", "-q", cwd=ROOT, timeout=60)
             assert done.returncode == 0, f"compose {implementation.version}, {profile}: {done.stderr}"
+
+
+def test_the_cluster_profile_runs_three_instances_sharing_their_log_on_the_kafka_container() -> None:
+    kafka = services()["kafka"]
+    assert "cluster" in kafka["profiles"]
+    kafka_env = kafka["environment"]
+    internal = next(a for a in kafka_env["KAFKA_ADVERTISED_LISTENERS"].split(",") if a.startswith("PLAINTEXT://"))
+    broker_id = int(kafka_env["KAFKA_NODE_ID"])
+    resolved = {}
+    for name in CLUSTER:
+        service = services()[name]
+        assert service["profiles"] == ["cluster"] and service["image"] == "coordinator:local"
+        assert "volumes" not in service, "an instance keeps nothing of its own: the log is upstream"
+        assert service["depends_on"]["kafka"]["condition"] == "service_healthy"
+        env = {**image_env(), **{k: interpolate(str(v)) for k, v in service["environment"].items()}}
+        # The coordinator's own configuration resolves it (unknown keys and bad values are refused there).
+        config = resolve(environ=env)
+        resolved[name] = config
+        assert config.get("coordinator.log.storage") == "upstream"
+        assert config.get("upstream.bootstrap.servers") == (internal.removeprefix("PLAINTEXT://"),)
+        listen_port = parse_host_port(env["COORDINATOR_LISTENERS"])[1]
+        base = int(config.get("sidecar.listener.base.port"))
+        metrics_port = parse_host_port(env["COORDINATOR_METRICS_LISTEN"])[1]
+        # Clients reach the instance and the broker it presents at the ports it advertises.
+        assert published(name) == {listen_port: config.advertised[1], base + broker_id: base + broker_id,
+                                   metrics_port: published(name)[metrics_port]}
+    shared = {(c.get("coordinator.log.topic"), c.get("coordinator.log.group.id")) for c in resolved.values()}
+    assert len(shared) == 1, "one log topic and one instance group for all three"
+    node_ids = {c.get("sidecar.node.id") for c in resolved.values()}
+    assert len(node_ids) == len(CLUSTER) and broker_id not in node_ids
+    host_ports = [p for name in (*CLUSTER, "kafka") for p in published(name).values()]
+    assert len(host_ports) == len(set(host_ports)), "no host port published twice"
