@@ -111,6 +111,18 @@ class UpstreamLog:
                 return node, host, port
         return None
 
+    def instance_nodes(self, listener: str) -> list[tuple[int, str, int]]:
+        """Every instance's node (id, host, port) on `listener`, as the instance group's leader last
+        told every member. Each instance lists them all in Metadata, as a Kafka broker lists every
+        live broker: a client then always knows instances beyond the one that may die next, so
+        losing one never leaves it with every known broker down (librdkafka then re-bootstraps and
+        drops the messages it had fetched but not yet handed over)."""
+        membership = self.membership
+        if membership is None:
+            return []
+        return [(node, host, port) for node, endpoints in sorted(membership.nodes.items())
+                for name, host, port in endpoints if name == listener]
+
     def live(self) -> bool:
         membership = self.membership
         return membership is None or membership.live()

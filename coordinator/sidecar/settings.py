@@ -29,6 +29,11 @@ class SidecarConfig:
     sidecar_listener_base_port: int = setting(
         "sidecar.listener.base.port", 19092,
         "Sidecar mode: upstream broker N is presented at this port + N (ours).", check=between(1, 65535))
+    sidecar_listener_advertised_host: str = setting(
+        "sidecar.listener.advertised.host", "",
+        "Sidecar mode: the host clients are told for the per-broker listeners; empty = the host of "
+        "advertised.listeners. With coordinator.log.storage=upstream, an address every instance answers "
+        "(a load balancer or Service over all of them), so broker N's address survives any one instance (ours).")
     sidecar_node_id: int = setting(
         "sidecar.node.id", 1000000,
         "Sidecar mode: the coordinator's own node id (shard k: this + k); must differ from every upstream "
