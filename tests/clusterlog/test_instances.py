@@ -13,9 +13,11 @@ import asyncio
 import contextlib
 import json
 import signal
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -262,6 +264,60 @@ def committed_ends(bootstrap: str, group: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
+class AioMember(threading.Thread):
+    """An aiokafka (classic) group member in its own thread: what it consumed, the assignments and
+    revocations it saw; it commits its positions after each batch of at most 10 (a commit refused
+    while the coordinator moves is tried again with the next batch)."""
+
+    def __init__(self, bootstrap: str, group: str, name: str, topic: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self.bootstrap, self.group, self.topic = bootstrap, group, topic
+        self.consumed: list[tuple[int, int]] = []
+        self.assigned_events: list[set[int]] = []
+        self.revoked_events: list[set[int]] = []
+        self.failure: BaseException | None = None
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._consume())
+        except BaseException as exc:  # reported by the test thread
+            self.failure = exc
+
+    async def _consume(self) -> None:
+        from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+        from aiokafka.errors import KafkaError
+
+        member = self
+
+        class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+            async def on_partitions_revoked(self, revoked: Any) -> None:
+                if revoked and not member.stopping.is_set():
+                    member.revoked_events.append({tp.partition for tp in revoked})
+
+            async def on_partitions_assigned(self, assigned: Any) -> None:
+                member.assigned_events.append({tp.partition for tp in assigned})
+
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, group_id=self.group, client_id=self.name,
+                                    enable_auto_commit=False, auto_offset_reset="earliest",
+                                    heartbeat_interval_ms=300, session_timeout_ms=30000, retry_backoff_ms=100,
+                                    metadata_max_age_ms=1000, max_poll_records=10)
+        consumer.subscribe([self.topic], listener=Listener())
+        await consumer.start()
+        try:
+            while not self.stopping.is_set():
+                batches = await consumer.getmany(timeout_ms=100)
+                for tp, records in batches.items():
+                    self.consumed += [(tp.partition, r.offset) for r in records]
+                if self.consumed:
+                    with contextlib.suppress(KafkaError):
+                        await consumer.commit()
+                # Paced so the group is still consuming and committing when its coordinator dies.
+                await asyncio.sleep(0.05)
+        finally:
+            await consumer.stop()
+
+
 @pytest.mark.slow
 def test_groups_consume_everything_once_in_the_committed_view_while_their_coordinator_is_killed(
         kafka_broker: KafkaBroker, instances: list[ServerProcess]) -> None:
@@ -279,34 +335,58 @@ def test_groups_consume_everything_once_in_the_committed_view_while_their_coordi
     modern = [make_member(bootstrap, "eo-modern", f"m{i}", [topic], **{"group.protocol": "consumer"})
               for i in range(2)]
     members = classic + modern
+    aio = [AioMember(bootstrap, "eo-aio", f"a{i}", topic) for i in range(2)]
+    for a in aio:
+        a.start()
+
+    def aio_assigned() -> bool:
+        last = [a.assigned_events[-1] for a in aio if a.assigned_events]
+        return len(last) == len(aio) and sorted(p for ps in last for p in ps) == list(range(PARTITIONS))
+
     try:
         poll_until(members, lambda: owns_each_exactly_once(classic, PARTITIONS)
-                   and owns_each_exactly_once(modern, PARTITIONS), message="both groups assigned")
+                   and owns_each_exactly_once(modern, PARTITIONS) and aio_assigned(),
+                   message="the three groups assigned")
         for m in members:
             m.revoked_events.clear()
             m.assigned_events.clear()
-        poll_until(members, lambda: sum(len(m.consumed) for m in members) >= 600, timeout=60,
-                   message="half of what both groups must consume")
+        aio_events = [(len(a.assigned_events), len(a.revoked_events)) for a in aio]
+        poll_until(members, lambda: sum(len(m.consumed) for m in members) >= 600
+                   and sum(len(a.consumed) for a in aio) >= 300, timeout=60,
+                   message="half of what the groups must consume")
         commit_positions(members)
+        assert sum(len(a.consumed) for a in aio) < 600, "the aiokafka group finished before the kill"
         victim.proc.kill()
         victim.proc.wait(10)
         survivors = ",".join(s.bootstrap for s in instances if s is not victim)
 
         def done() -> bool:
             commit_positions(members)
-            return all(committed_ends(survivors, g, topic) == ends for g in ("eo-classic", "eo-modern"))
+            return all(committed_ends(survivors, g, topic) == ends for g in groups)
 
+        groups = ("eo-classic", "eo-modern", "eo-aio")
         try:
-            poll_until(members, done, timeout=90, message="every message consumed and committed by both groups")
+            poll_until(members, done, timeout=90, message="every message consumed and committed by every group")
         except AssertionError:
-            state = {g: committed_ends(survivors, g, topic) for g in ("eo-classic", "eo-modern")}
+            state = {g: committed_ends(survivors, g, topic) for g in groups}
             counts = {m.name: len({(p, o) for p, o, _ in m.consumed}) for m in members}
+            counts |= {a.name: len(set(a.consumed)) for a in aio}
             raise AssertionError(f"committed {state}, consumed {counts}") from None
+        everything = {(p, o) for p in range(PARTITIONS) for o in range(100)}
         for group in (classic, modern):
-            seen = {(p, o) for m in group for p, o, _ in m.consumed}
-            assert seen == {(p, o) for p in range(PARTITIONS) for o in range(100)}
+            seen = [(p, o) for m in group for p, o, _ in m.consumed]
+            assert set(seen) == everything and len(seen) == len(everything), "consumed twice or not at all"
+        seen = [record for a in aio for record in a.consumed]
+        assert set(seen) == everything and len(seen) == len(everything), "aiokafka consumed twice or not at all"
         for m in members:
             assert not m.revoked_events and not m.assigned_events, f"{m.name} was rebalanced by the move"
+        assert [(len(a.assigned_events), len(a.revoked_events)) for a in aio] == aio_events, \
+            "an aiokafka member was rebalanced by the move"
+        assert all(a.failure is None for a in aio), [a.failure for a in aio]
     finally:
+        for a in aio:
+            a.stopping.set()
+        for a in aio:
+            a.join(30)
         for m in members:
             m.close()
