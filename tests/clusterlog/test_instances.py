@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
+from kio.schema.metadata.v12.request import MetadataRequest
 from kio.static.primitive import i8
 
 from tests.clusterlog.test_upstream_storage import (
@@ -81,6 +82,29 @@ def coordinator_of(servers: list[ServerProcess], group: str, asked: ServerProces
     return next((s for s in servers if s.port == port), None) if code == 0 else None
 
 
+async def _brokers(port: int) -> dict[int, tuple[str, int]]:
+    client = await WireClient.connect(port)
+    try:
+        response = await client.request(MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                                        include_topic_authorized_operations=False))
+    finally:
+        await client.close()
+    return {int(b.node_id): (b.host, int(b.port)) for b in response.brokers}
+
+
+def brokers(server: ServerProcess) -> dict[int, tuple[str, int]]:
+    """node id -> (host, port) in the instance's Metadata answer."""
+    return asyncio.run(_brokers(server.port))
+
+
+def presented_alike(servers: list[ServerProcess]) -> bool:
+    """Every instance's Metadata names the same brokers: the upstream broker at the one shared
+    address, and every instance's own node (so losing one leaves a client other brokers it knows)."""
+    everyone = {1: ("127.0.0.1", int(servers[0].overrides["sidecar.listener.base.port"]) + 1)} | {
+        int(s.overrides["sidecar.node.id"]): ("127.0.0.1", s.port) for s in servers}
+    return all(brokers(s) == everyone for s in servers)
+
+
 def loaded(server: ServerProcess) -> bool:
     """The instance answers ConsumerGroupDescribe for GROUP (it has loaded the group's partition)."""
     try:
@@ -115,6 +139,7 @@ def instances(tmp_path: Path, kafka_broker: KafkaBroker) -> Iterator[list[Server
 
 def test_a_sigkilled_instance_s_partitions_move_and_its_group_keeps_everything(
         instances: list[ServerProcess]) -> None:
+    wait_until(lambda: presented_alike(instances), timeout=10, message="every instance presenting the same brokers")
     owner = coordinator_of(instances, GROUP, instances[0])
     assert owner is not None
     survivors = [s for s in instances if s is not owner]
@@ -129,6 +154,7 @@ def test_a_sigkilled_instance_s_partitions_move_and_its_group_keeps_everything(
         owner.proc.kill()
         owner.proc.wait(10)
         wait_until(lambda: divided(survivors), timeout=60, message="the killed instance's partitions taken over")
+        wait_until(lambda: presented_alike(survivors), timeout=10, message="the killed instance no longer presented")
         new_owner = coordinator_of(survivors, GROUP, survivors[0])
         assert new_owner is not None and new_owner is not owner
         poll_until(members, lambda: loaded(new_owner), message="the new owner serving the group")
