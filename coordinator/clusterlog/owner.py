@@ -97,6 +97,15 @@ class UpstreamLog:
         lease holds (past it, the group may have given the partition to another instance)."""
         return self.partition_of(group_id) in self.serving and self.live()
 
+    def refusal(self, group_id: str) -> int:
+        """The code for a group `owns_group` refused: COORDINATOR_LOAD_IN_PROGRESS while its
+        partition is given to us and still being claimed or replayed (Kafka's loading partition:
+        the client retries here rather than asking FindCoordinator again), NOT_COORDINATOR
+        otherwise (another instance's, or past our lease)."""
+        if self.partition_of(group_id) in self.assigned and self.live():
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NOT_COORDINATOR
+
     def owner_endpoint(self, group_id: str, listener: str) -> tuple[int, str, int] | None:
         """(node id, host, port) of the instance owning the group's partition on `listener`, as
         the instance group's leader last told every member; None while it has no owner."""

@@ -243,7 +243,7 @@ class CoordinatorServer:
         else:  # clients send InitProducerId to any node: ids from this shard's own range
             declared.append(init_producer_id_handler(self.store))
         try:
-            handlers = assemble(declared, owns)
+            handlers = assemble(declared, owns, self.upstream_log.refusal if self.upstream_log is not None else None)
             if self.sidecar is not None:
                 handlers = self.sidecar.serve_locally(handlers)
             self.registry = ApiRegistry(handlers)

@@ -178,9 +178,19 @@ def test_a_paused_instance_is_fenced_answers_nothing_for_what_it_lost_and_rejoin
         wait_until(lambda: divided(others), timeout=60, message="the paused instance's partitions taken over")
         taker = coordinator_of(others, group, others[0])
         assert taker is not None and taker is not paused
-        # Assigned is not yet loaded: the taker answers retriable codes until it has replayed.
-        wait_until(lambda: commit_raw(taker.port, group, {0: 2}) == [0], timeout=30,
-                   message="the taker acknowledging the group's commits")
+        # Once the taker names itself, the partition is its own: assigned but not yet loaded, it
+        # answers COORDINATOR_LOAD_IN_PROGRESS (as Kafka does), never NOT_COORDINATOR.
+        wait_until(lambda: coordinator_of(others, group, taker) is taker, timeout=30,
+                   message="the taker naming itself")
+        seen: set[int] = set()
+
+        def acknowledged() -> bool:
+            codes = commit_raw(taker.port, group, {0: 2})
+            seen.update(codes)
+            return codes == [0]
+
+        wait_until(acknowledged, timeout=30, message="the taker acknowledging the group's commits")
+        assert seen <= {0, 14}, f"the taker answered {seen} while it loaded (14: COORDINATOR_LOAD_IN_PROGRESS)"
     finally:
         paused.proc.send_signal(signal.SIGCONT)
     # Resumed: its lease has run out and its writers are fenced; it refuses the group at once.
