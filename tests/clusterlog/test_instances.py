@@ -3,8 +3,12 @@ issue 27 points 4 and 6): each its own ports and data directory, the log partiti
 instance group. When the instance coordinating a KIP-848 group is SIGKILLed, its partitions move to
 the others and the group's members keep their ids, epochs and partitions, with no rebalance; offsets
 committed before are fetched back from the new owner. When one is SIGSTOPped past its session
-timeout, the others take its partitions (fencing its writers); resumed, it answers nothing for
-them and rejoins.
+timeout, the others take its partitions (fencing its writers); the taker answers
+COORDINATOR_LOAD_IN_PROGRESS until it has loaded them; resumed, the paused one answers nothing for
+them and rejoins. Every instance presents the upstream broker at one shared address and lists every
+instance, so confluent-kafka (classic and KIP-848) and aiokafka groups consume everything exactly
+once while the instance coordinating the classic group is SIGKILLed, and the classic group keeps
+its generation.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.static.primitive import i8
 
+from protocol.build import build
+from protocol.private import DESCRIBE_GROUP_GENERATIONS
+from protocol.schemas import request_schema
 from tests.clusterlog.test_upstream_storage import (
     LOG_PARTITIONS,
     commit_offsets,
@@ -103,6 +110,23 @@ def presented_alike(servers: list[ServerProcess]) -> bool:
     everyone = {1: ("127.0.0.1", int(servers[0].overrides["sidecar.listener.base.port"]) + 1)} | {
         int(s.overrides["sidecar.node.id"]): ("127.0.0.1", s.port) for s in servers}
     return all(brokers(s) == everyone for s in servers)
+
+
+async def _generations(port: int, group: str) -> tuple[int, str, int, dict[str, int]]:
+    client = await WireClient.connect(port)
+    try:
+        answer = await client.request(build(request_schema(DESCRIBE_GROUP_GENERATIONS, 0), {"groups": [group]}))
+    finally:
+        await client.close()
+    [described] = answer.groups
+    return (int(described.error_code), described.group_state, int(described.generation_id),
+            {m.member_id: int(m.generation_id) for m in described.members})
+
+
+def generations(server: ServerProcess, group: str) -> tuple[int, str, int, dict[str, int]]:
+    """A classic group as its coordinator holds it: error, state, generation, each member's generation
+    (the private DescribeGroupGenerations)."""
+    return asyncio.run(_generations(server.port, group))
 
 
 def loaded(server: ServerProcess) -> bool:
@@ -392,6 +416,8 @@ def test_groups_consume_everything_once_in_the_committed_view_while_their_coordi
                    message="half of what the groups must consume")
         commit_positions(members)
         assert sum(len(a.consumed) for a in aio) < 600, "the aiokafka group finished before the kill"
+        held = generations(victim, "eo-classic")
+        assert held[:2] == (0, "Stable") and len(held[3]) == 2, held
         victim.proc.kill()
         victim.proc.wait(10)
         survivors = ",".join(s.bootstrap for s in instances if s is not victim)
@@ -416,6 +442,10 @@ def test_groups_consume_everything_once_in_the_committed_view_while_their_coordi
         assert set(seen) == everything and len(seen) == len(everything), "aiokafka consumed twice or not at all"
         for m in members:
             assert not m.revoked_events and not m.assigned_events, f"{m.name} was rebalanced by the move"
+        # The classic group kept its generation and every member its own across the SIGKILL.
+        new_owner = coordinator_of(instances, "eo-classic", next(s for s in instances if s is not victim))
+        assert new_owner is not None and new_owner is not victim
+        assert generations(new_owner, "eo-classic") == held
         assert [(len(a.assigned_events), len(a.revoked_events)) for a in aio] == aio_events, \
             "an aiokafka member was rebalanced by the move"
         assert all(a.failure is None for a in aio), [a.failure for a in aio]
