@@ -97,6 +97,15 @@ class UpstreamLog:
         lease holds (past it, the group may have given the partition to another instance)."""
         return self.partition_of(group_id) in self.serving and self.live()
 
+    def refusal(self, group_id: str) -> int:
+        """The code for a group `owns_group` refused: COORDINATOR_LOAD_IN_PROGRESS while its
+        partition is given to us and still being claimed or replayed (Kafka's loading partition:
+        the client retries here rather than asking FindCoordinator again), NOT_COORDINATOR
+        otherwise (another instance's, or past our lease)."""
+        if self.partition_of(group_id) in self.assigned and self.live():
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NOT_COORDINATOR
+
     def owner_endpoint(self, group_id: str, listener: str) -> tuple[int, str, int] | None:
         """(node id, host, port) of the instance owning the group's partition on `listener`, as
         the instance group's leader last told every member; None while it has no owner."""
@@ -110,6 +119,18 @@ class UpstreamLog:
             if name == listener:
                 return node, host, port
         return None
+
+    def instance_nodes(self, listener: str) -> list[tuple[int, str, int]]:
+        """Every instance's node (id, host, port) on `listener`, as the instance group's leader last
+        told every member. Each instance lists them all in Metadata, as a Kafka broker lists every
+        live broker: a client then always knows instances beyond the one that may die next, so
+        losing one never leaves it with every known broker down (librdkafka then re-bootstraps and
+        drops the messages it had fetched but not yet handed over)."""
+        membership = self.membership
+        if membership is None:
+            return []
+        return [(node, host, port) for node, endpoints in sorted(membership.nodes.items())
+                for name, host, port in endpoints if name == listener]
 
     def live(self) -> bool:
         membership = self.membership

@@ -19,16 +19,18 @@ from ..api.declaration import ApiDeclaration, SidecarRoute, check_declared
 from ..api.placement import Owns
 from ..runtime.apis.group_api import bind
 from ..security.checks import authorization_checks
-from ..shards.ownership import placement_checks
+from ..shards.ownership import Refusal, not_coordinator, placement_checks
 
 
-def assemble(declarations: Sequence[ApiDeclaration], owns: Owns | None) -> list[ApiDeclaration]:
+def assemble(declarations: Sequence[ApiDeclaration], owns: Owns | None,
+             refusal: Refusal | None = None) -> list[ApiDeclaration]:
     """The declared APIs, bound and ready to register. `owns`: the groups this node coordinates
-    (several shards only; None answers every group here). Raises `DeclarationError`."""
+    (several shards only; None answers every group here); `refusal`: the code for one it does not
+    (NOT_COORDINATOR unless told). Raises `DeclarationError`."""
     for declaration in declarations:
         check_declared(declaration)
     authorized = authorization_checks(declarations)
-    placed = placement_checks(declarations, owns) if owns is not None else {}
+    placed = placement_checks(declarations, owns, refusal or not_coordinator) if owns is not None else {}
     return [declaration if declaration.conversion is None
             else bind(declaration, authorized.get(declaration.api_key), placed.get(declaration.api_key))
             for declaration in declarations]

@@ -194,7 +194,8 @@ class CoordinatorServer:
                                    self._coordinator_nodes, self._connection_factory, lambda: self.shard, owns,
                                    TopicsChanged(self.root) if self.layout.shards > 1 else None, security,
                                    connections=lambda: self.connections,
-                                   authorizer=config.build(AuthorizerConfig).enabled)
+                                   authorizer=config.build(AuthorizerConfig).enabled,
+                                   shared_listeners=self.upstream_log is not None)
         self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
         # What each listener asks of its connections (TLS, SASL); a bad key file or mechanism
         # stops start-up here, before anything is opened.
@@ -242,7 +243,7 @@ class CoordinatorServer:
         else:  # clients send InitProducerId to any node: ids from this shard's own range
             declared.append(init_producer_id_handler(self.store))
         try:
-            handlers = assemble(declared, owns)
+            handlers = assemble(declared, owns, self.upstream_log.refusal if self.upstream_log is not None else None)
             if self.sidecar is not None:
                 handlers = self.sidecar.serve_locally(handlers)
             self.registry = ApiRegistry(handlers)
@@ -287,8 +288,14 @@ class CoordinatorServer:
 
     def _coordinator_nodes(self) -> list[tuple[int, str, int]]:
         """Sidecar mode: every shard's coordinator node as the first listener advertises it
-        (shard 0 first; this node alone with one shard), for the rewritten Metadata."""
-        return [(n.node_id, n.host, n.port) for n in self.view.cluster(self.listeners[0].name)]
+        (shard 0 first; this node alone with one shard), for the rewritten Metadata; with the log
+        upstream, every other instance's node after this one."""
+        listener = self.listeners[0].name
+        nodes = [(n.node_id, n.host, n.port) for n in self.view.cluster(listener)]
+        if self.upstream_log is not None:
+            own = {node_id for node_id, _, _ in nodes}
+            nodes += [n for n in self.upstream_log.instance_nodes(listener) if n[0] not in own]
+        return nodes
 
     # -- lifecycle ----------------------------------------------------------------------------
     @property

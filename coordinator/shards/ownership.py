@@ -20,6 +20,9 @@ there are several shards: one shard hashes nothing.
 
 What a node owns is one function, `Owns` (group id -> bool); `owner` derives it from the static
 layout. Anything that answers it (a dynamic owner following the cluster log) fits the same checks.
+A group not owned is refused NOT_COORDINATOR unless a `Refusal` (group id -> code) says otherwise:
+the cluster log's owner answers COORDINATOR_LOAD_IN_PROGRESS for a group whose partition it has
+been given but is still loading, as Kafka answers for a partition in its loading state.
 """
 
 from __future__ import annotations
@@ -47,6 +50,13 @@ from ..api.registry import RequestContext
 from .placement import ShardLayout
 
 NOT_COORDINATOR = ErrorCode.NOT_COORDINATOR
+Refusal = Callable[[str], int]
+"""The code a group this node does not serve now is refused with."""
+
+
+def not_coordinator(group_id: str) -> int:
+    return NOT_COORDINATOR
+
 OWNED_CACHE = 1 << 16
 """Group ids whose ownership is remembered (the Java hash in Python costs microseconds; the bound
 keeps a client inventing group ids from growing memory)."""
@@ -61,50 +71,52 @@ def owner(layout: ShardLayout, shard: int) -> Owns:
     return owns
 
 
-def placement_checks(declarations: Iterable[ApiDeclaration], owns: Owns) -> dict[int, PlacementCheck]:
+def placement_checks(declarations: Iterable[ApiDeclaration], owns: Owns,
+                     refusal: Refusal = not_coordinator) -> dict[int, PlacementCheck]:
     """api key -> its NOT_COORDINATOR check, for a node that coordinates the groups `owns` accepts
-    (an API whose placement names no group of another node has none)."""
+    (an API whose placement names no group of another node has none); `refusal` gives the code of
+    a group refused."""
     checks: dict[int, PlacementCheck] = {}
     for declaration in declarations:
         if declaration.placement is not None:
-            check = placement_check(declaration.placement, owns)
+            check = placement_check(declaration.placement, owns, refusal)
             if check is not None:
                 checks[declaration.api_key] = check
     return checks
 
 
-def placement_check(placement: Placement, owns: Owns) -> PlacementCheck | None:
+def placement_check(placement: Placement, owns: Owns, refusal: Refusal = not_coordinator) -> PlacementCheck | None:
     if isinstance(placement, (NoGroup, LocalGroups)):
         return None
     if isinstance(placement, OneGroup):
-        return _single(owns, placement.field)
+        return _single(owns, placement.field, refusal)
     if isinstance(placement, GroupList):
         field = placement.field
         return _multi(owns, lambda r: getattr(r, field), lambda g: g,
                       lambda r, ours: dataclasses.replace(r, **{field: ours}), placement.refused_entry,
-                      placement.answer_field)
+                      placement.answer_field, refusal)
     if isinstance(placement, GroupEntries):
         entries = placement.field
         return _multi(owns, lambda r: getattr(r, entries), lambda e: e.group_id,
                       lambda r, ours: dataclasses.replace(r, **{entries: ours}), placement.refused_entry,
-                      placement.answer_field)
+                      placement.answer_field, refusal)
     if isinstance(placement, ByVersion):
-        return _by_version(placement.from_version, placement_check(placement.before, owns),
-                           placement_check(placement.after, owns))
+        return _by_version(placement.from_version, placement_check(placement.before, owns, refusal),
+                           placement_check(placement.after, owns, refusal))
     raise TypeError(f"no ownership check for placement {placement!r}")
 
 
-def _single(owns: Owns, field: str) -> PlacementCheck:
+def _single(owns: Owns, field: str, refusal: Refusal) -> PlacementCheck:
     def check(ctx: RequestContext, r: Any) -> Decision:
         group = getattr(r, field)
-        return None if not group or owns(group) else NOT_COORDINATOR
+        return None if not group or owns(group) else refusal(group)
 
     return check
 
 
 def _multi(owns: Owns, ids: Callable[[Any], Sequence[Any]], key: Callable[[Any], str],
            keep: Callable[[Any, tuple[Any, ...]], Any], refused_entry: Callable[[str, int], dict[str, Any]],
-           field: str) -> PlacementCheck:
+           field: str, refusal: Refusal) -> PlacementCheck:
     """A request naming several groups: ours go to the core, the others are refused in `field`."""
 
     def check(ctx: RequestContext, r: Any) -> Decision:
@@ -112,7 +124,7 @@ def _multi(owns: Owns, ids: Callable[[Any], Sequence[Any]], key: Callable[[Any],
         ours = tuple(e for e in entries if not key(e) or owns(key(e)))
         if len(ours) == len(entries):
             return None
-        refused = [refused_entry(g, NOT_COORDINATOR) for g in dict.fromkeys(key(e) for e in entries if e not in ours)]
+        refused = [refused_entry(g, refusal(g)) for g in dict.fromkeys(key(e) for e in entries if e not in ours)]
         if not ours:
             return Answered({"throttle_time": 0, field: refused})
         return Filtered(keep(r, ours), lambda d: {**d, field: [*d[field], *refused]})

@@ -1,7 +1,8 @@
 """One listener of our own per upstream broker, on a port that does not move.
 
 Port rule: upstream broker N is presented at `sidecar.listener.base.port + N`, bound on the host of
-`listeners` and advertised on the host of `advertised.listeners` (default: `listeners`). The rule
+`listeners` and advertised on `sidecar.listener.advertised.host` (default: the host of
+`advertised.listeners`, itself defaulting to `listeners`). The rule
 depends only on configuration and the broker's node id, so a restarted coordinator or a standby
 taking over opens the same ports and clients' cached metadata stays valid. The coordinator's own
 node (FindCoordinator for groups) is the `listeners` address, with id `sidecar.node.id`; with
@@ -13,6 +14,10 @@ connection, whatever the number of brokers), and a shard that dies takes only it
 with it (clients reconnect and land on a live shard). Forwarding keeps no state beyond a
 connection, so any shard can carry any broker's connections. One shard binds as before (no
 SO_REUSEPORT): a second process on the same ports is refused rather than shares them.
+
+With the log upstream (`coordinator.log.storage=upstream`) the instances share these ports too
+(SO_REUSEPORT, on one host) or stand behind one advertised host (`sidecar.listener.advertised.host`):
+broker N has one address whichever instance a client asked, and it outlives any one instance.
 
 Listeners are opened only by the data directory's owner (a standby opens them when it takes over),
 for every broker in the latest upstream Metadata; a broker that appears later gets its listener on

@@ -71,14 +71,16 @@ class Sidecar:
                  shard: Callable[[], ShardRuntime | None], owns: Callable[[str], bool] | None = None,
                  topics_changed: TopicsChanged | None = None, security: UpstreamSecurity | None = None,
                  connections: Callable[[], Iterable[ClientConnection]] = tuple, *,
-                 authorizer: bool = False) -> None:
+                 authorizer: bool = False, shared_listeners: bool = False) -> None:
         """`settings` are sidecar mode's own; `hosts` the host the broker listeners bind and the
         one they advertise (the node's first listener's); `node_id` is this process's coordinator
         node; `coordinators` every shard's (shard 0 first); `owns` says which groups this shard
         coordinates (None: all, one shard); `topics_changed` is shared with the other shards
         (None: one shard); `security` the coordinator's own upstream credentials (None:
         PLAINTEXT); `connections` the client connections open now; `authorizer` whether an
-        authorizer is configured."""
+        authorizer is configured; `shared_listeners` whether other instances open the same
+        per-broker ports (the log upstream: several instances on one host share them, so a
+        client's broker address outlives any one instance)."""
         bootstrap = [parse_host_port(s) for s in settings.upstream_bootstrap_servers]
         self.security = security
         """This sidecar's upstream credentials (TLS, SASL; None: PLAINTEXT): every connection it opens upstream."""
@@ -89,11 +91,12 @@ class Sidecar:
         """Connections told the provisional ApiVersions table (closed once the upstream's is known)."""
         self.catalog = self.cluster.catalog
         bind_host, advertised_host = hosts
+        advertised_host = settings.sidecar_listener_advertised_host or advertised_host
         self.sharded = topics_changed is not None
         """One of several shards: the broker listeners are shared with the others."""
         self.listeners = ListenerSet(bind_host, advertised_host, settings.sidecar_listener_base_port,
                                      coordinators, lambda node_id: factory(self.route(node_id)),
-                                     reuse_port=self.sharded)
+                                     reuse_port=self.sharded or shared_listeners)
         # Under an authorizer the upstream authorizes what is forwarded: answers made here without
         # it must not describe topics.
         self.fallback = Fallback(self.cluster, self.listeners.address, coordinators,

@@ -3,8 +3,12 @@ issue 27 points 4 and 6): each its own ports and data directory, the log partiti
 instance group. When the instance coordinating a KIP-848 group is SIGKILLed, its partitions move to
 the others and the group's members keep their ids, epochs and partitions, with no rebalance; offsets
 committed before are fetched back from the new owner. When one is SIGSTOPped past its session
-timeout, the others take its partitions (fencing its writers); resumed, it answers nothing for
-them and rejoins.
+timeout, the others take its partitions (fencing its writers); the taker answers
+COORDINATOR_LOAD_IN_PROGRESS until it has loaded them; resumed, the paused one answers nothing for
+them and rejoins. Every instance presents the upstream broker at one shared address and lists every
+instance, so confluent-kafka (classic and KIP-848) and aiokafka groups consume everything exactly
+once while the instance coordinating the classic group is SIGKILLed, and the classic group keeps
+its generation.
 """
 
 from __future__ import annotations
@@ -13,15 +17,21 @@ import asyncio
 import contextlib
 import json
 import signal
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
+from kio.schema.metadata.v12.request import MetadataRequest
 from kio.static.primitive import i8
 
+from protocol.build import build
+from protocol.private import DESCRIBE_GROUP_GENERATIONS
+from protocol.schemas import request_schema
 from tests.clusterlog.test_upstream_storage import (
     LOG_PARTITIONS,
     commit_offsets,
@@ -79,6 +89,46 @@ def coordinator_of(servers: list[ServerProcess], group: str, asked: ServerProces
     return next((s for s in servers if s.port == port), None) if code == 0 else None
 
 
+async def _brokers(port: int) -> dict[int, tuple[str, int]]:
+    client = await WireClient.connect(port)
+    try:
+        response = await client.request(MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                                        include_topic_authorized_operations=False))
+    finally:
+        await client.close()
+    return {int(b.node_id): (b.host, int(b.port)) for b in response.brokers}
+
+
+def brokers(server: ServerProcess) -> dict[int, tuple[str, int]]:
+    """node id -> (host, port) in the instance's Metadata answer."""
+    return asyncio.run(_brokers(server.port))
+
+
+def presented_alike(servers: list[ServerProcess]) -> bool:
+    """Every instance's Metadata names the same brokers: the upstream broker at the one shared
+    address, and every instance's own node (so losing one leaves a client other brokers it knows)."""
+    everyone = {1: ("127.0.0.1", int(servers[0].overrides["sidecar.listener.base.port"]) + 1)} | {
+        int(s.overrides["sidecar.node.id"]): ("127.0.0.1", s.port) for s in servers}
+    return all(brokers(s) == everyone for s in servers)
+
+
+async def _generations(port: int, group: str) -> tuple[int, str, int, dict[str, int]]:
+    client = await WireClient.connect(port)
+    try:
+        answer = await client.request(build(request_schema(DESCRIBE_GROUP_GENERATIONS, 0), {"groups": [group]}))
+    finally:
+        await client.close()
+    [described] = answer.groups
+    return (int(described.error_code), described.group_state, int(described.generation_id),
+            {m.member_id: int(m.generation_id) for m in described.members})
+
+
+def generations(server: ServerProcess, group: str) -> tuple[int, str, int, dict[str, int]]:
+    """A classic group as its coordinator holds it: error, state, generation, each member's generation
+    (the private DescribeGroupGenerations)."""
+    return asyncio.run(_generations(server.port, group))
+
+
 def loaded(server: ServerProcess) -> bool:
     """The instance answers ConsumerGroupDescribe for GROUP (it has loaded the group's partition)."""
     try:
@@ -92,7 +142,10 @@ def loaded(server: ServerProcess) -> bool:
 def instances(tmp_path: Path, kafka_broker: KafkaBroker) -> Iterator[list[ServerProcess]]:
     ensure_topic(kafka_broker, TOPIC, PARTITIONS)
     log_topic = f"coordinator-log-{uuid.uuid4().hex[:8]}"
-    servers = [upstream_instance(tmp_path / f"i{n}", kafka_broker, log_topic, free_base_port(), free_port(),
+    # One base port for all: the instances share each broker's listener port (SO_REUSEPORT), as
+    # instances on several machines share one advertised host behind a load balancer.
+    base = free_base_port()
+    servers = [upstream_instance(tmp_path / f"i{n}", kafka_broker, log_topic, base, free_port(),
                                  **{"sidecar.node.id": str(1000 + n)}) for n in (1, 2, 3)]
     try:
         for server in servers:
@@ -110,6 +163,7 @@ def instances(tmp_path: Path, kafka_broker: KafkaBroker) -> Iterator[list[Server
 
 def test_a_sigkilled_instance_s_partitions_move_and_its_group_keeps_everything(
         instances: list[ServerProcess]) -> None:
+    wait_until(lambda: presented_alike(instances), timeout=10, message="every instance presenting the same brokers")
     owner = coordinator_of(instances, GROUP, instances[0])
     assert owner is not None
     survivors = [s for s in instances if s is not owner]
@@ -124,6 +178,7 @@ def test_a_sigkilled_instance_s_partitions_move_and_its_group_keeps_everything(
         owner.proc.kill()
         owner.proc.wait(10)
         wait_until(lambda: divided(survivors), timeout=60, message="the killed instance's partitions taken over")
+        wait_until(lambda: presented_alike(survivors), timeout=10, message="the killed instance no longer presented")
         new_owner = coordinator_of(survivors, GROUP, survivors[0])
         assert new_owner is not None and new_owner is not owner
         poll_until(members, lambda: loaded(new_owner), message="the new owner serving the group")
@@ -147,9 +202,19 @@ def test_a_paused_instance_is_fenced_answers_nothing_for_what_it_lost_and_rejoin
         wait_until(lambda: divided(others), timeout=60, message="the paused instance's partitions taken over")
         taker = coordinator_of(others, group, others[0])
         assert taker is not None and taker is not paused
-        # Assigned is not yet loaded: the taker answers retriable codes until it has replayed.
-        wait_until(lambda: commit_raw(taker.port, group, {0: 2}) == [0], timeout=30,
-                   message="the taker acknowledging the group's commits")
+        # Once the taker names itself, the partition is its own: assigned but not yet loaded, it
+        # answers COORDINATOR_LOAD_IN_PROGRESS (as Kafka does), never NOT_COORDINATOR.
+        wait_until(lambda: coordinator_of(others, group, taker) is taker, timeout=30,
+                   message="the taker naming itself")
+        seen: set[int] = set()
+
+        def acknowledged() -> bool:
+            codes = commit_raw(taker.port, group, {0: 2})
+            seen.update(codes)
+            return codes == [0]
+
+        wait_until(acknowledged, timeout=30, message="the taker acknowledging the group's commits")
+        assert seen <= {0, 14}, f"the taker answered {seen} while it loaded (14: COORDINATOR_LOAD_IN_PROGRESS)"
     finally:
         paused.proc.send_signal(signal.SIGCONT)
     # Resumed: its lease has run out and its writers are fenced; it refuses the group at once.
@@ -181,7 +246,8 @@ def test_a_fourth_instance_takes_partitions_without_rebalancing_any_client_group
             m.revoked_events.clear()
             m.assigned_events.clear()
         topic = instances[0].overrides["coordinator.log.topic"]
-        fourth = upstream_instance(tmp_path / "i4", kafka_broker, topic, free_base_port(), free_port(),
+        base = int(instances[0].overrides["sidecar.listener.base.port"])
+        fourth = upstream_instance(tmp_path / "i4", kafka_broker, topic, base, free_port(),
                                    **{"sidecar.node.id": "1004"})
         fourth.start(wait=False)
         everyone = [*instances, fourth]
@@ -258,16 +324,67 @@ def committed_ends(bootstrap: str, group: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
+class AioMember(threading.Thread):
+    """An aiokafka (classic) group member in its own thread: what it consumed, the assignments and
+    revocations it saw; it commits its positions after each batch of at most 10 (a commit refused
+    while the coordinator moves is tried again with the next batch)."""
+
+    def __init__(self, bootstrap: str, group: str, name: str, topic: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self.bootstrap, self.group, self.topic = bootstrap, group, topic
+        self.consumed: list[tuple[int, int]] = []
+        self.assigned_events: list[set[int]] = []
+        self.revoked_events: list[set[int]] = []
+        self.failure: BaseException | None = None
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._consume())
+        except BaseException as exc:  # reported by the test thread
+            self.failure = exc
+
+    async def _consume(self) -> None:
+        from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+        from aiokafka.errors import KafkaError
+
+        member = self
+
+        class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+            async def on_partitions_revoked(self, revoked: Any) -> None:
+                if revoked and not member.stopping.is_set():
+                    member.revoked_events.append({tp.partition for tp in revoked})
+
+            async def on_partitions_assigned(self, assigned: Any) -> None:
+                member.assigned_events.append({tp.partition for tp in assigned})
+
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, group_id=self.group, client_id=self.name,
+                                    enable_auto_commit=False, auto_offset_reset="earliest",
+                                    heartbeat_interval_ms=300, session_timeout_ms=30000, retry_backoff_ms=100,
+                                    metadata_max_age_ms=1000, max_poll_records=10)
+        consumer.subscribe([self.topic], listener=Listener())
+        await consumer.start()
+        try:
+            while not self.stopping.is_set():
+                batches = await consumer.getmany(timeout_ms=100)
+                for tp, records in batches.items():
+                    self.consumed += [(tp.partition, r.offset) for r in records]
+                if self.consumed:
+                    with contextlib.suppress(KafkaError):
+                        await consumer.commit()
+                # Paced so the group is still consuming and committing when its coordinator dies.
+                await asyncio.sleep(0.05)
+        finally:
+            await consumer.stop()
+
+
 @pytest.mark.slow
-@pytest.mark.skip(reason="known gap (issue 27 point 4): each instance presents upstream broker N at its own "
-                         "address; a client that took broker N's address from the killed instance (it "
-                         "answered Metadata as a coordinator) stops fetching: passes about half the runs")
 def test_groups_consume_everything_once_in_the_committed_view_while_their_coordinator_is_killed(
         kafka_broker: KafkaBroker, instances: list[ServerProcess]) -> None:
     topic = f"eo-{uuid.uuid4().hex[:8]}"
     ensure_topic(kafka_broker, topic, PARTITIONS)
-    # Clients start from one instance that stays (every instance presents the upstream brokers at
-    # its own ports; see README "The log on the cluster").
+    # Clients start from one instance that stays; they take broker N's address from every instance
+    # they talk to (the coordinators answer Metadata too), and it is the same address everywhere.
     victim = coordinator_of(instances, "eo-classic", instances[0])
     assert victim is not None and victim.proc is not None
     bootstrap = next(s.bootstrap for s in instances if s is not victim)
@@ -278,34 +395,64 @@ def test_groups_consume_everything_once_in_the_committed_view_while_their_coordi
     modern = [make_member(bootstrap, "eo-modern", f"m{i}", [topic], **{"group.protocol": "consumer"})
               for i in range(2)]
     members = classic + modern
+    aio = [AioMember(bootstrap, "eo-aio", f"a{i}", topic) for i in range(2)]
+    for a in aio:
+        a.start()
+
+    def aio_assigned() -> bool:
+        last = [a.assigned_events[-1] for a in aio if a.assigned_events]
+        return len(last) == len(aio) and sorted(p for ps in last for p in ps) == list(range(PARTITIONS))
+
     try:
         poll_until(members, lambda: owns_each_exactly_once(classic, PARTITIONS)
-                   and owns_each_exactly_once(modern, PARTITIONS), message="both groups assigned")
+                   and owns_each_exactly_once(modern, PARTITIONS) and aio_assigned(),
+                   message="the three groups assigned")
         for m in members:
             m.revoked_events.clear()
             m.assigned_events.clear()
-        poll_until(members, lambda: sum(len(m.consumed) for m in members) >= 600, timeout=60,
-                   message="half of what both groups must consume")
+        aio_events = [(len(a.assigned_events), len(a.revoked_events)) for a in aio]
+        poll_until(members, lambda: sum(len(m.consumed) for m in members) >= 600
+                   and sum(len(a.consumed) for a in aio) >= 300, timeout=60,
+                   message="half of what the groups must consume")
         commit_positions(members)
+        assert sum(len(a.consumed) for a in aio) < 600, "the aiokafka group finished before the kill"
+        held = generations(victim, "eo-classic")
+        assert held[:2] == (0, "Stable") and len(held[3]) == 2, held
         victim.proc.kill()
         victim.proc.wait(10)
         survivors = ",".join(s.bootstrap for s in instances if s is not victim)
 
         def done() -> bool:
             commit_positions(members)
-            return all(committed_ends(survivors, g, topic) == ends for g in ("eo-classic", "eo-modern"))
+            return all(committed_ends(survivors, g, topic) == ends for g in groups)
 
+        groups = ("eo-classic", "eo-modern", "eo-aio")
         try:
-            poll_until(members, done, timeout=90, message="every message consumed and committed by both groups")
+            poll_until(members, done, timeout=90, message="every message consumed and committed by every group")
         except AssertionError:
-            state = {g: committed_ends(survivors, g, topic) for g in ("eo-classic", "eo-modern")}
+            state = {g: committed_ends(survivors, g, topic) for g in groups}
             counts = {m.name: len({(p, o) for p, o, _ in m.consumed}) for m in members}
+            counts |= {a.name: len(set(a.consumed)) for a in aio}
             raise AssertionError(f"committed {state}, consumed {counts}") from None
+        everything = {(p, o) for p in range(PARTITIONS) for o in range(100)}
         for group in (classic, modern):
-            seen = {(p, o) for m in group for p, o, _ in m.consumed}
-            assert seen == {(p, o) for p in range(PARTITIONS) for o in range(100)}
+            seen = [(p, o) for m in group for p, o, _ in m.consumed]
+            assert set(seen) == everything and len(seen) == len(everything), "consumed twice or not at all"
+        seen = [record for a in aio for record in a.consumed]
+        assert set(seen) == everything and len(seen) == len(everything), "aiokafka consumed twice or not at all"
         for m in members:
             assert not m.revoked_events and not m.assigned_events, f"{m.name} was rebalanced by the move"
+        # The classic group kept its generation and every member its own across the SIGKILL.
+        new_owner = coordinator_of(instances, "eo-classic", next(s for s in instances if s is not victim))
+        assert new_owner is not None and new_owner is not victim
+        assert generations(new_owner, "eo-classic") == held
+        assert [(len(a.assigned_events), len(a.revoked_events)) for a in aio] == aio_events, \
+            "an aiokafka member was rebalanced by the move"
+        assert all(a.failure is None for a in aio), [a.failure for a in aio]
     finally:
+        for a in aio:
+            a.stopping.set()
+        for a in aio:
+            a.join(30)
         for m in members:
             m.close()

@@ -60,6 +60,9 @@ def test_bad_configuration_exits_2_naming_the_key(args: list[str], key: str, tmp
      "group.max.size: invalid value '3000000000' (--override): must be between 1 and 2147483647"),
     ({}, ["--override", "sidecar.listener.base.port=70000"],
      "sidecar.listener.base.port: invalid value '70000' (--override): must be between 1 and 65535"),
+    ({}, ["--override", "sidecar.listener.advertised.host=0.0.0.0"],
+     "sidecar.listener.advertised.host: invalid value '0.0.0.0' (--override): 0.0.0.0 is not an address clients"
+     " can connect to"),
     ({}, ["--override", "num.partitions=many"], "num.partitions: invalid value 'many' (--override): expected an integer"),
     ({}, ["--override", "topics=orders:3,bad/name:1"],
      "topics: invalid value 'orders:3,bad/name:1' (--override): Topic name \"bad/name\" is illegal, it contains a"

@@ -69,3 +69,22 @@ def test_offset_fetch_places_by_its_version() -> None:
     batched = request(9, 8, {"groups": [{"group_id": THEIRS, "topics": None}, {"group_id": OURS, "topics": None}]})
     decision = fetch(ctx(9, 8), batched)
     assert isinstance(decision, Filtered) and [g.group_id for g in decision.request.groups] == [OURS]
+
+
+def test_a_group_being_loaded_is_refused_with_the_code_the_owner_gives() -> None:
+    """The cluster log's owner refuses a group whose partition it has been given but not yet loaded
+    with COORDINATOR_LOAD_IN_PROGRESS (Kafka's loading partition), another instance's NOT_COORDINATOR."""
+    loading = "loading"
+
+    def refusal(group_id: str) -> int:
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if group_id == loading else ErrorCode.NOT_COORDINATOR
+
+    checks = placement_checks(DECLARED, owns, refusal)
+    commit = request(8, 9, {"group_id": loading, "generation_id_or_member_epoch": -1, "member_id": "",
+                            "group_instance_id": None, "topics": []})
+    assert checks[8](ctx(8, 9), commit) == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    describe = checks[15](ctx(15, 5), request(15, 5, {"groups": [OURS, loading, THEIRS]}))
+    assert isinstance(describe, Filtered)
+    merged = describe.merge({"throttle_time": 0, "groups": [{"group_id": OURS, "error_code": 0}]})
+    assert [(g["group_id"], g["error_code"]) for g in merged["groups"]] == [
+        (OURS, 0), (loading, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), (THEIRS, ErrorCode.NOT_COORDINATOR)]

@@ -172,3 +172,24 @@ def test_the_private_generations_api_is_served_here_and_never_advertised(sidecar
         assert (joined.error_code, joined.generation_id) == (0, 1)
         assert [(g.group_id, g.error_code, g.generation_id) for g in answer.groups] == [
             (f"gens-{port}", 0, 1), ("never-joined", ErrorCode.GROUP_ID_NOT_FOUND, -1)]
+
+
+def test_broker_listeners_are_advertised_on_their_own_host_when_set(tmp_path) -> None:
+    """`sidecar.listener.advertised.host`: the per-broker listeners are named by it (a load balancer
+    over every instance), the coordinator node keeps `advertised.listeners`."""
+    proc, bootstrap = start_mock_cluster(2)
+    base = free_base_port()
+    server = sidecar_process(tmp_path / "data", bootstrap, base, **{"sidecar.listener.advertised.host": "localhost"})
+    try:
+        server.start()
+        response = call(server.port, MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                                     include_topic_authorized_operations=False))
+        brokers = {int(b.node_id): (b.host, int(b.port)) for b in response.brokers}
+        assert brokers == {1: ("localhost", base + 1), 2: ("localhost", base + 2),
+                           COORDINATOR_NODE_ID: ("127.0.0.1", server.port)}
+        # The listener is bound where `listeners` binds (127.0.0.1) and reached by that name.
+        assert call(base + 1, MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                              include_topic_authorized_operations=False)).brokers
+    finally:
+        server.stop()
+        stop_process(proc)
