@@ -212,7 +212,7 @@ class StreamsGroupType:
             return
         group = existing if existing is not None else StreamsGroup(hb.group_id)
         try:
-            state, step = heartbeat(group.state, group.soft, hb, self.counts, self.ctx.topics.metadata_hash,
+            state, step = heartbeat(group.state if existing is not None else None, group.soft, hb, self.counts, self.ctx.topics.metadata_hash,
                                     self.settings(), req.client_id, req.client_host, fx.now_ms)
         except CoordinatorError as error:
             fx.reply(req.ref, StreamsGroupHeartbeatResponse(error.code, error.message))

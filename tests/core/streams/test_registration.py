@@ -150,3 +150,9 @@ def test_an_invalid_topology_is_refused_and_writes_nothing() -> None:
     h.send(StreamsGroupHeartbeat(ref, StreamsHeartbeat("app", "a", 0, rebalance_timeout_ms=1000), "c", "/h"))
     assert h.reply(ref).error_code == ErrorCode.INVALID_REQUEST  # no topology on joining
     assert len(h.records) == before and "app" not in h.shard.groups
+
+
+def test_a_heartbeat_of_an_unknown_group_that_is_not_a_join_is_group_id_not_found() -> None:
+    h = StreamsShard()
+    assert h.hb("ghost", 3).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    assert "app" not in h.shard.groups
