@@ -16,7 +16,12 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from tests.support.java import classpath, compile_java, require_streams_clients
+from tests.support.java import (
+    classpath,
+    compile_java,
+    require_streams_clients,
+    require_trunk_clients,
+)
 from tests.support.server import ServerProcess, wait_until
 
 APP_SOURCE = Path(__file__).parent / "java" / "StreamsCountApp.java"
@@ -35,9 +40,32 @@ def app_classes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return jars, compile_java(APP_SOURCE, jars, tmp_path_factory.mktemp("streams-app"))
 
 
+@pytest.fixture(scope="module")
+def trunk_app_classes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    jars = require_trunk_clients()
+    return jars, compile_java(APP_SOURCE, jars, tmp_path_factory.mktemp("streams-app-trunk"))
+
+
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
     process = ServerProcess(tmp_path / "data", overrides=SERVER_SETTINGS)
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+WARMUP_SETTINGS = {
+    **SERVER_SETTINGS,
+    "group.streams.acceptable.recovery.lag": "100",  # each task's store is ~2,000 records: a newcomer lags
+    "group.streams.task.offset.interval.ms": "1000",
+}
+
+
+@pytest.fixture
+def warmup_server(tmp_path: Path) -> Iterator[ServerProcess]:
+    process = ServerProcess(tmp_path / "data", overrides=WARMUP_SETTINGS)
     process.start()
     try:
         yield process
@@ -63,6 +91,19 @@ class Instance:
     def running(self) -> bool:
         states = self.states()
         return bool(states) and states[-1] == "RUNNING"
+
+    def task_lines(self) -> list[tuple[set[str], set[str]]]:
+        """Every (active, standby) set of tasks the instance ran, in order."""
+        out = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            if line.startswith("TASKS active=["):
+                active, _, standby = line[len("TASKS active=["):].partition("] standby=[")
+                out.append(({t for t in active.split(", ") if t}, {t for t in standby.rstrip("]").split(", ") if t}))
+        return out
+
+    def tasks_now(self) -> tuple[set[str], set[str]]:
+        lines = self.task_lines()
+        return lines[-1] if lines else (set(), set())
 
     def kill(self) -> None:
         self.proc.kill()  # SIGKILL: no leave heartbeat, no commit, no flush
@@ -95,9 +136,9 @@ class Counts:
                 self.latest[message.key().decode()] = struct.unpack(">q", message.value())[0]
         return self.latest
 
-    def all_at(self, count: int) -> bool:
+    def all_at(self, count: int, keys: int = KEYS) -> bool:
         latest = self.read()
-        return len(latest) == KEYS and all(v >= count for v in latest.values())
+        return len(latest) == keys and all(v >= count for v in latest.values())
 
     def close(self) -> None:
         self.consumer.close()
@@ -161,4 +202,63 @@ def test_three_instances_count_exactly_across_a_sigkill(app_classes: tuple[Path,
     finally:
         for instance in instances:
             instance.stop()
+        counts.close()
+
+
+STORE_KEYS = 12_000  # ~2,000 per task: far above the acceptable recovery lag of 100
+
+
+def produce_distinct_keys(bootstrap: str) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for i in range(STORE_KEYS):
+        producer.produce("words", key=f"key-{i}", value=b"x")
+        if i % 2000 == 0:
+            producer.poll(0)
+    assert producer.flush(30) == 0
+
+
+def scale_out(app: tuple[Path, Path], server: ServerProcess, tmp_path: Path) -> tuple[Instance, Instance, Counts]:
+    """One instance counts a store of STORE_KEYS keys, then a second one joins and takes its half."""
+    app_id = f"scale-{uuid.uuid4().hex[:8]}"
+    produce_distinct_keys(server.bootstrap)
+    counts = Counts(server.bootstrap)
+    first = Instance(app, server.bootstrap, app_id, "first", tmp_path)
+    wait_until(lambda: counts.all_at(1, STORE_KEYS), 90, message=f"first counted: {first.states()}")
+    second = Instance(app, server.bootstrap, app_id, "second", tmp_path)
+    wait_until(lambda: len(first.tasks_now()[0]) == 3 and len(second.tasks_now()[0]) == 3
+               and not second.tasks_now()[1], 90,
+               message=f"balanced: first {first.task_lines()}, second {second.task_lines()}")
+    return first, second, counts
+
+
+@pytest.mark.slow
+def test_trunk_client_on_v1_gets_warmups_that_are_promoted_once_caught_up(
+        trunk_app_classes: tuple[Path, Path], warmup_server: ServerProcess, tmp_path: Path) -> None:
+    first, second, counts = scale_out(trunk_app_classes, warmup_server, tmp_path)
+    try:
+        # No standby replicas are configured: every standby the newcomer ran was a warm-up. Each
+        # task it runs now it first ran as a warm-up, while the first instance kept it active.
+        lines = second.task_lines()
+        moved = second.tasks_now()[0]
+        for task in moved:
+            became_active = next(i for i, (active, _) in enumerate(lines) if task in active)
+            assert any(task in standby for _, standby in lines[:became_active]), (task, lines)
+        assert len(moved) == 3 and moved.isdisjoint(first.tasks_now()[0])
+        assert set(counts.read().values()) == {1}
+    finally:
+        second.stop()
+        first.stop()
+        counts.close()
+
+
+@pytest.mark.slow
+def test_the_4_3_client_on_v0_gets_its_tasks_at_once_without_warmups(
+        app_classes: tuple[Path, Path], warmup_server: ServerProcess, tmp_path: Path) -> None:
+    first, second, counts = scale_out(app_classes, warmup_server, tmp_path)
+    try:
+        assert all(not standby for _, standby in second.task_lines())  # v0 reports no offsets: no warm-up
+        assert set(counts.read().values()) == {1}
+    finally:
+        second.stop()
+        first.stop()
         counts.close()

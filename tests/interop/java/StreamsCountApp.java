@@ -1,10 +1,14 @@
 // A stateful Kafka Streams counting app for the interop tests: counts the records of each key of
 // "words" in a persistent store and writes every new count to "counts". Joins with
 // group.protocol=streams, at-least-once (the embedded data plane refuses transactions).
-// Args: bootstrap application.id state.dir instance-name. Prints "STATE <state>" on each change;
-// runs until killed or its stdin closes.
+// Args: bootstrap application.id state.dir instance-name. Prints "STATE <state>" on each change
+// and "TASKS active=[...] standby=[...]" whenever the tasks it runs change (warm-ups run as
+// standbys); runs until killed or its stdin closes.
 
 import java.util.Properties;
+import java.util.TreeSet;
+import org.apache.kafka.streams.ThreadMetadata;
+import org.apache.kafka.streams.TaskMetadata;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -44,6 +48,34 @@ public class StreamsCountApp {
             return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
         });
         streams.start();
+        Thread watcher = new Thread(() -> {
+            String last = "";
+            while (true) {
+                TreeSet<String> active = new TreeSet<>();
+                TreeSet<String> standby = new TreeSet<>();
+                try {
+                    for (ThreadMetadata thread : streams.metadataForLocalThreads()) {
+                        for (TaskMetadata task : thread.activeTasks()) active.add(task.taskId().toString());
+                        for (TaskMetadata task : thread.standbyTasks()) standby.add(task.taskId().toString());
+                    }
+                } catch (RuntimeException e) {
+                    // not running yet, or closing
+                }
+                String now = "TASKS active=" + active + " standby=" + standby;
+                if (!now.equals(last)) {
+                    System.out.println(now);
+                    System.out.flush();
+                    last = now;
+                }
+                try {
+                    Thread.sleep(20);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        });
+        watcher.setDaemon(true);
+        watcher.start();
         while (System.in.read() != -1) {
             // runs until stdin closes (the test's stop) or the process is killed
         }
