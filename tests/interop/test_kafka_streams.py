@@ -1,7 +1,7 @@
 """The real Kafka Streams 4.3.0 client (`group.protocol=streams`, StreamsGroupHeartbeat v0) against
 the embedded coordinator: a stateful counting app (`java/StreamsCountApp.java`, a persistent store
 with its changelog, at-least-once) whose counts must come out exact, with one instance and with
-three instances across a SIGKILL of one of them. The changelog topic is created by the coordinator
+three instances across a SIGKILL of one of them and a restart of the coordinator. The changelog topic is created by the coordinator
 as the heartbeat asks; Produce/Fetch/ListOffsets/OffsetCommit are the embedded data plane's."""
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def test_one_instance_counts_every_key_exactly(app_classes: tuple[Path, Path], s
 
 
 @pytest.mark.slow
-def test_three_instances_count_exactly_across_a_sigkill(app_classes: tuple[Path, Path], server: ServerProcess,
+def test_three_instances_count_exactly_across_a_sigkill_and_a_coordinator_restart(app_classes: tuple[Path, Path], server: ServerProcess,
                                                         tmp_path: Path) -> None:
     app_id = f"count-{uuid.uuid4().hex[:8]}"
     produce_words(server.bootstrap, per_key=10)
@@ -199,6 +199,14 @@ def test_three_instances_count_exactly_across_a_sigkill(app_classes: tuple[Path,
         wait_until(lambda: counts.all_at(20), 90, message=f"counts at 20: {[i.states() for i in instances]}")
         wait_until(lambda: all_committed(server.bootstrap, app_id), 30, message="offsets committed")
         assert set(counts.read().values()) == {20}
+
+        # The coordinator restarts (SIGTERM, same port and data): the group is replayed from its
+        # log, the two survivors heartbeat on against it and keep counting.
+        assert server.terminate() == 0
+        server.start()
+        produce_words(server.bootstrap, per_key=10)
+        wait_until(lambda: counts.all_at(30), 90, message=f"counts at 30: {[i.states() for i in instances]}")
+        assert set(counts.read().values()) == {30}
     finally:
         for instance in instances:
             instance.stop()
