@@ -31,6 +31,7 @@ from coordinator.core.groups import (
     DEAD,
     CommitValidator,
     ExpirationBase,
+    Group,
     OwnedPartitions,
     commit_timestamp,
 )
@@ -173,6 +174,8 @@ class StreamsGroupType:
         self.ctx = ctx
         self.groups = ctx.groups
         self.counts = _PartitionCounts(ctx.topics)
+        self._new: dict[str, StreamsGroup] = {}
+        """Groups a heartbeat just created, installed by the live replay of their first record."""
         self.registration = Registration(
             name=TYPE_NAME,
             record_types=RECORD_TYPES,
@@ -205,11 +208,20 @@ class StreamsGroupType:
 
     def heartbeat(self, req: StreamsGroupHeartbeat, fx: Effects) -> None:
         hb = req.heartbeat
-        existing = self.groups.get(hb.group_id)
-        if existing is not None and not isinstance(existing, StreamsGroup):
-            fx.reply(req.ref, StreamsGroupHeartbeatResponse(
-                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {hb.group_id} is not a streams group."))
-            return
+        self._new.pop(hb.group_id, None)  # one a failed step left behind (its records were dropped)
+        found = self.groups.get(hb.group_id)
+        replaced: Group | None = None
+        existing: StreamsGroup | None = None
+        if isinstance(found, StreamsGroup):
+            existing = found
+        elif found is not None:
+            # Kafka's getOrCreateStreamsGroup: an empty group of another type (an app that ran
+            # with the classic protocol, or offsets only) is replaced on a join; its offsets stay.
+            if hb.member_epoch != 0 or found.members or not found.is_empty:
+                fx.reply(req.ref, StreamsGroupHeartbeatResponse(
+                    ErrorCode.GROUP_ID_NOT_FOUND, f"Group {hb.group_id} is not a streams group."))
+                return
+            replaced = found
         group = existing if existing is not None else StreamsGroup(hb.group_id)
         try:
             state, step = heartbeat(group.state if existing is not None else None, group.soft, hb, self.counts, self.ctx.topics.metadata_hash,
@@ -219,7 +231,11 @@ class StreamsGroupType:
             return
         group.state = state
         if existing is None and step.records:
-            self.groups[hb.group_id] = group  # the records' live replay finds it (and changes nothing)
+            # A new group: its records' live replay installs this object (soft state and all).
+            self._new[hb.group_id] = group
+        if replaced is not None:
+            for record in replaced.tombstones():
+                fx.record(record)
         self._apply(group, step, fx)
         fx.reply(req.ref, StreamsGroupHeartbeatResponse(ErrorCode.NONE, None, step.response, step.internal_topics))
 
@@ -283,7 +299,8 @@ class StreamsGroupType:
         if group is None:
             if value is None:
                 return  # a tombstone of a group already gone (the rest of a deletion)
-            group = self.groups[key.group_id] = StreamsGroup(key.group_id)
+            group = (self._new.pop(key.group_id, None) if live else None) or StreamsGroup(key.group_id)
+            self.groups[key.group_id] = group
         if not isinstance(group, StreamsGroup):
             return  # another type's group under that id: its own records own it
         group.state.replay(StreamsRecord(key, value))

@@ -156,3 +156,15 @@ def test_a_heartbeat_of_an_unknown_group_that_is_not_a_join_is_group_id_not_foun
     h = StreamsShard()
     assert h.hb("ghost", 3).error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert "app" not in h.shard.groups
+
+
+def test_a_join_replaces_an_empty_group_of_another_type_and_keeps_its_offsets() -> None:
+    h = StreamsShard()
+    h.send(TopicsChanged((CHANGELOG,)))
+    h.commit("app", {("words", 0): 42})  # an app that ran with the classic protocol: offsets only
+    assert h.shard.groups["app"].group_type == "classic"
+    joined = h.hb("a", 0)
+    assert joined.error_code == ErrorCode.NONE
+    assert isinstance(h.shard.groups["app"], StreamsGroup)
+    assert h.fetch("app", {"words": (0,)}).topics[0].partitions[0].committed_offset == 42
+
