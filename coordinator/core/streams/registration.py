@@ -27,6 +27,7 @@ from uuid import UUID
 
 from coordinator.core.effects import Effects, TimerKey
 from coordinator.core.errors import CoordinatorError, ErrorCode
+from coordinator.core.events import MemberJoined, WarmupTasksChanged
 from coordinator.core.groups import (
     DEAD,
     CommitValidator,
@@ -45,6 +46,7 @@ from . import offsets
 from .describe import describe, rebalance_expired, session_expired
 from .group import StreamsGroupState
 from .heartbeat import SoftState, Step, StreamsSettings, heartbeat
+from .member import StreamsGroupMember
 from .records import StreamsRecord, group_tombstones
 from .requests import (
     StreamsGroupDescribe,
@@ -223,6 +225,7 @@ class StreamsGroupType:
                 return
             replaced = found
         group = existing if existing is not None else StreamsGroup(hb.group_id)
+        before = group.state.members.get(hb.member_id) if existing is not None else None
         try:
             state, step = heartbeat(group.state if existing is not None else None, group.soft, hb, self.counts, self.ctx.topics.metadata_hash,
                                     self.settings(), req.client_id, req.client_host, fx.now_ms)
@@ -237,6 +240,7 @@ class StreamsGroupType:
             for record in replaced.tombstones():
                 fx.record(record)
         self._apply(group, step, fx)
+        _report(group, before, group.state.members.get(hb.member_id), req, fx)
         fx.reply(req.ref, StreamsGroupHeartbeatResponse(ErrorCode.NONE, None, step.response, step.internal_topics))
 
     def describe(self, req: StreamsGroupDescribe, fx: Effects) -> None:
@@ -318,6 +322,22 @@ class StreamsGroupType:
                     counts[("standby",)] += len(member.assigned.standby)
                     counts[("warmup",)] += len(member.assigned.warmup)
         return counts
+
+
+def _report(group: StreamsGroup, before: StreamsGroupMember | None, after: StreamsGroupMember | None,
+            req: StreamsGroupHeartbeat, fx: Effects) -> None:
+    """The heartbeat's events: a member joined; its warm-ups started, promoted or dropped."""
+    if after is None:
+        return
+    if before is None:
+        fx.event(MemberJoined(group.group_id, after.member_id, after.instance_id, req.client_id, req.client_host,
+                              group_type=TYPE_NAME))
+    warm_before = before.assigned.warmup if before is not None else frozenset()
+    warm_after = after.assigned.warmup
+    if warm_before != warm_after:
+        promoted = {t for t in warm_before - warm_after if t in after.assigned.active}
+        fx.event(WarmupTasksChanged(group.group_id, after.member_id, after.member_epoch, len(warm_after - warm_before),
+                                    len(promoted), len(warm_before - warm_after - promoted)))
 
 
 def _refused(group_id: str, code: ErrorCode, message: str | None = None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from coordinator.core.config import GroupConfig
 from coordinator.core.errors import ErrorCode
+from coordinator.core.events import MemberJoined, WarmupTasksChanged
 from coordinator.core.requests import TopicsChanged
 from coordinator.core.streams.heartbeat_request import StreamsHeartbeat
 from coordinator.core.streams.registration import SESSION_TIMER, StreamsGroup
@@ -20,7 +21,7 @@ from coordinator.core.streams.requests import (
 from coordinator.core.streams.status import Status
 from coordinator.core.topics import TopicInfo
 from tests.core.harness import FAST, Harness
-from tests.core.streams.harness import TOPOLOGY, tasks_of
+from tests.core.streams.harness import TOPOLOGY, Client, tasks_of
 
 WORDS = TopicInfo(uuid.uuid4(), "words", 6)
 CHANGELOG = TopicInfo(uuid.uuid4(), "app-counts-changelog", 6)
@@ -168,3 +169,31 @@ def test_a_join_replaces_an_empty_group_of_another_type_and_keeps_its_offsets() 
     assert isinstance(h.shard.groups["app"], StreamsGroup)
     assert h.fetch("app", {"words": (0,)}).topics[0].partitions[0].committed_offset == 42
 
+
+
+def test_a_v1_newcomer_warms_up_before_taking_its_tasks_and_the_events_say_so() -> None:
+    h = StreamsShard(GroupConfig(streams_group_acceptable_recovery_lag=100, streams_group_num_warmup_replicas=2))
+    h.send(TopicsChanged((CHANGELOG,)))
+    a, b = Client("a"), Client("b")
+
+    def beat(client: Client) -> None:
+        ref = h.next_ref()
+        h.send(StreamsGroupHeartbeat(ref, client.request(), "client", "/127.0.0.1"))
+        reply = h.reply(ref)
+        assert reply.error_code == ErrorCode.NONE, reply
+        client.take(reply.body)
+
+    beat(a)
+    assert len(a.active) == 6
+    warmed: set[tuple[str, int]] = set()
+    for _ in range(20):
+        beat(b)
+        beat(a)
+        warmed |= b.warmup
+        assert not (a.active & b.active)  # never active twice
+    assert len(a.active) == len(b.active) == 3
+    assert b.active <= warmed  # every task it took it first restored as a warm-up
+    changes = h.events_of(WarmupTasksChanged)
+    assert sum(e.started for e in changes) == 3 and sum(e.promoted for e in changes) == 3
+    assert {e.group_type for e in changes} == {"streams"}
+    assert [e.member_id for e in h.events_of(MemberJoined) if e.group_type == "streams"] == ["a", "b"]
