@@ -197,3 +197,17 @@ def test_a_v1_newcomer_warms_up_before_taking_its_tasks_and_the_events_say_so() 
     assert sum(e.started for e in changes) == 3 and sum(e.promoted for e in changes) == 3
     assert {e.group_type for e in changes} == {"streams"}
     assert [e.member_id for e in h.events_of(MemberJoined) if e.group_type == "streams"] == ["a", "b"]
+
+
+def test_a_group_its_last_member_left_is_deleted_by_delete_groups_and_stays_gone_after_a_restart() -> None:
+    h = StreamsShard()
+    h.send(TopicsChanged((CHANGELOG,)))
+    a = h.hb("a", 0)
+    assert h.delete_groups("app").results[0].error_code == ErrorCode.NON_EMPTY_GROUP
+    left = h.hb("a", -1)
+    assert (left.error_code, left.body["member_epoch"]) == (ErrorCode.NONE, -1)
+    assert a.body["member_epoch"] >= 1 and h.shard.groups["app"].state_name == "Empty"
+    assert h.delete_groups("app").results[0].error_code == ErrorCode.NONE
+    assert "app" not in h.shard.groups
+    h.restart()
+    assert "app" not in h.shard.groups
