@@ -39,6 +39,7 @@ OFFSET_FETCH = 9
 OFFSET_COMMIT = 8
 LIST_OFFSETS = 2
 CONSUMER_GROUP_DESCRIBE = 69
+STREAMS_GROUP_DESCRIBE = 89
 
 CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     API_VERSIONS: (0, 3),
@@ -51,6 +52,7 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     OFFSET_COMMIT: (2, 9),  # v10 uses topic ids
     LIST_OFFSETS: (1, 10),
     CONSUMER_GROUP_DESCRIBE: (0, 1),
+    STREAMS_GROUP_DESCRIBE: (0, 0),
 }
 """The API versions this client can build and read, by API key."""
 
@@ -58,7 +60,8 @@ API_NAMES = {
     API_VERSIONS: "ApiVersions", METADATA: "Metadata", FIND_COORDINATOR: "FindCoordinator",
     LIST_GROUPS: "ListGroups", DESCRIBE_GROUPS: "DescribeGroups", DELETE_GROUPS: "DeleteGroups",
     OFFSET_FETCH: "OffsetFetch", OFFSET_COMMIT: "OffsetCommit", LIST_OFFSETS: "ListOffsets",
-    CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe", DESCRIBE_GROUP_GENERATIONS: "DescribeGroupGenerations",
+    CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe", STREAMS_GROUP_DESCRIBE: "StreamsGroupDescribe",
+    DESCRIBE_GROUP_GENERATIONS: "DescribeGroupGenerations",
 }
 
 _SIZE = struct.Struct(">i")

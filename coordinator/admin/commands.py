@@ -170,6 +170,13 @@ async def _describe(client: AdminClient, args: argparse.Namespace) -> str:
             ["MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "EPOCH", "ASSIGNMENT", "TARGET-ASSIGNMENT"],
             [[m.member_id, m.group_instance_id, m.client_id, m.client_host, m.member_epoch,
               partitions_text(m.assignment), partitions_text(m.target_assignment)] for m in description.members])
+    elif description.group_type == "streams":
+        head.append(f"GROUP-EPOCH {description.group_epoch}  ASSIGNMENT-EPOCH {description.assignment_epoch}")
+        members = table(
+            ["MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "EPOCH", "ACTIVE", "STANDBY", "WARMUP", "TASK-LAGS"],
+            [[m.member_id, m.group_instance_id, m.client_id, m.client_host, m.member_epoch,
+              partitions_text(m.assignment), partitions_text(m.standby_tasks), partitions_text(m.warmup_tasks),
+              " ".join(f"{task}:{lag}" for task, lag in sorted(m.task_lags.items()))] for m in description.members])
     else:
         generation = "" if description.generation_id is None else f"  GENERATION {description.generation_id}"
         head.append(f"PROTOCOL-TYPE {description.protocol_type or '-'}  PROTOCOL {description.protocol or '-'}"

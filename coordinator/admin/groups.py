@@ -5,7 +5,9 @@
   only have classic groups; no state before v4).
 - `describe_group`: the group from its coordinator. ConsumerGroupDescribe (API 69) when the broker
   serves it and the group is a consumer (KIP-848) group: group and assignment epochs, member epochs,
-  current and target assignments. Otherwise DescribeGroups; for protocol type "consumer" each
+  current and target assignments. StreamsGroupDescribe (API 89) for a streams (KIP-1071) group: each
+  member's active, standby and warm-up tasks (subtopology: partitions) and, for members that report
+  task offsets, the lag of each standby and warm-up task (end minus offset). Otherwise DescribeGroups; for protocol type "consumer" each
   member's ConsumerProtocolAssignment is decoded, and each member's generation is the one this
   coordinator's private DescribeGroupGenerations answers (`generations.py`), or where the broker
   does not serve it (Apache Kafka) the one the member's subscription names. Then committed offsets
@@ -34,6 +36,7 @@ from .client import (
     DESCRIBE_GROUPS,
     LIST_GROUPS,
     OFFSET_FETCH,
+    STREAMS_GROUP_DESCRIBE,
     AdminClient,
     AdminError,
     Connection,
@@ -67,6 +70,12 @@ class MemberDescription:
     target_assignment: Partitions | None = None
     """Consumer groups: the assignment the member is reconciling towards."""
     subscribed_topics: list[str] = field(default_factory=list)
+    standby_tasks: Partitions | None = None
+    """Streams groups: standby tasks, subtopology → partitions (``assignment`` holds the active ones)."""
+    warmup_tasks: Partitions | None = None
+    """Streams groups: warm-up tasks (restoring before they take over an active task)."""
+    task_lags: dict[str, int] = field(default_factory=dict)
+    """Streams groups, members reporting task offsets (v1): "subtopology_partition" → lag."""
 
 
 @dataclass(slots=True)
@@ -150,6 +159,44 @@ async def _describe_consumer_group(connection: Connection, group_id: str) -> Gro
     )
 
 
+async def _describe_streams_group(connection: Connection, group_id: str) -> GroupDescription | None:
+    """StreamsGroupDescribe; None when the group is not a streams group (or unknown)."""
+    response = await connection.request(STREAMS_GROUP_DESCRIBE, {"group_ids": [group_id],
+                                                                 "include_authorized_operations": False})
+    group = response.groups[0]
+    code = int(group.error_code)
+    if code == ErrorCode.GROUP_ID_NOT_FOUND:
+        return None
+    if code:
+        raise AdminError(f"StreamsGroupDescribe of {group_id!r} failed: {error_name(code)}"
+                         + (f" ({group.error_message})" if group.error_message else ""))
+
+    def tasks(items: Any) -> Partitions:
+        return {t.subtopology_id: sorted(int(p) for p in t.partitions)
+                for t in sorted(items, key=lambda t: t.subtopology_id)}
+
+    def lags(m: Any) -> dict[str, int]:
+        ends = {(o.subtopology_id, int(o.partition)): int(o.offset) for o in m.task_end_offsets}
+        return {f"{o.subtopology_id}_{o.partition}": ends[key] - int(o.offset)
+                for o in m.task_offsets if (key := (o.subtopology_id, int(o.partition))) in ends}
+
+    members = [
+        MemberDescription(
+            member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
+            client_host=m.client_host, assignment=tasks(m.assignment.active_tasks), member_epoch=int(m.member_epoch),
+            target_assignment=tasks(m.target_assignment.active_tasks),
+            standby_tasks=tasks(m.assignment.standby_tasks), warmup_tasks=tasks(m.assignment.warmup_tasks),
+            task_lags=lags(m),
+        )
+        for m in group.members
+    ]
+    return GroupDescription(
+        group_id=group_id, group_type="streams", state=group.group_state, protocol_type="streams", protocol="",
+        coordinator=connection.label, members=members, offsets=[], group_epoch=int(group.group_epoch),
+        assignment_epoch=int(group.assignment_epoch),
+    )
+
+
 async def _describe_classic_group(connection: Connection, group_id: str) -> GroupDescription:
     response = await connection.request(DESCRIBE_GROUPS, {"groups": [group_id]})
     group = response.groups[0]
@@ -228,6 +275,8 @@ async def describe_group(client: AdminClient, group_id: str) -> GroupDescription
     description = None
     if connection.supports(CONSUMER_GROUP_DESCRIBE):
         description = await _describe_consumer_group(connection, group_id)
+    if description is None and connection.supports(STREAMS_GROUP_DESCRIBE):
+        description = await _describe_streams_group(connection, group_id)
     if description is None:
         before, connection = await group_generations(client, connection, group_id)
         description = await _describe_classic_group(connection, group_id)
@@ -236,7 +285,7 @@ async def describe_group(client: AdminClient, group_id: str) -> GroupDescription
             _show_generations(description, held_throughout(before, after, description.state))
     committed = await committed_offsets(connection, group_id)
     owners: dict[tuple[str, int], str] = {}
-    for member in description.members:
+    for member in description.members if description.group_type != "streams" else ():  # tasks, not partitions
         for topic, parts in (member.assignment or {}).items():
             for partition in parts:
                 owners[(topic, partition)] = member.member_id
@@ -266,6 +315,8 @@ async def group_state(client: AdminClient, group_id: str) -> str:
     description = None
     if connection.supports(CONSUMER_GROUP_DESCRIBE):
         description = await _describe_consumer_group(connection, group_id)
+    if description is None and connection.supports(STREAMS_GROUP_DESCRIBE):
+        description = await _describe_streams_group(connection, group_id)
     if description is None:
         description = await _describe_classic_group(connection, group_id)
     return description.state

@@ -130,3 +130,18 @@ class MemberFenced:
     reason: str  # "session-timeout" | "rebalance-timeout"
     partitions: int  # partitions it held
     group_type: str = "consumer"
+
+
+@dataclass(frozen=True, slots=True)
+class WarmupTasksChanged:
+    """A streams-group member's warm-up tasks changed in a heartbeat: ``started`` warm-ups it was
+    given, ``promoted`` warm-ups that became its active tasks (it caught up), ``dropped`` warm-ups
+    it lost otherwise (the target moved on)."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    started: int
+    promoted: int
+    dropped: int
+    group_type: str = "streams"

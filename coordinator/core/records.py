@@ -15,6 +15,8 @@ type  owner (declared in)                 record
 1     offsets (``offset_records.py``)     OffsetCommit
 2     classic (``classic/schema.py``)     GroupMetadata
 3-8   consumer (``consumer/schema.py``)   ConsumerGroup* (4 reserved: never written, KIP-1101)
+17,   streams (``streams/schema.py``)     StreamsGroup* (18 not declared: not in Kafka trunk)
+19-23
 1000  the shard (``epoch.py``)            CoordinatorEpoch
 1001  security (``security/records.py``)  ScramCredential, Acl (a node service: not built in)
 -1002
@@ -64,6 +66,7 @@ from coordinator.core.record_codec import (
     group_of,
     replay_encoded_record,
 )
+from coordinator.core.streams import schema as streams_schema
 from coordinator.core.txn_offsets import OffsetsUpstreamKey, OffsetsUpstreamValue
 
 # Re-exported: the built-in structs and the mechanism, under the names the log's readers (tools,
@@ -99,6 +102,7 @@ BUILTIN_RECORD_TYPES: tuple[RecordTypeDecl, ...] = (
     *offset_records.RECORD_TYPES,
     *classic_schema.RECORD_TYPES,
     *consumer_schema.RECORD_TYPES,
+    *streams_schema.RECORD_TYPES,
     *epoch.RECORD_TYPES,
     *txn_offsets.RECORD_TYPES,
 )

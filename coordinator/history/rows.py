@@ -106,6 +106,8 @@ EVENT_ROWS: dict[type, RowSpec | None] = {
         "member_assignment_changed", {"assigned": "assigned_count", "revoked": "revoked_count"},
     ),
     events.MemberFenced: RowSpec("member_fenced", {"partitions": "partition_count"}),
+    # ---- streams groups (KIP-1071): metrics only so far (the history schema has no task columns) ----
+    events.WarmupTasksChanged: SKIP,
 }
 
 

@@ -233,7 +233,7 @@ class CoordinatorServer:
         self.history: HistoryWriter | None = None
         declared = [*bootstrap_handlers(self.view, lambda: self.registry.version_ranges()),
                     *group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]),
-                                    self.topics),
+                                    self.topics, None if self.sidecar is not None else self.catalog.create),
                     *security_handlers(lambda: self.shard, self.security_forwarder)]
         if self.sidecar is not None:
             declared = served_by_sidecar(declared, self.sidecar.handlers(self.view,

@@ -42,6 +42,11 @@ PARTITIONS_REVOKED = Counter(
     "coordinator_consumer_partitions_revoked", "Partitions consumer-group members were told to stop using.")
 MEMBERS_FENCED = Counter(
     "coordinator_consumer_members_fenced", "Consumer-group members removed by the coordinator, by reason.", ["reason"])
+STREAMS_WARMUPS_STARTED = Counter(
+    "coordinator_streams_warmups_started", "Warm-up tasks given to streams-group members (restoring while the "
+    "active task keeps running elsewhere).")
+STREAMS_WARMUPS_PROMOTED = Counter(
+    "coordinator_streams_warmups_promoted", "Warm-up tasks that caught up and became the member's active task.")
 GROUP_OFFSETS_COMMITTED = Counter("coordinator_group_offsets_committed", "Offsets committed per group (only with metrics.group.labels.enable).", ["group"])
 
 
@@ -78,6 +83,11 @@ def observer(per_group_labels: bool) -> Callable[[object], None]:
                     PARTITIONS_REVOKED.inc(revoked)
             case events.MemberFenced(reason=reason):
                 MEMBERS_FENCED.labels(reason).inc()
+            case events.WarmupTasksChanged(started=started, promoted=promoted):
+                if started:
+                    STREAMS_WARMUPS_STARTED.inc(started)
+                if promoted:
+                    STREAMS_WARMUPS_PROMOTED.inc(promoted)
             case _:
                 pass
 

@@ -12,16 +12,18 @@ from coordinator.core.errors import ErrorCode
 from coordinator.core.registry import Registration, merged
 from coordinator.core.requests import ConsumerGroupHeartbeat, DescribeGroups, Heartbeat, ListGroups
 from coordinator.core.shard import GROUP_TYPES, CoordinatorShard
+from coordinator.core.streams.requests import StreamsGroupDescribe, StreamsGroupHeartbeat
 from tests.core.consumer.harness import ConsumerHarness
 
 
 def test_every_core_request_type_is_served_by_exactly_one_registration() -> None:
     shard = CoordinatorShard()
     served = set(shard._handlers)
-    # Every request struct the adapters can send (the Request union) has its one handler.
-    assert set(get_args(requests.Request)) == served
+    # Every request struct the adapters can send (the Request union, and the requests a group type
+    # package brings of its own) has its one handler.
+    assert set(get_args(requests.Request)) | {StreamsGroupHeartbeat, StreamsGroupDescribe} == served
     assert set(shard._error_responses) == served
-    assert set(shard.types) == {"classic", "consumer"} and len(GROUP_TYPES) == 2
+    assert set(shard.types) == {"classic", "consumer", "streams"} and len(GROUP_TYPES) == 3
 
 
 def test_a_request_type_registered_twice_is_refused() -> None:

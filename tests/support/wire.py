@@ -7,11 +7,11 @@ import contextlib
 import struct
 from typing import Any
 
-from kio.index import load_request_schema
 from kio.serial import entity_reader
 
 from protocol.build import build
 from protocol.client import encode_request
+from protocol.schemas import request_schema as load_request_schema
 from protocol.schemas import response_schema as load_response_schema
 
 

@@ -13,7 +13,7 @@ before a group sees it (``heartbeat_request``); the Interactive Queries endpoint
 timers, internal topics; StreamsGroupDescribe's description and the timeouts' expiry
 (``describe``).
 
-Not wired yet (issue 29): no registration with the shard, no API adapters, no timers armed. The
-group-contract work (issue 26) changes how a group type registers its records and APIs; the
-pieces here depend on none of that, so wiring them is registration.
+Wired: ``schema`` declares the records to the shard and ``registration`` registers the type
+(``shard.GROUP_TYPES``): the group under the ``Group`` contract, its requests (``requests``), the
+session and rebalance timers; ``runtime/apis/streams_groups.py`` serves its two APIs.
 """

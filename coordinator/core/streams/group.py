@@ -1,8 +1,8 @@
 """A streams group as its records rebuild it (Kafka's ``StreamsGroup`` and the streams ``replay``
 paths of ``GroupMetadataManager``), and the group state derived from it.
 
-``StreamsGroupState.replay`` is the only code that changes a group's durable state: the handler
-(not written yet) will compute records with the factories of ``records.py`` and replay them, and a
+``StreamsGroupState.replay`` is the only code that changes a group's durable state: the heartbeat
+(``heartbeat.py``) computes records with the factories of ``records.py`` and replays them, and a
 restarted or standby coordinator replays the same records from the log, so both hold the same
 group. What is not in the records (task offsets, the refined assignment, the endpoint epoch, the
 configured topology) is soft state kept beside it and derived again after a failover, as in Kafka.

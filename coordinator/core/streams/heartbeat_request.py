@@ -2,7 +2,7 @@
 Kafka's ``GroupCoordinatorService`` makes before the group sees it (``throwIfStreamsGroupHeartbeat
 RequestIsInvalid`` and the unsupported-feature checks), with Kafka's messages.
 
-The API adapter (not written yet) builds a ``StreamsHeartbeat`` from the decoded request: task
+The API adapter (``runtime/apis/streams_groups.py``) builds a ``StreamsHeartbeat`` from the decoded request: task
 lists become task sets (None stays None: "unchanged"), the topology becomes the
 ``StreamsGroupTopology`` record value (its shape, as Kafka's ``convertToStreamsGroupTopologyRecord``
 does), offsets become (subtopology, partition, offset) triples.

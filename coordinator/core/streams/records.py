@@ -24,9 +24,8 @@ Type 18 (``StreamsGroupPartitionMetadata``) is not in Apache trunk: the metadata
 replaced it (KIP-1101), so it is not declared. Task offsets, the refined (warm-up) assignment and
 the endpoint epoch are not persisted, as in Kafka.
 
-Not wired yet: the shard's record codec is being changed so that a group type declares its record
-types (issue 26, point 3); ``RECORD_TYPES`` lists these in that shape, and ``encode_record`` /
-``decode_record`` are the same format, so wiring is a registration.
+The shard declares them from ``schema.py`` (``RecordTypeDecl`` each); ``encode_record`` /
+``decode_record`` here are the same format, for the package's own pure tests.
 """
 
 from __future__ import annotations
@@ -37,12 +36,14 @@ from dataclasses import dataclass
 
 import msgspec
 
+from ..record_codec import RecordStruct
 from .member import Endpoint, MemberState, StreamsGroupMember
 from .tasks import Task, TasksTuple, TasksWithEpochs, by_subtopology
 
 
-class _Struct(msgspec.Struct, frozen=True, array_like=True):
-    """Base of the streams record structs: immutable, hashable, encoded as msgpack arrays."""
+class _Struct(RecordStruct, frozen=True):
+    """Base of the streams record structs: the shard's record struct (immutable, hashable, encoded
+    as msgpack arrays), so the shard's codec encodes them as it encodes every declared type."""
 
 
 class KeyValue(_Struct, frozen=True):

@@ -1,0 +1,148 @@
+"""Streams group APIs (KIP-1071): StreamsGroupHeartbeat (88) v0–1, StreamsGroupDescribe (89) v0.
+
+Version notes:
+- StreamsGroupHeartbeat v0 (Kafka 4.2/4.3 clients) and v1 (Kafka 4.4 / trunk, `protocol/newer.py`)
+  carry the same request fields; the response v1 has `AcceptableRecoveryLag` int64, v0 an int32
+  in its place that Kafka never sets (0 here). Task offsets are read from either version, but only
+  the trunk client sends them, on v1.
+- The member id is always the client's (Kafka refuses an empty one: INVALID_REQUEST).
+- The topics the heartbeat asks for (repartition and changelog topics, with the partition count
+  the topology decided and the topic configs it declared) are created here, at the edge, by
+  `create_topic` (the embedded catalog's `create`): the core stays pure, and the next heartbeat
+  sees them through the catalog -> core topic events. Without `create_topic` (sidecar mode) they
+  are not created and the heartbeat keeps reporting MISSING_INTERNAL_TOPICS.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ...api.authorization import NOT_REQUESTED, READ, DescribeEachGroup, GroupMember
+from ...api.declaration import SidecarRoute
+from ...api.placement import GroupList, OneGroup
+from ...api.registry import ApiHandler, RequestContext
+from ...catalog.catalog import CatalogError
+from ...core.streams import records as rec
+from ...core.streams.heartbeat_request import StreamsHeartbeat
+from ...core.streams.member import Endpoint
+from ...core.streams.requests import (
+    StreamsGroupDescribe,
+    StreamsGroupHeartbeat,
+    StreamsGroupHeartbeatResponse,
+)
+from ...core.streams.tasks import Task
+from ..shard import ShardRuntime
+from .group_admin import ALL_GROUP_OPERATIONS
+from .group_api import group_api, ms
+
+STREAMS_GROUP_HEARTBEAT = 88
+STREAMS_GROUP_DESCRIBE = 89
+
+CreateTopic = Callable[[str, int, dict[str, str]], object]
+"""(name, partitions, configs): what creates an internal topic (the embedded catalog's `create`)."""
+
+log = logging.getLogger(__name__)
+
+_HEARTBEAT_DEFAULTS: dict[str, Any] = {
+    "member_id": "", "member_epoch": 0, "heartbeat_interval": 0, "task_offset_interval": 0, "status": None,
+    "active_tasks": None, "standby_tasks": None, "warmup_tasks": None, "endpoint_information_epoch": 0,
+    "partitions_by_user_endpoint": None,
+}
+
+
+def _tasks(items: Iterable[Any] | None) -> frozenset[Task] | None:
+    if items is None:
+        return None
+    return frozenset((t.subtopology_id, int(p)) for t in items for p in t.partitions)
+
+
+def _offsets(items: Iterable[Any] | None) -> tuple[tuple[str, int, int], ...] | None:
+    if items is None:
+        return None
+    return tuple((o.subtopology_id, int(o.partition), int(o.offset)) for o in items)
+
+
+def _topic_info(t: Any) -> rec.TopicInfo:
+    return rec.TopicInfo(t.name, int(t.partitions), int(t.replication_factor),
+                         tuple(rec.TopicConfig(c.key, c.value) for c in t.topic_configs))
+
+
+def topology_record(topology: Any) -> rec.StreamsGroupTopologyValue:
+    """The wire topology as the record stores it (Kafka's ``convertToStreamsGroupTopologyRecord``)."""
+    return rec.StreamsGroupTopologyValue(int(topology.epoch), tuple(
+        rec.Subtopology(
+            s.subtopology_id, tuple(s.source_topics), tuple(s.source_topic_regex),
+            tuple(_topic_info(t) for t in s.state_changelog_topics), tuple(s.repartition_sink_topics),
+            tuple(_topic_info(t) for t in s.repartition_source_topics),
+            tuple(rec.CopartitionGroup(tuple(c.source_topics), tuple(c.source_topic_regex),
+                                       tuple(c.repartition_source_topics)) for c in s.copartition_groups))
+        for s in topology.subtopologies))
+
+
+def streams_group_heartbeat(shard: Callable[[], ShardRuntime | None],
+                            create_topic: CreateTopic | None = None) -> ApiHandler:
+    def to_core(ctx: RequestContext, r: Any, ref: int) -> StreamsGroupHeartbeat:
+        endpoint = r.user_endpoint
+        request = StreamsHeartbeat(
+            group_id=r.group_id, member_id=r.member_id, member_epoch=r.member_epoch,
+            endpoint_information_epoch=r.endpoint_information_epoch, instance_id=r.instance_id,
+            rack_id=r.rack_id, rebalance_timeout_ms=ms(r.rebalance_timeout),
+            topology=topology_record(r.topology) if r.topology is not None else None,
+            active_tasks=_tasks(r.active_tasks), standby_tasks=_tasks(r.standby_tasks),
+            warmup_tasks=_tasks(r.warmup_tasks), process_id=r.process_id,
+            user_endpoint=Endpoint(endpoint.host, int(endpoint.port)) if endpoint is not None else None,
+            client_tags=None if r.client_tags is None else tuple((kv.key, kv.value) for kv in r.client_tags),
+            task_offsets=_offsets(r.task_offsets), task_end_offsets=_offsets(r.task_end_offsets),
+            shutdown_application=bool(r.shutdown_application), api_version=ctx.api_version)
+        return StreamsGroupHeartbeat(ref, request, ctx.client_id, f"/{ctx.client_host}")
+
+    def to_wire(ctx: RequestContext, r: Any, resp: StreamsGroupHeartbeatResponse) -> dict[str, Any]:
+        if create_topic is not None:
+            for topic in resp.internal_topics:
+                try:
+                    create_topic(topic.name, topic.partitions, dict(topic.configs))
+                except CatalogError as exc:  # another member's heartbeat created it first, or a bad name
+                    log.debug("internal topic %s not created: %s", topic.name, exc.message)
+        wire = {**_HEARTBEAT_DEFAULTS, **resp.body, "throttle_time": 0, "error_code": resp.error_code,
+                "error_message": resp.error_message}
+        if ctx.api_version == 0:
+            wire["acceptable_recovery_lag"] = 0  # v0's int32 field: never set by Kafka
+        return wire
+
+    def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
+        wire = {**_HEARTBEAT_DEFAULTS, "error_code": code}
+        if ctx.api_version == 0:
+            wire["acceptable_recovery_lag"] = 0
+        return wire
+
+    return group_api(shard, STREAMS_GROUP_HEARTBEAT, 0, 1, to_core, to_wire, on_error,
+                     authorization=GroupMember(READ), placement=OneGroup(), sidecar=SidecarRoute.SERVED)
+
+
+def streams_group_describe(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
+    def to_core(ctx: RequestContext, r: Any, ref: int) -> StreamsGroupDescribe:
+        return StreamsGroupDescribe(ref, tuple(r.group_ids))
+
+    def to_wire(ctx: RequestContext, r: Any, resp: Any) -> dict[str, Any]:
+        groups = []
+        for g in resp.groups:
+            operations = NOT_REQUESTED
+            if r.include_authorized_operations and not g["error_code"]:
+                operations = ALL_GROUP_OPERATIONS
+            groups.append({**g, "authorized_operations": operations})
+        return {"throttle_time": 0, "groups": groups}
+
+    def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
+        return {"groups": [_refused_group(g, code) for g in r.group_ids]}
+
+    return group_api(shard, STREAMS_GROUP_DESCRIBE, 0, 0, to_core, to_wire, on_error,
+                     authorization=DescribeEachGroup("group_ids", _refused_group),
+                     placement=GroupList("group_ids", "groups", _refused_group), sidecar=SidecarRoute.SERVED)
+
+
+def _refused_group(group_id: str, code: int) -> dict[str, Any]:
+    """A StreamsGroupDescribe entry refused whole (not authorized, another node's)."""
+    return {"error_code": code, "error_message": None, "group_id": group_id, "group_state": "", "group_epoch": -1,
+            "assignment_epoch": -1, "topology": None, "members": [], "authorized_operations": NOT_REQUESTED}
