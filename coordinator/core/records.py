@@ -15,9 +15,13 @@ type  owner (declared in)                 record
 1     offsets (``offset_records.py``)     OffsetCommit
 2     classic (``classic/schema.py``)     GroupMetadata
 3-8   consumer (``consumer/schema.py``)   ConsumerGroup* (4 reserved: never written, KIP-1101)
+10-14 share (``share/schema.py``)         ShareGroup* (15 reserved: never written)
 1000  the shard (``epoch.py``)            CoordinatorEpoch
 1001  security (``security/records.py``)  ScramCredential, Acl (a node service: not built in)
 -1002
+1003  txn offsets (``txn_offsets.py``)    OffsetsUpstream
+1100  share (``share/schema.py``)         SharePartition, ShareBatch (share-partition state)
+-1101
 ====  ==================================  ============================================================
 
 Record types are Kafka's where Kafka has one; ours start at 1000. The wire format and the
@@ -64,6 +68,7 @@ from coordinator.core.record_codec import (
     group_of,
     replay_encoded_record,
 )
+from coordinator.core.share import schema as share_schema
 from coordinator.core.txn_offsets import OffsetsUpstreamKey, OffsetsUpstreamValue
 
 # Re-exported: the built-in structs and the mechanism, under the names the log's readers (tools,
@@ -99,6 +104,7 @@ BUILTIN_RECORD_TYPES: tuple[RecordTypeDecl, ...] = (
     *offset_records.RECORD_TYPES,
     *classic_schema.RECORD_TYPES,
     *consumer_schema.RECORD_TYPES,
+    *share_schema.RECORD_TYPES,
     *epoch.RECORD_TYPES,
     *txn_offsets.RECORD_TYPES,
 )

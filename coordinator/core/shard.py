@@ -79,12 +79,14 @@ from coordinator.core.registry import (
 )
 from coordinator.core.requests import Event, TimerFired, TopicsChanged
 from coordinator.core.result import Result
+from coordinator.core.share import registration as share
 from coordinator.core.topics import TopicsImage
 from coordinator.core.txn_offsets import TxnOffsets
 
 GROUP_TYPES: tuple[GroupTypeFactory, ...] = (
     classic.register,
     consumer.register,
+    share.register,
 )
 """The built-in group types, one line each: what a shard hosts unless it is given others."""
 

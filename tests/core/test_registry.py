@@ -18,10 +18,12 @@ from tests.core.consumer.harness import ConsumerHarness
 def test_every_core_request_type_is_served_by_exactly_one_registration() -> None:
     shard = CoordinatorShard()
     served = set(shard._handlers)
-    # Every request struct the adapters can send (the Request union) has its one handler.
-    assert set(get_args(requests.Request)) == served
+    share_type = shard.types["share"]
+    # Every request struct the adapters can send (the Request union, and the share type's own,
+    # declared in its package) has its one handler.
+    assert set(get_args(requests.Request)) | set(share_type.registration.requests) == served
     assert set(shard._error_responses) == served
-    assert set(shard.types) == {"classic", "consumer"} and len(GROUP_TYPES) == 2
+    assert set(shard.types) == {"classic", "consumer", "share"} and len(GROUP_TYPES) == 3
 
 
 def test_a_request_type_registered_twice_is_refused() -> None:
