@@ -1,0 +1,100 @@
+"""ShareGroupHeartbeat v1 and ShareGroupDescribe v1 over a real socket (embedded mode): a share
+member joins, its partitions are initialized from the data plane's logs and assigned on a later
+heartbeat, the admin APIs see a group of type share, another protocol is refused the id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from protocol.build import build
+from protocol.schemas import request_schema
+from tests.runtime.conftest import serving
+from tests.support.polling import eventually
+from tests.support.wire import WireClient
+
+SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE = 76, 77
+GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, INVALID_REQUEST = 69, 25, 110, 42
+MEMBER = "shareMember00000000001"  # a client-generated member id (Kafka's Uuid string)
+
+
+def req(api_key: int, version: int, **fields: Any) -> Any:
+    return build(request_schema(api_key, version), fields)
+
+
+def heartbeat(group: str, member: str, epoch: int, topics: list[str] | None = None) -> Any:
+    return req(SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id=member, member_epoch=epoch, rack_id=None,
+               subscribed_topic_names=topics)
+
+
+@pytest.mark.asyncio
+async def test_a_share_member_joins_gets_its_partitions_describes_and_leaves(tmp_path) -> None:
+    async with serving(tmp_path, topics="t:2") as server:
+        client = await WireClient.connect(server.port)
+        try:
+            joined = await client.request(heartbeat("q", MEMBER, 0, ["t"]))
+            assert joined.error_code == 0 and joined.member_epoch >= 1
+            assert joined.heartbeat_interval.total_seconds() == 5
+            epoch = joined.member_epoch
+
+            async def assigned() -> Any:
+                nonlocal epoch
+                answer = await client.request(heartbeat("q", MEMBER, epoch))
+                assert answer.error_code == 0
+                epoch = answer.member_epoch
+                if answer.assignment is not None and answer.assignment.topic_partitions:
+                    return answer.assignment
+                return None
+
+            assignment = await eventually(assigned, message="the member's partitions, once initialized")
+            assert [sorted(tp.partitions) for tp in assignment.topic_partitions] == [[0, 1]]
+
+            described = await client.request(req(SHARE_GROUP_DESCRIBE, 1, group_ids=["q", "nobody"],
+                                                 include_authorized_operations=False))
+            found, missing = described.groups
+            assert (found.error_code, found.group_state, found.assignor_name) == (0, "Stable", "simple")
+            (member,) = found.members
+            assert member.member_id == MEMBER and member.member_epoch == epoch
+            assert [(tp.topic_name, sorted(tp.partitions)) for tp in member.assignment.topic_partitions] == [
+                ("t", [0, 1])]
+            assert missing.error_code == GROUP_ID_NOT_FOUND
+
+            listed = await client.request(req(16, 5, states_filter=[], types_filter=["share"]))
+            assert [(g.group_id, g.group_type, g.protocol_type) for g in listed.groups] == [("q", "share", "share")]
+
+            consumer = await client.request(req(68, 1, group_id="q", member_id="consumerMember000000001",
+                                                member_epoch=0, instance_id=None, rack_id=None,
+                                                rebalance_timeout=10_000, subscribed_topic_names=["t"],
+                                                subscribed_topic_regex=None, server_assignor=None,
+                                                topic_partitions=[]))
+            assert consumer.error_code == GROUP_ID_NOT_FOUND  # the id names a share group
+
+            stale = await client.request(heartbeat("q", MEMBER, epoch + 1))
+            assert stale.error_code == FENCED_MEMBER_EPOCH
+            assert (await client.request(heartbeat("q", "strangerMember00000001", 3))).error_code == UNKNOWN_MEMBER_ID
+            assert (await client.request(heartbeat("q", "", 0, ["t"]))).error_code == INVALID_REQUEST
+
+            left = await client.request(heartbeat("q", MEMBER, -1))
+            assert (left.error_code, left.member_epoch) == (0, -1)
+            after = await client.request(req(SHARE_GROUP_DESCRIBE, 1, group_ids=["q"], include_authorized_operations=False))
+            assert after.groups[0].group_state == "Empty" and not after.groups[0].members
+        finally:
+            await client.close()
+
+
+@pytest.mark.asyncio
+async def test_a_share_heartbeat_for_a_consumer_groups_id_is_group_id_not_found(tmp_path) -> None:
+    async with serving(tmp_path, topics="t:1") as server:
+        client = await WireClient.connect(server.port)
+        try:
+            consumer = await client.request(req(68, 1, group_id="c", member_id="consumerMember000000001",
+                                                member_epoch=0, instance_id=None, rack_id=None,
+                                                rebalance_timeout=10_000, subscribed_topic_names=["t"],
+                                                subscribed_topic_regex=None, server_assignor=None,
+                                                topic_partitions=[]))
+            assert consumer.error_code == 0
+            refused = await client.request(heartbeat("c", MEMBER, 0, ["t"]))
+            assert refused.error_code == GROUP_ID_NOT_FOUND
+        finally:
+            await client.close()
