@@ -111,8 +111,8 @@ from ..shards.ownership import owner
 from ..shards.placement import LayoutError, ShardLayout, shard_data_dir
 from ..shards.security_channel import SecurityChannel, SecurityForwarder
 from ..shards.security_mirror import SecurityMirror
-from ..share.apis import share_handlers
-from ..share.starts import EmbeddedStartOffsets
+from ..share.settings import ShareFetchConfig
+from ..share.wiring import embedded_share_apis
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
@@ -242,8 +242,9 @@ class CoordinatorServer:
                                                                          lambda: self.registry.version_ranges()))
         elif self.serves_data_plane:
             declared += dataplane_handlers(self.catalog, self.store, self.store.config)
-            declared += share_handlers(lambda: self.shard, EmbeddedStartOffsets(  # share groups: embedded mode only
-                self.catalog, self.store, AutoOffsetReset.parse(config["share.auto.offset.reset"])))
+            declared += embedded_share_apis(  # share groups: embedded mode only (so far)
+                lambda: self.shard, self.view, self.catalog, self.store,
+                AutoOffsetReset.parse(config["share.auto.offset.reset"]), config.build(ShareFetchConfig))
         else:  # clients send InitProducerId to any node: ids from this shard's own range
             declared.append(init_producer_id_handler(self.store))
         try:

@@ -31,29 +31,46 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
+import msgspec
+
 from coordinator.core.effects import Effects, TimerKey
 from coordinator.core.errors import ErrorCode
 from coordinator.core.record_codec import Record
 from coordinator.core.registry import Gauge, Registration, ShardContext
 
 from . import membership
+from .acknowledgement import AckBatch, acknowledge, validate_batches
+from .acquisition import AcquireMode
 from .config import ShareConfig
 from .describe import describe_group
+from .fetch import acquire_from_log
 from .group import TYPE_NAME, ShareGroupView
 from .membership import HeartbeatConfig, HeartbeatRequest, ShareGroups
 from .partition import SharePartition
 from .records import RecordState, ShareGroupRecord, ShareRecord
-from .release import expire_locks, release_all
+from .release import expire_locks, release_all, release_member
 from .requests import (
+    ShareAckPartition,
+    ShareFetch,
+    ShareFetchResponse,
     ShareGroupDescribe,
     ShareGroupDescribeResponse,
     ShareGroupHeartbeat,
     ShareGroupHeartbeatResponse,
     ShareInitialize,
     ShareInitializeResponse,
+    SharePartitionAnswer,
 )
 from .schema import GROUP_RECORD_KEYS, PARTITION_RECORD_KEYS, RECORD_TYPES
+from .sessions import ShareSessions
 from .state import SharePartitions, initialize
+
+_SESSION_ERRORS = {
+    ErrorCode.SHARE_SESSION_NOT_FOUND: "The share session was not found.",
+    ErrorCode.INVALID_SHARE_SESSION_EPOCH: "The share session epoch is invalid.",
+    ErrorCode.SHARE_SESSION_LIMIT_REACHED: "The limit of share sessions has been reached.",
+    ErrorCode.INVALID_REQUEST: "Acknowledgements are not allowed when opening a share session.",
+}
 
 SESSION_TIMER = "share-session"
 LOCK_TIMER = "share-lock"
@@ -66,6 +83,8 @@ class ShareGroupType:
         self.ctx = ctx
         self.groups = ShareGroups()
         self.partitions = SharePartitions()
+        self.sessions = ShareSessions()
+        """Share sessions: memory only (Kafka's too); the edge reads a session's partitions."""
         self.registration = Registration(
             name=TYPE_NAME,
             record_types=RECORD_TYPES,
@@ -73,6 +92,7 @@ class ShareGroupType:
                 ShareGroupHeartbeat: self.heartbeat,
                 ShareGroupDescribe: self.describe,
                 ShareInitialize: self.initialize,
+                ShareFetch: self.fetch,
             },
             error_responses={
                 ShareGroupHeartbeat: lambda req, code: ShareGroupHeartbeatResponse(code),
@@ -80,6 +100,7 @@ class ShareGroupType:
                     tuple({"group_id": g, "error_code": code, "group_state": "", "members": []}
                           for g in req.group_ids)),
                 ShareInitialize: lambda req, code: ShareInitializeResponse(code),
+                ShareFetch: lambda req, code: ShareFetchResponse(code),
             },
             timers={SESSION_TIMER: self.session_expired, LOCK_TIMER: self.locks_expired},
             replayers={**dict.fromkeys(GROUP_RECORD_KEYS, self.replay_group),
@@ -151,6 +172,70 @@ class ShareGroupType:
             records += initialize(self.partitions, req.group_id, topic_id, partition, start)
         self._record_partitions(records, fx)
         fx.reply(req.ref, ShareInitializeResponse(ErrorCode.NONE, sum(1 for r in records if r.value is not None)))
+
+    def fetch(self, req: ShareFetch, fx: Effects) -> None:
+        """ShareFetch / ShareAcknowledge (see ``fetch.py``'s theory of operation)."""
+        added = [] if req.acknowledge_only else list(req.added)
+        if req.acknowledge_only:
+            answer = self.sessions.acknowledge(req.group_id, req.member_id, req.session_epoch)
+        else:
+            answer = self.sessions.fetch(req.group_id, req.member_id, req.session_epoch, req.connection_id,
+                                         bool(req.acks), added, req.forgotten)
+        if answer.error:
+            fx.reply(req.ref, ShareFetchResponse(answer.error, _SESSION_ERRORS.get(answer.error)))
+            return
+        config = self.share_config
+        touched: dict[tuple[UUID, int], SharePartition] = {}
+        answers: dict[tuple[UUID, int], SharePartitionAnswer] = {}
+        for acks in req.acks:
+            answers[(acks.topic_id, acks.partition)] = self._acknowledge(req, acks, fx, config, touched)
+        if answer.final:
+            self.sessions.close(req.group_id, req.member_id)
+            for p in list(self.partitions.of_group(req.group_id)):
+                records = release_member(p, req.member_id, config)
+                if records:
+                    self._record_partitions(records, fx)
+                    touched[(p.key.topic_id, p.key.partition)] = p
+        else:
+            budget = req.max_records
+            for read in req.reads:
+                tp = (read.topic_id, read.partition)
+                previous = answers.get(tp, SharePartitionAnswer(read.topic_id, read.partition))
+                partition = self.partitions.get(req.group_id, read.topic_id, read.partition)
+                if read.error_code or partition is None or req.acknowledge_only:
+                    answers[tp] = msgspec.structs.replace(previous, error_code=read.error_code)
+                    continue
+                got = acquire_from_log(partition, req.member_id, read.log_start_offset, read.batches, read.aborted,
+                                       budget, fx.now_ms, config, AcquireMode(req.acquire_mode))
+                self._record_partitions(got.records, fx)
+                if got.records:
+                    touched[tp] = partition
+                budget -= sum(r.last_offset - r.first_offset + 1 for r in got.acquired)
+                answers[tp] = msgspec.structs.replace(previous, acquired=tuple(
+                    (r.first_offset, r.last_offset, r.delivery_count) for r in got.acquired))
+        for p in touched.values():
+            self.arm_lock(p, fx)
+        fx.reply(req.ref, ShareFetchResponse(ErrorCode.NONE, None, config.lock_duration_ms, tuple(answers.values())))
+
+    def _acknowledge(self, req: ShareFetch, acks: ShareAckPartition, fx: Effects, config: ShareConfig,
+                     touched: dict[tuple[UUID, int], SharePartition]) -> SharePartitionAnswer:
+        batches = [AckBatch(first, last, types) for first, last, types in acks.batches]
+        invalid = validate_batches(batches, req.api_version, req.is_renew_ack)
+        if invalid is not None:
+            return SharePartitionAnswer(acks.topic_id, acks.partition, ack_error_code=ErrorCode.INVALID_REQUEST,
+                                        ack_error_message=invalid)
+        p = self.partitions.get(req.group_id, acks.topic_id, acks.partition)
+        if p is None or not p.initialized:
+            return SharePartitionAnswer(acks.topic_id, acks.partition, ack_error_code=ErrorCode.INVALID_RECORD_STATE,
+                                        ack_error_message="the share partition has no state")
+        result = acknowledge(p, req.member_id, batches, fx.now_ms, config)
+        if result.error:
+            return SharePartitionAnswer(acks.topic_id, acks.partition, ack_error_code=result.error,
+                                        ack_error_message=result.message)
+        self._record_partitions(result.records, fx)
+        if result.records:
+            touched[(acks.topic_id, acks.partition)] = p
+        return SharePartitionAnswer(acks.topic_id, acks.partition)
 
     # ---- timers ------------------------------------------------------------------------------------
 

@@ -64,3 +64,61 @@ class ShareInitialize(msgspec.Struct, frozen=True, gc=False):
 class ShareInitializeResponse(msgspec.Struct, frozen=True, gc=False):
     error_code: ErrorCode
     initialized: int = 0
+
+
+class ShareReadPartition(msgspec.Struct, frozen=True, gc=False):
+    """What the edge read of one share partition's log for a ShareFetch: (base, last) offset of
+    each batch read (ascending), the offset ranges of aborted transactions among them, and the log
+    start offset; ``error_code``: the read failed (the partition is answered with it)."""
+
+    topic_id: UUID
+    partition: int
+    log_start_offset: int = 0
+    batches: tuple[tuple[int, int], ...] = ()
+    aborted: tuple[tuple[int, int], ...] = ()
+    error_code: ErrorCode = ErrorCode.NONE
+
+
+class ShareAckPartition(msgspec.Struct, frozen=True, gc=False):
+    """A partition's ``AcknowledgementBatches``: (first offset, last offset, acknowledge types)."""
+
+    topic_id: UUID
+    partition: int
+    batches: tuple[tuple[int, int, tuple[int, ...]], ...]
+
+
+class ShareFetch(msgspec.Struct, frozen=True, gc=False):
+    """A ShareFetch (``acknowledge_only``: a ShareAcknowledge) with the edge's reads."""
+
+    ref: int
+    group_id: str
+    member_id: str
+    session_epoch: int
+    connection_id: str
+    api_version: int
+    max_records: int = 0
+    acquire_mode: int = 0
+    is_renew_ack: bool = False
+    added: tuple[tuple[UUID, int], ...] = ()
+    forgotten: tuple[tuple[UUID, int], ...] = ()
+    acks: tuple[ShareAckPartition, ...] = ()
+    reads: tuple[ShareReadPartition, ...] = ()
+    acknowledge_only: bool = False
+
+
+class SharePartitionAnswer(msgspec.Struct, frozen=True, gc=False):
+    topic_id: UUID
+    partition: int
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str | None = None
+    ack_error_code: ErrorCode = ErrorCode.NONE
+    ack_error_message: str | None = None
+    acquired: tuple[tuple[int, int, int], ...] = ()
+    """(first offset, last offset, delivery count) of each ``AcquiredRecords`` entry."""
+
+
+class ShareFetchResponse(msgspec.Struct, frozen=True, gc=False):
+    error_code: ErrorCode
+    error_message: str | None = None
+    lock_timeout_ms: int = 0
+    partitions: tuple[SharePartitionAnswer, ...] = ()
