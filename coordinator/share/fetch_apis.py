@@ -188,14 +188,14 @@ class _Serving:
                 acquired = [AcquiredRange(*x) for x in a.acquired]
                 data = b"".join(b.data for b in batches_holding(read.batches, acquired)) if read and acquired else b""
                 row.update(acknowledge_error_code=a.ack_error_code, acknowledge_error_message=a.ack_error_message,
-                           records=data or None,
+                           records=data,
                            acquired_records=[{"first_offset": f, "last_offset": last, "delivery_count": c}
                                              for f, last, c in a.acquired])
             topics.setdefault(a.topic_id, []).append(row)
         for topic_id, index, code in denied:
             row = {"partition_index": index, "error_code": code, "error_message": None, "current_leader": leader}
             if not acknowledge_only:
-                row.update(acknowledge_error_code=code, acknowledge_error_message=None, records=None,
+                row.update(acknowledge_error_code=code, acknowledge_error_message=None, records=b"",
                            acquired_records=[])
             topics.setdefault(topic_id, []).append(row)
         return {"throttle_time": 0, "error_code": response.error_code, "error_message": response.error_message,
