@@ -140,6 +140,7 @@ class ShareGroupType:
         session = _session_key(req.group_id, req.member_id)
         if result.member_epoch == -1:
             fx.cancel(session)
+            self._release_member(req.group_id, req.member_id, fx)
         else:
             fx.schedule(session, self.ctx.config.share_group_session_timeout_ms)
         assignment = None if result.assignment is None else tuple(
@@ -190,12 +191,7 @@ class ShareGroupType:
         for acks in req.acks:
             answers[(acks.topic_id, acks.partition)] = self._acknowledge(req, acks, fx, config, touched)
         if answer.final:
-            self.sessions.close(req.group_id, req.member_id)
-            for p in list(self.partitions.of_group(req.group_id)):
-                records = release_member(p, req.member_id, config)
-                if records:
-                    self._record_partitions(records, fx)
-                    touched[(p.key.topic_id, p.key.partition)] = p
+            self._release_member(req.group_id, req.member_id, fx)
         else:
             budget = req.max_records
             for read in req.reads:
@@ -242,6 +238,19 @@ class ShareGroupType:
     def session_expired(self, key: TimerKey, fx: Effects) -> None:
         _, group_id, member_id = key
         self._record_group(membership.fence_member(self.groups, group_id, member_id, self._topic_image()), fx)
+        self._release_member(group_id, member_id, fx)
+
+    def _release_member(self, group_id: str, member_id: str, fx: Effects) -> None:
+        """A member that left or was fenced holds nothing any more: its share session ends and its
+        acquired records come back now, not when their locks run out (Kafka releases them when the
+        member's share session goes)."""
+        self.sessions.close(group_id, member_id)
+        config = self.share_config
+        for p in list(self.partitions.of_group(group_id)):
+            records = release_member(p, member_id, config)
+            if records:
+                self._record_partitions(records, fx)
+                self.arm_lock(p, fx)
 
     def locks_expired(self, key: TimerKey, fx: Effects) -> None:
         _, group_id, topic_id, partition = key
