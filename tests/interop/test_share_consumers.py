@@ -147,3 +147,26 @@ def test_records_held_by_a_consumer_killed_with_sigkill_come_back_after_the_lock
     assert held <= set(seen)
     assert time.monotonic() - killed_at >= 1.0  # not before the 2 s lock could have ended (minus the poll)
     assert set(seen) == all_records(100) and len(seen) == 100  # the others' records were never held: once each
+
+
+def test_a_record_that_always_fails_is_archived_after_the_delivery_limit(server: ServerProcess) -> None:
+    produce(server.bootstrap, "orders", 40, 2)
+    consumer = share_consumer(server.bootstrap, "poison", **{"share.acknowledgement.mode": "explicit"})
+    poison: Delivery = (0, 0)
+    seen: list[Delivery] = []
+
+    def fail_the_poison(message: object) -> None:
+        d = (message.partition(), message.offset())  # type: ignore[attr-defined]
+        consumer.acknowledge(message, AcknowledgeType.RELEASE if d == poison else AcknowledgeType.ACCEPT)
+
+    consume_until(consumer, lambda: seen.count(poison) >= 5 and set(seen) == all_records(40), seen,
+                  on_message=fail_the_poison)
+    # Redeliveries are acquired before anything newer of the partition: were the poison still
+    # available it would come back before (or with) a record produced now.
+    marker = (0, 20)
+    produce(server.bootstrap, "orders", 1, 1)
+    consume_until(consumer, lambda: marker in seen, seen, on_message=fail_the_poison)
+    consumer.commit_sync()
+    consumer.close()
+    assert marker in seen
+    assert seen.count(poison) == 5  # group.share.delivery.count.limit, then archived
