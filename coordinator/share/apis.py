@@ -24,6 +24,7 @@ from ..api.authorization import NOT_REQUESTED, DescribeEachGroup, JoinWithSubscr
 from ..api.declaration import SidecarRoute
 from ..api.placement import GroupList, OneGroup
 from ..api.registry import ApiHandler, RequestContext
+from ..core.share.registration import ShareGroupType
 from ..core.share.requests import (
     ShareGroupDescribe,
     ShareGroupHeartbeat,
@@ -56,10 +57,11 @@ def share_group_heartbeat(shard: Callable[[], ShardRuntime | None], starts: Star
     tasks: set[asyncio.Task[None]] = set()  # strong references until each initialization is done
 
     def to_core(ctx: RequestContext, r: Any, ref: int) -> ShareGroupHeartbeat:
+        names = None if r.subscribed_topic_names is None else tuple(r.subscribed_topic_names)
         return ShareGroupHeartbeat(
             ref=ref, group_id=r.group_id, member_id=r.member_id, member_epoch=r.member_epoch, rack_id=r.rack_id,
-            subscribed_topic_names=None if r.subscribed_topic_names is None else tuple(r.subscribed_topic_names),
-            client_id=ctx.client_id, client_host=f"/{ctx.client_host}")
+            subscribed_topic_names=names, client_id=ctx.client_id, client_host=f"/{ctx.client_host}",
+            start_offsets=_start_offsets(shard(), starts, r.group_id, names or ()))
 
     def to_wire(ctx: RequestContext, r: Any, resp: ShareGroupHeartbeatResponse) -> dict[str, Any]:
         if resp.to_initialize:
@@ -78,6 +80,27 @@ def share_group_heartbeat(shard: Callable[[], ShardRuntime | None], starts: Star
 
     return group_api(shard, SHARE_GROUP_HEARTBEAT, 1, 1, to_core, to_wire, on_error,
                      authorization=JoinWithSubscription(), placement=OneGroup(), sidecar=SidecarRoute.FORWARDED)
+
+
+def _start_offsets(runtime: ShardRuntime | None, starts: StartOffsets, group_id: str,
+                   names: tuple[str, ...]) -> tuple[tuple[UUID, int, int], ...]:
+    """Where the subscribed partitions without share state would start (read-only look at the
+    core's state, as the authorization checks read its topic image; the core decides)."""
+    if runtime is None or not names:
+        return ()
+    share = runtime.core.types.get("share")
+    if not isinstance(share, ShareGroupType):
+        return ()
+    out = []
+    for name in names:
+        info = runtime.core.topics.by_name(name)
+        if info is None:
+            continue
+        for index in range(info.num_partitions):
+            p = share.partitions.get(group_id, info.topic_id, index)
+            if (p is None or not p.initialized) and (start := starts(info.topic_id, index)) is not None:
+                out.append((info.topic_id, index, start))
+    return tuple(out)
 
 
 async def _initialize(shard: Callable[[], ShardRuntime | None], starts: StartOffsets, group_id: str,

@@ -131,6 +131,12 @@ class ShareGroupType:
         taken = other is not None and not isinstance(other, ShareGroupView)
         request = HeartbeatRequest(req.group_id, req.member_id, req.member_epoch, req.rack_id,
                                    req.subscribed_topic_names, req.client_id, req.client_host)
+        if req.start_offsets and not taken and membership.validate(request) is None and (
+                req.member_epoch == 0 or (req.member_epoch > 0 and self.groups.get(req.group_id) is not None)):
+            # Only for a group that exists or that this join creates: no state is left for a group
+            # that never was. Harmless if the heartbeat is refused: the partitions would be
+            # initialized by the next one anyway.
+            self._initialize(req.group_id, req.start_offsets, fx)
         result = membership.heartbeat(self.groups, request, self._topic_image(), self._initialized(req.group_id),
                                       fx.now_ms, self.heartbeat_config, taken)
         if result.error:
@@ -165,14 +171,18 @@ class ShareGroupType:
         if not isinstance(self.ctx.groups.get(req.group_id), ShareGroupView):
             fx.reply(req.ref, ShareInitializeResponse(ErrorCode.GROUP_ID_NOT_FOUND))
             return
+        fx.reply(req.ref, ShareInitializeResponse(ErrorCode.NONE, self._initialize(req.group_id, req.partitions, fx)))
+
+    def _initialize(self, group_id: str, partitions: Sequence[tuple[UUID, int, int]], fx: Effects) -> int:
+        """Start the share partitions that have no state yet; how many were started."""
         records: list[ShareRecord] = []
-        for topic_id, partition, start in req.partitions:
+        for topic_id, partition, start in partitions:
             info = self.ctx.topics.by_id(topic_id)
             if info is None or not 0 <= partition < info.num_partitions or start < 0:
                 continue  # the topic went (or shrank) meanwhile: the next heartbeat asks again
-            records += initialize(self.partitions, req.group_id, topic_id, partition, start)
+            records += initialize(self.partitions, group_id, topic_id, partition, start)
         self._record_partitions(records, fx)
-        fx.reply(req.ref, ShareInitializeResponse(ErrorCode.NONE, sum(1 for r in records if r.value is not None)))
+        return sum(1 for r in records if r.value is not None)
 
     def fetch(self, req: ShareFetch, fx: Effects) -> None:
         """ShareFetch / ShareAcknowledge (see ``fetch.py``'s theory of operation)."""

@@ -26,6 +26,10 @@ class ShareGroupHeartbeat(msgspec.Struct, frozen=True, gc=False):
     subscribed_topic_names: tuple[str, ...] | None = None
     client_id: str = ""
     client_host: str = ""
+    start_offsets: tuple[tuple[UUID, int, int], ...] = ()
+    """(topic id, partition, start offset) of subscribed partitions without state, found by the
+    edge in the log (``share.auto.offset.reset``): initialized in the same step, so a joining
+    member is assigned them in its first answer instead of a heartbeat interval later."""
 
 
 class ShareGroupHeartbeatResponse(msgspec.Struct, frozen=True, gc=False):

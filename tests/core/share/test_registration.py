@@ -174,3 +174,21 @@ def test_deleting_an_empty_share_group_forgets_its_partitions() -> None:
     assert h.reply(ref).results[0].error_code == ErrorCode.NONE
     assert h.shard.group("q") is None
     assert len(share_type(h).partitions) == 0
+
+
+def test_a_join_carrying_start_offsets_is_assigned_at_once() -> None:
+    h = share_harness()
+    ref = h.next_ref()
+    h.send(ShareGroupHeartbeat(ref, "q", "m1", 0, subscribed_topic_names=("orders",),
+                               start_offsets=((TOPIC.topic_id, 0, 3), (TOPIC.topic_id, 1, 0))))
+    answer = h.reply(ref)
+    assert answer.assignment == ((TOPIC.topic_id, (0, 1)),) and answer.to_initialize == ()
+    assert share_type(h).partitions.get("q", TOPIC.topic_id, 0).start_offset == 3  # type: ignore[union-attr]
+
+
+def test_start_offsets_of_a_refused_heartbeat_leave_no_state_for_a_group_that_never_was() -> None:
+    h = share_harness()
+    ref = h.next_ref()
+    h.send(ShareGroupHeartbeat(ref, "nobody", "m1", 4, start_offsets=((TOPIC.topic_id, 0, 0),)))
+    assert h.reply(ref).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    assert len(share_type(h).partitions) == 0
