@@ -4,6 +4,7 @@ plane's logs), the admin APIs see a group of type share, another protocol is ref
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -88,5 +89,44 @@ async def test_a_share_heartbeat_for_a_consumer_groups_id_is_group_id_not_found(
             assert consumer.error_code == 0
             refused = await client.request(heartbeat("c", MEMBER, 0, ["t"]))
             assert refused.error_code == GROUP_ID_NOT_FOUND
+        finally:
+            await client.close()
+
+
+SHARE_FETCH, SHARE_ACKNOWLEDGE = 78, 79
+SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, UNKNOWN_TOPIC_ID = 122, 123, 100
+
+
+def share_fetch(epoch: int, topics: list[dict[str, Any]], version: int = 2) -> Any:
+    return req(SHARE_FETCH, version, group_id="q", member_id=MEMBER, share_session_epoch=epoch, max_wait=0,
+               min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500, topics=topics,
+               forgotten_topics_data=[])
+
+
+@pytest.mark.asyncio
+async def test_share_fetch_answers_bad_sessions_and_unknown_topics_with_kafkas_codes(tmp_path) -> None:
+    async with serving(tmp_path, topics="t:1") as server:
+        client = await WireClient.connect(server.port)
+        try:
+            joined = await client.request(heartbeat("q", MEMBER, 0, ["t"]))
+            assert joined.error_code == 0
+            topic_id = joined.assignment.topic_partitions[0].topic_id
+            assert (await client.request(share_fetch(5, []))).error_code == SHARE_SESSION_NOT_FOUND
+            ack = req(SHARE_ACKNOWLEDGE, 2, group_id="q", member_id=MEMBER, share_session_epoch=0, topics=[])
+            assert (await client.request(ack)).error_code == INVALID_SHARE_SESSION_EPOCH  # cannot open a session
+
+            opened = await client.request(share_fetch(0, [{"topic_id": topic_id, "partitions": [
+                {"partition_index": 0, "acknowledgement_batches": []}]}]))
+            assert opened.error_code == 0 and opened.acquisition_lock_timeout.total_seconds() == 30
+            assert [(p.partition_index, p.error_code, p.acquired_records) for r in opened.responses
+                    for p in r.partitions] == [(0, 0, ())]  # an empty topic: nothing to acquire
+            assert (await client.request(share_fetch(7, []))).error_code == INVALID_SHARE_SESSION_EPOCH
+
+            stranger = uuid.UUID("0123456789abcdef0123456789abcdef")
+            unknown = await client.request(share_fetch(1, [{"topic_id": stranger, "partitions": [
+                {"partition_index": 0, "acknowledgement_batches": []}]}]))
+            assert unknown.error_code == 0
+            codes = {(r.topic_id, p.partition_index): p.error_code for r in unknown.responses for p in r.partitions}
+            assert codes == {(topic_id, 0): 0, (stranger, 0): UNKNOWN_TOPIC_ID}  # the session's partition too
         finally:
             await client.close()
