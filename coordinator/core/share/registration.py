@@ -11,8 +11,11 @@ records and apply them to the containers; the handler hands the same records to 
 replays them again. Every share record holds a whole value, so a second replay changes nothing: the
 replay path is the same one a load and a standby take.
 
-Requests: ShareGroupHeartbeat, ShareGroupDescribe and ShareInitialize (the edge found a new share
-partition's start offset in the log: the core has no log). Timers:
+Requests: ShareGroupHeartbeat (with the start offsets the edge found for subscribed partitions
+without state: the core has no log), ShareGroupDescribe, ShareInitialize (the same, after an answer
+named partitions still without state) and ShareFetch (ShareFetch and ShareAcknowledge over the
+edge's reads, :mod:`.fetch`; the share sessions live here, in memory). A member that leaves or is
+fenced releases what it holds and loses its session. Timers:
 
 - ``share-session`` per member: its session timeout; when it fires the member is fenced (as a leave).
 - ``share-lock`` per share partition, at its earliest lock deadline: expired locks make their records
