@@ -14,8 +14,9 @@ replay path is the same one a load and a standby take.
 Requests: ShareGroupHeartbeat (with the start offsets the edge found for subscribed partitions
 without state: the core has no log), ShareGroupDescribe, ShareInitialize (the same, after an answer
 named partitions still without state) and ShareFetch (ShareFetch and ShareAcknowledge over the
-edge's reads, :mod:`.fetch`; the share sessions live here, in memory). A member that leaves or is
-fenced releases what it holds and loses its session. Timers:
+edge's reads, :mod:`.fetch`; the share sessions live here, in memory). A member fenced by its
+session timeout releases what it holds and loses its share session; one that leaves keeps both
+until its final ShareAcknowledge (or its locks end). Timers:
 
 - ``share-session`` per member: its session timeout; when it fires the member is fenced (as a leave).
 - ``share-lock`` per share partition, at its earliest lock deadline: expired locks make their records
@@ -148,8 +149,10 @@ class ShareGroupType:
         self._record_group(result.records, fx)
         session = _session_key(req.group_id, req.member_id)
         if result.member_epoch == -1:
+            # A leave neither ends the share session nor releases: a closing client sends its
+            # leave before its final ShareAcknowledge (librdkafka does), whose acknowledgements
+            # must still find the records held and the session open (Kafka keeps the two apart too).
             fx.cancel(session)
-            self._release_member(req.group_id, req.member_id, fx)
         else:
             fx.schedule(session, self.ctx.config.share_group_session_timeout_ms)
         assignment = None if result.assignment is None else tuple(
@@ -254,9 +257,8 @@ class ShareGroupType:
         self._release_member(group_id, member_id, fx)
 
     def _release_member(self, group_id: str, member_id: str, fx: Effects) -> None:
-        """A member that left or was fenced holds nothing any more: its share session ends and its
-        acquired records come back now, not when their locks run out (Kafka releases them when the
-        member's share session goes)."""
+        """A member whose share session ends (its final request) or that was fenced holds nothing any
+        more: its session goes and its acquired records come back now, not when their locks run out."""
         self.sessions.close(group_id, member_id)
         config = self.share_config
         for p in list(self.partitions.of_group(group_id)):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
+from coordinator.core.config import GroupConfig
 from coordinator.core.errors import ErrorCode
 from coordinator.core.requests import (
     ConsumerGroupHeartbeat,
@@ -23,13 +24,13 @@ from coordinator.core.share.requests import (
     ShareInitialize,
 )
 from coordinator.core.topics import TopicInfo
-from tests.core.harness import Harness
+from tests.core.harness import FAST, Harness
 
 TOPIC = TopicInfo(UUID(int=7), "orders", 2)
 
 
-def share_harness() -> Harness:
-    h = Harness()
+def share_harness(config: GroupConfig = FAST) -> Harness:
+    h = Harness(config)
     h.send(TopicsChanged((TOPIC,), snapshot=True))
     return h
 
