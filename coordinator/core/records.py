@@ -15,11 +15,15 @@ type  owner (declared in)                 record
 1     offsets (``offset_records.py``)     OffsetCommit
 2     classic (``classic/schema.py``)     GroupMetadata
 3-8   consumer (``consumer/schema.py``)   ConsumerGroup* (4 reserved: never written, KIP-1101)
+10-14 share (``share/schema.py``)         ShareGroup* (15 reserved: never written)
 17,   streams (``streams/schema.py``)     StreamsGroup* (18 not declared: not in Kafka trunk)
 19-23
 1000  the shard (``epoch.py``)            CoordinatorEpoch
 1001  security (``security/records.py``)  ScramCredential, Acl (a node service: not built in)
 -1002
+1003  txn offsets (``txn_offsets.py``)    OffsetsUpstream
+1100  share (``share/schema.py``)         SharePartition, ShareBatch (share-partition state)
+-1101
 ====  ==================================  ============================================================
 
 Record types are Kafka's where Kafka has one; ours start at 1000. The wire format and the
@@ -66,6 +70,7 @@ from coordinator.core.record_codec import (
     group_of,
     replay_encoded_record,
 )
+from coordinator.core.share import schema as share_schema
 from coordinator.core.streams import schema as streams_schema
 from coordinator.core.txn_offsets import OffsetsUpstreamKey, OffsetsUpstreamValue
 
@@ -103,6 +108,7 @@ BUILTIN_RECORD_TYPES: tuple[RecordTypeDecl, ...] = (
     *classic_schema.RECORD_TYPES,
     *consumer_schema.RECORD_TYPES,
     *streams_schema.RECORD_TYPES,
+    *share_schema.RECORD_TYPES,
     *epoch.RECORD_TYPES,
     *txn_offsets.RECORD_TYPES,
 )

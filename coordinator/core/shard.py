@@ -80,6 +80,7 @@ from coordinator.core.registry import (
 from coordinator.core.requests import Event, TimerFired, TopicsChanged
 from coordinator.core.result import Result
 from coordinator.core.streams import registration as streams
+from coordinator.core.share import registration as share
 from coordinator.core.topics import TopicsImage
 from coordinator.core.txn_offsets import TxnOffsets
 
@@ -87,6 +88,7 @@ GROUP_TYPES: tuple[GroupTypeFactory, ...] = (
     classic.register,
     consumer.register,
     streams.register,
+    share.register,
 )
 """The built-in group types, one line each: what a shard hosts unless it is given others."""
 

@@ -53,6 +53,7 @@ from ..config import Config
 from ..core.config import GroupConfig
 from ..core.registry import GroupTypeFactory
 from ..core.shard import GROUP_TYPES, CoordinatorShard
+from ..core.share.config import AutoOffsetReset
 from ..dataplane.config import DataPlaneConfig
 from ..dataplane.handlers import dataplane_handlers, init_producer_id_handler
 from ..dataplane.log import PartitionStore
@@ -110,6 +111,8 @@ from ..shards.ownership import owner
 from ..shards.placement import LayoutError, ShardLayout, shard_data_dir
 from ..shards.security_channel import SecurityChannel, SecurityForwarder
 from ..shards.security_mirror import SecurityMirror
+from ..share.settings import ShareFetchConfig
+from ..share.wiring import embedded_share_apis
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
@@ -240,6 +243,9 @@ class CoordinatorServer:
                                                                          lambda: self.registry.version_ranges()))
         elif self.serves_data_plane:
             declared += dataplane_handlers(self.catalog, self.store, self.store.config)
+            declared += embedded_share_apis(  # share groups: embedded mode only (so far)
+                lambda: self.shard, self.view, self.catalog, self.store,
+                AutoOffsetReset.parse(config["share.auto.offset.reset"]), config.build(ShareFetchConfig))
         else:  # clients send InitProducerId to any node: ids from this shard's own range
             declared.append(init_producer_id_handler(self.store))
         try:

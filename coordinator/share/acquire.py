@@ -26,14 +26,13 @@ A ShareFetch for one share partition is two steps, split where the waiting is:
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass
 
-from coordinator.core.share.acquisition import AcquiredRange, AcquireMode, acquire
+from coordinator.core.share.acquisition import AcquiredRange, AcquireMode
 from coordinator.core.share.config import ShareConfig
-from coordinator.core.share.partition import Change, OffsetState, SharePartition, apply, plan
-from coordinator.core.share.records import RecordState, ShareRecord
-from coordinator.core.share.release import advance_log_start
+from coordinator.core.share.fetch import acquire_from_log
+from coordinator.core.share.partition import SharePartition
+from coordinator.core.share.records import ShareRecord
 
 from .source import FetchedBatch, OffsetOutOfRange, PartitionRead, PartitionRef, RecordSource
 
@@ -66,49 +65,15 @@ async def read_for(source: RecordSource, p: SharePartition, ref: PartitionRef, m
 
 def acquire_read(p: SharePartition, member_id: str, read: PartitionRead, max_records: int, now_ms: int,
                  config: ShareConfig, mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED) -> FetchedAcquisition:
-    """Acquire for ``member_id`` from ``read`` (see the module docstring)."""
-    records: list[ShareRecord] = []
-    if p.initialized and read.log_start_offset > p.start_offset:
-        records += advance_log_start(p, read.log_start_offset)
-    if not p.initialized or not read.batches:
-        return FetchedAcquisition([], [], records)
-    got = acquire(p, member_id, read.offsets(), max_records, now_ms, config, mode,
-                  last_fetched_offset=read.batches[-1].last_offset)
-    records += got.records
-    aborted = _aborted_offsets(got.acquired, read.aborted_ranges())
-    if aborted:
-        change = Change(states={o: OffsetState(RecordState.ARCHIVED, p.offsets[o].delivery_count) for o in aborted})
-        records += apply(p, plan(p, change))
-    acquired = _without(got.acquired, aborted)
-    return FetchedAcquisition(acquired, _batches_holding(read.batches, acquired), records, len(aborted))
+    """Acquire for ``member_id`` from ``read`` (see the module docstring; the pure part is the
+    core's ``fetch.acquire_from_log``)."""
+    got = acquire_from_log(p, member_id, read.log_start_offset, read.offsets(), read.aborted_ranges(), max_records,
+                           now_ms, config, mode)
+    return FetchedAcquisition(got.acquired, batches_holding(read.batches, got.acquired), got.records,
+                              got.archived_aborted)
 
 
-def _aborted_offsets(acquired: list[AcquiredRange], aborted: list[tuple[int, int]]) -> list[int]:
-    out: list[int] = []
-    for r in acquired:
-        for first, last in aborted:
-            out.extend(range(max(first, r.first_offset), min(last, r.last_offset) + 1))
-    return sorted(out)
-
-
-def _without(acquired: list[AcquiredRange], offsets: list[int]) -> list[AcquiredRange]:
-    """The ranges with ``offsets`` (ascending) cut out."""
-    if not offsets:
-        return acquired
-    out: list[AcquiredRange] = []
-    for r in acquired:
-        start = r.first_offset
-        i = bisect_right(offsets, r.first_offset - 1)
-        while i < len(offsets) and offsets[i] <= r.last_offset:
-            if offsets[i] > start:
-                out.append(AcquiredRange(start, offsets[i] - 1, r.delivery_count))
-            start = offsets[i] + 1
-            i += 1
-        if start <= r.last_offset:
-            out.append(AcquiredRange(start, r.last_offset, r.delivery_count))
-    return out
-
-
-def _batches_holding(batches: list[FetchedBatch], acquired: list[AcquiredRange]) -> list[FetchedBatch]:
+def batches_holding(batches: list[FetchedBatch], acquired: list[AcquiredRange]) -> list[FetchedBatch]:
+    """The batches read that hold an acquired offset, whole, in offset order."""
     return [b for b in batches
             if any(r.first_offset <= b.last_offset and b.base_offset <= r.last_offset for r in acquired)]

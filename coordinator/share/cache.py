@@ -122,7 +122,7 @@ class BatchCache:
         self._drop_below(ref, result.log_start_offset)
         part = self._partitions.setdefault(ref, part)
         fresh: set[int] = set()
-        for batch, nxt in zip(result.batches, [*result.batches[1:], None], strict=True):
+        for batch, nxt in zip(result.batches, [*result.batches[1:], None] if result.batches else [], strict=True):
             if batch.size > self.max_bytes:
                 break  # larger than the whole bound: passed through, and nothing after it is kept
             if batch.base_offset not in part.batches:

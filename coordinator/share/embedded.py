@@ -12,6 +12,8 @@ client makes one read hold more.
 
 from __future__ import annotations
 
+import asyncio
+
 from coordinator.catalog import TopicSource
 from coordinator.dataplane.log import PartitionStore
 from protocol.errors import ErrorCode
@@ -49,3 +51,24 @@ class DataPlaneSource:
         except (OSError, CorruptBatch) as exc:  # a failing disk, or a segment cut short under us
             raise SourceUnavailable(ErrorCode.KAFKA_STORAGE_ERROR, f"{topic.name}-{ref.partition}: {exc}") from exc
         return PartitionRead(batches, log.log_start_offset, log.high_watermark, log.last_stable_offset)
+
+
+async def wait_for_append(catalog: TopicSource, store: PartitionStore, refs: list[PartitionRef], timeout_s: float) -> None:
+    """Return when one of ``refs``' logs is appended to, or after ``timeout_s`` (ShareFetch's
+    ``MaxWaitMs``: the data plane's Fetch parks on its logs the same way)."""
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[None] = loop.create_future()
+    logs = []
+    for ref in refs:
+        topic = catalog.by_id(ref.topic_id)
+        if topic is not None and 0 <= ref.partition < topic.num_partitions:
+            logs.append(store.log(topic, ref.partition))
+    for log in logs:
+        log.add_waiter(waiter)
+    try:
+        await asyncio.wait((waiter,), timeout=timeout_s)
+    finally:
+        for log in logs:
+            log.discard_waiter(waiter)
+        if not waiter.done():
+            waiter.cancel()

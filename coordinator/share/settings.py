@@ -13,6 +13,6 @@ DEFAULT_CACHE_MAX_BYTES = 64 << 20
 class ShareFetchConfig:
     share_fetch_cache_max_bytes: int = setting(
         "group.share.fetch.cache.max.bytes", DEFAULT_CACHE_MAX_BYTES,
-        "Share groups (their ShareFetch is not served yet): the most bytes of fetched record batches held in memory for the consumers of share "
+        "Share groups: the most bytes of fetched record batches held in memory for the consumers of share "
         "partitions, all partitions together; the oldest are evicted and read again when needed (ours).",
         check=at_least(1))

@@ -19,11 +19,13 @@ from tests.core.consumer.harness import ConsumerHarness
 def test_every_core_request_type_is_served_by_exactly_one_registration() -> None:
     shard = CoordinatorShard()
     served = set(shard._handlers)
+    share_type = shard.types["share"]
     # Every request struct the adapters can send (the Request union, and the requests a group type
     # package brings of its own) has its one handler.
-    assert set(get_args(requests.Request)) | {StreamsGroupHeartbeat, StreamsGroupDescribe} == served
+    assert (set(get_args(requests.Request)) | {StreamsGroupHeartbeat, StreamsGroupDescribe}
+            | set(share_type.registration.requests)) == served
     assert set(shard._error_responses) == served
-    assert set(shard.types) == {"classic", "consumer", "streams"} and len(GROUP_TYPES) == 3
+    assert set(shard.types) == {"classic", "consumer", "streams", "share"} and len(GROUP_TYPES) == 4
 
 
 def test_a_request_type_registered_twice_is_refused() -> None:

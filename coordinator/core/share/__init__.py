@@ -1,7 +1,7 @@
 """KIP-932 share groups ("queues"), as Apache Kafka 4.3 implements them: the pure core.
 
-Not registered with the shard yet (``core/registry.py``, ``core/records.py``): wiring it in is the
-next step. What is here:
+Registered with the shard as the group type ``share`` (:mod:`.registration`, one line in
+``shard.GROUP_TYPES``). What is here:
 
 - :mod:`.config` - the settings one operation reads, and ``share.auto.offset.reset``;
 - :mod:`.records` - share-partition records (ours, compaction-safe, modelled on Kafka's
@@ -17,5 +17,8 @@ next step. What is here:
 - :mod:`.membership` - ShareGroupHeartbeat: members, epochs, subscription, target assignment, and
   its records;
 - :mod:`.describe` - ShareGroupDescribe and DescribeShareGroupOffsets descriptions;
-- :mod:`.offsets` - AlterShareGroupOffsets and DeleteShareGroupOffsets.
+- :mod:`.offsets` - AlterShareGroupOffsets and DeleteShareGroupOffsets (not served yet);
+- :mod:`.fetch` - ShareFetch / ShareAcknowledge on the shard over the edge's reads of the log;
+- :mod:`.schema`, :mod:`.group`, :mod:`.requests`, :mod:`.registration` - the type's record
+  declarations, its ``Group``, its requests and its registration.
 """

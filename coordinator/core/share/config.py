@@ -2,8 +2,8 @@
 
 :class:`ShareConfig` holds the values one operation needs (the group's dynamic config over the
 broker-wide defaults, Kafka's ``GroupConfig`` over ``ShareGroupConfig``); the defaults are Kafka
-4.3's. Resolving them from settings is the assembly's business (``coordinator/config.py``, not
-wired yet): this module only validates a value the way Kafka does, so a bad one is refused with
+4.3's. The broker-wide values are ``GroupConfig``'s ``group.share.*`` fields
+(``core/config.py``; the registration builds a :class:`ShareConfig` from them): this module only validates a value the way Kafka does, so a bad one is refused with
 Kafka's bounds in one line.
 
 :class:`AutoOffsetReset` is ``share.auto.offset.reset``: ``latest`` (Kafka's default), ``earliest``

@@ -30,9 +30,9 @@ delivered more than ``share.delivery.count.limit`` times by crashing the coordin
 The membership records (Kafka's ShareGroup* records, types 10-14, as ``__consumer_offsets`` has
 them) follow at the end of this module.
 
-Record types are claimed when the package is registered (``core/records.py``); these are the
-numbers proposed for them: Kafka's for the membership records, 1100-1101 (after our own 1000-1002)
-for the share partitions, whose Kafka counterparts live in another topic.
+The record types are declared in :mod:`.schema` and claimed when the type registers: Kafka's ids
+for the membership records, 1100-1101 (after our own 1000-1002) for the share partitions, whose
+Kafka counterparts live in another topic.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ import enum
 from uuid import UUID
 
 import msgspec
+
+from coordinator.core.record_codec import RecordStruct
 
 SHARE_PARTITION_RECORD_TYPE = 1100
 SHARE_BATCH_RECORD_TYPE = 1101
@@ -59,8 +61,9 @@ class RecordState(enum.IntEnum):
         return self in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 
 
-class _Struct(msgspec.Struct, frozen=True, array_like=True):
-    """As ``core/records.py``'s base: immutable, encoded as msgpack arrays (append-only fields)."""
+class _Struct(RecordStruct, frozen=True):
+    """The core's record base (immutable, encoded as msgpack arrays, append-only fields), so the
+    shard's codec (``schema.RECORD_TYPES``) writes these records as any other."""
 
 
 class SharePartitionKey(_Struct, frozen=True):

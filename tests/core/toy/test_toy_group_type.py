@@ -39,7 +39,7 @@ def toy_join_response(epoch: int, *members: str) -> ToyJoinResponse:
 
 def test_a_toy_group_is_served_written_and_replayed_like_a_built_in_one() -> None:
     h = Harness(group_types=WITH_TOY)
-    assert set(h.shard.types) == {"classic", "consumer", "streams", "toy"}
+    assert set(h.shard.types) == {"classic", "consumer", "streams", "share", "toy"}
     assert toy_join(h, "t1", "a") == toy_join_response(1, "a")
     assert toy_join(h, "t1", "b") == toy_join_response(2, "a", "b")
     assert toy_join(h, "t1", "a") == toy_join_response(2, "a", "b")  # already a member: nothing written

@@ -1,0 +1,215 @@
+"""ShareFetch (78) and ShareAcknowledge (79) v1-v2, served in embedded mode over the share data path.
+
+Version notes: v1 is Kafka 4.1's first served version; v2 (Kafka 4.3, KIP-1206/KIP-1222) adds
+``ShareAcquireMode`` (0 batch-optimized, 1 record-limit) and ``IsRenewAck`` (acknowledge type 4,
+RENEW). Both are flexible.
+
+A request is served in three steps:
+
+1. here, off the shard: the partitions the member's session will fetch (the session's own,
+   read from the core, plus the request's, minus the forgotten ones) are read from where each
+   share partition's next delivery starts, through the byte-bounded batch cache
+   (``share.acquire.read_for``);
+2. ``MaxWaitMs``: a request without acknowledgements whose reads found nothing waits for an append
+   to one of its partitions, at most ``MaxWaitMs``, then reads once more (a bounded wait, as the
+   data plane's Fetch parks; a record whose lock expires meanwhile is found by the next request);
+3. the shard (``core.share.fetch``): session, acknowledgements, acquisition, one log entry; the
+   answer leaves once it is durable (the one release rule), carrying the batches read that hold
+   the acquired offsets, whole.
+
+Authorization: READ on the group (else GROUP_AUTHORIZATION_FAILED for the whole request) and READ on
+each topic (its partitions TOPIC_AUTHORIZATION_FAILED), as Kafka's ``handleShareFetchRequest``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from protocol.errors import ErrorCode
+
+from ..api.authorization import GROUP, READ, TOPIC, InHandler, allowed
+from ..api.declaration import ApiDeclaration, SidecarRoute
+from ..api.registry import RequestContext
+from ..api.respond import respond
+from ..catalog import TopicSource
+from ..core.share.acquisition import AcquiredRange
+from ..core.share.registration import ShareGroupType
+from ..core.share.requests import (
+    ShareAckPartition,
+    ShareFetch,
+    ShareFetchResponse,
+    ShareReadPartition,
+)
+from ..runtime.apis.view import NodeView
+from ..runtime.shard import ShardRuntime
+from .acquire import batches_holding, read_for
+from .source import PartitionRead, PartitionRef, RecordSource, SourceUnavailable
+
+SHARE_FETCH = 78
+SHARE_ACKNOWLEDGE = 79
+
+WaitForAppend = Callable[[list[PartitionRef], float], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareDataPath:
+    """What the share fetch APIs read through: the catalog (topic ids to names), the record
+    source behind the batch cache, and the wait for an append (``MaxWaitMs``)."""
+
+    catalog: TopicSource
+    reader: RecordSource
+    wait_for_append: WaitForAppend
+
+
+def share_fetch_handlers(shard: Callable[[], ShardRuntime | None], view: NodeView,
+                         path: ShareDataPath) -> list[ApiDeclaration]:
+    fetch = _Serving(shard, view, path)
+    rule = InHandler("READ on the group, then READ on each topic (Kafka's handleShareFetchRequest)")
+    return [
+        ApiDeclaration(SHARE_FETCH, 1, 2, handle=fetch.share_fetch, authorization=rule,
+                       sidecar=SidecarRoute.FORWARDED),
+        ApiDeclaration(SHARE_ACKNOWLEDGE, 1, 2, handle=fetch.share_acknowledge, authorization=rule,
+                       sidecar=SidecarRoute.FORWARDED),
+    ]
+
+
+class _Serving:
+    def __init__(self, shard: Callable[[], ShardRuntime | None], view: NodeView, path: ShareDataPath) -> None:
+        self.shard = shard
+        self.view = view
+        self.path = path
+
+    # ---- the two APIs ------------------------------------------------------------------------------
+
+    def share_fetch(self, ctx: RequestContext, r: Any) -> Any:
+        return self._serve(ctx, r, acknowledge_only=False)
+
+    def share_acknowledge(self, ctx: RequestContext, r: Any) -> Any:
+        return self._serve(ctx, r, acknowledge_only=True)
+
+    async def _serve(self, ctx: RequestContext, r: Any, acknowledge_only: bool) -> Any:
+        runtime = self.shard()
+        if runtime is None or not runtime.loaded:
+            return self._refused(ctx, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        group_id, member_id = r.group_id or "", r.member_id or ""
+        if not group_id or not member_id:
+            return self._refused(ctx, ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set")
+        if not allowed(ctx, READ, GROUP, group_id):
+            return self._refused(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        share = runtime.core.types["share"]
+        assert isinstance(share, ShareGroupType)
+
+        denied: list[tuple[UUID, int, ErrorCode]] = []
+        added: list[tuple[UUID, int]] = []
+        acks: list[ShareAckPartition] = []
+        for topic in r.topics:
+            info = self.path.catalog.by_id(topic.topic_id) if topic.topic_id is not None else None
+            refusal = (ErrorCode.UNKNOWN_TOPIC_ID if info is None
+                       else None if allowed(ctx, READ, TOPIC, info.name) else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            for part in topic.partitions:
+                tp = (topic.topic_id, int(part.partition_index))
+                if refusal is not None:
+                    denied.append((*tp, refusal))
+                    continue
+                added.append(tp)
+                if part.acknowledgement_batches:
+                    acks.append(ShareAckPartition(*tp, tuple(
+                        (int(b.first_offset), int(b.last_offset), tuple(int(t) for t in b.acknowledge_types))
+                        for b in part.acknowledgement_batches)))
+        forgotten = [] if acknowledge_only else [
+            (t.topic_id, int(p)) for t in r.forgotten_topics_data for p in t.partitions]
+        epoch = int(r.share_session_epoch)
+
+        reads: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]] = {}
+        if not acknowledge_only and epoch != -1:
+            wanted = set(added)
+            if epoch != 0:
+                session = share.sessions.get(group_id, member_id)
+                wanted |= set(session.partitions) if session is not None else set()
+            wanted -= set(forgotten)
+            max_bytes = int(r.max_bytes) if r.max_bytes > 0 else 1 << 20
+            reads = await self._read(share, group_id, sorted(wanted, key=lambda tp: (str(tp[0]), tp[1])), max_bytes)
+            max_wait_s = r.max_wait.total_seconds() if hasattr(r.max_wait, "total_seconds") else r.max_wait / 1000
+            if not acks and reads and max_wait_s > 0 and not any(read and read.batches for _, read, _ in reads.values()):
+                await self.path.wait_for_append([ref for ref, _, _ in reads.values()], max_wait_s)
+                reads = await self._read(share, group_id, list(reads), max_bytes)
+
+        request = ShareFetch(
+            runtime.new_ref(), group_id, member_id, epoch, str(ctx.connection_id), ctx.api_version,
+            max_records=int(getattr(r, "max_records", 0) or 0) if not acknowledge_only else 0,
+            acquire_mode=int(getattr(r, "share_acquire_mode", 0)), is_renew_ack=bool(getattr(r, "is_renew_ack", False)),
+            added=tuple(added), forgotten=tuple(forgotten), acks=tuple(acks),
+            reads=tuple(_read_partition(tp, read, code) for tp, (_, read, code) in reads.items()),
+            acknowledge_only=acknowledge_only)
+        pending = runtime.submit(request)
+        response: ShareFetchResponse = await pending if isinstance(pending, asyncio.Future) else pending.response
+        return respond(ctx, self._describe(ctx, response, reads, denied, acknowledge_only))
+
+    # ---- helpers -----------------------------------------------------------------------------------
+
+    async def _read(self, share: ShareGroupType, group_id: str, partitions: list[tuple[UUID, int]],
+                    max_bytes: int) -> dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]]:
+        out: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]] = {}
+        per_partition = max(1, max_bytes // max(1, len(partitions)))
+        for topic_id, index in partitions:
+            info = self.path.catalog.by_id(topic_id)
+            ref = PartitionRef(topic_id, info.name if info is not None else "", index)
+            if info is None or not 0 <= index < info.num_partitions:
+                out[(topic_id, index)] = (ref, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            p = share.partitions.get(group_id, topic_id, index)
+            if p is None or not p.initialized:
+                out[(topic_id, index)] = (ref, None, ErrorCode.NONE)  # not started yet: nothing to give
+                continue
+            try:
+                out[(topic_id, index)] = (ref, await read_for(self.path.reader, p, ref, per_partition), ErrorCode.NONE)
+            except SourceUnavailable as exc:
+                out[(topic_id, index)] = (ref, None, ErrorCode(exc.code))
+        return out
+
+    def _describe(self, ctx: RequestContext, response: ShareFetchResponse,
+                  reads: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]],
+                  denied: list[tuple[UUID, int, ErrorCode]], acknowledge_only: bool) -> dict[str, Any]:
+        node = self.view.node_for(ctx.listener)
+        leader = {"leader_id": node.node_id, "leader_epoch": 0}
+        topics: dict[UUID, list[dict[str, Any]]] = {}
+        for a in response.partitions:
+            row: dict[str, Any] = {"partition_index": a.partition, "error_code": a.error_code,
+                                   "error_message": a.error_message, "current_leader": leader}
+            if acknowledge_only:
+                row["error_code"] = a.ack_error_code or a.error_code
+                row["error_message"] = a.ack_error_message or a.error_message
+            else:
+                read = reads.get((a.topic_id, a.partition), (None, None, ErrorCode.NONE))[1]
+                acquired = [AcquiredRange(*x) for x in a.acquired]
+                data = b"".join(b.data for b in batches_holding(read.batches, acquired)) if read and acquired else b""
+                row.update(acknowledge_error_code=a.ack_error_code, acknowledge_error_message=a.ack_error_message,
+                           records=data,
+                           acquired_records=[{"first_offset": f, "last_offset": last, "delivery_count": c}
+                                             for f, last, c in a.acquired])
+            topics.setdefault(a.topic_id, []).append(row)
+        for topic_id, index, code in denied:
+            row = {"partition_index": index, "error_code": code, "error_message": None, "current_leader": leader}
+            if not acknowledge_only:
+                row.update(acknowledge_error_code=code, acknowledge_error_message=None, records=b"",
+                           acquired_records=[])
+            topics.setdefault(topic_id, []).append(row)
+        return {"throttle_time": 0, "error_code": response.error_code, "error_message": response.error_message,
+                "acquisition_lock_timeout": response.lock_timeout_ms,
+                "responses": [{"topic_id": t, "partitions": ps} for t, ps in topics.items()],
+                "node_endpoints": [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": None}]}
+
+    def _refused(self, ctx: RequestContext, code: ErrorCode, message: str | None = None) -> Any:
+        return respond(ctx, {"throttle_time": 0, "error_code": code, "error_message": message,
+                             "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []})
+
+
+def _read_partition(tp: tuple[UUID, int], read: PartitionRead | None, code: ErrorCode) -> ShareReadPartition:
+    if read is None:
+        return ShareReadPartition(tp[0], tp[1], error_code=code)
+    return ShareReadPartition(tp[0], tp[1], read.log_start_offset, tuple(read.offsets()),
+                              tuple(read.aborted_ranges()))

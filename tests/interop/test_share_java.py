@@ -1,0 +1,102 @@
+"""Share groups with Apache Kafka's own share consumer (``KafkaShareConsumer``, kafka-clients
+4.3.0, compiled once with the machine's javac): two Java consumers share a 2-partition topic and
+are each given distinct records, every record once; the coordinator then hands out nothing more."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.clients import produce
+from tests.support.polling import eventually
+from tests.support.server import ServerProcess, running_server
+
+CLIENTS_ENV = "KAFKA_CLIENTS_430"
+SOURCE = Path(__file__).parent / "java" / "ShareReader.java"
+
+
+@pytest.fixture(scope="module")
+def share_reader(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The classpath to run ShareReader with (compiled once for the module)."""
+    folder = os.environ.get(CLIENTS_ENV)
+    if not folder or not (Path(folder) / "kafka-clients-4.3.0.jar").exists():
+        pytest.skip(f"needs Apache Kafka 4.3.0's Java clients: set {CLIENTS_ENV} to their folder "
+                    "(.ci/run sets it from ../shared/kafka/clients-4.3.0 when that folder exists)")
+    if shutil.which("javac") is None or shutil.which("java") is None:
+        pytest.skip("needs a JDK (javac and java) to compile and run the Java share consumer")
+    classpath = ":".join(str(j) for j in sorted(Path(folder).glob("*.jar")))
+    out = tmp_path_factory.mktemp("share-java")
+    subprocess.run(["javac", "-cp", classpath, "-d", str(out), str(SOURCE)], check=True, timeout=120,
+                   capture_output=True)
+    return f"{classpath}:{out}"
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerProcess]:
+    with running_server(tmp_path, overrides={"topics": "orders:2", "share.auto.offset.reset": "earliest"}) as instance:
+        yield instance
+
+
+class JavaReader:
+    """One ShareReader process; what it printed, collected by a thread."""
+
+    def __init__(self, classpath: str, bootstrap: str, group: str) -> None:
+        self.proc = subprocess.Popen(["java", "-cp", classpath, "ShareReader", bootstrap, group, "orders"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True)
+        self.records: list[tuple[int, int]] = []
+        self.closed = False
+        self._thread = threading.Thread(target=self._collect, daemon=True)
+        self._thread.start()
+
+    def _collect(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            line = line.strip()
+            if line == "closed":
+                self.closed = True
+            elif line:
+                partition, offset = line.split(":")
+                self.records.append((int(partition), int(offset)))
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("stop\n")
+        self.proc.stdin.flush()
+        self.proc.wait(60)
+        self._thread.join(10)
+        self.proc.stdin.close()
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+
+
+@pytest.mark.asyncio
+async def test_two_java_share_consumers_get_each_record_once(server: ServerProcess, share_reader: str) -> None:
+    count = 2000
+    produce(server.bootstrap, "orders", count, 2)
+    readers = [JavaReader(share_reader, server.bootstrap, "java-q") for _ in range(2)]
+    try:
+        everything = lambda: [r for reader in readers for r in reader.records]  # noqa: E731
+        await eventually(lambda: len(set(everything())) >= count, timeout=90, message="every record delivered")
+    finally:
+        for reader in readers:
+            reader.stop()
+    assert all(reader.closed for reader in readers)  # each acknowledged what it held and closed cleanly
+    delivered = everything()
+    expected = {(p, o) for p in (0, 1) for o in range(count // 2)}
+    assert set(delivered) == expected and len(delivered) == count  # each record once, to one consumer
+
+    # What they acknowledged stays acknowledged: a third consumer of the group gets only a new record.
+    produce(server.bootstrap, "orders", 1, 1)
+    late = JavaReader(share_reader, server.bootstrap, "java-q")
+    try:
+        await eventually(lambda: late.records, timeout=60, message="the new record")
+    finally:
+        late.stop()
+    assert late.records == [(0, count // 2)]
