@@ -79,8 +79,8 @@ from coordinator.core.registry import (
 )
 from coordinator.core.requests import Event, TimerFired, TopicsChanged
 from coordinator.core.result import Result
-from coordinator.core.streams import registration as streams
 from coordinator.core.share import registration as share
+from coordinator.core.streams import registration as streams
 from coordinator.core.topics import TopicsImage
 from coordinator.core.txn_offsets import TxnOffsets
 
