@@ -168,6 +168,7 @@ _SERVER: tuple[Setting, ...] = (
     Setting("offsets.topic.num.partitions", "50", "Log partitions groups are hashed onto (Kafka's formula); fixed once a data directory has a layout.", _parse_int, between(1, INT32_MAX)),
     Setting("coordinator.shards", "1", "Coordinator processes the partitions are spread over; shard k is node node.id+k on each listener's port+k (ours).", _parse_int, at_least(1)),
     Setting("group.coordinator.rebalance.protocols", "classic,consumer", "Group protocols served.", _parse_list, _protocols),
+    Setting("coordinator.plugins", "", "Python modules imported at start-up, each adding group types (its `register`) and APIs (its `declarations`) to the node, as name,... (ours; see docs/ARCHITECTURE.md).", _parse_list),
 )
 _COMPACTION: tuple[Setting, ...] = (
     Setting("log.cleaner.backoff.ms", "15000", "How often the record log looks for closed segments to compact.", _parse_int, at_least(1)),

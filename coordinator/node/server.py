@@ -114,6 +114,7 @@ from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
 from ..sidecar.topics_changed import TopicsChanged
+from . import plugins
 from .apis import assemble, served_by_sidecar
 from .startup_checks import check_layout, check_sidecar_shards
 
@@ -134,7 +135,8 @@ class CoordinatorServer:
         e.g. one defined outside ``coordinator/``; every core this node builds (owner, standby,
         reload) hosts them."""
         self.config = config
-        self.group_types: tuple[GroupTypeFactory, ...] = (*GROUP_TYPES, *group_types)
+        self.plugins = plugins.load(config["coordinator.plugins"])
+        self.group_types: tuple[GroupTypeFactory, ...] = (*GROUP_TYPES, *self.plugins.group_types, *group_types)
         try:
             self.layout = ShardLayout(config["offsets.topic.num.partitions"], config["coordinator.shards"])
         except LayoutError as exc:
@@ -233,7 +235,8 @@ class CoordinatorServer:
         declared = [*bootstrap_handlers(self.view, lambda: self.registry.version_ranges()),
                     *group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]),
                                     self.topics),
-                    *security_handlers(lambda: self.shard, self.security_forwarder)]
+                    *security_handlers(lambda: self.shard, self.security_forwarder),
+                    *self.plugins.apis(lambda: self.shard)]
         if self.sidecar is not None:
             declared = served_by_sidecar(declared, self.sidecar.handlers(self.view,
                                                                          lambda: self.registry.version_ranges()))
