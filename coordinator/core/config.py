@@ -1,5 +1,8 @@
 """Group coordinator configuration as the core sees it: plain ints in milliseconds.
 
+Each group type declares its own settings in its config struct (`classic/settings.py`,
+`consumer/settings.py`), registered with the type (`shard.BUILT_IN_TYPES`); `GroupConfig` inherits
+them, so every part of the core reads one value, and declares the settings of no type (offsets).
 Each configurable field is the declaration of its Kafka setting (`coordinator.settings.setting`):
 key, default (Apache Kafka 4.x's, ``GroupCoordinatorConfig``), validation and the line the README and
 ``coordinator serve --help`` show. `coordinator.config` collects these declarations into the one
@@ -10,94 +13,17 @@ registry and builds a ``GroupConfig`` from the resolved values; nothing else lis
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
-from typing import Any
 
-from coordinator.core.assignors.registry import consumer_group_assignors
+from coordinator.core.classic.settings import ClassicGroupConfig
+from coordinator.core.consumer.settings import ConsumerGroupConfig, ConsumerGroupMigrationPolicy
 from coordinator.settings import INT32_MAX, at_least, between, setting
 
-
-def _assignors(value: Any) -> str | None:
-    try:
-        consumer_group_assignors(value)
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
-class ConsumerGroupMigrationPolicy(enum.Enum):
-    """``group.consumer.migration.policy`` (Kafka's ``ConsumerGroupMigrationPolicy``): which online
-    conversions of a NON-empty group are allowed. An empty group is always converted (offline)."""
-
-    BIDIRECTIONAL = "bidirectional"
-    UPGRADE = "upgrade"  # classic -> consumer, on the first ConsumerGroupHeartbeat
-    DOWNGRADE = "downgrade"  # consumer -> classic, when the last consumer-protocol member leaves
-    DISABLED = "disabled"  # neither; and no classic member may join a consumer group
-
-    @property
-    def upgrade_enabled(self) -> bool:
-        return self in (ConsumerGroupMigrationPolicy.BIDIRECTIONAL, ConsumerGroupMigrationPolicy.UPGRADE)
-
-    @property
-    def downgrade_enabled(self) -> bool:
-        return self in (ConsumerGroupMigrationPolicy.BIDIRECTIONAL, ConsumerGroupMigrationPolicy.DOWNGRADE)
-
-    @classmethod
-    def parse(cls, text: str) -> ConsumerGroupMigrationPolicy:
-        """Case-insensitive, as Kafka's ``ConsumerGroupMigrationPolicy.parse``."""
-        value = text.strip().lower()
-        for policy in cls:
-            if policy.value == value:
-                return policy
-        raise ValueError(f"must be one of {', '.join(p.value for p in cls)}")
+__all__ = ["ClassicGroupConfig", "ConsumerGroupConfig", "ConsumerGroupMigrationPolicy", "GroupConfig"]
 
 
 @dataclass(frozen=True, slots=True)
-class GroupConfig:
-    # --- classic groups -------------------------------------------------------------------------
-    group_initial_rebalance_delay_ms: int = setting(
-        "group.initial.rebalance.delay.ms", 3_000,
-        "Delay of the first rebalance of an empty classic group, to let more members join.", check=between(0, INT32_MAX))
-    group_min_session_timeout_ms: int = setting(
-        "group.min.session.timeout.ms", 6_000, "Smallest session timeout a classic member may ask for.",
-        check=between(1, INT32_MAX))
-    group_max_session_timeout_ms: int = setting(
-        "group.max.session.timeout.ms", 1_800_000, "Largest session timeout a classic member may ask for.",
-        check=between(1, INT32_MAX))
-    group_max_size: int = setting("group.max.size", INT32_MAX, "Most members of a classic group.", check=between(1, INT32_MAX))
-    # Not configurable in Kafka (CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS): how long a parked JoinGroup
-    # of a brand-new member may wait before the member is dropped.
-    new_member_join_timeout_ms: int = 300_000
-
-    # --- consumer groups (KIP-848); not used by the classic protocol ---------------------------
-    consumer_group_session_timeout_ms: int = setting(
-        "group.consumer.session.timeout.ms", 45_000, "Session timeout of consumer-group members.", check=between(1, INT32_MAX))
-    consumer_group_min_session_timeout_ms: int = setting(
-        "group.consumer.min.session.timeout.ms", 45_000, "Smallest configurable consumer session timeout.",
-        check=between(1, INT32_MAX))
-    consumer_group_max_session_timeout_ms: int = setting(
-        "group.consumer.max.session.timeout.ms", 60_000, "Largest configurable consumer session timeout.",
-        check=between(1, INT32_MAX))
-    consumer_group_heartbeat_interval_ms: int = setting(
-        "group.consumer.heartbeat.interval.ms", 5_000, "Heartbeat interval given to consumer-group members.",
-        check=between(1, INT32_MAX))
-    consumer_group_min_heartbeat_interval_ms: int = setting(
-        "group.consumer.min.heartbeat.interval.ms", 5_000, "Smallest configurable consumer heartbeat interval.",
-        check=between(1, INT32_MAX))
-    consumer_group_max_heartbeat_interval_ms: int = setting(
-        "group.consumer.max.heartbeat.interval.ms", 15_000, "Largest configurable consumer heartbeat interval.",
-        check=between(1, INT32_MAX))
-    consumer_group_max_size: int = setting(
-        "group.consumer.max.size", INT32_MAX, "Most members of a consumer group.", check=between(1, INT32_MAX))
-    consumer_group_assignors: tuple[str, ...] = setting(
-        "group.consumer.assignors", ("uniform", "range"), "Server-side assignors; the first is the default.",
-        check=_assignors)
-    consumer_group_migration_policy: ConsumerGroupMigrationPolicy = setting(
-        "group.consumer.migration.policy", ConsumerGroupMigrationPolicy.BIDIRECTIONAL,
-        "Online conversion of non-empty groups between the classic and consumer protocols: bidirectional, "
-        "upgrade, downgrade or disabled.", parse=ConsumerGroupMigrationPolicy.parse)
-
+class GroupConfig(ConsumerGroupConfig, ClassicGroupConfig):
     # --- offsets --------------------------------------------------------------------------------
     offsets_retention_ms: int = setting(
         "offsets.retention.minutes", 10_080, "Committed offsets of empty groups expire after this long.",

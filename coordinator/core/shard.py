@@ -57,7 +57,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, cast
 
 from coordinator.core.classic import manager as classic
-from coordinator.core.config import GroupConfig
+from coordinator.core.config import ClassicGroupConfig, ConsumerGroupConfig, GroupConfig
 from coordinator.core.consumer import registration as consumer
 from coordinator.core.effects import Effects, TimerKey, TimerTable
 from coordinator.core.epoch import CoordinatorEpoch, CoordinatorEpochValue
@@ -69,6 +69,7 @@ from coordinator.core.record_codec import Record, RecordCodec, replay_encoded_re
 from coordinator.core.registry import (
     Gauge,
     GroupType,
+    GroupTypeDeclaration,
     GroupTypeFactory,
     Registration,
     ShardContext,
@@ -82,11 +83,14 @@ from coordinator.core.result import Result
 from coordinator.core.topics import TopicsImage
 from coordinator.core.txn_offsets import TxnOffsets
 
-GROUP_TYPES: tuple[GroupTypeFactory, ...] = (
-    classic.register,
-    consumer.register,
+BUILT_IN_TYPES: tuple[GroupTypeDeclaration, ...] = (
+    GroupTypeDeclaration("classic", classic.register, ClassicGroupConfig),
+    GroupTypeDeclaration("consumer", consumer.register, ConsumerGroupConfig),
 )
-"""The built-in group types, one line each: what a shard hosts unless it is given others."""
+"""The built-in group types, one line each: name, registration and settings."""
+
+GROUP_TYPES: tuple[GroupTypeFactory, ...] = tuple(declared.register for declared in BUILT_IN_TYPES)
+"""What a shard hosts unless it is given others."""
 
 
 def _any_of(hooks: Sequence[Callable[[], bool]]) -> Callable[[], bool]:
