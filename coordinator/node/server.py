@@ -88,12 +88,11 @@ from ..runtime.startup_checks import (
 from ..security.apis import security_handlers
 from ..security.authorizer import Authorizer
 from ..security.failures import AuthenticationFailures
-from ..security.gate import ListenerGate, SecurityConfigError, build_gates
+from ..security.gate import ListenerGate, SecurityConfigError
 from ..security.listeners import Listener
 from ..security.settings import (
     AuthorizerConfig,
     ConnectionLimits,
-    ListenerSecurityConfig,
     UpstreamSecurityConfig,
 )
 from ..security.store import SecurityStore, security_of
@@ -108,6 +107,9 @@ from ..sidecar.sidecar import Sidecar
 from ..sidecar.topics_changed import TopicsChanged
 from . import log_upstream, maintenance, plugins
 from .apis import assemble, served_by_sidecar
+from .security import channel_opened as security_channel_opened
+from .security import install as security_install
+from .security import mirror_started as security_mirror_started
 from .startup_checks import check_layout, check_sidecar_shards
 
 log = get_logger("coordinator.server")
@@ -186,30 +188,15 @@ class CoordinatorServer:
                                    connections=lambda: self.connections,
                                    authorizer=config.build(AuthorizerConfig).enabled)
         self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
-        # What each listener asks of its connections (TLS, SASL); a bad key file or mechanism
-        # stops start-up here, before anything is opened.
-        try:
-            self.gates: dict[str, ListenerGate] = build_gates(
-                [(listener, config.for_listener(ListenerSecurityConfig, listener), config.jaas_config(listener, "PLAIN"))
-                 for listener in config.listeners], self._security_store, self.wait_loaded)
-        except SecurityConfigError as exc:
-            raise StartupError(str(exc)) from exc
-        # SCRAM credentials and ACLs are records of shard 0's log alone: shard 0 serves the other
-        # shards' writes (`security_channel`), and each of them reads a copy of them (`security_mirror`).
+        self.gates: dict[str, ListenerGate] = {}
+        self.limits: ConnectionLimits
+        self.auth_failures: AuthenticationFailures
+        self.authorizer: Authorizer | None = None
+        """Set when `authorizer.class.name` is (connections hand it to handlers as `ctx.authz`)."""
         self.security_channel: SecurityChannel | None = None
         self.security_mirror: SecurityMirror | None = None
         self.security_forwarder: SecurityForwarder | None = None
-        if self.layout.shards > 1 and self.shard_index > 0:
-            self.security_mirror = SecurityMirror(shard_data_dir(self.root, 0) / "log")
-            self.security_forwarder = SecurityForwarder(self.root, self.shard_index, self.security_mirror,
-                                                        self._security_store)
-        self.limits = config.build(ConnectionLimits)
-        self.auth_failures = AuthenticationFailures(self.limits.connection_failed_authentication_delay_ms)
-        if self.sidecar is not None:  # its per-broker listeners serve as the first listener does
-            self.sidecar.listeners.ssl_context = self.gates[self.listeners[0].name].ssl_context
-        authorization = config.build(AuthorizerConfig)
-        self.authorizer = Authorizer(authorization, self._security_store) if authorization.enabled else None
-        """Set when `authorizer.class.name` is (connections hand it to handlers as `ctx.authz`)."""
+        security_install(self, config)
         dataplane = config.build(DataPlaneConfig)
         record_log = config.build(LogConfig)
         # Partition data: opened (recovered) once this process owns the data directory.
@@ -326,10 +313,7 @@ class CoordinatorServer:
                                lambda: bool(self._servers) and not self._loaded)
         if self.sidecar is not None:
             self.sidecar.start()
-        copied: asyncio.Future[None] | None = None
-        if self.security_mirror is not None:  # shard 0's users and ACLs, read while this shard loads
-            copied = asyncio.ensure_future(self.security_mirror.catch_up())
-            self._background.append(asyncio.create_task(self.security_mirror.run(), name="security-mirror"))
+        copied = security_mirror_started(self)
         writer_epoch: int | None = None
         if self.upstream_log is not None:
             await log_upstream.start(self, self.upstream_log)
@@ -348,11 +332,7 @@ class CoordinatorServer:
             self._committer.start()
             writer_epoch = record_log.writer_epoch
             await self._load_shard(core, DurableSink(self._committer), copied)
-        if self.layout.shards > 1 and self.shard_index == 0:  # the other shards' security writes
-            committer = self._committer
-            assert committer is not None  # several shards never keep the log upstream
-            self.security_channel = SecurityChannel(self.root, lambda: self.shard, lambda: committer.log.durable_end)
-            await self.security_channel.start()
+        await security_channel_opened(self)
         maintenance.install(self)
         metrics.READY.set(1)
         ports = self.ports
