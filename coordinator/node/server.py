@@ -53,7 +53,7 @@ from ..dataplane.handlers import dataplane_handlers, init_producer_id_handler
 from ..dataplane.log import PartitionStore
 from ..dataplane.producer_ids import SHARD_ID_BITS, ProducerIdAllocator
 from ..history.assignments import CoreAssignments
-from ..history.writer import HistoryWriter, open_writer
+from ..history.writer import HistoryWriter
 from ..logging import get_logger
 from ..recordlog import (
     CompactionReport,
@@ -64,7 +64,7 @@ from ..recordlog import (
     RealFileSystem,
     try_lock_data_dir,
 )
-from ..runtime import durable, group_metrics, kafka_metrics, ownership
+from ..runtime import durable, kafka_metrics, ownership
 from ..runtime.apis import (
     Node,
     NodeView,
@@ -105,7 +105,7 @@ from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
 from ..sidecar.topics_changed import TopicsChanged
-from . import log_upstream, maintenance, plugins
+from . import log_upstream, maintenance, observers, plugins
 from .apis import assemble, served_by_sidecar
 from .security import channel_opened as security_channel_opened
 from .security import install as security_install
@@ -435,17 +435,7 @@ class CoordinatorServer:
         """Start serving the loaded core: the new owner's CoordinatorEpoch is made durable first,
         and (shard k >= 1 of several) the copy of shard 0's security state read (`copied`)."""
         shard = ShardRuntime(core, sink, reload=self._reload_core, on_fatal=_fail_stop)
-        shard.add_observer(group_metrics.observer(self.config["metrics.group.labels.enable"]))
-        group_metrics.register_shard(lambda: self.shard if self._loaded else None)
-        shard.add_observer(kafka_metrics.observe)
-        # The rebalance history observes every event (buffered, written off the loop); opened only
-        # now, under the data directory lock, so one process appends to it.
-        self._assignments = CoreAssignments(core)
-        self.history = open_writer(self.data_dir, self.config, self._assignments,
-                                   node_id=self.config["node.id"] + self.shard_index)
-        if self.history is not None:
-            shard.add_observer(self.history.observe)
-            self.history.start()
+        observers.install(self, shard, core)
         # KIP-848 groups assign from topic metadata: the core gets it as data, a snapshot first,
         # then every catalog change, through the shard's queue.
         if self.sidecar is not None:
