@@ -102,7 +102,7 @@ def _serve(args: argparse.Namespace, argv: list[str]) -> int:
     coordinator_logging.configure(args.log_level, None if args.log_format == "auto" else args.log_format == "json")
     import uvloop
 
-    from .node.server import serve
+    from .node.serve import serve
     from .node.supervisor import lay_out_single_process, supervise
     from .runtime.startup_checks import StartupError
     from .shards.placement import LayoutError, ShardLayout

@@ -29,6 +29,7 @@ itself; then run `python -m coordinator.docs`.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import enum
 import os
@@ -40,6 +41,7 @@ from typing import Any, TypeVar
 
 from .clusterlog.settings import ClusterLogConfig
 from .core.config import GroupConfig
+from .core.shard import BUILT_IN_TYPES
 from .dataplane.config import DataPlaneConfig
 from .recordlog.writer import LogConfig
 from .security import listeners as listener_specs
@@ -136,9 +138,11 @@ def _parse_topics(raw: str) -> tuple[tuple[str, int], ...]:
 
 
 def _protocols(value: Any) -> str | None:
-    unknown = [v for v in value if v not in ("classic", "consumer")]
+    """The names of the registered group types (`core.shard.BUILT_IN_TYPES`); classic always."""
+    names = [declared.name for declared in BUILT_IN_TYPES]
+    unknown = [v for v in value if v not in names]
     if unknown or "classic" not in value:
-        return "must contain classic and may contain consumer"
+        return f"must contain classic and may contain {', '.join(n for n in names if n != 'classic')}"
     return None
 
 
@@ -168,6 +172,7 @@ _SERVER: tuple[Setting, ...] = (
     Setting("offsets.topic.num.partitions", "50", "Log partitions groups are hashed onto (Kafka's formula); fixed once a data directory has a layout.", _parse_int, between(1, INT32_MAX)),
     Setting("coordinator.shards", "1", "Coordinator processes the partitions are spread over; shard k is node node.id+k on each listener's port+k (ours).", _parse_int, at_least(1)),
     Setting("group.coordinator.rebalance.protocols", "classic,consumer", "Group protocols served.", _parse_list, _protocols),
+    Setting("coordinator.plugins", "", "Python modules imported at start-up, each adding group types (its `register`) and APIs (its `declarations`) to the node, as name,... (ours; see docs/ARCHITECTURE.md).", _parse_list),
 )
 _COMPACTION: tuple[Setting, ...] = (
     Setting("log.cleaner.backoff.ms", "15000", "How often the record log looks for closed segments to compact.", _parse_int, at_least(1)),
@@ -183,7 +188,9 @@ _OBSERVABILITY: tuple[Setting, ...] = (
     Setting("history.flush.interval.ms", "1000", "Rebalance history: longest time rows wait in memory before being written, unsynced (ours).", _parse_int, at_least(1)),
 )
 _SECTIONS: tuple[tuple[Setting, ...] | type[Any], ...] = (
-    _SERVER, ListenerSecurityConfig, AuthorizerConfig, ConnectionLimits, GroupConfig, LogConfig, _COMPACTION,
+    _SERVER, ListenerSecurityConfig, AuthorizerConfig, ConnectionLimits,
+    *(declared.settings for declared in BUILT_IN_TYPES if declared.settings is not None), GroupConfig, LogConfig,
+    _COMPACTION,
     DataPlaneConfig, SidecarConfig, ClusterLogConfig, UpstreamSecurityConfig, ShareFetchConfig, _OBSERVABILITY,
 )
 """The registry in README order: rows declared here, and config structs whose fields declare
@@ -237,7 +244,11 @@ def _registry() -> tuple[Key, ...]:
         if isinstance(section, tuple):
             rows += [_row(s) for s in section]
         else:
-            rows += [_row(spec, section, name, kind) for name, spec, kind in declared(section)]
+            # A struct's own settings: those it inherits (GroupConfig: each group type's) are its
+            # base's rows, listed where the base is.
+            inherited = {name for base in section.__mro__[1:] if dataclasses.is_dataclass(base)
+                         for name, _, _ in declared(base)}
+            rows += [_row(spec, section, name, kind) for name, spec, kind in declared(section) if name not in inherited]
     names = [r.name for r in rows]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
@@ -309,7 +320,7 @@ class Config(Mapping[str, Any]):
         """The config struct `cls` (`GroupConfig`, `LogConfig`, `DataPlaneConfig`) from the resolved
         values of the settings its fields declare; its other fields keep their defaults."""
         return cls(**{k.field: self._values[k.name] * k.scale if k.scale != 1 else self._values[k.name]
-                      for k in _KEYS if k.owner is cls})
+                      for k in _KEYS if k.owner is not None and issubclass(cls, k.owner)})
 
     def for_listener(self, cls: type[T], listener: listener_specs.Listener) -> T:
         """`build(cls)` for one listener: `listener.name.<name>.<key>` wins over `<key>`."""

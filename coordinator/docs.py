@@ -42,7 +42,7 @@ def metrics_table() -> str:
     from prometheus_client import REGISTRY
     from prometheus_client.metrics import MetricWrapperBase
 
-    from .node import server  # noqa: F401 - imported for the metrics its modules define
+    from .node import serve  # noqa: F401 - imported (with the server) for the metrics its modules define
     from .runtime.group_metrics import ShardCollector
     from .runtime.kafka_metrics import KafkaCoordinatorCollector
     from .security import sasl  # noqa: F401 - imported by the listener gates only when a SASL connection comes

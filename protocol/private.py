@@ -16,6 +16,12 @@ generation, or -1 for a member that joined during the rebalance under way and ho
 
 Declared in kio's entity form, as `protocol.legacy` declares the versions Kafka removed, so kio's own
 readers and writers encode and decode them and `protocol.build` describes them like any other.
+
+A feature that lives outside this package (a plug-in named by `coordinator.plugins`, e.g. the
+tests' toy group type) declares its own private API with `declare`, in the same entity form
+(`entity`, `string`, `int32`, `error_code` build the fields): the tables below are the only place
+the codec and ApiVersions look, so a key declared there is decoded like any other and never
+advertised.
 """
 
 # No `from __future__ import annotations`: kio reads the field types at runtime.
@@ -25,6 +31,12 @@ from kio.static.constants import EntityType
 from kio.static.primitive import i32
 
 from .legacy import _entity, _error, _int32, _string
+
+entity, error_code, int32, string = _entity, _error, _int32, _string
+"""The entity form's decorator and field makers, for a private API declared outside `protocol/`."""
+
+PRIVATE_KEYS_FROM = 16384
+"""A private key is at least this: the upper half of the INT16 range, far above Kafka's keys."""
 
 DESCRIBE_GROUP_GENERATIONS = 32767
 """The highest key an INT16 can carry: as far from Kafka's keys as a key can be."""
@@ -61,3 +73,28 @@ class DescribeGroupGenerationsResponseV0:
 
 REQUESTS: dict[tuple[int, int], type] = {(DESCRIBE_GROUP_GENERATIONS, 0): DescribeGroupGenerationsRequestV0}
 RESPONSES: dict[tuple[int, int], type] = {(DESCRIBE_GROUP_GENERATIONS, 0): DescribeGroupGenerationsResponseV0}
+
+
+class PrivateApiError(ValueError):
+    """A private API declared where it cannot be: a key in Kafka's range, or one already taken."""
+
+
+def declare(api_key: int, name: str, snake_name: str, requests: dict[int, type], responses: dict[int, type]) -> None:
+    """Declares private API `api_key` (`requests`/`responses`: version -> entity class). Declaring
+    the very same classes again is a no-op (a plug-in module imported twice); anything else that
+    reuses a key, or a key below `PRIVATE_KEYS_FROM`, raises `PrivateApiError` (one line)."""
+    if not PRIVATE_KEYS_FROM <= api_key <= 32767:
+        raise PrivateApiError(f"private api {name}: key {api_key} is not in {PRIVATE_KEYS_FROM}..32767")
+    if set(requests) != set(responses):
+        raise PrivateApiError(f"private api {name}: requests and responses declare different versions")
+    mine = ({(api_key, v): c for v, c in requests.items()}, {(api_key, v): c for v, c in responses.items()})
+    if api_key in NAMES:
+        taken = ({k: c for k, c in REQUESTS.items() if k[0] == api_key},
+                 {k: c for k, c in RESPONSES.items() if k[0] == api_key})
+        if NAMES[api_key] == name and taken == mine:
+            return
+        raise PrivateApiError(f"private api {name}: key {api_key} is already {NAMES[api_key]}")
+    NAMES[api_key] = name
+    SNAKE_NAMES[api_key] = snake_name
+    REQUESTS.update(mine[0])
+    RESPONSES.update(mine[1])

@@ -35,11 +35,14 @@ def api_snake_name(api_key: int) -> str | None:
     return api_key_map.get(api_key) or private.SNAKE_NAMES.get(api_key)
 
 
-@cache
 def api_name(api_key: int) -> str:
     """Kafka's API name in CamelCase (JoinGroup), as Kafka's docs and metrics spell it."""
-    if api_key in private.NAMES:
-        return private.NAMES[api_key]
+    # Private names first and uncached: a plug-in may declare one after a lookup (`private.declare`).
+    return private.NAMES.get(api_key) or _kafka_name(api_key)
+
+
+@cache
+def _kafka_name(api_key: int) -> str:
     snake = api_key_map.get(api_key)
     if snake is None:
         return f"Unknown{api_key}"

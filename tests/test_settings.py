@@ -10,12 +10,13 @@ import pytest
 
 from coordinator import config as config_module
 from coordinator.config import KEYS, ConfigError, resolve
-from coordinator.core.config import GroupConfig
+from coordinator.core.config import ClassicGroupConfig, ConsumerGroupConfig, GroupConfig
+from coordinator.core.shard import BUILT_IN_TYPES
 from coordinator.dataplane.config import DataPlaneConfig
 from coordinator.recordlog import FlushPolicy, LogConfig
 from coordinator.settings import Setting, declared
 
-STRUCTS = (GroupConfig, LogConfig, DataPlaneConfig)
+STRUCTS = (ClassicGroupConfig, ConsumerGroupConfig, GroupConfig, LogConfig, DataPlaneConfig)
 PACKAGE = Path(__file__).resolve().parents[1] / "coordinator"
 
 
@@ -31,7 +32,35 @@ def test_every_declared_field_is_in_the_registry_and_feeds_that_field(cls: type)
     assert fields, f"{cls.__name__} declares no settings"
     for name, spec, _ in fields:
         key = KEYS[spec.name]
-        assert (key.owner, key.field) == (cls, name)
+        # The row belongs to the struct that declares the field (GroupConfig inherits the types').
+        declaring = next(c for c in reversed(cls.__mro__)
+                         if dataclasses.is_dataclass(c) and name in {f.name for f in dataclasses.fields(c)})
+        assert (key.owner, key.field) == (declaring, name)
+
+
+def test_each_built_in_group_type_registers_its_own_settings_and_the_core_reads_them_all() -> None:
+    registered = {t.name: t.settings for t in BUILT_IN_TYPES}
+    assert (registered["classic"], registered["consumer"]) == (ClassicGroupConfig, ConsumerGroupConfig)
+    assert KEYS["group.max.size"].owner is ClassicGroupConfig
+    assert KEYS["group.consumer.max.size"].owner is ConsumerGroupConfig
+    assert KEYS["offsets.retention.minutes"].owner is GroupConfig  # no type's: offsets are every type's
+    config = resolve(environ={}, overrides=["group.max.size=7", "group.consumer.max.size=9"])
+    assert config.build(ClassicGroupConfig).group_max_size == 7
+    assert (config.build(GroupConfig).group_max_size, config.build(GroupConfig).consumer_group_max_size) == (7, 9)
+
+
+@pytest.mark.parametrize("protocols", ["classic", "classic,consumer", "consumer,classic"])
+def test_the_rebalance_protocols_are_the_registered_group_types_names(protocols: str) -> None:
+    config = resolve(environ={}, overrides=[f"group.coordinator.rebalance.protocols={protocols}"])
+    assert config["group.coordinator.rebalance.protocols"] == tuple(protocols.split(","))
+
+
+@pytest.mark.parametrize("protocols", ["consumer", "classic,nosuch", "classic,toy"])
+def test_a_rebalance_protocol_no_type_registers_or_no_classic_is_refused_as_before(protocols: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        resolve(environ={}, overrides=[f"group.coordinator.rebalance.protocols={protocols}"])
+    assert error.value.key == "group.coordinator.rebalance.protocols"
+    assert "must contain classic and may contain consumer" in str(error.value)
 
 
 def test_resolved_values_reach_the_core_struct_in_its_units() -> None:

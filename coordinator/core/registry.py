@@ -160,6 +160,18 @@ GroupTypeFactory = Callable[[ShardContext], GroupType]
 """A group type as the shard takes it: ``register(ctx)``, called once per shard."""
 
 
+@dataclass(frozen=True, slots=True)
+class GroupTypeDeclaration:
+    """A built-in group type as the node knows it before any shard exists: its name (what
+    ``group.coordinator.rebalance.protocols`` and ListGroups call it), its ``register``, and its
+    config struct, whose ``setting(...)`` fields are its settings (``coordinator/config.py`` adds
+    them to the registry, README's table included; ``GroupConfig`` inherits the struct)."""
+
+    name: str
+    register: GroupTypeFactory
+    settings: type[Any] | None = None
+
+
 def check_records(registration: Registration) -> None:
     """A registration replays exactly the record types it declares (no record without an owner)."""
     declared = {decl.key for decl in registration.record_types}

@@ -57,7 +57,13 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, cast
 
 from coordinator.core.classic import manager as classic
-from coordinator.core.config import GroupConfig
+from coordinator.core.config import (
+    ClassicGroupConfig,
+    ConsumerGroupConfig,
+    GroupConfig,
+    ShareGroupConfig,
+    StreamsGroupConfig,
+)
 from coordinator.core.consumer import registration as consumer
 from coordinator.core.effects import Effects, TimerKey, TimerTable
 from coordinator.core.epoch import CoordinatorEpoch, CoordinatorEpochValue
@@ -69,6 +75,7 @@ from coordinator.core.record_codec import Record, RecordCodec, replay_encoded_re
 from coordinator.core.registry import (
     Gauge,
     GroupType,
+    GroupTypeDeclaration,
     GroupTypeFactory,
     Registration,
     ShardContext,
@@ -84,13 +91,16 @@ from coordinator.core.streams import registration as streams
 from coordinator.core.topics import TopicsImage
 from coordinator.core.txn_offsets import TxnOffsets
 
-GROUP_TYPES: tuple[GroupTypeFactory, ...] = (
-    classic.register,
-    consumer.register,
-    streams.register,
-    share.register,
+BUILT_IN_TYPES: tuple[GroupTypeDeclaration, ...] = (
+    GroupTypeDeclaration("classic", classic.register, ClassicGroupConfig),
+    GroupTypeDeclaration("consumer", consumer.register, ConsumerGroupConfig),
+    GroupTypeDeclaration("streams", streams.register, StreamsGroupConfig),
+    GroupTypeDeclaration("share", share.register, ShareGroupConfig),
 )
-"""The built-in group types, one line each: what a shard hosts unless it is given others."""
+"""The built-in group types, one line each: name, registration and settings."""
+
+GROUP_TYPES: tuple[GroupTypeFactory, ...] = tuple(declared.register for declared in BUILT_IN_TYPES)
+"""What a shard hosts unless it is given others."""
 
 
 def _any_of(hooks: Sequence[Callable[[], bool]]) -> Callable[[], bool]:

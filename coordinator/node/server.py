@@ -23,12 +23,10 @@ prints as one line and exit code 2.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import errno
 import itertools
 import os
-import signal
 import sys
 import time
 import uuid
@@ -42,13 +40,10 @@ from .. import metrics
 from ..api.declaration import DeclarationError
 from ..api.registry import ApiRegistry
 from ..catalog import TopicCatalog, TopicSource
-from ..clusterlog.cluster import LogCluster, LogUnavailable
-from ..clusterlog.membership import DuplicateNodeId, LogMembership
-from ..clusterlog.owner import MembershipListener, TransactionsUnsupported, UpstreamLog
+from ..clusterlog.membership import LogMembership
+from ..clusterlog.owner import UpstreamLog
 from ..clusterlog.settings import ClusterLogConfig
 from ..clusterlog.sink import UpstreamSink
-from ..clusterlog.tail import LogTail
-from ..clusterlog.topic import LogTopicError
 from ..config import Config
 from ..core.config import GroupConfig
 from ..core.registry import GroupTypeFactory
@@ -59,7 +54,7 @@ from ..dataplane.handlers import dataplane_handlers, init_producer_id_handler
 from ..dataplane.log import PartitionStore
 from ..dataplane.producer_ids import SHARD_ID_BITS, ProducerIdAllocator
 from ..history.assignments import CoreAssignments
-from ..history.writer import HistoryWriter, open_writer
+from ..history.writer import HistoryWriter
 from ..logging import get_logger
 from ..recordlog import (
     CompactionReport,
@@ -68,11 +63,9 @@ from ..recordlog import (
     LogConfig,
     LogTailer,
     RealFileSystem,
-    compact,
     try_lock_data_dir,
 )
-from ..recordlog.segments import list_segments
-from ..runtime import durable, gc_policy, group_metrics, kafka_metrics, ownership
+from ..runtime import durable, kafka_metrics, ownership
 from ..runtime.apis import (
     Node,
     NodeView,
@@ -96,17 +89,15 @@ from ..runtime.startup_checks import (
 from ..security.apis import security_handlers
 from ..security.authorizer import Authorizer
 from ..security.failures import AuthenticationFailures
-from ..security.gate import ListenerGate, SecurityConfigError, build_gates
+from ..security.gate import ListenerGate, SecurityConfigError
 from ..security.listeners import Listener
 from ..security.settings import (
     AuthorizerConfig,
     ConnectionLimits,
-    ListenerSecurityConfig,
     UpstreamSecurityConfig,
 )
 from ..security.store import SecurityStore, security_of
 from ..security.upstream import UpstreamSecurity, upstream_security
-from ..settings import parse_host_port
 from ..shards.ownership import owner
 from ..shards.placement import LayoutError, ShardLayout, shard_data_dir
 from ..shards.security_channel import SecurityChannel, SecurityForwarder
@@ -117,7 +108,11 @@ from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
 from ..sidecar.topics_changed import TopicsChanged
+from . import log_upstream, maintenance, observers, plugins
 from .apis import assemble, served_by_sidecar
+from .security import channel_opened as security_channel_opened
+from .security import install as security_install
+from .security import mirror_started as security_mirror_started
 from .startup_checks import check_layout, check_sidecar_shards
 
 log = get_logger("coordinator.server")
@@ -137,7 +132,8 @@ class CoordinatorServer:
         e.g. one defined outside ``coordinator/``; every core this node builds (owner, standby,
         reload) hosts them."""
         self.config = config
-        self.group_types: tuple[GroupTypeFactory, ...] = (*GROUP_TYPES, *group_types)
+        self.plugins = plugins.load(config["coordinator.plugins"])
+        self.group_types: tuple[GroupTypeFactory, ...] = (*GROUP_TYPES, *self.plugins.group_types, *group_types)
         try:
             self.layout = ShardLayout(config["offsets.topic.num.partitions"], config["coordinator.shards"])
         except LayoutError as exc:
@@ -186,12 +182,8 @@ class CoordinatorServer:
             except SecurityConfigError as exc:
                 raise StartupError(str(exc)) from exc
             if self.cluster_log.upstream:
-                if self.layout.shards > 1:
-                    raise StartupError("coordinator.log.storage=upstream runs one process per instance: "
-                                       "set coordinator.shards=1 and start more instances instead")
-                _check_no_security_records(config)
-                cluster = LogCluster([parse_host_port(s) for s in sidecar.upstream_bootstrap_servers], security)
-                self.upstream_log = UpstreamLog(cluster, self.cluster_log, self.layout.partitions, node_id)
+                self.upstream_log = log_upstream.build(config, self.cluster_log, sidecar, security,
+                                                       self.layout.partitions, self.layout.shards, node_id)
                 owns = self.upstream_log.owns_group
             self.sidecar = Sidecar(sidecar, (config.listen[0], config.advertised[0]), node_id,
                                    self._coordinator_nodes, self._connection_factory, lambda: self.shard, owns,
@@ -200,30 +192,15 @@ class CoordinatorServer:
                                    authorizer=config.build(AuthorizerConfig).enabled,
                                    shared_listeners=self.upstream_log is not None)
         self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
-        # What each listener asks of its connections (TLS, SASL); a bad key file or mechanism
-        # stops start-up here, before anything is opened.
-        try:
-            self.gates: dict[str, ListenerGate] = build_gates(
-                [(listener, config.for_listener(ListenerSecurityConfig, listener), config.jaas_config(listener, "PLAIN"))
-                 for listener in config.listeners], self._security_store, self.wait_loaded)
-        except SecurityConfigError as exc:
-            raise StartupError(str(exc)) from exc
-        # SCRAM credentials and ACLs are records of shard 0's log alone: shard 0 serves the other
-        # shards' writes (`security_channel`), and each of them reads a copy of them (`security_mirror`).
+        self.gates: dict[str, ListenerGate] = {}
+        self.limits: ConnectionLimits
+        self.auth_failures: AuthenticationFailures
+        self.authorizer: Authorizer | None = None
+        """Set when `authorizer.class.name` is (connections hand it to handlers as `ctx.authz`)."""
         self.security_channel: SecurityChannel | None = None
         self.security_mirror: SecurityMirror | None = None
         self.security_forwarder: SecurityForwarder | None = None
-        if self.layout.shards > 1 and self.shard_index > 0:
-            self.security_mirror = SecurityMirror(shard_data_dir(self.root, 0) / "log")
-            self.security_forwarder = SecurityForwarder(self.root, self.shard_index, self.security_mirror,
-                                                        self._security_store)
-        self.limits = config.build(ConnectionLimits)
-        self.auth_failures = AuthenticationFailures(self.limits.connection_failed_authentication_delay_ms)
-        if self.sidecar is not None:  # its per-broker listeners serve as the first listener does
-            self.sidecar.listeners.ssl_context = self.gates[self.listeners[0].name].ssl_context
-        authorization = config.build(AuthorizerConfig)
-        self.authorizer = Authorizer(authorization, self._security_store) if authorization.enabled else None
-        """Set when `authorizer.class.name` is (connections hand it to handlers as `ctx.authz`)."""
+        security_install(self, config)
         dataplane = config.build(DataPlaneConfig)
         record_log = config.build(LogConfig)
         # Partition data: opened (recovered) once this process owns the data directory.
@@ -237,7 +214,8 @@ class CoordinatorServer:
         declared = [*bootstrap_handlers(self.view, lambda: self.registry.version_ranges()),
                     *group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]),
                                     self.topics, None if self.sidecar is not None else self.catalog.create),
-                    *security_handlers(lambda: self.shard, self.security_forwarder)]
+                    *security_handlers(lambda: self.shard, self.security_forwarder),
+                    *self.plugins.apis(lambda: self.shard)]
         if self.sidecar is not None:
             declared = served_by_sidecar(declared, self.sidecar.handlers(self.view,
                                                                          lambda: self.registry.version_ranges()))
@@ -348,13 +326,10 @@ class CoordinatorServer:
                                lambda: bool(self._servers) and not self._loaded)
         if self.sidecar is not None:
             self.sidecar.start()
-        copied: asyncio.Future[None] | None = None
-        if self.security_mirror is not None:  # shard 0's users and ACLs, read while this shard loads
-            copied = asyncio.ensure_future(self.security_mirror.catch_up())
-            self._background.append(asyncio.create_task(self.security_mirror.run(), name="security-mirror"))
+        copied = security_mirror_started(self)
         writer_epoch: int | None = None
         if self.upstream_log is not None:
-            await self._start_upstream(self.upstream_log)
+            await log_upstream.start(self, self.upstream_log)
         else:
             log_dir_before = directory_identity(self.log_dir)
             self._lock, record_log, loaded = await ownership.acquire(
@@ -370,17 +345,8 @@ class CoordinatorServer:
             self._committer.start()
             writer_epoch = record_log.writer_epoch
             await self._load_shard(core, DurableSink(self._committer), copied)
-        if self.layout.shards > 1 and self.shard_index == 0:  # the other shards' security writes
-            committer = self._committer
-            assert committer is not None  # several shards never keep the log upstream
-            self.security_channel = SecurityChannel(self.root, lambda: self.shard, lambda: committer.log.durable_end)
-            await self.security_channel.start()
-        if self.serves_data_plane:
-            self._background.append(asyncio.create_task(self._enforce_retention(), name="retention"))
-        if self.upstream_log is None:  # the upstream compacts the log topic itself
-            self._background.append(asyncio.create_task(self._compact_periodically(), name="compaction"))
-        if self.layout.shards > 1 and self.sidecar is None:  # other shards' catalog changes reach this one's groups
-            self._background.append(asyncio.create_task(self.catalog.watch(), name="catalog-watch"))
+        await security_channel_opened(self)
+        maintenance.install(self)
         metrics.READY.set(1)
         ports = self.ports
         named = len(self.listeners) > 1  # one listener is logged as host:port, as before listener names
@@ -412,7 +378,7 @@ class CoordinatorServer:
         if self.serves_data_plane:
             self.store.open()
             self.store.start()
-            self._declare_topics()
+            maintenance.declare_topics(self)
         elif self.sidecar is None:  # this shard's producer ids, in its own directory
             self.store.producer_ids = ProducerIdAllocator(RealFileSystem(), str(self.data_dir),
                                                           first_id=self.shard_index << SHARD_ID_BITS)
@@ -477,104 +443,12 @@ class CoordinatorServer:
         if self.layout.shards > 1:  # the supervisor scrapes each shard's endpoint
             _write_atomically(self.data_dir / metrics.METRICS_PORT_FILE, str(server.port))
 
-    async def _start_upstream(self, upstream: UpstreamLog) -> None:
-        """coordinator.log.storage=upstream: check the upstream (the log topic's shape,
-        transactions), join the instance group, load the partitions it gives this instance from
-        the log topic, then serve them. The local data directory holds nothing of the log."""
-        self._lock = try_lock_data_dir(self._fs, str(self.data_dir))
-        if self._lock is None:
-            raise StartupError(f"log.dirs {self.root}: another process uses this directory")
-        await self._become_owner()  # listeners open: group APIs answer COORDINATOR_LOAD_IN_PROGRESS
-        delay = 0.2
-        while True:  # an upstream not reachable yet is waited for, as the sidecar waits for it
-            try:
-                await upstream.prepare()
-                break
-            except (LogTopicError, TransactionsUnsupported) as exc:
-                raise StartupError(f"coordinator.log.storage=upstream: {exc}") from exc
-            except LogUnavailable as exc:
-                log.warning("cluster_log_upstream_unreachable", error=str(exc), retry_in_s=delay)
-                await asyncio.sleep(delay)
-                delay = min(2 * delay, 5.0)
-        if self.cluster_log.log_tail_interval_ms > 0:
-            upstream.tail = LogTail(upstream.cluster, self.cluster_log.log_topic, self.layout.partitions,
-                                    self.cluster_log.log_tail_interval_ms / 1000)
-            self._background.append(asyncio.create_task(upstream.tail.run(), name="cluster-log-tail"))
-        membership = self.membership = LogMembership(
-            upstream.cluster, self.cluster_log.log_group_id, self.node.node_id, self.layout.partitions,
-            MembershipListener(upstream), session_timeout_ms=self.cluster_log.log_session_timeout_ms,
-            heartbeat_interval_ms=max(100, self.cluster_log.log_session_timeout_ms // 10),
-            endpoints=tuple((name, node.host, node.port) for name, node in self.view.endpoints.items()))
-        upstream.membership = membership
-        self.view.group_owner = self._group_owner
-        joined = asyncio.create_task(membership.run(), name="cluster-log-membership")
-        self._background.append(joined)
-        stable = asyncio.ensure_future(membership.stable.wait())
-        await asyncio.wait({joined, stable}, return_when=asyncio.FIRST_COMPLETED)
-        if joined.done():
-            stable.cancel()
-            failure = joined.exception()
-            if isinstance(failure, DuplicateNodeId):
-                raise StartupError(f"coordinator.log.storage=upstream: {failure}") from failure
-            raise StartupError(f"coordinator.log.storage=upstream: the instance group stopped: {failure!r}")
-        joined.add_done_callback(_instance_group_ended)
-        sink = self._sink = UpstreamSink(upstream.writer_of, upstream.partition_of, upstream.fenced,
-                                         retry_for_s=self.cluster_log.log_write_timeout_ms / 1000)
-        upstream.settled = sink.settled
-        sink.start()
-        core = self._new_core()
-        await self._load_upstream(core)
-        await self._load_shard(core, sink)
-        shard = self.shard
-        assert shard is not None
-        upstream.on_change = shard.reload_from_log
-        if upstream.assigned != upstream.serving:  # the assignment moved while we loaded
-            shard.reload_from_log()
-
-    def _group_owner(self, group_id: str, listener: str) -> Node | None:
-        """FindCoordinator with the log upstream: the instance owning the group's partition."""
-        assert self.upstream_log is not None
-        found = self.upstream_log.owner_endpoint(group_id, listener)
-        if found is None:
-            return None
-        node_id, host, port = found
-        return self.view.node_for(listener) if node_id == self.node.node_id else Node(node_id, host, port)
-
-    async def _load_upstream(self, core: CoordinatorShard) -> None:
-        """Replay the assigned partitions into `core`, waiting out an upstream that cannot be
-        reached (group APIs answer COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
-        assert self.upstream_log is not None
-        started = time.monotonic()
-        delay = 0.1
-        while True:
-            try:
-                records = await self.upstream_log.load(core)
-                break
-            except LogUnavailable as exc:
-                log.warning("cluster_log_load_failed", error=str(exc), retry_in_s=delay)
-                await asyncio.sleep(delay)
-                delay = min(2 * delay, 2.0)
-        elapsed = time.monotonic() - started
-        durable.LOAD_DURATION.set(elapsed)
-        durable.LOAD_RECORDS.set(records)
-        kafka_metrics.record_partition_load(elapsed)
-
     async def _load_shard(self, core: CoordinatorShard, sink: LogSink,
                           copied: asyncio.Future[None] | None = None) -> None:
         """Start serving the loaded core: the new owner's CoordinatorEpoch is made durable first,
         and (shard k >= 1 of several) the copy of shard 0's security state read (`copied`)."""
         shard = ShardRuntime(core, sink, reload=self._reload_core, on_fatal=_fail_stop)
-        shard.add_observer(group_metrics.observer(self.config["metrics.group.labels.enable"]))
-        group_metrics.register_shard(lambda: self.shard if self._loaded else None)
-        shard.add_observer(kafka_metrics.observe)
-        # The rebalance history observes every event (buffered, written off the loop); opened only
-        # now, under the data directory lock, so one process appends to it.
-        self._assignments = CoreAssignments(core)
-        self.history = open_writer(self.data_dir, self.config, self._assignments,
-                                   node_id=self.config["node.id"] + self.shard_index)
-        if self.history is not None:
-            shard.add_observer(self.history.observe)
-            self.history.start()
+        observers.install(self, shard, core)
         # KIP-848 groups assign from topic metadata: the core gets it as data, a snapshot first,
         # then every catalog change, through the shard's queue.
         if self.sidecar is not None:
@@ -607,61 +481,13 @@ class CoordinatorServer:
         first: the shard's state again after the disk refused a write (`ShardRuntime`)."""
         core = self._new_core()
         if self.upstream_log is not None:
-            await self._load_upstream(core)
+            await log_upstream.load(self, core)
         else:
             replayer = ownership.Replayer(core)
             await asyncio.to_thread(LogTailer(self._fs, str(self.log_dir)).load, replayer)
         if self._assignments is not None:
             self._assignments.core = core
         return core, [consumer_groups.topics_snapshot(self.topics)]
-
-    async def _compact_periodically(self) -> None:
-        """Compact closed segments in a worker thread every `log.cleaner.backoff.ms` when the log
-        has rolled since the last run (the active segment is never touched)."""
-        interval = self.config["log.cleaner.backoff.ms"] / 1000
-        compacted_bases: list[int] = []
-        while True:
-            await asyncio.sleep(interval)
-            bases = list_segments(self._fs, str(self.log_dir))
-            if len(bases) < 2 or bases == compacted_bases:
-                continue
-            await self.compact_now()
-            # Remember what this run saw, not what it left: segments the writer closed while it
-            # ran were not compacted, and the changed listing makes the next tick look again.
-            compacted_bases = bases
-
-    async def compact_now(self) -> CompactionReport | None:
-        started = time.monotonic()
-        try:
-            report = await asyncio.to_thread(
-                compact, self._fs, str(self.log_dir), now_ms=int(time.time() * 1000),
-                delete_retention_ms=self.config["delete.retention.ms"],
-                segment_bytes=self.config["log.segment.bytes"])
-        except Exception as exc:  # compaction failing leaves the log as it was; keep serving
-            durable.COMPACTIONS.labels("failed").inc()
-            log.error("compaction_failed", exc_info=exc)
-            return None
-        durable.COMPACTIONS.labels("ok").inc()
-        durable.COMPACTION_DURATION.observe(time.monotonic() - started)
-        log.info("log_compacted", report=str(report))
-        return report
-
-    async def _enforce_retention(self) -> None:
-        """Appends enforce retention as they go; idle partitions are swept on this interval."""
-        interval = self.store.config.log_retention_check_interval_ms / 1000
-        while True:
-            await asyncio.sleep(interval)
-            dropped = self.store.enforce_retention()
-            if dropped:
-                log.info("retention_enforced", bytes_dropped=dropped)
-
-    def _declare_topics(self) -> None:
-        for name, partitions in self.config["topics"]:
-            existing = self.catalog.get(name)
-            if existing is None:
-                self.catalog.create(name, partitions)
-            elif existing.num_partitions < partitions:
-                self.catalog.grow(name, partitions)
 
     async def stop(self) -> None:
         if self._stopped.is_set():
@@ -695,21 +521,12 @@ class CoordinatorServer:
         for connection in self.connections:
             connection.close()
         self.auth_failures.close()
-        if self.membership is not None:  # hand the partitions over: the others take them at once
-            assert self.upstream_log is not None
-            self.upstream_log.on_change = None  # stopping: no core is rebuilt for what is left
-            try:
-                await asyncio.wait_for(self.membership.leave(), timeout)
-            except TimeoutError:
-                log.warning("shutdown_timeout", waiting_for="instance_group_leave", timeout_s=timeout)
+        await log_upstream.leave(self, timeout)
         if self.sidecar is not None:
             await self.sidecar.stop()
         if self.shard is not None:
             await self.shard.stop()
-        if self._sink is not None:
-            await self._sink.close()
-        if self.upstream_log is not None:
-            self.upstream_log.cluster.close()
+        await log_upstream.close(self)
         if self.history is not None:
             await self.history.close()
         if self._committer is not None:
@@ -726,47 +543,12 @@ class CoordinatorServer:
         if self._started:  # after a failed start-up the one line on stderr says it all
             log.info("server_stopped")
 
+    async def compact_now(self) -> CompactionReport | None:
+        """Compact the closed segments of the record log now (`maintenance.compact_now`)."""
+        return await maintenance.compact_now(self)
+
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
-
-
-async def serve(config: Config, shard: int | None = None) -> int:
-    """Run until SIGTERM or SIGINT; returns the process exit code. A signal while the server is
-    still starting (a standby waiting for the data directory, a long load) stops it as well.
-    Raises `StartupError` when start-up fails, after closing what it had opened."""
-    loop = asyncio.get_running_loop()
-    stop_requested = asyncio.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop_requested.set)
-    try:
-        server = CoordinatorServer(config, shard)
-    except OSError as exc:
-        raise StartupError(f"log.dirs {config['log.dirs']}: {reason(exc)}") from exc
-    except ValueError as exc:  # a corrupt topic catalog
-        raise StartupError(f"log.dirs {config['log.dirs']}: unreadable topic catalog: {exc}") from exc
-    starting = asyncio.ensure_future(server.start())
-    stopping = asyncio.ensure_future(stop_requested.wait())
-    await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    if not starting.done():
-        starting.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await starting
-        log.info("shutdown_requested", while_starting=True)
-        await server.stop()
-        return 0
-    if (failure := starting.exception()) is not None:
-        stopping.cancel()
-        await server.stop()
-        if isinstance(failure, StartupError):
-            raise failure
-        log.debug("startup_failed", exc_info=failure)
-        raise StartupError(f"{type(failure).__name__}: {failure}") from failure
-    # A process-wide policy, so here and not in CoordinatorServer (tests run servers in process).
-    gc_policy.freeze_survivors(loop)
-    await stopping
-    log.info("shutdown_requested")
-    await server.stop()
-    return 0
 
 
 def _shifted(listener: Listener, shard: int) -> Listener:
@@ -790,32 +572,6 @@ def _fail_stop(exc: BaseException) -> None:
     log.critical("record_log_failed_exiting", error=repr(exc))
     sys.stdout.flush()
     os._exit(1)
-
-
-def _check_no_security_records(config: Config) -> None:
-    """SCRAM credentials and ACLs are coordinator-wide records; with the log upstream they would
-    live in log partition 0 and be known to its owner alone, so the other instances would
-    authenticate and authorize against nothing. Refused until every instance reads them."""
-    if config.build(AuthorizerConfig).enabled:
-        raise StartupError("coordinator.log.storage=upstream does not support authorizer.class.name yet: ACLs "
-                           "would be known to one instance only")
-    for listener in config.listeners:
-        mechanisms = config.for_listener(ListenerSecurityConfig, listener).sasl_enabled_mechanisms
-        if listener.protocol.startswith("SASL") and any(m.upper().startswith("SCRAM") for m in mechanisms):
-            raise StartupError(f"coordinator.log.storage=upstream does not support SCRAM on listener {listener.name} "
-                               "yet: credentials would be known to one instance only (PLAIN works)")
-
-
-def _instance_group_ended(task: asyncio.Task[None]) -> None:
-    """The instance group's task ended while serving: after a LeaveGroup (stopping) that is the
-    plan; a node id another instance holds (or anything else) leaves this instance owning nothing,
-    so it stops with one line rather than run without partitions."""
-    if task.cancelled() or task.exception() is None:
-        return
-    failure = task.exception()
-    log.critical("instance_group_failed", error=str(failure) if isinstance(failure, DuplicateNodeId) else repr(failure))
-    sys.stdout.flush()
-    os._exit(2)
 
 
 def _remove_empty_dir(path: str) -> None:
