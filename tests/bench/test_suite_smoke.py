@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 EXPECTED_ROWS = [
@@ -52,6 +54,10 @@ EXPECTED_ROWS = [
 ]
 
 
+# About a minute (every section of the suite, servers included): slow. Each section that needs
+# Kafka has its own default-suite test of the report's shape without it (test_kafka_side.py,
+# test_clusterlog_bench.py) and the hot path its own (test_hotpath_smoke.py).
+@pytest.mark.slow
 def test_quick_tiny_run_reports_every_row(tmp_path: Path) -> None:
     report = tmp_path / "BENCHMARKS.md"
     # The side-by-side section runs without Kafka here (its rows say why); with a real Kafka it is

@@ -265,6 +265,7 @@ def test_a_group_that_changed_type_has_one_lifetime_per_type(spark: Any, tmp_pat
     assert (consumer["members_joined"], consumer["group_type_changes"]) == (1, 1)
 
 
+@pytest.mark.slow  # about 30 s of Spark jobs (a full rebuild, then a run per day): in the slow suite
 def test_daily_runs_replace_one_day_and_add_up_to_the_full_rebuild(spark: Any, tmp_path: Path) -> None:
     h = hand_made()
     # A rebalance across midnight: started 300 ms before day 2, Stable 200 ms into it (500 ms, day 1),
