@@ -48,11 +48,6 @@ from ..config import Config
 from ..core.config import GroupConfig
 from ..core.registry import GroupTypeFactory
 from ..core.shard import GROUP_TYPES, CoordinatorShard
-from ..core.share.config import AutoOffsetReset
-from ..dataplane.config import DataPlaneConfig
-from ..dataplane.handlers import dataplane_handlers, init_producer_id_handler
-from ..dataplane.log import PartitionStore
-from ..dataplane.producer_ids import SHARD_ID_BITS, ProducerIdAllocator
 from ..history.assignments import CoreAssignments
 from ..history.writer import HistoryWriter
 from ..logging import get_logger
@@ -62,7 +57,6 @@ from ..recordlog import (
     GroupCommitter,
     LogConfig,
     LogTailer,
-    RealFileSystem,
     try_lock_data_dir,
 )
 from ..runtime import durable, kafka_metrics, ownership
@@ -102,13 +96,11 @@ from ..shards.ownership import owner
 from ..shards.placement import LayoutError, ShardLayout, shard_data_dir
 from ..shards.security_channel import SecurityChannel, SecurityForwarder
 from ..shards.security_mirror import SecurityMirror
-from ..share.settings import ShareFetchConfig
-from ..share.wiring import embedded_share_apis
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
 from ..sidecar.topics_changed import TopicsChanged
-from . import log_upstream, maintenance, observers, plugins
+from . import dataplane, log_upstream, maintenance, observers, plugins
 from .apis import assemble, served_by_sidecar
 from .security import channel_opened as security_channel_opened
 from .security import install as security_install
@@ -201,14 +193,8 @@ class CoordinatorServer:
         self.security_mirror: SecurityMirror | None = None
         self.security_forwarder: SecurityForwarder | None = None
         security_install(self, config)
-        dataplane = config.build(DataPlaneConfig)
-        record_log = config.build(LogConfig)
         # Partition data: opened (recovered) once this process owns the data directory.
-        self.store = PartitionStore(
-            self.catalog, dataplane, retention_check_interval_ms=dataplane.log_retention_check_interval_ms,
-            fs=RealFileSystem(), directory=str(config.data_dir / "partitions"),
-            flush_policy=record_log.flush_policy, flush_interval_ms=record_log.flush_interval_ms,
-            on_fatal=_fail_stop, remove_dir=_remove_empty_dir)
+        self.store = dataplane.build(config, self.catalog, _fail_stop)
         self.shard: ShardRuntime | None = None
         self.history: HistoryWriter | None = None
         declared = [*bootstrap_handlers(self.view, lambda: self.registry.version_ranges()),
@@ -219,13 +205,8 @@ class CoordinatorServer:
         if self.sidecar is not None:
             declared = served_by_sidecar(declared, self.sidecar.handlers(self.view,
                                                                          lambda: self.registry.version_ranges()))
-        elif self.serves_data_plane:
-            declared += dataplane_handlers(self.catalog, self.store, self.store.config)
-            declared += embedded_share_apis(  # share groups: embedded mode only (so far)
-                lambda: self.shard, self.view, self.catalog, self.store,
-                AutoOffsetReset.parse(config["share.auto.offset.reset"]), config.build(ShareFetchConfig))
-        else:  # clients send InitProducerId to any node: ids from this shard's own range
-            declared.append(init_producer_id_handler(self.store))
+        else:
+            declared += dataplane.apis(self, config)
         try:
             handlers = assemble(declared, owns, self.upstream_log.refusal if self.upstream_log is not None else None)
             if self.sidecar is not None:
@@ -375,13 +356,7 @@ class CoordinatorServer:
         COORDINATOR_LOAD_IN_PROGRESS until the log is loaded)."""
         if self.sidecar is None:
             self.catalog.reload()
-        if self.serves_data_plane:
-            self.store.open()
-            self.store.start()
-            maintenance.declare_topics(self)
-        elif self.sidecar is None:  # this shard's producer ids, in its own directory
-            self.store.producer_ids = ProducerIdAllocator(RealFileSystem(), str(self.data_dir),
-                                                          first_id=self.shard_index << SHARD_ID_BITS)
+        dataplane.opened(self)
         if self._metrics_deferred:
             self._metrics_deferred = False
             await self._open_metrics(may_defer=False)
@@ -531,8 +506,7 @@ class CoordinatorServer:
             await self.history.close()
         if self._committer is not None:
             await self._committer.close()
-        if self.serves_data_plane:
-            await self.store.close()
+        await dataplane.close(self)
         if self._lock is not None:
             self._lock.release()
         for listening in self._servers.values():
@@ -573,10 +547,3 @@ def _fail_stop(exc: BaseException) -> None:
     sys.stdout.flush()
     os._exit(1)
 
-
-def _remove_empty_dir(path: str) -> None:
-    """A deleted topic's partition directory, once its segments are gone."""
-    try:
-        os.rmdir(path)
-    except OSError as exc:
-        log.warning("partition_dir_not_removed", path=path, error=str(exc))
