@@ -83,15 +83,11 @@ from ..runtime.startup_checks import (
 from ..security.apis import security_handlers
 from ..security.authorizer import Authorizer
 from ..security.failures import AuthenticationFailures
-from ..security.gate import ListenerGate, SecurityConfigError
+from ..security.gate import ListenerGate
 from ..security.listeners import Listener
-from ..security.settings import (
-    AuthorizerConfig,
-    ConnectionLimits,
-    UpstreamSecurityConfig,
-)
+from ..security.settings import ConnectionLimits
 from ..security.store import SecurityStore, security_of
-from ..security.upstream import UpstreamSecurity, upstream_security
+from ..security.upstream import UpstreamSecurity
 from ..shards.ownership import owner
 from ..shards.placement import LayoutError, ShardLayout, shard_data_dir
 from ..shards.security_channel import SecurityChannel, SecurityForwarder
@@ -99,13 +95,12 @@ from ..shards.security_mirror import SecurityMirror
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
-from ..sidecar.topics_changed import TopicsChanged
-from . import dataplane, log_upstream, maintenance, observers, plugins
-from .apis import assemble, served_by_sidecar
+from . import dataplane, log_upstream, maintenance, observers, plugins, sidecar
+from .apis import assemble
 from .security import channel_opened as security_channel_opened
 from .security import install as security_install
 from .security import mirror_started as security_mirror_started
-from .startup_checks import check_layout, check_sidecar_shards
+from .startup_checks import check_layout
 
 log = get_logger("coordinator.server")
 
@@ -146,12 +141,12 @@ class CoordinatorServer:
         # Sidecar mode (upstream.bootstrap.servers set): no embedded catalog or data plane; topics
         # come from the upstream, and what is not a group API is forwarded (coordinator/sidecar).
         self.sidecar: Sidecar | None = None
-        sidecar = config.build(SidecarConfig)
+        sidecar_config = config.build(SidecarConfig)
         # Shard k is node `first + k`: node.id's, or in sidecar mode sidecar.node.id's (the
         # coordinator's own nodes there, beside the upstream's brokers).
-        first_node_id = sidecar.sidecar_node_id if sidecar.upstream_bootstrap_servers else config["node.id"]
+        first_node_id = sidecar_config.sidecar_node_id if sidecar_config.upstream_bootstrap_servers else config["node.id"]
         node_id = first_node_id + self.shard_index
-        self.catalog = TopicCatalog(None if sidecar.upstream_bootstrap_servers else config.data_dir / "topics.json",
+        self.catalog = TopicCatalog(None if sidecar_config.upstream_bootstrap_servers else config.data_dir / "topics.json",
                                     shared=self.layout.shards > 1)
         self.view = NodeView(Node(node_id, host, port), config["cluster.id"], self.catalog,
                              TopicDefaults(config["num.partitions"], config["auto.create.topics.enable"]),
@@ -166,23 +161,14 @@ class CoordinatorServer:
         self.membership: LogMembership | None = None
         self._sink: UpstreamSink | None = None
         security: UpstreamSecurity | None = None
-        if sidecar.upstream_bootstrap_servers:
-            if self.layout.shards > 1:
-                check_sidecar_shards(sidecar, self.layout.shards)
-            try:  # the coordinator's own credentials upstream
-                security = upstream_security(config.build(UpstreamSecurityConfig))
-            except SecurityConfigError as exc:
-                raise StartupError(str(exc)) from exc
+        if sidecar_config.upstream_bootstrap_servers:
+            security = sidecar.upstream_credentials(config, sidecar_config, self.layout.shards)
             if self.cluster_log.upstream:
-                self.upstream_log = log_upstream.build(config, self.cluster_log, sidecar, security,
+                self.upstream_log = log_upstream.build(config, self.cluster_log, sidecar_config, security,
                                                        self.layout.partitions, self.layout.shards, node_id)
                 owns = self.upstream_log.owns_group
-            self.sidecar = Sidecar(sidecar, (config.listen[0], config.advertised[0]), node_id,
-                                   self._coordinator_nodes, self._connection_factory, lambda: self.shard, owns,
-                                   TopicsChanged(self.root) if self.layout.shards > 1 else None, security,
-                                   connections=lambda: self.connections,
-                                   authorizer=config.build(AuthorizerConfig).enabled,
-                                   shared_listeners=self.upstream_log is not None)
+            self.sidecar = sidecar.build(self, config, sidecar_config, node_id, owns, security,
+                                         self._connection_factory)
         self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
         self.gates: dict[str, ListenerGate] = {}
         self.limits: ConnectionLimits
@@ -203,14 +189,12 @@ class CoordinatorServer:
                     *security_handlers(lambda: self.shard, self.security_forwarder),
                     *self.plugins.apis(lambda: self.shard)]
         if self.sidecar is not None:
-            declared = served_by_sidecar(declared, self.sidecar.handlers(self.view,
-                                                                         lambda: self.registry.version_ranges()))
+            declared = sidecar.apis(self, declared)
         else:
             declared += dataplane.apis(self, config)
         try:
             handlers = assemble(declared, owns, self.upstream_log.refusal if self.upstream_log is not None else None)
-            if self.sidecar is not None:
-                handlers = self.sidecar.serve_locally(handlers)
+            handlers = sidecar.serve_locally(self, handlers)
             self.registry = ApiRegistry(handlers)
         except DeclarationError as exc:
             raise StartupError(str(exc)) from exc
@@ -250,17 +234,6 @@ class CoordinatorServer:
     @node.setter
     def node(self, node: Node) -> None:
         self.view.node = node
-
-    def _coordinator_nodes(self) -> list[tuple[int, str, int]]:
-        """Sidecar mode: every shard's coordinator node as the first listener advertises it
-        (shard 0 first; this node alone with one shard), for the rewritten Metadata; with the log
-        upstream, every other instance's node after this one."""
-        listener = self.listeners[0].name
-        nodes = [(n.node_id, n.host, n.port) for n in self.view.cluster(listener)]
-        if self.upstream_log is not None:
-            own = {node_id for node_id, _, _ in nodes}
-            nodes += [n for n in self.upstream_log.instance_nodes(listener) if n[0] not in own]
-        return nodes
 
     # -- lifecycle ----------------------------------------------------------------------------
     @property
@@ -305,8 +278,7 @@ class CoordinatorServer:
         # Owner (listener open) but not loaded yet = Kafka's "loading" partition state.
         kafka_metrics.register(lambda: self.shard if self._loaded else None,
                                lambda: bool(self._servers) and not self._loaded)
-        if self.sidecar is not None:
-            self.sidecar.start()
+        sidecar.start(self)
         copied = security_mirror_started(self)
         writer_epoch: int | None = None
         if self.upstream_log is not None:
@@ -379,8 +351,7 @@ class CoordinatorServer:
                 self.view.endpoints[listener.name] = Node(told.node_id, told.host, self.ports[listener.name])
         self.node = self.view.endpoints[self.listeners[0].name]
         self._background.append(asyncio.create_task(self.connections.close_idle(), name="idle-connections"))
-        if self.sidecar is not None:
-            await self.sidecar.activate()
+        await sidecar.activate(self)
 
     def _connection_factory(self, route: Route | None, gate: ListenerGate | None = None) -> KafkaConnection:
         if route is None and self.sidecar is not None:
@@ -426,13 +397,7 @@ class CoordinatorServer:
         observers.install(self, shard, core)
         # KIP-848 groups assign from topic metadata: the core gets it as data, a snapshot first,
         # then every catalog change, through the shard's queue.
-        if self.sidecar is not None:
-            await self.sidecar.wait_ready()  # the upstream's topics are the snapshot
-            if self.layout.shards > 1 and (collisions := self.sidecar.colliding_node_ids()):
-                broker, k = next(iter(collisions.items()))
-                raise StartupError(
-                    f"upstream broker {broker} has the node id of coordinator shard {k} (sidecar.node.id "
-                    f"{broker - k} + {k}): set sidecar.node.id above the upstream's broker ids")
+        await sidecar.ready(self)  # the upstream's topics are the snapshot
         shard.post(consumer_groups.topics_snapshot(self.topics))
         self.topics.add_listener(lambda change: shard.post(consumer_groups.topic_change(change)))
         # The local log's owner marks its takeover with a CoordinatorEpoch; upstream, each log
@@ -440,8 +405,7 @@ class CoordinatorServer:
         # partition this instance is sure to own.
         await shard.start(writer_id=None if self.upstream_log is not None else f"node-{self.node.node_id}-{uuid.uuid4()}")
         self.shard = shard
-        if self.sidecar is not None:
-            self.sidecar.attach(shard)
+        sidecar.attach(self, shard)
         if copied is not None:
             await copied
         self._loaded = True
@@ -472,8 +436,7 @@ class CoordinatorServer:
             task.cancel()
         for listening in self._servers.values():
             listening.close()
-        if self.sidecar is not None:
-            self.sidecar.listeners.close()
+        sidecar.stop_accepting(self)
         for connection in self.connections:
             connection.drain()
         if self.security_channel is not None:
@@ -497,8 +460,7 @@ class CoordinatorServer:
             connection.close()
         self.auth_failures.close()
         await log_upstream.leave(self, timeout)
-        if self.sidecar is not None:
-            await self.sidecar.stop()
+        await sidecar.stop(self)
         if self.shard is not None:
             await self.shard.stop()
         await log_upstream.close(self)
