@@ -23,7 +23,6 @@ prints as one line and exit code 2.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import errno
 import itertools
 import os
@@ -68,7 +67,6 @@ from ..runtime.apis import (
     consumer_groups,
     group_handlers,
 )
-from ..runtime.apis.view import cluster_nodes
 from ..runtime.connection import ConnectionServices, KafkaConnection
 from ..runtime.connection_table import ConnectionTable
 from ..runtime.durable import DurableSink
@@ -84,22 +82,18 @@ from ..security.apis import security_handlers
 from ..security.authorizer import Authorizer
 from ..security.failures import AuthenticationFailures
 from ..security.gate import ListenerGate
-from ..security.listeners import Listener
 from ..security.settings import ConnectionLimits
 from ..security.store import SecurityStore, security_of
 from ..security.upstream import UpstreamSecurity
-from ..shards.ownership import owner
-from ..shards.placement import LayoutError, ShardLayout, shard_data_dir
+from ..shards.placement import shard_data_dir
 from ..shards.security_channel import SecurityChannel, SecurityForwarder
 from ..shards.security_mirror import SecurityMirror
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
-from . import dataplane, log_upstream, maintenance, observers, plugins, sidecar
+from . import dataplane, log_upstream, maintenance, observers, plugins, shards, sidecar
 from .apis import assemble
-from .security import channel_opened as security_channel_opened
 from .security import install as security_install
-from .security import mirror_started as security_mirror_started
 from .startup_checks import check_layout
 
 log = get_logger("coordinator.server")
@@ -121,21 +115,11 @@ class CoordinatorServer:
         self.config = config
         self.plugins = plugins.load(config["coordinator.plugins"])
         self.group_types: tuple[GroupTypeFactory, ...] = (*GROUP_TYPES, *self.plugins.group_types, *group_types)
-        try:
-            self.layout = ShardLayout(config["offsets.topic.num.partitions"], config["coordinator.shards"])
-        except LayoutError as exc:
-            raise StartupError(str(exc)) from exc
-        if shard is None and self.layout.shards > 1:
-            raise StartupError("coordinator.shards above 1: each shard is started by `coordinator serve`")
-        self.shard_index = shard or 0
-        if not 0 <= self.shard_index < self.layout.shards:
-            raise StartupError(f"shard {self.shard_index} is not one of coordinator.shards ({self.layout.shards})")
+        self.layout, self.shard_index = shards.layout(config, shard)
         self.root = config.data_dir
         self.data_dir = shard_data_dir(self.root, self.shard_index)
         """This shard's own directory: its record log, lock, history (the root for shard 0)."""
-        self.listeners = tuple(_shifted(listener, self.shard_index) for listener in config.listeners)
-        if self.layout.shards > 1 and any(listener.port == 0 for listener in config.listeners):
-            raise StartupError("coordinator.shards above 1 needs fixed listener ports (shard k listens on port + k)")
+        self.listeners = shards.listeners(config, self.layout, self.shard_index)
         host, port = config.advertised
         port = port + self.shard_index if port else port
         # Sidecar mode (upstream.bootstrap.servers set): no embedded catalog or data plane; topics
@@ -152,8 +136,8 @@ class CoordinatorServer:
                              TopicDefaults(config["num.partitions"], config["auto.create.topics.enable"]),
                              {listener.name: Node(node_id, listener.advertised_host or host, listener.advertised_port)
                               for listener in self.listeners}, self.layout, self.shard_index,
-                             cluster_nodes(config.listeners, first_node_id, self.layout.shards, host))
-        owns = owner(self.layout, self.shard_index) if self.layout.shards > 1 else None
+                             shards.cluster(config, first_node_id, self.layout, host))
+        owns = shards.owns(self.layout, self.shard_index)
         # coordinator.log.storage=upstream: the record log is the upstream's log topic, and the
         # groups served are those of the log partitions the instance group gave this instance.
         self.cluster_log = config.build(ClusterLogConfig)
@@ -179,6 +163,7 @@ class CoordinatorServer:
         self.security_mirror: SecurityMirror | None = None
         self.security_forwarder: SecurityForwarder | None = None
         security_install(self, config)
+        shards.install(self)
         # Partition data: opened (recovered) once this process owns the data directory.
         self.store = dataplane.build(config, self.catalog, _fail_stop)
         self.shard: ShardRuntime | None = None
@@ -279,7 +264,7 @@ class CoordinatorServer:
         kafka_metrics.register(lambda: self.shard if self._loaded else None,
                                lambda: bool(self._servers) and not self._loaded)
         sidecar.start(self)
-        copied = security_mirror_started(self)
+        copied = shards.mirror_started(self)
         writer_epoch: int | None = None
         if self.upstream_log is not None:
             await log_upstream.start(self, self.upstream_log)
@@ -298,7 +283,7 @@ class CoordinatorServer:
             self._committer.start()
             writer_epoch = record_log.writer_epoch
             await self._load_shard(core, DurableSink(self._committer), copied)
-        await security_channel_opened(self)
+        await shards.channel_opened(self)
         maintenance.install(self)
         metrics.READY.set(1)
         ports = self.ports
@@ -485,14 +470,6 @@ class CoordinatorServer:
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
-
-
-def _shifted(listener: Listener, shard: int) -> Listener:
-    """Shard k's copy of a listener: the same host, port + k (bound and advertised)."""
-    if not shard:
-        return listener
-    return dataclasses.replace(listener, port=listener.port + shard,
-                               advertised_port=listener.advertised_port + shard)
 
 
 def _write_atomically(path: Path, text: str) -> None:
