@@ -23,7 +23,6 @@ prints as one line and exit code 2.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import errno
 import itertools
 import os
@@ -48,11 +47,6 @@ from ..config import Config
 from ..core.config import GroupConfig
 from ..core.registry import GroupTypeFactory
 from ..core.shard import GROUP_TYPES, CoordinatorShard
-from ..core.share.config import AutoOffsetReset
-from ..dataplane.config import DataPlaneConfig
-from ..dataplane.handlers import dataplane_handlers, init_producer_id_handler
-from ..dataplane.log import PartitionStore
-from ..dataplane.producer_ids import SHARD_ID_BITS, ProducerIdAllocator
 from ..history.assignments import CoreAssignments
 from ..history.writer import HistoryWriter
 from ..logging import get_logger
@@ -62,7 +56,6 @@ from ..recordlog import (
     GroupCommitter,
     LogConfig,
     LogTailer,
-    RealFileSystem,
     try_lock_data_dir,
 )
 from ..runtime import durable, kafka_metrics, ownership
@@ -74,7 +67,6 @@ from ..runtime.apis import (
     consumer_groups,
     group_handlers,
 )
-from ..runtime.apis.view import cluster_nodes
 from ..runtime.connection import ConnectionServices, KafkaConnection
 from ..runtime.connection_table import ConnectionTable
 from ..runtime.durable import DurableSink
@@ -89,31 +81,20 @@ from ..runtime.startup_checks import (
 from ..security.apis import security_handlers
 from ..security.authorizer import Authorizer
 from ..security.failures import AuthenticationFailures
-from ..security.gate import ListenerGate, SecurityConfigError
-from ..security.listeners import Listener
-from ..security.settings import (
-    AuthorizerConfig,
-    ConnectionLimits,
-    UpstreamSecurityConfig,
-)
+from ..security.gate import ListenerGate
+from ..security.settings import ConnectionLimits
 from ..security.store import SecurityStore, security_of
-from ..security.upstream import UpstreamSecurity, upstream_security
-from ..shards.ownership import owner
-from ..shards.placement import LayoutError, ShardLayout, shard_data_dir
+from ..security.upstream import UpstreamSecurity
+from ..shards.placement import shard_data_dir
 from ..shards.security_channel import SecurityChannel, SecurityForwarder
 from ..shards.security_mirror import SecurityMirror
-from ..share.settings import ShareFetchConfig
-from ..share.wiring import embedded_share_apis
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
-from ..sidecar.topics_changed import TopicsChanged
-from . import log_upstream, maintenance, observers, plugins
-from .apis import assemble, served_by_sidecar
-from .security import channel_opened as security_channel_opened
+from . import dataplane, log_upstream, maintenance, observers, plugins, shards, sidecar
+from .apis import assemble
 from .security import install as security_install
-from .security import mirror_started as security_mirror_started
-from .startup_checks import check_layout, check_sidecar_shards
+from .startup_checks import check_layout
 
 log = get_logger("coordinator.server")
 
@@ -134,39 +115,29 @@ class CoordinatorServer:
         self.config = config
         self.plugins = plugins.load(config["coordinator.plugins"])
         self.group_types: tuple[GroupTypeFactory, ...] = (*GROUP_TYPES, *self.plugins.group_types, *group_types)
-        try:
-            self.layout = ShardLayout(config["offsets.topic.num.partitions"], config["coordinator.shards"])
-        except LayoutError as exc:
-            raise StartupError(str(exc)) from exc
-        if shard is None and self.layout.shards > 1:
-            raise StartupError("coordinator.shards above 1: each shard is started by `coordinator serve`")
-        self.shard_index = shard or 0
-        if not 0 <= self.shard_index < self.layout.shards:
-            raise StartupError(f"shard {self.shard_index} is not one of coordinator.shards ({self.layout.shards})")
+        self.layout, self.shard_index = shards.layout(config, shard)
         self.root = config.data_dir
         self.data_dir = shard_data_dir(self.root, self.shard_index)
         """This shard's own directory: its record log, lock, history (the root for shard 0)."""
-        self.listeners = tuple(_shifted(listener, self.shard_index) for listener in config.listeners)
-        if self.layout.shards > 1 and any(listener.port == 0 for listener in config.listeners):
-            raise StartupError("coordinator.shards above 1 needs fixed listener ports (shard k listens on port + k)")
+        self.listeners = shards.listeners(config, self.layout, self.shard_index)
         host, port = config.advertised
         port = port + self.shard_index if port else port
         # Sidecar mode (upstream.bootstrap.servers set): no embedded catalog or data plane; topics
         # come from the upstream, and what is not a group API is forwarded (coordinator/sidecar).
         self.sidecar: Sidecar | None = None
-        sidecar = config.build(SidecarConfig)
+        sidecar_config = config.build(SidecarConfig)
         # Shard k is node `first + k`: node.id's, or in sidecar mode sidecar.node.id's (the
         # coordinator's own nodes there, beside the upstream's brokers).
-        first_node_id = sidecar.sidecar_node_id if sidecar.upstream_bootstrap_servers else config["node.id"]
+        first_node_id = sidecar_config.sidecar_node_id if sidecar_config.upstream_bootstrap_servers else config["node.id"]
         node_id = first_node_id + self.shard_index
-        self.catalog = TopicCatalog(None if sidecar.upstream_bootstrap_servers else config.data_dir / "topics.json",
+        self.catalog = TopicCatalog(None if sidecar_config.upstream_bootstrap_servers else config.data_dir / "topics.json",
                                     shared=self.layout.shards > 1)
         self.view = NodeView(Node(node_id, host, port), config["cluster.id"], self.catalog,
                              TopicDefaults(config["num.partitions"], config["auto.create.topics.enable"]),
                              {listener.name: Node(node_id, listener.advertised_host or host, listener.advertised_port)
                               for listener in self.listeners}, self.layout, self.shard_index,
-                             cluster_nodes(config.listeners, first_node_id, self.layout.shards, host))
-        owns = owner(self.layout, self.shard_index) if self.layout.shards > 1 else None
+                             shards.cluster(config, first_node_id, self.layout, host))
+        owns = shards.owns(self.layout, self.shard_index)
         # coordinator.log.storage=upstream: the record log is the upstream's log topic, and the
         # groups served are those of the log partitions the instance group gave this instance.
         self.cluster_log = config.build(ClusterLogConfig)
@@ -174,23 +145,14 @@ class CoordinatorServer:
         self.membership: LogMembership | None = None
         self._sink: UpstreamSink | None = None
         security: UpstreamSecurity | None = None
-        if sidecar.upstream_bootstrap_servers:
-            if self.layout.shards > 1:
-                check_sidecar_shards(sidecar, self.layout.shards)
-            try:  # the coordinator's own credentials upstream
-                security = upstream_security(config.build(UpstreamSecurityConfig))
-            except SecurityConfigError as exc:
-                raise StartupError(str(exc)) from exc
+        if sidecar_config.upstream_bootstrap_servers:
+            security = sidecar.upstream_credentials(config, sidecar_config, self.layout.shards)
             if self.cluster_log.upstream:
-                self.upstream_log = log_upstream.build(config, self.cluster_log, sidecar, security,
+                self.upstream_log = log_upstream.build(config, self.cluster_log, sidecar_config, security,
                                                        self.layout.partitions, self.layout.shards, node_id)
                 owns = self.upstream_log.owns_group
-            self.sidecar = Sidecar(sidecar, (config.listen[0], config.advertised[0]), node_id,
-                                   self._coordinator_nodes, self._connection_factory, lambda: self.shard, owns,
-                                   TopicsChanged(self.root) if self.layout.shards > 1 else None, security,
-                                   connections=lambda: self.connections,
-                                   authorizer=config.build(AuthorizerConfig).enabled,
-                                   shared_listeners=self.upstream_log is not None)
+            self.sidecar = sidecar.build(self, config, sidecar_config, node_id, owns, security,
+                                         self._connection_factory)
         self.topics: TopicSource = self.sidecar.catalog if self.sidecar else self.catalog
         self.gates: dict[str, ListenerGate] = {}
         self.limits: ConnectionLimits
@@ -201,14 +163,9 @@ class CoordinatorServer:
         self.security_mirror: SecurityMirror | None = None
         self.security_forwarder: SecurityForwarder | None = None
         security_install(self, config)
-        dataplane = config.build(DataPlaneConfig)
-        record_log = config.build(LogConfig)
+        shards.install(self)
         # Partition data: opened (recovered) once this process owns the data directory.
-        self.store = PartitionStore(
-            self.catalog, dataplane, retention_check_interval_ms=dataplane.log_retention_check_interval_ms,
-            fs=RealFileSystem(), directory=str(config.data_dir / "partitions"),
-            flush_policy=record_log.flush_policy, flush_interval_ms=record_log.flush_interval_ms,
-            on_fatal=_fail_stop, remove_dir=_remove_empty_dir)
+        self.store = dataplane.build(config, self.catalog, _fail_stop)
         self.shard: ShardRuntime | None = None
         self.history: HistoryWriter | None = None
         declared = [*bootstrap_handlers(self.view, lambda: self.registry.version_ranges()),
@@ -217,19 +174,12 @@ class CoordinatorServer:
                     *security_handlers(lambda: self.shard, self.security_forwarder),
                     *self.plugins.apis(lambda: self.shard)]
         if self.sidecar is not None:
-            declared = served_by_sidecar(declared, self.sidecar.handlers(self.view,
-                                                                         lambda: self.registry.version_ranges()))
-        elif self.serves_data_plane:
-            declared += dataplane_handlers(self.catalog, self.store, self.store.config)
-            declared += embedded_share_apis(  # share groups: embedded mode only (so far)
-                lambda: self.shard, self.view, self.catalog, self.store,
-                AutoOffsetReset.parse(config["share.auto.offset.reset"]), config.build(ShareFetchConfig))
-        else:  # clients send InitProducerId to any node: ids from this shard's own range
-            declared.append(init_producer_id_handler(self.store))
+            declared = sidecar.apis(self, declared)
+        else:
+            declared += dataplane.apis(self, config)
         try:
             handlers = assemble(declared, owns, self.upstream_log.refusal if self.upstream_log is not None else None)
-            if self.sidecar is not None:
-                handlers = self.sidecar.serve_locally(handlers)
+            handlers = sidecar.serve_locally(self, handlers)
             self.registry = ApiRegistry(handlers)
         except DeclarationError as exc:
             raise StartupError(str(exc)) from exc
@@ -269,17 +219,6 @@ class CoordinatorServer:
     @node.setter
     def node(self, node: Node) -> None:
         self.view.node = node
-
-    def _coordinator_nodes(self) -> list[tuple[int, str, int]]:
-        """Sidecar mode: every shard's coordinator node as the first listener advertises it
-        (shard 0 first; this node alone with one shard), for the rewritten Metadata; with the log
-        upstream, every other instance's node after this one."""
-        listener = self.listeners[0].name
-        nodes = [(n.node_id, n.host, n.port) for n in self.view.cluster(listener)]
-        if self.upstream_log is not None:
-            own = {node_id for node_id, _, _ in nodes}
-            nodes += [n for n in self.upstream_log.instance_nodes(listener) if n[0] not in own]
-        return nodes
 
     # -- lifecycle ----------------------------------------------------------------------------
     @property
@@ -324,9 +263,8 @@ class CoordinatorServer:
         # Owner (listener open) but not loaded yet = Kafka's "loading" partition state.
         kafka_metrics.register(lambda: self.shard if self._loaded else None,
                                lambda: bool(self._servers) and not self._loaded)
-        if self.sidecar is not None:
-            self.sidecar.start()
-        copied = security_mirror_started(self)
+        sidecar.start(self)
+        copied = shards.mirror_started(self)
         writer_epoch: int | None = None
         if self.upstream_log is not None:
             await log_upstream.start(self, self.upstream_log)
@@ -345,7 +283,7 @@ class CoordinatorServer:
             self._committer.start()
             writer_epoch = record_log.writer_epoch
             await self._load_shard(core, DurableSink(self._committer), copied)
-        await security_channel_opened(self)
+        await shards.channel_opened(self)
         maintenance.install(self)
         metrics.READY.set(1)
         ports = self.ports
@@ -375,13 +313,7 @@ class CoordinatorServer:
         COORDINATOR_LOAD_IN_PROGRESS until the log is loaded)."""
         if self.sidecar is None:
             self.catalog.reload()
-        if self.serves_data_plane:
-            self.store.open()
-            self.store.start()
-            maintenance.declare_topics(self)
-        elif self.sidecar is None:  # this shard's producer ids, in its own directory
-            self.store.producer_ids = ProducerIdAllocator(RealFileSystem(), str(self.data_dir),
-                                                          first_id=self.shard_index << SHARD_ID_BITS)
+        dataplane.opened(self)
         if self._metrics_deferred:
             self._metrics_deferred = False
             await self._open_metrics(may_defer=False)
@@ -404,8 +336,7 @@ class CoordinatorServer:
                 self.view.endpoints[listener.name] = Node(told.node_id, told.host, self.ports[listener.name])
         self.node = self.view.endpoints[self.listeners[0].name]
         self._background.append(asyncio.create_task(self.connections.close_idle(), name="idle-connections"))
-        if self.sidecar is not None:
-            await self.sidecar.activate()
+        await sidecar.activate(self)
 
     def _connection_factory(self, route: Route | None, gate: ListenerGate | None = None) -> KafkaConnection:
         if route is None and self.sidecar is not None:
@@ -451,13 +382,7 @@ class CoordinatorServer:
         observers.install(self, shard, core)
         # KIP-848 groups assign from topic metadata: the core gets it as data, a snapshot first,
         # then every catalog change, through the shard's queue.
-        if self.sidecar is not None:
-            await self.sidecar.wait_ready()  # the upstream's topics are the snapshot
-            if self.layout.shards > 1 and (collisions := self.sidecar.colliding_node_ids()):
-                broker, k = next(iter(collisions.items()))
-                raise StartupError(
-                    f"upstream broker {broker} has the node id of coordinator shard {k} (sidecar.node.id "
-                    f"{broker - k} + {k}): set sidecar.node.id above the upstream's broker ids")
+        await sidecar.ready(self)  # the upstream's topics are the snapshot
         shard.post(consumer_groups.topics_snapshot(self.topics))
         self.topics.add_listener(lambda change: shard.post(consumer_groups.topic_change(change)))
         # The local log's owner marks its takeover with a CoordinatorEpoch; upstream, each log
@@ -465,8 +390,7 @@ class CoordinatorServer:
         # partition this instance is sure to own.
         await shard.start(writer_id=None if self.upstream_log is not None else f"node-{self.node.node_id}-{uuid.uuid4()}")
         self.shard = shard
-        if self.sidecar is not None:
-            self.sidecar.attach(shard)
+        sidecar.attach(self, shard)
         if copied is not None:
             await copied
         self._loaded = True
@@ -497,8 +421,7 @@ class CoordinatorServer:
             task.cancel()
         for listening in self._servers.values():
             listening.close()
-        if self.sidecar is not None:
-            self.sidecar.listeners.close()
+        sidecar.stop_accepting(self)
         for connection in self.connections:
             connection.drain()
         if self.security_channel is not None:
@@ -522,8 +445,7 @@ class CoordinatorServer:
             connection.close()
         self.auth_failures.close()
         await log_upstream.leave(self, timeout)
-        if self.sidecar is not None:
-            await self.sidecar.stop()
+        await sidecar.stop(self)
         if self.shard is not None:
             await self.shard.stop()
         await log_upstream.close(self)
@@ -531,8 +453,7 @@ class CoordinatorServer:
             await self.history.close()
         if self._committer is not None:
             await self._committer.close()
-        if self.serves_data_plane:
-            await self.store.close()
+        await dataplane.close(self)
         if self._lock is not None:
             self._lock.release()
         for listening in self._servers.values():
@@ -551,14 +472,6 @@ class CoordinatorServer:
         await self._stopped.wait()
 
 
-def _shifted(listener: Listener, shard: int) -> Listener:
-    """Shard k's copy of a listener: the same host, port + k (bound and advertised)."""
-    if not shard:
-        return listener
-    return dataclasses.replace(listener, port=listener.port + shard,
-                               advertised_port=listener.advertised_port + shard)
-
-
 def _write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
@@ -573,10 +486,3 @@ def _fail_stop(exc: BaseException) -> None:
     sys.stdout.flush()
     os._exit(1)
 
-
-def _remove_empty_dir(path: str) -> None:
-    """A deleted topic's partition directory, once its segments are gone."""
-    try:
-        os.rmdir(path)
-    except OSError as exc:
-        log.warning("partition_dir_not_removed", path=path, error=str(exc))
