@@ -271,7 +271,8 @@ class Heartbeats:
         ):
             return base, target_epoch
         # A member told an epoch without a record reconciles from the epoch its client names.
-        base = group.as_told(base, told)
+        if told > base.member_epoch:  # not the steady heartbeat's case: skip the call
+            base = group.as_told(base, told)
         reconciled = base
         if not base.is_reconciled_to(target_epoch):
             reconciled = reconcile(base, target_epoch, target, owner_of, owned)
