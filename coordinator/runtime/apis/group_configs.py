@@ -10,8 +10,8 @@ What each resource gets, in the order the request named them:
   the core (`core/group_configs.py`), which validates as Kafka does (INVALID_CONFIG with Kafka's
   message) and writes the group's overrides as a record before the answer leaves.
 - any other resource type (topics, brokers, loggers, client metrics): INVALID_REQUEST, "Unsupported
-  resource type": this coordinator keeps no configs of them (in sidecar mode both APIs go to the
-  upstream cluster whole, see README).
+  resource type": this coordinator keeps no configs of them (in sidecar mode the sidecar asks the
+  upstream cluster for them and merges the answers, `sidecar/group_configs.py`).
 
 DescribeConfigs answers every group config (with `configuration_keys`, those named): the override
 with source DYNAMIC_GROUP_CONFIG, else the broker-wide value with source DEFAULT_CONFIG (Kafka's
@@ -28,7 +28,7 @@ from protocol.errors import ErrorCode
 
 from ...api.authorization import AclOperation, InHandler, ResourceType, allowed
 from ...api.declaration import SidecarRoute
-from ...api.placement import NoGroup
+from ...api.placement import GroupResources
 from ...api.registry import ApiHandler, RequestContext
 from ...core import group_configs as core
 from ..shard import ShardRuntime
@@ -98,7 +98,13 @@ def describe_configs(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:
     return group_api(shard, DESCRIBE_CONFIGS, 1, 4, to_core, to_wire, on_error,
                      authorization=InHandler("DESCRIBE_CONFIGS on each GROUP resource, else "
                                              "GROUP_AUTHORIZATION_FAILED for it (to_core and to_wire)"),
-                     placement=NoGroup(), sidecar=SidecarRoute.FORWARDED)
+                     placement=GroupResources("results", _refused_description), sidecar=SidecarRoute.SERVED)
+
+
+def _refused_description(group_id: str, code: int) -> dict[str, Any]:
+    """A GROUP resource of another node (several shards): its configs live with the group."""
+    return {"error_code": code, "error_message": None, "resource_type": GROUP, "resource_name": group_id,
+            "configs": []}
 
 
 def _described(resource: Any, code: int, message: str | None, configs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -172,7 +178,11 @@ def incremental_alter_configs(shard: Callable[[], ShardRuntime | None]) -> ApiHa
     return group_api(shard, INCREMENTAL_ALTER_CONFIGS, 0, 1, to_core, to_wire, on_error,
                      authorization=InHandler("ALTER_CONFIGS on each GROUP resource, else "
                                              "GROUP_AUTHORIZATION_FAILED for it (to_core and to_wire)"),
-                     placement=NoGroup(), sidecar=SidecarRoute.FORWARDED)
+                     placement=GroupResources("responses", _refused_alteration), sidecar=SidecarRoute.SERVED)
+
+
+def _refused_alteration(group_id: str, code: int) -> dict[str, Any]:
+    return {"error_code": code, "error_message": None, "resource_type": GROUP, "resource_name": group_id}
 
 
 def _altered(resource: Any, code: int, message: str | None) -> dict[str, Any]:
