@@ -247,8 +247,13 @@ class GroupConfigs:
             return
         values = {entry.name: entry.value for entry in value.configs if entry.name in BY_NAME}
         self.overrides[key.group_id] = values
-        self._resolved[key.group_id] = dataclasses.replace(
-            self.defaults, **{BY_NAME[name].attribute: self._parse(BY_NAME[name], text) for name, text in values.items()})
+        parsed = {}
+        for name, text in values.items():
+            try:
+                parsed[BY_NAME[name].attribute] = self._parse(BY_NAME[name], text)
+            except InvalidConfig:
+                continue  # checked when written; a log is never refused for it: the broker's value applies
+        self._resolved[key.group_id] = dataclasses.replace(self.defaults, **parsed)
 
     # ---- requests ----------------------------------------------------------------------------------
 

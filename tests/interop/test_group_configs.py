@@ -1,7 +1,8 @@
 """Per-group configs with real clients: Kafka 4.0's own tool (`kafka-configs.sh --entity-type
 groups`) sets, shows and deletes a group's configs on the coordinator (the server process), a bad
 value fails the tool with Kafka's message, and the overrides survive a SIGKILL of the coordinator;
-a share group's own lock duration decides when a SIGKILLed share consumer's records come back."""
+the Java Admin client (4.3.0) sets and describes them; a share group's own lock duration decides
+when a SIGKILLed share consumer's records come back."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from confluent_kafka import ShareConsumer
 
 from tests.support.clients import produce
+from tests.support.java import classpath, compile_java, require_streams_clients
 from tests.support.kafka import require_kafka_home
 from tests.support.server import running_server
 from tests.support.wire import WireClient, request
@@ -114,3 +116,21 @@ def test_a_share_groups_own_lock_duration_brings_a_killed_consumers_records_back
         came_back = time.monotonic() - killed_at
         assert held <= seen, f"held {sorted(held)} not delivered again within 20 s (seen {len(seen)})"
         assert 1.0 <= came_back < 20  # the group's 2 s lock (less the poll), not the broker's 30 s
+
+
+def test_the_java_admin_client_sets_describes_and_is_refused_group_configs(tmp_path: Path) -> None:
+    jars = require_streams_clients()  # the Kafka 4.3.0 clients
+    classes = compile_java(Path(__file__).parent / "java" / "GroupConfigsAdmin.java", jars, tmp_path / "classes")
+    with running_server(tmp_path) as server:
+        done = subprocess.run(["java", "-cp", f"{classpath(jars)}:{classes}", "GroupConfigsAdmin", server.bootstrap,
+                               "payments"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "altered"
+    assert lines[1] == ("refused=InvalidConfigurationException: streams.num.standby.replicas must be less than or "
+                        "equal to group.streams.max.standby.replicas")
+    entries = dict(line.removeprefix("entry=").rsplit(" ", 1) for line in lines[2:])
+    assert entries["streams.num.standby.replicas=1"] == "DYNAMIC_GROUP_CONFIG"
+    assert entries["consumer.session.timeout.ms=50000"] == "DYNAMIC_GROUP_CONFIG"
+    assert entries["consumer.heartbeat.interval.ms=5000"] == "DEFAULT_CONFIG"
+    assert len(entries) == 12
