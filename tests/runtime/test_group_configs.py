@@ -65,8 +65,8 @@ async def test_a_set_config_is_described_as_the_groups_and_a_delete_brings_back_
             session = before["consumer.session.timeout.ms"]  # set in the server's configuration
             assert (session.value, session.config_source) == ("50000", STATIC_BROKER_CONFIG)
 
-            assert await altered(client, "g", ("consumer.heartbeat.interval.ms", SET, "6000"),
-                                 ("share.auto.offset.reset", SET, "earliest")) == (0, None)
+            assert await altered(client, "g", ("consumer.heartbeat.interval.ms", SET, "6000")) == (0, None)
+            assert await altered(client, "g", ("share.auto.offset.reset", SET, "earliest"), version=0) == (0, None)
             after = await configs_of(client, "g")
             hb = after["consumer.heartbeat.interval.ms"]
             assert (hb.value, hb.config_source) == ("6000", DYNAMIC_GROUP_CONFIG)
