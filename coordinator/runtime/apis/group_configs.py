@@ -133,10 +133,10 @@ def _alter_refusals(ctx: RequestContext, request: Any) -> list[Refusal]:
 
 
 def _alter_refusal(ctx: RequestContext, resource: Any) -> Refusal:
+    # Kafka's order: the broker's preprocessing (duplicates, null values), then the controller's
+    # authorization, then its validation.
     if resource.resource_type != GROUP:
         return _other_type(resource)
-    if _denied(ctx, AclOperation.ALTER_CONFIGS, resource.resource_name):
-        return _GROUP_DENIED
     names = [config.name for config in resource.configs]
     if len(set(names)) != len(names):
         return ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"
@@ -147,6 +147,8 @@ def _alter_refusal(ctx: RequestContext, resource: Any) -> Refusal:
                if config.config_operation != core.DELETE and config.value is None]
     if missing:
         return ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(missing)
+    if _denied(ctx, AclOperation.ALTER_CONFIGS, resource.resource_name):
+        return _GROUP_DENIED
     if not resource.resource_name:
         return ErrorCode.INVALID_REQUEST, "Default group resources are not allowed."
     return None
