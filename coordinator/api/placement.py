@@ -10,6 +10,9 @@ into the NOT_COORDINATOR check asked before the shard sees the request:
 - `GroupList(field, answer_field, refused_entry)`: a list of group ids in `field`; another node's
   groups are answered `refused_entry(group_id, NOT_COORDINATOR)` in `answer_field`, the rest served;
 - `GroupEntries(...)`: the same for a list of entries that each carry a `group_id`;
+- `GroupResources(answer_field, refused_entry)`: the config resources of DescribeConfigs and
+  IncrementalAlterConfigs, whose GROUP ones (type 32) name a group each: another node's are answered
+  `refused_entry(group_id, NOT_COORDINATOR)` in `answer_field`, the rest served;
 - `ByVersion(from_version, before, after)`: one placement below a version, another from it on;
 - `LocalGroups()`: the request lists this node's groups (ListGroups): the core holds only those.
 
@@ -83,6 +86,20 @@ class GroupEntries(Placement):
 
     def group_ids(self, request: Any, version: int) -> list[str]:
         return list(dict.fromkeys(e.group_id for e in getattr(request, self.field)))
+
+
+GROUP_RESOURCE = 32
+"""A config resource naming a group (Kafka's ``ConfigResource.Type.GROUP``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupResources(Placement):
+    answer_field: str
+    refused_entry: Callable[[str, int], dict[str, Any]]
+
+    def group_ids(self, request: Any, version: int) -> list[str]:
+        return list(dict.fromkeys(r.resource_name for r in request.resources
+                                  if r.resource_type == GROUP_RESOURCE and r.resource_name))
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ type  owner (declared in)                 record
 1001  security (``security/records.py``)  ScramCredential, Acl (a node service: not built in)
 -1002
 1003  txn offsets (``txn_offsets.py``)    OffsetsUpstream
+1004  configs (``group_configs.py``)      GroupConfig (a group's per-group config overrides)
 1100  share (``share/schema.py``)         SharePartition, ShareBatch (share-partition state)
 -1101
 ====  ==================================  ============================================================
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from coordinator.core import epoch, offset_records, txn_offsets
+from coordinator.core import epoch, group_configs, offset_records, txn_offsets
 from coordinator.core.classic import schema as classic_schema
 from coordinator.core.classic.schema import (
     GroupMetadataKey,
@@ -101,6 +102,7 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = consumer_schema.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT
     COORDINATOR_EPOCH = epoch.COORDINATOR_EPOCH
     OFFSETS_UPSTREAM = txn_offsets.OFFSETS_UPSTREAM
+    GROUP_CONFIG = group_configs.GROUP_CONFIG
 
 
 BUILTIN_RECORD_TYPES: tuple[RecordTypeDecl, ...] = (
@@ -111,6 +113,7 @@ BUILTIN_RECORD_TYPES: tuple[RecordTypeDecl, ...] = (
     *share_schema.RECORD_TYPES,
     *epoch.RECORD_TYPES,
     *txn_offsets.RECORD_TYPES,
+    *group_configs.RECORD_TYPES,
 )
 """What the core's own owners declare (each also lists its part in its shard registration)."""
 

@@ -81,7 +81,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from coordinator.core.config import GroupConfig
 from coordinator.core.effects import Effects, TimerKey
@@ -92,6 +92,9 @@ from coordinator.core.record_codec import RecordTypeDecl
 from coordinator.core.requests import TopicsChanged
 from coordinator.core.topics import TopicsImage
 
+if TYPE_CHECKING:
+    from coordinator.core.group_configs import GroupConfigs
+
 Handler = Callable[[Any, Effects], None]
 ErrorResponse = Callable[[Any, ErrorCode], object]
 TimerHandler = Callable[[TimerKey, Effects], None]
@@ -101,13 +104,16 @@ Hook = Callable[[Effects], None]
 
 @dataclass(frozen=True, slots=True)
 class ShardContext:
-    """What the shard shares with every registration: one namespace of groups, one topic image."""
+    """What the shard shares with every registration: one namespace of groups, one topic image,
+    the per-group configs."""
 
     config: GroupConfig
     groups: dict[str, Group]
     topics: TopicsImage
     stopwatch: Callable[[], int]
     """Nanoseconds, for metrics only (assignor durations); never affects state."""
+    group_configs: GroupConfigs
+    """Each group's effective values (its per-group configs over the broker-wide settings)."""
     bridges: Bridges = field(default_factory=Bridges)
     """Filled by the shard once every registration is built (the online migration)."""
 

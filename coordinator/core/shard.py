@@ -69,6 +69,7 @@ from coordinator.core.effects import Effects, TimerKey, TimerTable
 from coordinator.core.epoch import CoordinatorEpoch, CoordinatorEpochValue
 from coordinator.core.errors import CoordinatorError
 from coordinator.core.group_admin import GroupAdmin
+from coordinator.core.group_configs import GroupConfigs
 from coordinator.core.groups import Group
 from coordinator.core.offsets import LoadPlaces, OffsetAndMetadata, OffsetManager
 from coordinator.core.record_codec import Record, RecordCodec, replay_encoded_record
@@ -145,7 +146,8 @@ class CoordinatorShard:
         self.timers = TimerTable()
         self.epoch = CoordinatorEpoch()
         self.topics = TopicsImage()
-        ctx = ShardContext(self.config, self.groups, self.topics, stopwatch or (lambda: 0))
+        self.group_configs = GroupConfigs(self.config)
+        ctx = ShardContext(self.config, self.groups, self.topics, stopwatch or (lambda: 0), self.group_configs)
         self.types: dict[str, GroupType] = {}
         registrations: list[Registration] = []
         for make in group_types:
@@ -171,6 +173,7 @@ class CoordinatorShard:
             self.offsets.registration,
             self.admin.registration,
             self.txn_offsets.registration,
+            self.group_configs.registration,
             *(service.registration for service in self.services),
         ]
         self._handlers: dict[type, Callable[[Any, Effects], None]] = merged(registrations, "requests")
@@ -383,5 +386,6 @@ class CoordinatorShard:
             },
             "coordinator_epoch": self.coordinator_epoch,
             "offsets_upstream": sorted(self.txn_offsets.upstream),
+            "group_configs": self.group_configs.durable_view(),
             **{service.registration.name: service.durable_view() for service in self.services},
         }

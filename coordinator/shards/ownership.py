@@ -12,6 +12,8 @@ into the API's handler (`runtime/apis/group_api.bind`):
 - `GroupList` / `GroupEntries` (DescribeGroups, DeleteGroups, OffsetFetch v8+,
   ConsumerGroupDescribe, the private DescribeGroupGenerations): NOT_COORDINATOR for each group of
   another shard, the rest served (Kafka's admin client then asks each group's node);
+- `GroupResources` (DescribeConfigs, IncrementalAlterConfigs): NOT_COORDINATOR for each GROUP
+  resource of another shard (its configs live with the group), the other resources served;
 - `LocalGroups` (ListGroups) and `NoGroup`: nothing to check (the core holds only this node's groups).
 
 An empty or null group id is left to the core, which answers INVALID_GROUP_ID as Kafka checks it
@@ -37,9 +39,11 @@ from protocol.errors import ErrorCode
 from ..api.decision import Answered, Decision, Filtered, PlacementCheck
 from ..api.declaration import ApiDeclaration
 from ..api.placement import (
+    GROUP_RESOURCE,
     ByVersion,
     GroupEntries,
     GroupList,
+    GroupResources,
     LocalGroups,
     NoGroup,
     OneGroup,
@@ -99,6 +103,11 @@ def placement_check(placement: Placement, owns: Owns, refusal: Refusal = not_coo
         entries = placement.field
         return _multi(owns, lambda r: getattr(r, entries), lambda e: e.group_id,
                       lambda r, ours: dataclasses.replace(r, **{entries: ours}), placement.refused_entry,
+                      placement.answer_field, refusal)
+    if isinstance(placement, GroupResources):
+        return _multi(owns, lambda r: r.resources,
+                      lambda e: e.resource_name if e.resource_type == GROUP_RESOURCE else "",
+                      lambda r, ours: dataclasses.replace(r, resources=ours), placement.refused_entry,
                       placement.answer_field, refusal)
     if isinstance(placement, ByVersion):
         return _by_version(placement.from_version, placement_check(placement.before, owns, refusal),

@@ -24,6 +24,7 @@ from ..api.authorization import NOT_REQUESTED, DescribeEachGroup, JoinWithSubscr
 from ..api.declaration import SidecarRoute
 from ..api.placement import GroupList, OneGroup
 from ..api.registry import ApiHandler, RequestContext
+from ..core.share.config import AutoOffsetReset
 from ..core.share.registration import ShareGroupType
 from ..core.share.requests import (
     ShareGroupDescribe,
@@ -43,9 +44,10 @@ log = logging.getLogger(__name__)
 
 class StartOffsets(Protocol):
     """Where a share group starts reading a partition it never read (``share.auto.offset.reset``
-    over the mode's log); None when the partition cannot be read now (the next heartbeat asks again)."""
+    over the mode's log); None when the partition cannot be read now (the next heartbeat asks again).
+    ``reset``: the group's own ``share.auto.offset.reset`` (its group config), else the broker-wide one."""
 
-    def __call__(self, topic_id: UUID, partition: int) -> int | None: ...
+    def __call__(self, topic_id: UUID, partition: int, reset: AutoOffsetReset | None = None) -> int | None: ...
 
 
 def share_handlers(shard: Callable[[], ShardRuntime | None], starts: StartOffsets) -> list[ApiHandler]:
@@ -92,15 +94,21 @@ def _start_offsets(runtime: ShardRuntime | None, starts: StartOffsets, group_id:
     if not isinstance(share, ShareGroupType):
         return ()
     out = []
+    reset = _reset_of(runtime, group_id)
     for name in names:
         info = runtime.core.topics.by_name(name)
         if info is None:
             continue
         for index in range(info.num_partitions):
             p = share.partitions.get(group_id, info.topic_id, index)
-            if (p is None or not p.initialized) and (start := starts(info.topic_id, index)) is not None:
+            if (p is None or not p.initialized) and (start := starts(info.topic_id, index, reset)) is not None:
                 out.append((info.topic_id, index, start))
     return tuple(out)
+
+
+def _reset_of(runtime: ShardRuntime, group_id: str) -> AutoOffsetReset:
+    """The group's share.auto.offset.reset (validated when it was set, so it parses)."""
+    return AutoOffsetReset.parse(runtime.core.group_configs.of(group_id).share_auto_offset_reset)
 
 
 async def _initialize(shard: Callable[[], ShardRuntime | None], starts: StartOffsets, group_id: str,
@@ -108,7 +116,8 @@ async def _initialize(shard: Callable[[], ShardRuntime | None], starts: StartOff
     runtime = shard()
     if runtime is None:
         return
-    found = [(t, p, start) for t, p in partitions if (start := starts(t, p)) is not None]
+    reset = _reset_of(runtime, group_id)
+    found = [(t, p, start) for t, p in partitions if (start := starts(t, p, reset)) is not None]
     if not found:
         return
     try:

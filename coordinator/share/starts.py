@@ -23,9 +23,9 @@ class EmbeddedStartOffsets:
         self.store = store
         self.reset = reset
 
-    def __call__(self, topic_id: UUID, partition: int) -> int | None:
+    def __call__(self, topic_id: UUID, partition: int, reset: AutoOffsetReset | None = None) -> int | None:
         topic = self.catalog.by_id(topic_id)
         if topic is None or not 0 <= partition < topic.num_partitions:
             return None
         log = self.store.log(topic, partition)
-        return self.reset.start_offset(log.log_start_offset, log.high_watermark)
+        return (reset or self.reset).start_offset(log.log_start_offset, log.high_watermark)

@@ -9,7 +9,9 @@ ApiVersions (KIP-511) in sidecar mode:
 - TxnOffsetCommit is served here and forwarded upstream (`txn_offsets`), so it is advertised with
   the versions both we and the upstream speak (`UPSTREAM_CAPPED`), and not at all before the
   upstream's are known or when the upstream has none: a client then sees a cluster without
-  transactional offset commits rather than one whose commits would fail;
+  transactional offset commits rather than one whose commits would fail; so are DescribeConfigs and
+  IncrementalAlterConfigs, whose GROUP resources are answered here and the rest upstream
+  (`group_configs`);
 - the share-group and streams-group APIs (KIP-932, KIP-1071) are not advertised: their coordinators
   are not served here.
 """
@@ -36,7 +38,8 @@ TXN_OFFSET_COMMIT = 28
 FIND_COORDINATOR = 10
 METADATA = 3
 NOT_ADVERTISED = frozenset({76, 77, 78, 79, 80, 81, 88, 89, 90, 91})
-UPSTREAM_CAPPED = frozenset({TXN_OFFSET_COMMIT})
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
+UPSTREAM_CAPPED = frozenset({TXN_OFFSET_COMMIT, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS})
 """Served here but done upstream: advertised only within the upstream's range."""
 DECODED = (0, 1, 3, 60)  # responses we may rewrite: versions limited to the ones we can decode
 

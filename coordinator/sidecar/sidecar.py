@@ -41,6 +41,7 @@ from ..settings import parse_host_port
 from . import apis
 from .cluster import UpstreamCluster
 from .forwarder import Route
+from .group_configs import ConfigSplit
 from .listeners import ListenerSet
 from .offsets import OffsetBridge
 from .settings import SidecarConfig
@@ -104,6 +105,7 @@ class Sidecar:
         """The answers to forwarded requests while the upstream cannot be reached."""
         self.offsets = OffsetBridge(self.cluster, shard, settings.upstream_offsets_mirror_interval_ms, owns)
         self.txn_offsets = TxnOffsetCommits(self.cluster, self.offsets, shard, owns)
+        self.configs = ConfigSplit(self.cluster)
         self.node_id = node_id
         self._coordinators = coordinators
         self._topics_changed = topics_changed
@@ -150,9 +152,11 @@ class Sidecar:
     def serve_locally(self, handlers: list[ApiHandler]) -> list[ApiHandler]:
         """The handlers the registry gets (the APIs declared served here): those declared
         `SidecarRoute.SERVED_AFTER_IMPORT` gated by the offset import, the group APIs watched for
-        unknown topics; the keys they cover are the ones never forwarded."""
-        wrapped = [self.offsets.gate(self.offsets.watch_deletions(self.txn_offsets.wrap(self._watch_subscriptions(h))))
-                   for h in handlers]
+        unknown topics, the config APIs split (`group_configs`: GROUP resources here, the rest
+        upstream); the keys they cover are the ones never forwarded."""
+        wrapped = [self.configs.wrap(
+            self.offsets.gate(self.offsets.watch_deletions(self.txn_offsets.wrap(self._watch_subscriptions(h)))))
+            for h in handlers]
         self.local_keys = frozenset(h.api_key for h in wrapped)
         return wrapped
 

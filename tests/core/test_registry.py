@@ -21,9 +21,9 @@ def test_every_core_request_type_is_served_by_exactly_one_registration() -> None
     served = set(shard._handlers)
     share_type = shard.types["share"]
     # Every request struct the adapters can send (the Request union, and the requests a group type
-    # package brings of its own) has its one handler.
+    # package or service brings of its own) has its one handler.
     assert (set(get_args(requests.Request)) | {StreamsGroupHeartbeat, StreamsGroupDescribe}
-            | set(share_type.registration.requests)) == served
+            | set(share_type.registration.requests) | set(shard.group_configs.registration.requests)) == served
     assert set(shard._error_responses) == served
     assert set(shard.types) == {"classic", "consumer", "streams", "share"} and len(GROUP_TYPES) == 4
 

@@ -359,3 +359,32 @@ async def test_the_private_generations_api_is_authorized_as_describe_groups(secu
         ("app-gen", 0, 1, [joined.member_id]), ("hidden-gen", GROUP_DENIED, -1, [])]
     only_hidden = await alice.request(req(DESCRIBE_GROUP_GENERATIONS, 0, groups=["hidden-gen"]))
     assert [(g.group_id, g.error_code) for g in only_hidden.groups] == [("hidden-gen", GROUP_DENIED)]
+
+
+DESCRIBE_CONFIGS_OP, ALTER_CONFIGS_OP = 10, 11
+
+
+@pytest.mark.asyncio
+async def test_group_configs_need_describe_configs_and_alter_configs_on_the_group(secured: Secured) -> None:
+    assert await secured.create(binding(GROUP, "cfg-a", ALTER_CONFIGS_OP),
+                                binding(GROUP, "cfg-a", DESCRIBE_CONFIGS_OP, principal="User:bob")) == [0, 0]
+    alice, bob = await secured.login("alice"), await secured.login("bob")
+
+    def alter(*groups: str):
+        return req(44, 1, validate_only=False, resources=[
+            {"resource_type": 32, "resource_name": g, "configs": [
+                {"name": "consumer.heartbeat.interval.ms", "config_operation": 0, "value": "6000"}]} for g in groups])
+
+    def describe(*groups: str):
+        return req(32, 4, include_synonyms=False, include_documentation=False, resources=[
+            {"resource_type": 32, "resource_name": g, "configuration_keys": ["consumer.heartbeat.interval.ms"]}
+            for g in groups])
+
+    altered = await alice.request(alter("cfg-a", "cfg-b"))
+    assert [(r.resource_name, r.error_code) for r in altered.responses] == [("cfg-a", 0), ("cfg-b", GROUP_DENIED)]
+    # ALTER_CONFIGS implies DESCRIBE_CONFIGS, as in Kafka.
+    described = await alice.request(describe("cfg-a", "cfg-b"))
+    assert [(r.resource_name, r.error_code, [c.value for c in r.configs]) for r in described.results] == [
+        ("cfg-a", 0, ["6000"]), ("cfg-b", GROUP_DENIED, [])]
+    assert [r.error_code for r in (await bob.request(describe("cfg-a"))).results] == [0]
+    assert [r.error_code for r in (await bob.request(alter("cfg-a"))).responses] == [GROUP_DENIED]

@@ -329,3 +329,28 @@ async def test_the_private_generations_api_serves_its_groups_and_refuses_the_oth
             for g in answer.groups] == [(mine, 0, 1, [(joined.member_id, 1)]), (theirs, NOT_COORDINATOR, -1, [])]
     only_theirs = await ask(cluster, 0, req(DESCRIBE_GROUP_GENERATIONS, 0, groups=[theirs]))
     assert [(g.group_id, g.error_code) for g in only_theirs.groups] == [(theirs, NOT_COORDINATOR)]
+
+
+@pytest.mark.asyncio
+async def test_a_groups_configs_live_on_its_node_and_another_node_refuses_them(cluster: ShardCluster) -> None:
+    mine, theirs = group_on(0, prefix="configs"), group_on(1, prefix="configs")
+
+    def alter(*groups: str) -> Any:
+        return req(44, 1, validate_only=False, resources=[
+            {"resource_type": 32, "resource_name": g, "configs": [
+                {"name": "consumer.heartbeat.interval.ms", "config_operation": 0, "value": "6000"}]} for g in groups])
+
+    altered = await ask(cluster, 0, alter(mine, theirs))
+    assert sorted((r.resource_name, r.error_code) for r in altered.responses) == sorted(
+        [(mine, 0), (theirs, NOT_COORDINATOR)])
+    assert [r.error_code for r in (await ask(cluster, 1, alter(theirs))).responses] == [0]
+
+    def describe(group: str) -> Any:
+        return req(32, 4, include_synonyms=False, include_documentation=False, resources=[
+            {"resource_type": 32, "resource_name": group, "configuration_keys": ["consumer.heartbeat.interval.ms"]}])
+
+    for shard, group in ((0, mine), (1, theirs)):
+        (result,) = (await ask(cluster, shard, describe(group))).results
+        assert (result.error_code, [(c.value, c.config_source) for c in result.configs]) == (0, [("6000", 8)])
+    (refused,) = (await ask(cluster, 1, describe(mine))).results
+    assert (refused.error_code, refused.configs) == (NOT_COORDINATOR, ())

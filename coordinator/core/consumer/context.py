@@ -15,6 +15,7 @@ from uuid import UUID
 from coordinator.core.config import GroupConfig
 from coordinator.core.effects import TimerKey
 from coordinator.core.errors import CoordinatorError, ErrorCode
+from coordinator.core.group_configs import GroupConfigs
 from coordinator.core.groups import Group
 from coordinator.core.migration import Bridges
 from coordinator.core.topics import TopicsImage
@@ -69,8 +70,11 @@ class ConsumerContext:
         topics: TopicsImage,
         stopwatch: Callable[[], int],
         bridges: Bridges | None = None,
+        group_configs: GroupConfigs | None = None,
     ) -> None:
         self.config = config
+        # Each group's consumer.session.timeout.ms / consumer.heartbeat.interval.ms over the broker's.
+        self.group_configs = group_configs if group_configs is not None else GroupConfigs(config)
         self.groups = groups  # shared with the shard: one namespace for every group type
         self.topics = topics
         self.stopwatch = stopwatch
@@ -151,10 +155,10 @@ class ConsumerContext:
         return frozenset(ids)
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
-        return self.config.consumer_group_heartbeat_interval_ms
+        return self.group_configs.of(group_id).consumer_heartbeat_interval_ms
 
     def session_timeout_ms(self, group_id: str) -> int:
-        return self.config.consumer_group_session_timeout_ms
+        return self.group_configs.of(group_id).consumer_session_timeout_ms
 
     def member_session_timeout_ms(self, group_id: str, member: ConsumerGroupMember) -> int:
         """A classic member keeps the session timeout of its JoinGroup; others the group's."""

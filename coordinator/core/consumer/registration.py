@@ -38,7 +38,7 @@ class ConsumerGroupType:
     """The consumer-group type of one shard: its parts and its registration."""
 
     def __init__(self, ctx: ShardContext) -> None:
-        self.ctx = ConsumerContext(ctx.config, ctx.groups, ctx.topics, ctx.stopwatch, ctx.bridges)
+        self.ctx = ConsumerContext(ctx.config, ctx.groups, ctx.topics, ctx.stopwatch, ctx.bridges, ctx.group_configs)
         self.targets = TargetAssigner(self.ctx)
         self.migration = Migration(self.ctx)
         self.membership = Membership(self.ctx, self.migration)

@@ -116,17 +116,16 @@ class ShareGroupType:
 
     # ---- settings ----------------------------------------------------------------------------------
 
-    @property
-    def share_config(self) -> ShareConfig:
-        c = self.ctx.config
-        return ShareConfig(c.share_record_lock_duration_ms, c.share_delivery_count_limit,
-                           c.share_partition_max_record_locks)
+    def share_config(self, group_id: str) -> ShareConfig:
+        """The group's share.* configs over the broker-wide settings (read on every use, as Kafka)."""
+        g = self.ctx.group_configs.of(group_id)
+        return ShareConfig(g.share_record_lock_duration_ms, g.share_delivery_count_limit,
+                           self.ctx.config.share_partition_max_record_locks)
 
-    @property
-    def heartbeat_config(self) -> HeartbeatConfig:
-        c = self.ctx.config
-        return HeartbeatConfig(c.share_group_max_size, c.share_group_heartbeat_interval_ms,
-                               c.share_group_session_timeout_ms)
+    def heartbeat_config(self, group_id: str) -> HeartbeatConfig:
+        g = self.ctx.group_configs.of(group_id)
+        return HeartbeatConfig(self.ctx.config.share_group_max_size, g.share_heartbeat_interval_ms,
+                               g.share_session_timeout_ms)
 
     # ---- requests ----------------------------------------------------------------------------------
 
@@ -142,7 +141,7 @@ class ShareGroupType:
             # initialized by the next one anyway.
             self._initialize(req.group_id, req.start_offsets, fx)
         result = membership.heartbeat(self.groups, request, self._topic_image(), self._initialized(req.group_id),
-                                      fx.now_ms, self.heartbeat_config, taken)
+                                      fx.now_ms, self.heartbeat_config(req.group_id), taken)
         if result.error:
             fx.reply(req.ref, ShareGroupHeartbeatResponse(result.error, result.message))
             return
@@ -154,7 +153,7 @@ class ShareGroupType:
             # must still find the records held and the session open (Kafka keeps the two apart too).
             fx.cancel(session)
         else:
-            fx.schedule(session, self.ctx.config.share_group_session_timeout_ms)
+            fx.schedule(session, self.ctx.group_configs.of(req.group_id).share_session_timeout_ms)
         assignment = None if result.assignment is None else tuple(
             (t, tuple(sorted(ps))) for t, ps in sorted(result.assignment.items(), key=lambda kv: str(kv[0])))
         fx.reply(req.ref, ShareGroupHeartbeatResponse(
@@ -201,7 +200,7 @@ class ShareGroupType:
         if answer.error:
             fx.reply(req.ref, ShareFetchResponse(answer.error, _SESSION_ERRORS.get(answer.error)))
             return
-        config = self.share_config
+        config = self.share_config(req.group_id)
         touched: dict[tuple[UUID, int], SharePartition] = {}
         answers: dict[tuple[UUID, int], SharePartitionAnswer] = {}
         for acks in req.acks:
@@ -260,7 +259,7 @@ class ShareGroupType:
         """A member whose share session ends (its final request) or that was fenced holds nothing any
         more: its session goes and its acquired records come back now, not when their locks run out."""
         self.sessions.close(group_id, member_id)
-        config = self.share_config
+        config = self.share_config(group_id)
         for p in list(self.partitions.of_group(group_id)):
             records = release_member(p, member_id, config)
             if records:
@@ -272,7 +271,7 @@ class ShareGroupType:
         p = self.partitions.get(group_id, UUID(topic_id), int(partition))
         if p is None:
             return
-        self._record_partitions(expire_locks(p, fx.now_ms, self.share_config), fx)
+        self._record_partitions(expire_locks(p, fx.now_ms, self.share_config(group_id)), fx)
         self.arm_lock(p, fx)
 
     def arm_lock(self, p: SharePartition, fx: Effects) -> None:
@@ -287,9 +286,10 @@ class ShareGroupType:
     def loaded(self, fx: Effects) -> None:
         for group in self.groups.groups.values():
             for member_id in group.members:
-                fx.schedule(_session_key(group.group_id, member_id), self.ctx.config.share_group_session_timeout_ms)
-        config = self.share_config
+                fx.schedule(_session_key(group.group_id, member_id),
+                            self.ctx.group_configs.of(group.group_id).share_session_timeout_ms)
         for group_id in list(self.groups.groups):
+            config = self.share_config(group_id)
             for p in list(self.partitions.of_group(group_id)):
                 self._record_partitions(release_all(p, config), fx)
 

@@ -196,12 +196,13 @@ class StreamsGroupType:
 
     # ---- settings ----------------------------------------------------------------------------------
 
-    def settings(self) -> StreamsSettings:
-        c = self.ctx.config
+    def settings(self, group_id: str = "") -> StreamsSettings:
+        """The group's settings: its per-group configs (streams.*) over the broker-wide ones."""
+        c, g = self.ctx.config, self.ctx.group_configs.of(group_id)
         return StreamsSettings(
-            session_timeout_ms=c.streams_group_session_timeout_ms,
-            heartbeat_interval_ms=c.streams_group_heartbeat_interval_ms, max_size=c.streams_group_max_size,
-            num_standby_replicas=c.streams_group_num_standby_replicas,
+            session_timeout_ms=g.streams_session_timeout_ms,
+            heartbeat_interval_ms=g.streams_heartbeat_interval_ms, max_size=c.streams_group_max_size,
+            num_standby_replicas=g.streams_num_standby_replicas,
             task_offset_interval_ms=c.streams_group_task_offset_interval_ms,
             num_warmup_replicas=c.streams_group_num_warmup_replicas,
             acceptable_recovery_lag=c.streams_group_acceptable_recovery_lag)
@@ -228,7 +229,7 @@ class StreamsGroupType:
         before = group.state.members.get(hb.member_id) if existing is not None else None
         try:
             state, step = heartbeat(group.state if existing is not None else None, group.soft, hb, self.counts, self.ctx.topics.metadata_hash,
-                                    self.settings(), req.client_id, req.client_host, fx.now_ms)
+                                    self.settings(hb.group_id), req.client_id, req.client_host, fx.now_ms)
         except CoordinatorError as error:
             fx.reply(req.ref, StreamsGroupHeartbeatResponse(error.code, error.message))
             return
@@ -278,9 +279,9 @@ class StreamsGroupType:
 
     def on_loaded(self, fx: Effects) -> None:
         """A fresh session for every member the log holds (Kafka does the same on load)."""
-        session_ms = self.ctx.config.streams_group_session_timeout_ms
         for group in self.groups.values():
             if isinstance(group, StreamsGroup):
+                session_ms = self.ctx.group_configs.of(group.group_id).streams_session_timeout_ms
                 for member_id in group.state.members:
                     fx.schedule((SESSION_TIMER, group.group_id, member_id), session_ms)
 

@@ -19,11 +19,26 @@ class StreamsGroupConfig:
     streams_group_heartbeat_interval_ms: int = setting(
         "group.streams.heartbeat.interval.ms", 5_000, "Heartbeat interval given to streams-group members.",
         check=between(1, INT32_MAX))
+    streams_group_min_session_timeout_ms: int = setting(
+        "group.streams.min.session.timeout.ms", 45_000,
+        "Smallest streams.session.timeout.ms a streams group may be given.", check=between(1, INT32_MAX))
+    streams_group_max_session_timeout_ms: int = setting(
+        "group.streams.max.session.timeout.ms", 60_000,
+        "Largest streams.session.timeout.ms a streams group may be given.", check=between(1, INT32_MAX))
+    streams_group_min_heartbeat_interval_ms: int = setting(
+        "group.streams.min.heartbeat.interval.ms", 5_000,
+        "Smallest streams.heartbeat.interval.ms a streams group may be given.", check=between(1, INT32_MAX))
+    streams_group_max_heartbeat_interval_ms: int = setting(
+        "group.streams.max.heartbeat.interval.ms", 15_000,
+        "Largest streams.heartbeat.interval.ms a streams group may be given.", check=between(1, INT32_MAX))
     streams_group_max_size: int = setting(
         "group.streams.max.size", INT32_MAX, "Most members of a streams group.", check=between(1, INT32_MAX))
     streams_group_num_standby_replicas: int = setting(
         "group.streams.num.standby.replicas", 0, "Standby replicas of each stateful task in a streams group.",
         check=between(0, 2))
+    streams_group_max_standby_replicas: int = setting(
+        "group.streams.max.standby.replicas", 2, "Largest streams.num.standby.replicas a streams group may be given.",
+        check=at_least(0))
     streams_group_num_warmup_replicas: int = setting(
         "group.streams.num.warmup.replicas", 2,
         "Most warm-up tasks in a streams group at once (members reporting task offsets, v1).", check=between(0, 20))

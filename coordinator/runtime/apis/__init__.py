@@ -28,6 +28,7 @@ from . import (
     describe_cluster,
     find_coordinator,
     group_admin,
+    group_configs,
     group_generations,
     metadata,
     offsets,
@@ -79,6 +80,8 @@ def group_handlers(shard: Callable[[], ShardRuntime | None],
         group_generations.describe_group_generations(shard),
         streams_groups.streams_group_heartbeat(shard, create_topic),
         streams_groups.streams_group_describe(shard),
+        group_configs.describe_configs(shard),
+        group_configs.incremental_alter_configs(shard),
     ]
     if "consumer" in protocols:
         handlers += [
