@@ -21,8 +21,9 @@ the group has finished with and which are in flight to which consumer.
 
 The ONLY code that changes this state is :meth:`SharePartition.replay`. An operation
 (:mod:`.acquisition`, :mod:`.acknowledgement`, :mod:`.release`) reads the state, decides the new
-state of the offsets it touches (a :class:`Change`), and :func:`plan` turns the change into records;
-the caller replays them (:func:`apply`), live exactly as at load or on a standby. So a replayed
+state of the offsets it touches (a :class:`Change`), and :func:`commit` counts its transitions
+(:class:`Transitions`, the counters' source), :func:`plan` s its records and replays them
+(:func:`apply`), live exactly as at load or on a standby. So a replayed
 partition equals the live one after every step, which the tests check after each operation.
 """
 
@@ -61,7 +62,7 @@ class OffsetState(msgspec.Struct, frozen=True, gc=False):
 class SharePartition:
     """The state of one share partition; mutated only by :meth:`replay`."""
 
-    __slots__ = ("_starts", "batches", "key", "next_offset", "offsets", "start_offset", "state_epoch")
+    __slots__ = ("_starts", "applied", "batches", "key", "next_offset", "offsets", "start_offset", "state_epoch")
 
     def __init__(self, group_id: str, topic_id: UUID, partition: int) -> None:
         self.key = SharePartitionKey(group_id, topic_id, partition)
@@ -71,6 +72,9 @@ class SharePartition:
         self.offsets: dict[int, OffsetState] = {}
         self.batches: dict[int, int] = {}  # first offset -> last offset, ascending
         self._starts: list[int] = []  # the keys of ``batches`` in order, for bisection
+        self.applied = Transitions()
+        """What the live path (:func:`commit`) changed since the owner last took it (the counters);
+        replay never adds to it, so a load or a second replay of the same records counts nothing."""
 
     # ---- queries ----
 
@@ -169,6 +173,27 @@ class SharePartition:
 
 
 @dataclass(slots=True)
+class Transitions:
+    """Offsets that entered a state: ACQUIRED (from anything else, so a renewal is not counted),
+    ACKNOWLEDGED, AVAILABLE from ACQUIRED (``released``), ARCHIVED. The owner adds the cause
+    (a lock that ran out) when it reports them."""
+
+    acquired: int = 0
+    acknowledged: int = 0
+    released: int = 0
+    archived: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.acquired or self.acknowledged or self.released or self.archived)
+
+    def take(self) -> Transitions:
+        """The counts so far, and start again from zero."""
+        taken = Transitions(self.acquired, self.acknowledged, self.released, self.archived)
+        self.acquired = self.acknowledged = self.released = self.archived = 0
+        return taken
+
+
+@dataclass(slots=True)
 class Change:
     """What an operation decided: new states of some offsets, and maybe a new batch of new records."""
 
@@ -231,3 +256,23 @@ def apply(p: SharePartition, records: list[ShareRecord]) -> list[ShareRecord]:
     for record in records:
         p.replay(record)
     return records
+
+
+def commit(p: SharePartition, change: Change) -> list[ShareRecord]:
+    """What every operation ends with: the change's transitions added to ``p.applied`` (the
+    counters: only here, never at replay), its records planned and applied; the records."""
+    t = p.applied
+    for offset, new in change.states.items():
+        old = p.offsets.get(offset)
+        before = None if old is None else old.state
+        if before is new.state:
+            continue
+        if new.state is RecordState.ACQUIRED:
+            t.acquired += 1
+        elif new.state is RecordState.ACKNOWLEDGED:
+            t.acknowledged += 1
+        elif new.state is RecordState.ARCHIVED:
+            t.archived += 1
+        elif before is RecordState.ACQUIRED:
+            t.released += 1
+    return apply(p, plan(p, change))

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from .acknowledgement import released
 from .config import ShareConfig
-from .partition import Change, OffsetState, SharePartition, apply, plan
+from .partition import Change, OffsetState, SharePartition, commit
 from .records import RecordState, ShareRecord
 
 
@@ -45,10 +45,10 @@ def _release(p: SharePartition, which: Callable[[OffsetState], bool], config: Sh
     for offset, current in p.offsets.items():
         if current.state is RecordState.ACQUIRED and which(current):
             change.states[offset] = released(current, config)
-    return apply(p, plan(p, change))
+    return commit(p, change)
 
 
 def advance_log_start(p: SharePartition, log_start: int) -> list[ShareRecord]:
     if not p.initialized or log_start <= p.start_offset:
         return []
-    return apply(p, plan(p, Change(start_offset=log_start)))
+    return commit(p, Change(start_offset=log_start))
