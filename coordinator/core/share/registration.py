@@ -60,6 +60,8 @@ from .requests import (
     DeleteShareGroupOffsets,
     DescribeShareGroupOffsets,
     DescribeShareGroupOffsetsResponse,
+    DescribeSharePartitions,
+    DescribeSharePartitionsResponse,
     ShareAckPartition,
     ShareConnectionClosed,
     ShareConnectionClosedResponse,
@@ -110,6 +112,7 @@ class ShareGroupType:
                 AlterShareGroupOffsets: self.alter_offsets,
                 DeleteShareGroupOffsets: self.delete_offsets,
                 ShareConnectionClosed: self.connection_closed,
+                DescribeSharePartitions: self.describe_partitions,
             },
             error_responses={
                 ShareGroupHeartbeat: lambda req, code: ShareGroupHeartbeatResponse(code),
@@ -123,6 +126,8 @@ class ShareGroupType:
                 AlterShareGroupOffsets: lambda req, code: ShareOffsetsResponse(code),
                 DeleteShareGroupOffsets: lambda req, code: ShareOffsetsResponse(code),
                 ShareConnectionClosed: lambda req, code: ShareConnectionClosedResponse(code),
+                DescribeSharePartitions: lambda req, code: DescribeSharePartitionsResponse(
+                    tuple({"group_id": g, "error_code": code, "partitions": []} for g in req.group_ids)),
             },
             timers={SESSION_TIMER: self.session_expired, LOCK_TIMER: self.locks_expired},
             replayers={**dict.fromkeys(GROUP_RECORD_KEYS, self.replay_group),
@@ -277,6 +282,26 @@ class ShareGroupType:
             asked = topics if topics is not None else self.initialized_topics(group_id, names)
             out.append(describe_offsets(group_id, group, self.partitions, asked, lambda t, i: ends.get((t, i))))
         fx.reply(req.ref, DescribeShareGroupOffsetsResponse(tuple(out)))
+
+    def describe_partitions(self, req: DescribeSharePartitions, fx: Effects) -> None:
+        """What is in flight in each share partition (the admin CLI's describe; no Kafka API has it)."""
+        names = {t.topic_id: t.name for t in self.ctx.topics}
+        out = []
+        for group_id in req.group_ids:
+            if not isinstance(self.ctx.groups.get(group_id), ShareGroupView):
+                out.append({"group_id": group_id, "error_code": ErrorCode.GROUP_ID_NOT_FOUND, "partitions": []})
+                continue
+            rows = []
+            for p in self.partitions.of_group(group_id):
+                if not p.initialized or p.key.topic_id not in names:
+                    continue
+                counts = Counter(s.state for s in p.offsets.values())
+                rows.append({"topic_name": names[p.key.topic_id], "partition_index": p.key.partition,
+                             "start_offset": p.start_offset,
+                             **{state.name.lower(): counts[state] for state in RecordState}})
+            rows.sort(key=lambda r: (r["topic_name"], r["partition_index"]))
+            out.append({"group_id": group_id, "error_code": ErrorCode.NONE, "partitions": rows})
+        fx.reply(req.ref, DescribeSharePartitionsResponse(tuple(out)))
 
     def initialized_topics(self, group_id: str, names: dict[UUID, str]) -> list[tuple[str, UUID | None, list[int]]]:
         """Every partition the group has state for, by topic (Kafka's "all topics": the initialized

@@ -178,3 +178,16 @@ class ShareConnectionClosedResponse(msgspec.Struct, frozen=True, gc=False):
     error_code: ErrorCode
     sessions: int = 0
     """How many share sessions the connection held."""
+
+
+class DescribeSharePartitions(msgspec.Struct, frozen=True, gc=False):
+    """This project's private DescribeSharePartitions: what is in flight in each share partition."""
+
+    ref: int
+    group_ids: tuple[str, ...]
+
+
+class DescribeSharePartitionsResponse(msgspec.Struct, frozen=True, gc=False):
+    groups: tuple[dict[str, Any], ...]
+    """Per group asked: ``group_id``, ``error_code`` and ``partitions`` (``topic_name``,
+    ``partition_index``, ``start_offset`` and the counts by state)."""
