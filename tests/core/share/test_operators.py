@@ -16,10 +16,13 @@ from coordinator.core.share.requests import (
     DescribeSharePartitions,
     ShareAckPartition,
     ShareConnectionClosed,
+    ShareFetch,
     ShareReadPartition,
 )
 from tests.core.share.test_fetch_on_the_shard import ACCEPT, REJECT, RELEASE, T, fetch, states
 from tests.core.share.test_registration import TOPIC, heartbeat, joined_member, share_harness
+
+RENEW = 4
 
 ALL = ("acquired", "acknowledged", "released", "archived", "lock_expired")
 
@@ -104,6 +107,11 @@ def test_transitions_are_reported_once_and_a_restart_reports_nothing() -> None:
     renewed = fetch(h, "m1", 2, reads=(ShareReadPartition(T, 0, 0, ((0, 4), (5, 9))),), max_records=2)
     assert renewed.partitions[0].acquired == ((4, 5, 2),)
     assert totals(h)["acquired"] == 12, "a redelivery is a delivery"
+    ref = h.next_ref()
+    h.send(ShareFetch(ref, "q", "m1", 3, "conn-1", 2, is_renew_ack=True, acknowledge_only=True,
+                      acks=(ShareAckPartition(T, 0, ((4, 5, (RENEW,)),)),)))
+    assert h.reply(ref).partitions[0].ack_error_code == ErrorCode.NONE
+    assert totals(h)["acquired"] == 12, "a renewed lock is not a delivery"
     before = totals(h)
     restart(h)  # a load releases what is acquired: those are released records, nothing else again
     after = totals(h)
