@@ -41,8 +41,8 @@ async def describe_share_group(client: AdminClient, group_id: str) -> GroupDescr
                                                                "include_authorized_operations": False})
     group = response.groups[0]
     code = int(group.error_code)
-    if code == ErrorCode.GROUP_ID_NOT_FOUND:
-        return None
+    if code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNSUPPORTED_VERSION):
+        return None  # not a share group, or a broker with share groups turned off (share.version 0)
     if code:
         raise AdminError(f"ShareGroupDescribe of {group_id!r} failed: {error_name(code)}"
                          + (f" ({group.error_message})" if group.error_message else ""))
