@@ -14,9 +14,14 @@ replay path is the same one a load and a standby take.
 Requests: ShareGroupHeartbeat (with the start offsets the edge found for subscribed partitions
 without state: the core has no log), ShareGroupDescribe, ShareInitialize (the same, after an answer
 named partitions still without state) and ShareFetch (ShareFetch and ShareAcknowledge over the
-edge's reads, :mod:`.fetch`; the share sessions live here, in memory). A member fenced by its
-session timeout releases what it holds and loses its share session; one that leaves keeps both
-until its final ShareAcknowledge (or its locks end). Timers:
+edge's reads, :mod:`.fetch`; the share sessions live here, in memory); the operators' requests:
+Describe/Alter/DeleteShareGroupOffsets (:mod:`.offsets`, :mod:`.describe`; the edge hands in the
+log ends for the lag) and the private DescribeSharePartitions; and ShareConnectionClosed (the
+sessions a closed connection opened end, their records released). A member fenced by its session
+timeout releases what it holds and loses its share session; one that leaves keeps both until its
+final ShareAcknowledge, its connection closing (or its locks end). Every change to a share
+partition reports its transitions as one ``ShareRecordsChanged`` event (the counters; taken from
+``SharePartition.applied``, which only the live path fills). Timers:
 
 - ``share-session`` per member: its session timeout; when it fires the member is fenced (as a leave).
 - ``share-lock`` per share partition, at its earliest lock deadline: expired locks make their records
