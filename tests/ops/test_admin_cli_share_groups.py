@@ -6,7 +6,8 @@ against the real server, the group made by a real share consumer (confluent-kafk
 - `offsets reset` is refused while the consumer is in the group (an Empty group only, as
   kafka-share-groups.sh), prints the plan without `--execute`, sets the start offsets with it (the
   next consumer is given the records again), and refuses `--shift-by` in one line;
-- `offsets delete --topic` forgets the topic; an unknown group is one line and exit code 1.
+- `offsets delete --topic` forgets the topic, `groups delete` the whole group; an unknown group is
+  one line and exit code 1.
 
 What the group holds is read back with the Kafka APIs the CLI does not use for it where it can be
 (the share consumer's own deliveries), and with `groups describe --json` otherwise.
@@ -147,6 +148,9 @@ def test_delete_offsets_forgets_a_topic_and_an_unknown_group_is_one_line(server)
     assert deleted.returncode == 0, deleted.stderr
     assert deleted.stdout.split() == ["TOPIC", "STATUS", "orders", "Successful"]
     assert described(server, "deleting")["share_offsets"] == []
+    gone = cli(server, "groups", "delete", "deleting")  # DeleteGroups: an empty share group goes whole
+    assert gone.returncode == 0, gone.stderr
+    assert cli(server, "groups", "describe", "deleting").returncode == 1
 
     unknown = cli(server, "offsets", "delete", "nobody", "--topic", "orders")
     assert unknown.returncode == 1 and "Traceback" not in unknown.stderr
