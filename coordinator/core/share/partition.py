@@ -176,22 +176,23 @@ class SharePartition:
 
 @dataclass(slots=True)
 class Transitions:
-    """Offsets that entered a state: ACQUIRED (from anything else, so a renewal is not counted),
-    ACKNOWLEDGED, AVAILABLE from ACQUIRED (``released``), ARCHIVED. The owner adds the cause
-    (a lock that ran out) when it reports them."""
+    """Offsets that entered a state: ACQUIRED (a delivery, not a renewal), ACKNOWLEDGED, AVAILABLE
+    from ACQUIRED by a release (``released``), ARCHIVED; and ACQUIRED offsets whose lock ran out
+    (``lock_expired``: AVAILABLE again, not counted as released, or ARCHIVED, counted there too)."""
 
     acquired: int = 0
     acknowledged: int = 0
     released: int = 0
     archived: int = 0
+    lock_expired: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.acquired or self.acknowledged or self.released or self.archived)
+        return bool(self.acquired or self.acknowledged or self.released or self.archived or self.lock_expired)
 
     def take(self) -> Transitions:
         """The counts so far, and start again from zero."""
-        taken = Transitions(self.acquired, self.acknowledged, self.released, self.archived)
-        self.acquired = self.acknowledged = self.released = self.archived = 0
+        taken = Transitions(self.acquired, self.acknowledged, self.released, self.archived, self.lock_expired)
+        self.acquired = self.acknowledged = self.released = self.archived = self.lock_expired = 0
         return taken
 
 
@@ -260,22 +261,26 @@ def apply(p: SharePartition, records: list[ShareRecord]) -> list[ShareRecord]:
     return records
 
 
-def commit(p: SharePartition, change: Change, delivers: bool = True) -> list[ShareRecord]:
+def commit(p: SharePartition, change: Change, delivers: bool = True, lock_expired: bool = False) -> list[ShareRecord]:
     """What every operation ends with: the change's transitions added to ``p.applied`` (the
     counters: only here, never at replay), its records planned and applied; the records.
 
     Counted by the new states alone (one C-level pass: the per-offset work stays the operation's),
     which the transitions allow: an operation makes an offset ACQUIRED only from AVAILABLE or new
     (an acquisition, ``delivers``) or from ACQUIRED (a renewal, ``delivers=False``), AVAILABLE only
-    from ACQUIRED (a release), and ACKNOWLEDGED or ARCHIVED only from a state that is neither."""
+    from ACQUIRED (a release, or ``lock_expired``: every offset of the change lost its lock), and
+    ACKNOWLEDGED or ARCHIVED only from a state that is neither."""
     if change.states:
         by_state = Counter(map(_STATE, change.states.values()))
         t = p.applied
         if delivers:
             t.acquired += by_state[RecordState.ACQUIRED]
         t.acknowledged += by_state[RecordState.ACKNOWLEDGED]
-        t.released += by_state[RecordState.AVAILABLE]
         t.archived += by_state[RecordState.ARCHIVED]
+        if lock_expired:
+            t.lock_expired += len(change.states)
+        else:
+            t.released += by_state[RecordState.AVAILABLE]
     return apply(p, plan(p, change))
 
 

@@ -372,7 +372,7 @@ class ShareGroupType:
         p = self.partitions.get(group_id, UUID(topic_id), int(partition))
         if p is None:
             return
-        self._record_partitions(expire_locks(p, fx.now_ms, self.share_config), fx, lock_expired=True)
+        self._record_partitions(expire_locks(p, fx.now_ms, self.share_config), fx)
         self.arm_lock(p, fx)
 
     def arm_lock(self, p: SharePartition, fx: Effects) -> None:
@@ -440,7 +440,7 @@ class ShareGroupType:
         for r in records:
             fx.record(Record(r.key, r.value))
 
-    def _record_partitions(self, records: Sequence[ShareRecord], fx: Effects, lock_expired: bool = False) -> None:
+    def _record_partitions(self, records: Sequence[ShareRecord], fx: Effects) -> None:
         """Hand ``records`` to the log, and report the transitions their application made (taken
         from the partitions they belong to: counted once, by the live path, never by replay)."""
         touched: set[tuple[str, UUID, int]] = set()
@@ -452,9 +452,7 @@ class ShareGroupType:
             if p is None or not p.applied:
                 continue
             t = p.applied.take()
-            expired = t.released + t.archived if lock_expired else 0
-            fx.event(ShareRecordsChanged(group_id, t.acquired, t.acknowledged, 0 if lock_expired else t.released,
-                                         t.archived, expired))
+            fx.event(ShareRecordsChanged(group_id, t.acquired, t.acknowledged, t.released, t.archived, t.lock_expired))
 
 
 def _session_key(group_id: str, member_id: str) -> TimerKey:

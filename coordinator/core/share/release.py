@@ -29,7 +29,7 @@ from .records import RecordState, ShareRecord
 
 
 def expire_locks(p: SharePartition, now_ms: int, config: ShareConfig) -> list[ShareRecord]:
-    return _release(p, lambda s: s.lock_deadline <= now_ms, config)
+    return _release(p, lambda s: s.lock_deadline <= now_ms, config, lock_expired=True)
 
 
 def release_member(p: SharePartition, member_id: str, config: ShareConfig) -> list[ShareRecord]:
@@ -40,12 +40,13 @@ def release_all(p: SharePartition, config: ShareConfig) -> list[ShareRecord]:
     return _release(p, lambda s: True, config)
 
 
-def _release(p: SharePartition, which: Callable[[OffsetState], bool], config: ShareConfig) -> list[ShareRecord]:
+def _release(p: SharePartition, which: Callable[[OffsetState], bool], config: ShareConfig,
+             lock_expired: bool = False) -> list[ShareRecord]:
     change = Change()
     for offset, current in p.offsets.items():
         if current.state is RecordState.ACQUIRED and which(current):
             change.states[offset] = released(current, config)
-    return commit(p, change)
+    return commit(p, change, lock_expired=lock_expired)
 
 
 def advance_log_start(p: SharePartition, log_start: int) -> list[ShareRecord]:
