@@ -9,7 +9,8 @@ embedded mode; sidecar mode's source is written, not wired):
   :mod:`.partitions_api` (the private DescribeSharePartitions);
 - :mod:`.fetch_apis` - ShareFetch and ShareAcknowledge: read off the shard, acquire on it; a
   closed connection's share sessions released;
-- :mod:`.starts` - where a new share partition starts in the data plane's log, and where it ends;
+- :mod:`.starts` - where a new share partition starts in the data plane's log;
+- :mod:`.ends` - where a partition of the data plane ends (the offsets APIs' lag);
 - :mod:`.wiring` - the node's one call: the embedded data path and its APIs;
 
 - :mod:`.source` - the record source interface: a partition read from an offset, as whole batches

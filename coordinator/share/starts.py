@@ -1,5 +1,4 @@
-"""Where a share group starts reading a partition of the embedded data plane (``share.auto.offset.reset``),
-and where the partition ends (DescribeShareGroupOffsets' lag).
+"""Where a share group starts reading a partition of the embedded data plane: ``share.auto.offset.reset``.
 
 ``earliest`` is the log start offset, ``latest`` the high watermark (the read_uncommitted end:
 the data plane has no transactions). ``by_duration`` starts at the log end here: the data plane
@@ -30,17 +29,3 @@ class EmbeddedStartOffsets:
             return None
         log = self.store.log(topic, partition)
         return self.reset.start_offset(log.log_start_offset, log.high_watermark)
-
-
-class EmbeddedEndOffsets:
-    """An :class:`~.offsets_apis.EndOffsets` over the data plane's logs: the high watermark."""
-
-    def __init__(self, catalog: TopicSource, store: PartitionStore) -> None:
-        self.catalog = catalog
-        self.store = store
-
-    def __call__(self, topic_id: UUID, partition: int) -> int | None:
-        topic = self.catalog.by_id(topic_id)
-        if topic is None or not 0 <= partition < topic.num_partitions:
-            return None
-        return self.store.log(topic, partition).high_watermark

@@ -20,9 +20,10 @@ from ..runtime.shard import ShardRuntime
 from .apis import share_handlers
 from .cache import BatchCache
 from .embedded import DataPlaneSource, wait_for_append
+from .ends import EmbeddedEndOffsets
 from .fetch_apis import OnClose, ShareDataPath, share_fetch_handlers
 from .settings import ShareFetchConfig
-from .starts import EmbeddedEndOffsets, EmbeddedStartOffsets
+from .starts import EmbeddedStartOffsets
 
 
 def embedded_share_apis(shard: Callable[[], ShardRuntime | None], view: NodeView, catalog: TopicSource,
