@@ -14,6 +14,14 @@ classic; GROUP_AUTHORIZATION_FAILED, NOT_COORDINATOR as DescribeGroups answers t
 `group_state`, `generation_id` and `members` (`member_id`, `generation_id`: the group's
 generation, or -1 for a member that joined during the rebalance under way and holds none yet).
 
+DescribeSharePartitions (v0, not flexible): what is in flight in each share partition of a share
+group, which no Kafka API answers (DescribeShareGroupOffsets gives the start offset and lag only).
+Request: `groups` (group ids). Response, per group: `error_code` (NONE; GROUP_ID_NOT_FOUND for an
+unknown group or one that is not a share group; GROUP_AUTHORIZATION_FAILED, NOT_COORDINATOR as
+ShareGroupDescribe answers them), `group_id` and `partitions` (`topic_name`, `partition_index`,
+`start_offset`, and the number of offsets between the start offset and the first offset never
+acquired that are `available`, `acquired`, `acknowledged` and `archived`).
+
 Declared in kio's entity form, as `protocol.legacy` declares the versions Kafka removed, so kio's own
 readers and writers encode and decode them and `protocol.build` describes them like any other.
 
@@ -28,9 +36,9 @@ advertised.
 
 from kio.schema.errors import ErrorCode
 from kio.static.constants import EntityType
-from kio.static.primitive import i32
+from kio.static.primitive import i32, i64
 
-from .legacy import _entity, _error, _int32, _string
+from .legacy import _entity, _error, _int32, _int64, _string
 
 entity, error_code, int32, string = _entity, _error, _int32, _string
 """The entity form's decorator and field makers, for a private API declared outside `protocol/`."""
@@ -41,9 +49,14 @@ PRIVATE_KEYS_FROM = 16384
 DESCRIBE_GROUP_GENERATIONS = 32767
 """The highest key an INT16 can carry: as far from Kafka's keys as a key can be."""
 
-NAMES: dict[int, str] = {DESCRIBE_GROUP_GENERATIONS: "DescribeGroupGenerations"}
+DESCRIBE_SHARE_PARTITIONS = 32766
+"""The next private key down."""
+
+NAMES: dict[int, str] = {DESCRIBE_GROUP_GENERATIONS: "DescribeGroupGenerations",
+                         DESCRIBE_SHARE_PARTITIONS: "DescribeSharePartitions"}
 """Private API key -> its name (CamelCase, as Kafka names its APIs)."""
-SNAKE_NAMES: dict[int, str] = {DESCRIBE_GROUP_GENERATIONS: "describe_group_generations"}
+SNAKE_NAMES: dict[int, str] = {DESCRIBE_GROUP_GENERATIONS: "describe_group_generations",
+                               DESCRIBE_SHARE_PARTITIONS: "describe_share_partitions"}
 
 
 @_entity(DESCRIBE_GROUP_GENERATIONS, 0, EntityType.request)
@@ -71,8 +84,38 @@ class DescribeGroupGenerationsResponseV0:
     groups: tuple[DescribedGroupGenerationV0, ...]
 
 
-REQUESTS: dict[tuple[int, int], type] = {(DESCRIBE_GROUP_GENERATIONS, 0): DescribeGroupGenerationsRequestV0}
-RESPONSES: dict[tuple[int, int], type] = {(DESCRIBE_GROUP_GENERATIONS, 0): DescribeGroupGenerationsResponseV0}
+@_entity(DESCRIBE_SHARE_PARTITIONS, 0, EntityType.request)
+class DescribeSharePartitionsRequestV0:
+    groups: tuple[str, ...] = _string()
+
+
+@_entity(DESCRIBE_SHARE_PARTITIONS, 0, EntityType.nested)
+class DescribedSharePartitionV0:
+    topic_name: str = _string()
+    partition_index: i32 = _int32()
+    start_offset: i64 = _int64()
+    available: i32 = _int32()
+    acquired: i32 = _int32()
+    acknowledged: i32 = _int32()
+    archived: i32 = _int32()
+
+
+@_entity(DESCRIBE_SHARE_PARTITIONS, 0, EntityType.nested)
+class DescribedSharePartitionsGroupV0:
+    error_code: ErrorCode = _error()
+    group_id: str = _string()
+    partitions: tuple[DescribedSharePartitionV0, ...]
+
+
+@_entity(DESCRIBE_SHARE_PARTITIONS, 0, EntityType.response)
+class DescribeSharePartitionsResponseV0:
+    groups: tuple[DescribedSharePartitionsGroupV0, ...]
+
+
+REQUESTS: dict[tuple[int, int], type] = {(DESCRIBE_GROUP_GENERATIONS, 0): DescribeGroupGenerationsRequestV0,
+                                         (DESCRIBE_SHARE_PARTITIONS, 0): DescribeSharePartitionsRequestV0}
+RESPONSES: dict[tuple[int, int], type] = {(DESCRIBE_GROUP_GENERATIONS, 0): DescribeGroupGenerationsResponseV0,
+                                          (DESCRIBE_SHARE_PARTITIONS, 0): DescribeSharePartitionsResponseV0}
 
 
 class PrivateApiError(ValueError):

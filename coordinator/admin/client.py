@@ -27,7 +27,7 @@ from typing import Any
 from protocol.build import build
 from protocol.client import ResponseDecodeError, decode_response, encode_request, request_class
 from protocol.errors import ErrorCode
-from protocol.private import DESCRIBE_GROUP_GENERATIONS
+from protocol.private import DESCRIBE_GROUP_GENERATIONS, DESCRIBE_SHARE_PARTITIONS
 
 API_VERSIONS = 18
 METADATA = 3
@@ -40,6 +40,10 @@ OFFSET_COMMIT = 8
 LIST_OFFSETS = 2
 CONSUMER_GROUP_DESCRIBE = 69
 STREAMS_GROUP_DESCRIBE = 89
+SHARE_GROUP_DESCRIBE = 77
+DESCRIBE_SHARE_GROUP_OFFSETS = 90
+ALTER_SHARE_GROUP_OFFSETS = 91
+DELETE_SHARE_GROUP_OFFSETS = 92
 
 CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     API_VERSIONS: (0, 3),
@@ -53,6 +57,10 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     LIST_OFFSETS: (1, 10),
     CONSUMER_GROUP_DESCRIBE: (0, 1),
     STREAMS_GROUP_DESCRIBE: (0, 0),
+    SHARE_GROUP_DESCRIBE: (1, 1),
+    DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
+    ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+    DELETE_SHARE_GROUP_OFFSETS: (0, 0),
 }
 """The API versions this client can build and read, by API key."""
 
@@ -61,7 +69,9 @@ API_NAMES = {
     LIST_GROUPS: "ListGroups", DESCRIBE_GROUPS: "DescribeGroups", DELETE_GROUPS: "DeleteGroups",
     OFFSET_FETCH: "OffsetFetch", OFFSET_COMMIT: "OffsetCommit", LIST_OFFSETS: "ListOffsets",
     CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe", STREAMS_GROUP_DESCRIBE: "StreamsGroupDescribe",
-    DESCRIBE_GROUP_GENERATIONS: "DescribeGroupGenerations",
+    SHARE_GROUP_DESCRIBE: "ShareGroupDescribe", DESCRIBE_SHARE_GROUP_OFFSETS: "DescribeShareGroupOffsets",
+    ALTER_SHARE_GROUP_OFFSETS: "AlterShareGroupOffsets", DELETE_SHARE_GROUP_OFFSETS: "DeleteShareGroupOffsets",
+    DESCRIBE_GROUP_GENERATIONS: "DescribeGroupGenerations", DESCRIBE_SHARE_PARTITIONS: "DescribeSharePartitions",
 }
 
 _SIZE = struct.Struct(">i")

@@ -4,11 +4,18 @@
     coordinator groups describe GROUP         [...]
     coordinator groups delete GROUP           [...]
     coordinator offsets reset GROUP (--all-topics | --topic T[:P,...] ...) SELECTOR [--dry-run | --execute]
+    coordinator offsets delete GROUP --topic T [--topic T ...]   (share groups)
 
 `offsets reset` is Kafka's `kafka-consumer-groups --reset-offsets`: it prints the plan (GROUP TOPIC
 PARTITION NEW-OFFSET) and changes nothing unless `--execute` is given (`--dry-run`, the default, may
 be said explicitly). SELECTOR is one of Kafka's: --to-earliest, --to-latest, --to-offset N,
 --to-current, --shift-by N, --to-datetime YYYY-MM-DDTHH:mm:SS.sss, --by-duration PnDTnHnMnS.
+
+Share groups (KIP-932) are listed with type `share`; `groups describe` shows their members, each
+partition's start offset, log end, lag and what is in flight by state; `offsets reset` resets their
+start offsets as `kafka-share-groups.sh --reset-offsets` does (an Empty group; no `--shift-by`), and
+`offsets delete` is its `--delete-offsets --topic`: the group forgets those topics, so its next
+consumer starts them where `share.auto.offset.reset` says.
 
 `--bootstrap` defaults to $COORDINATOR_ADMIN_BOOTSTRAP, then 127.0.0.1:9092. Exit codes: 0 done, 1 the
 operation failed or was refused (message on stderr), 2 bad usage.
@@ -26,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
 from ..pipes import to_stdout
-from . import groups, reset, timespecs
+from . import groups, reset, share, timespecs
 from .client import AdminClient, AdminError
 from .output import partitions_text, table, to_json
 
@@ -54,7 +61,7 @@ def add_commands(commands: Any) -> None:
     delete = group_actions.add_parser("delete", parents=[common], help="delete an empty group and its offsets")
     delete.add_argument("group")
 
-    offsets_parser = commands.add_parser("offsets", help="reset a group's committed offsets")
+    offsets_parser = commands.add_parser("offsets", help="reset a group's committed offsets, delete a share group's")
     offset_actions = offsets_parser.add_subparsers(dest="action", required=True)
     reset_parser = offset_actions.add_parser(
         "reset", parents=[common],
@@ -84,6 +91,13 @@ def add_commands(commands: Any) -> None:
     mode = reset_parser.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="only print the plan (the default)")
     mode.add_argument("--execute", action="store_true", help="commit the planned offsets")
+    delete_offsets = offset_actions.add_parser(
+        "delete", parents=[common], help="forget an empty share group's offsets of whole topics",
+        description="Delete an empty share group's state of whole topics, as Kafka's kafka-share-groups "
+                    "--delete-offsets: its next consumer starts them by share.auto.offset.reset.")
+    delete_offsets.add_argument("group")
+    delete_offsets.add_argument("--topic", action="append", required=True, metavar="TOPIC",
+                                help="a topic (repeatable)")
 
 
 def _argument(parse: Callable[[str], T]) -> Callable[[str], T]:
@@ -154,7 +168,8 @@ async def _list(client: AdminClient, args: argparse.Namespace) -> str:
 
 
 async def _describe(client: AdminClient, args: argparse.Namespace) -> str:
-    description = await groups.describe_group(client, args.group)
+    description = await share.describe_share_group(client, args.group) or await groups.describe_group(
+        client, args.group)
     if description.state == "Dead" and not description.offsets:
         raise AdminError(f"group {args.group!r} does not exist")
     if args.json:
@@ -170,6 +185,20 @@ async def _describe(client: AdminClient, args: argparse.Namespace) -> str:
             ["MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "EPOCH", "ASSIGNMENT", "TARGET-ASSIGNMENT"],
             [[m.member_id, m.group_instance_id, m.client_id, m.client_host, m.member_epoch,
               partitions_text(m.assignment), partitions_text(m.target_assignment)] for m in description.members])
+    elif description.group_type == "share":
+        head.append(f"GROUP-EPOCH {description.group_epoch}  ASSIGNMENT-EPOCH {description.assignment_epoch}  "
+                    f"ASSIGNOR {description.protocol or '-'}")
+        members = table(
+            ["MEMBER-ID", "CLIENT-ID", "HOST", "EPOCH", "ASSIGNMENT"],
+            [[m.member_id, m.client_id, m.client_host, m.member_epoch, partitions_text(m.assignment)]
+             for m in description.members])
+        states = ("available", "acquired", "acknowledged", "archived")
+        partitions = table(
+            ["TOPIC", "PARTITION", "START-OFFSET", "LOG-END-OFFSET", "LAG", *(s.upper() for s in states), "MEMBERS"],
+            [[o.topic, o.partition, o.start_offset, o.end_offset, o.lag,
+              *(None if o.in_flight is None else o.in_flight.get(s, 0) for s in states), ",".join(o.members)]
+             for o in description.share_offsets])
+        return "\n".join([*head, "", members, "", partitions])
     elif description.group_type == "streams":
         head.append(f"GROUP-EPOCH {description.group_epoch}  ASSIGNMENT-EPOCH {description.assignment_epoch}")
         members = table(
@@ -233,6 +262,18 @@ async def _reset(client: AdminClient, args: argparse.Namespace) -> Reply:
                        [[plan.group_id, c.topic, c.partition, c.new_offset] for c in plan.changes]), tuple(notes))
 
 
+async def _delete_offsets(client: AdminClient, args: argparse.Namespace) -> str:
+    results = await share.delete_offsets(client, args.group, list(dict.fromkeys(args.topic)))
+    if args.json:
+        return to_json({"group_id": args.group, "topics": results})
+    failed = [f"{t} ({e})" for t, e in results.items() if e is not None]
+    if failed:
+        done = [t for t, e in results.items() if e is None]
+        raise AdminError(f"cannot delete the offsets of group {args.group!r} for {', '.join(failed)}"
+                         + (f" (deleted for {', '.join(done)})" if done else ""))
+    return table(["TOPIC", "STATUS"], [[t, "Successful"] for t in results])
+
+
 Handler = Callable[[AdminClient, argparse.Namespace], Awaitable[str | Reply]]
 """A sub-command: its stdout text, or a Reply when it also has notes for stderr."""
 
@@ -241,4 +282,5 @@ _HANDLERS: dict[tuple[str, str], Handler] = {
     ("groups", "describe"): _describe,
     ("groups", "delete"): _delete,
     ("offsets", "reset"): _reset,
+    ("offsets", "delete"): _delete_offsets,
 }

@@ -91,6 +91,23 @@ class PartitionOffsets:
 
 
 @dataclass(slots=True)
+class SharePartitionOffsets:
+    """A share group's partition (``admin/share.py``): where the group starts reading it, its log
+    end, what is left to finish (Kafka's lag), and what is in flight by state."""
+
+    topic: str
+    partition: int
+    start_offset: int | None
+    end_offset: int | None
+    lag: int | None
+    members: list[str]
+    """The members it is assigned to (a share partition may have several)."""
+    in_flight: dict[str, int] | None = None
+    """State (available, acquired, acknowledged, archived) -> offsets between the start offset and
+    the first offset never acquired; None where the broker cannot say (Apache Kafka)."""
+
+
+@dataclass(slots=True)
 class GroupDescription:
     group_id: str
     group_type: str
@@ -105,6 +122,8 @@ class GroupDescription:
     assignment_epoch: int | None = None
     generation_id: int | None = None
     """Classic groups: the group's generation, where the broker says (this coordinator does)."""
+    share_offsets: list[SharePartitionOffsets] = field(default_factory=list)
+    """Share groups: their partitions' start offsets and in-flight records (``offsets`` stays empty)."""
 
 
 # -- list -------------------------------------------------------------------------------------------

@@ -19,6 +19,12 @@ model, option for option:
 - The plan is returned whatever happens; `execute_plan` commits it with one OffsetCommit at the group
   coordinator with generation -1 and an empty member id (what Kafka's admin client sends for
   alterConsumerGroupOffsets). The CLI commits only with `--execute`; the default is a dry run.
+
+A share group (KIP-932) is reset as `kafka-share-groups.sh --reset-offsets` does: it must be Empty;
+its "committed" offsets are the start offsets of the partitions it has state for
+(DescribeShareGroupOffsets, `--all-topics` is those); `shift` is refused (Kafka's share command has
+no `--shift-by`); the plan is executed with one AlterShareGroupOffsets, which starts each partition
+afresh at its new offset (what was in flight is forgotten).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
+from . import share
 from .client import OFFSET_COMMIT, AdminClient, AdminError, Connection, error_name
 from .groups import committed_offsets, group_state
 from .log_offsets import EARLIEST, LATEST, NO_OFFSET, LogOffset, list_log_offsets
@@ -73,6 +80,8 @@ class ResetResult:
     executed: bool
     changes: list[OffsetChange]
     warnings: list[str] = field(default_factory=list)
+    group_type: str = ""
+    """"share" for a share group (executed with AlterShareGroupOffsets), else ""."""
 
 
 class GroupActiveError(AdminError):
@@ -95,6 +104,9 @@ def parse_topic_scope(text: str) -> TopicScope:
 
 
 async def plan_reset(client: AdminClient, group_id: str, scope: Scope, selector: Selector) -> ResetResult:
+    shared = await share.describe_share_group(client, group_id)
+    if shared is not None:
+        return await _plan_share_reset(client, group_id, shared.state, scope, selector)
     state = await group_state(client, group_id)
     if state not in INACTIVE_STATES:
         raise GroupActiveError(
@@ -110,8 +122,28 @@ async def plan_reset(client: AdminClient, group_id: str, scope: Scope, selector:
     return result
 
 
+async def _plan_share_reset(client: AdminClient, group_id: str, state: str, scope: Scope,
+                            selector: Selector) -> ResetResult:
+    if state != "Empty":
+        raise GroupActiveError(
+            f"Share group {group_id!r} offsets can only be reset if the group is inactive (Empty), "
+            f"but the current state is {state}."
+        )
+    if selector.kind == "shift":
+        raise AdminError("--shift-by is not an option for share groups (kafka-share-groups.sh has none): "
+                         "use --to-offset, --to-earliest, --to-latest, --to-current or --to-datetime")
+    current = await share.start_offsets(client, group_id)
+    partitions = sorted(current) if scope.all_topics else await _scoped_partitions(client, scope.topics)
+    result = ResetResult(group_id, state, False, [], group_type="share")
+    for (topic, partition), new in (await _new_offsets(client, partitions, current, selector, result)).items():
+        result.changes.append(OffsetChange(topic, partition, current.get((topic, partition)), new))
+    return result
+
+
 async def execute_plan(client: AdminClient, plan: ResetResult) -> None:
-    if plan.changes:
+    if plan.changes and plan.group_type == "share":
+        await share.alter_offsets(client, plan.group_id, ((c.topic, c.partition, c.new_offset) for c in plan.changes))
+    elif plan.changes:
         await _commit(await client.coordinator(plan.group_id), plan.group_id, plan.changes)
     plan.executed = True
 

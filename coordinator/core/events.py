@@ -145,3 +145,21 @@ class WarmupTasksChanged:
     promoted: int
     dropped: int
     group_type: str = "streams"
+
+
+@dataclass(frozen=True, slots=True)
+class ShareRecordsChanged:
+    """Records of a share group's partitions entered a state in one step (each counted once, when
+    the step's records were applied; a replay reports nothing): ``acquired`` (delivered),
+    ``acknowledged``, ``released`` (back to available by a consumer's release or its session or
+    connection ending), ``archived`` (rejected, past the delivery limit, or an aborted
+    transaction's), and ``lock_expired`` (acquired records whose lock ran out: available again,
+    or archived at the delivery limit and then counted in ``archived`` too)."""
+
+    group_id: str
+    acquired: int
+    acknowledged: int
+    released: int
+    archived: int
+    lock_expired: int
+    group_type: str = "share"

@@ -48,7 +48,8 @@ def apis(server: CoordinatorServer, config: Config) -> list[ApiDeclaration]:
         return [*dataplane_handlers(server.catalog, server.store, server.store.config),
                 *embedded_share_apis(  # share groups: embedded mode only (so far)
                     lambda: server.shard, server.view, server.catalog, server.store,
-                    AutoOffsetReset.parse(config["share.auto.offset.reset"]), config.build(ShareFetchConfig))]
+                    AutoOffsetReset.parse(config["share.auto.offset.reset"]), config.build(ShareFetchConfig),
+                    on_close=lambda listener: server.connections.closed.append(listener))]
     # clients send InitProducerId to any node: ids from this shard's own range
     return [init_producer_id_handler(server.store)]
 

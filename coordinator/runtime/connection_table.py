@@ -3,7 +3,9 @@
 - `admit(connection)` counts a new connection in, or names the limit it would break: Kafka's
   `max.connections` over every connection, `max.connections.per.ip` (with its per-address
   overrides) per client address. The connection closes itself when refused.
-- `release(connection)` counts it out again (once; True the first time).
+- `release(connection)` counts it out again (once; True the first time), and tells every
+  listener in `closed` its connection id (a feature that keeps state per connection, as share
+  sessions are, forgets it there).
 - `request_bytes` is the budget every connection's held request bytes count against
   (`queued.max.request.bytes`, `runtime/request_bytes.py`).
 - `close_idle()` runs for the server's life: every tenth of `connections.max.idle.ms` it looks at
@@ -15,7 +17,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from .request_bytes import RequestBytes
@@ -43,6 +45,8 @@ class ConnectionTable:
         self.request_bytes = RequestBytes(queued_max_request_bytes)
         self._open: set[KafkaConnection] = set()
         self._per_host: dict[str, int] = {}
+        self.closed: list[Callable[[int], None]] = []
+        """Called with the id of every connection that closes (once each, from `release`)."""
 
     def __iter__(self) -> Iterator[KafkaConnection]:
         return iter(list(self._open))
@@ -73,6 +77,8 @@ class ConnectionTable:
             self._per_host[host] = left
         else:
             self._per_host.pop(host, None)
+        for listener in self.closed:
+            listener(connection.connection_id)
         return True
 
     async def close_idle(self) -> None:

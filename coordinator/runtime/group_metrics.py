@@ -47,6 +47,19 @@ STREAMS_WARMUPS_STARTED = Counter(
     "active task keeps running elsewhere).")
 STREAMS_WARMUPS_PROMOTED = Counter(
     "coordinator_streams_warmups_promoted", "Warm-up tasks that caught up and became the member's active task.")
+SHARE_RECORDS_ACQUIRED = Counter(
+    "coordinator_share_records_acquired", "Share-group records handed to a consumer under a lock (each delivery).")
+SHARE_RECORDS_ACKNOWLEDGED = Counter(
+    "coordinator_share_records_acknowledged", "Share-group records acknowledged (accepted) by a consumer.")
+SHARE_RECORDS_RELEASED = Counter(
+    "coordinator_share_records_released", "Share-group records made available again by a consumer's release or "
+    "its share session or connection ending.")
+SHARE_RECORDS_ARCHIVED = Counter(
+    "coordinator_share_records_archived", "Share-group records set aside for good: rejected, past the delivery "
+    "limit, or of an aborted transaction.")
+SHARE_RECORDS_LOCK_EXPIRED = Counter(
+    "coordinator_share_records_lock_expired", "Share-group records whose acquisition lock ran out before an "
+    "acknowledgement.")
 GROUP_OFFSETS_COMMITTED = Counter("coordinator_group_offsets_committed", "Offsets committed per group (only with metrics.group.labels.enable).", ["group"])
 
 
@@ -88,6 +101,14 @@ def observer(per_group_labels: bool) -> Callable[[object], None]:
                     STREAMS_WARMUPS_STARTED.inc(started)
                 if promoted:
                     STREAMS_WARMUPS_PROMOTED.inc(promoted)
+            case events.ShareRecordsChanged():
+                for counter, count in ((SHARE_RECORDS_ACQUIRED, event.acquired),
+                                       (SHARE_RECORDS_ACKNOWLEDGED, event.acknowledged),
+                                       (SHARE_RECORDS_RELEASED, event.released),
+                                       (SHARE_RECORDS_ARCHIVED, event.archived),
+                                       (SHARE_RECORDS_LOCK_EXPIRED, event.lock_expired)):
+                    if count:
+                        counter.inc(count)
             case _:
                 pass
 

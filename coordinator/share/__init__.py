@@ -4,9 +4,13 @@ The group side (membership, share-partition state, acquisition) is pure and live
 ``coordinator/core/share``; this package is what it needs from the log, and the APIs (served in
 embedded mode; sidecar mode's source is written, not wired):
 
-- :mod:`.apis` - ShareGroupHeartbeat and ShareGroupDescribe (group APIs of the shard);
-- :mod:`.fetch_apis` - ShareFetch and ShareAcknowledge: read off the shard, acquire on it;
+- :mod:`.apis` - ShareGroupHeartbeat and ShareGroupDescribe (group APIs of the shard), and with
+  them :mod:`.offsets_apis` (Describe/Alter/DeleteShareGroupOffsets, mode-independent) and
+  :mod:`.partitions_api` (the private DescribeSharePartitions);
+- :mod:`.fetch_apis` - ShareFetch and ShareAcknowledge: read off the shard, acquire on it; a
+  closed connection's share sessions released;
 - :mod:`.starts` - where a new share partition starts in the data plane's log;
+- :mod:`.ends` - where a partition of the data plane ends (the offsets APIs' lag);
 - :mod:`.wiring` - the node's one call: the embedded data path and its APIs;
 
 - :mod:`.source` - the record source interface: a partition read from an offset, as whole batches

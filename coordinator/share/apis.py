@@ -35,6 +35,8 @@ from ..core.share.requests import (
 from ..runtime.apis.group_admin import ALL_GROUP_OPERATIONS
 from ..runtime.apis.group_api import group_api
 from ..runtime.shard import ShardRuntime
+from .offsets_apis import EndOffsets, share_offsets_handlers
+from .partitions_api import describe_share_partitions
 
 SHARE_GROUP_HEARTBEAT = 76
 SHARE_GROUP_DESCRIBE = 77
@@ -50,9 +52,13 @@ class StartOffsets(Protocol):
     def __call__(self, topic_id: UUID, partition: int, reset: AutoOffsetReset | None = None) -> int | None: ...
 
 
-def share_handlers(shard: Callable[[], ShardRuntime | None], starts: StartOffsets) -> list[ApiHandler]:
-    """The share group APIs (served once bound, as every group API)."""
-    return [share_group_heartbeat(shard, starts), share_group_describe(shard)]
+def share_handlers(shard: Callable[[], ShardRuntime | None], starts: StartOffsets,
+                   ends: EndOffsets | None = None) -> list[ApiHandler]:
+    """The share group APIs (served once bound, as every group API), the offsets APIs among them
+    (``offsets_apis``; ``ends``: the mode's log end offsets for the lag, None: lag -1) and the
+    private DescribeSharePartitions (``partitions_api``)."""
+    return [share_group_heartbeat(shard, starts), share_group_describe(shard), *share_offsets_handlers(shard, ends),
+            describe_share_partitions(shard)]
 
 
 def share_group_heartbeat(shard: Callable[[], ShardRuntime | None], starts: StartOffsets) -> ApiHandler:

@@ -17,6 +17,12 @@ A request is served in three steps:
    answer leaves once it is durable (the one release rule), carrying the batches read that hold
    the acquired offsets, whole.
 
+A connection that closes ends the share sessions it opened (Kafka's ``ShareSessionCache``
+connection listener): the node tells :meth:`_Serving.connection_closed` (through ``on_close``,
+registered at the first request served), and for a connection that ever carried a ShareFetch or
+ShareAcknowledge the shard is handed one ``ShareConnectionClosed``, whose releases are records
+like any other release.
+
 Authorization: READ on the group (else GROUP_AUTHORIZATION_FAILED for the whole request) and READ on
 each topic (its partitions TOPIC_AUTHORIZATION_FAILED), as Kafka's ``handleShareFetchRequest``.
 """
@@ -40,10 +46,12 @@ from ..core.share.acquisition import AcquiredRange
 from ..core.share.registration import ShareGroupType
 from ..core.share.requests import (
     ShareAckPartition,
+    ShareConnectionClosed,
     ShareFetch,
     ShareFetchResponse,
     ShareReadPartition,
 )
+from ..logging import get_logger
 from ..runtime.apis.view import NodeView
 from ..runtime.shard import ShardRuntime
 from .acquire import batches_holding, read_for
@@ -53,6 +61,10 @@ SHARE_FETCH = 78
 SHARE_ACKNOWLEDGE = 79
 
 WaitForAppend = Callable[[list[PartitionRef], float], Awaitable[None]]
+OnClose = Callable[[Callable[[int], None]], None]
+"""Registers a listener the node calls with the id of every connection that closes."""
+
+log = get_logger("coordinator.share")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +78,8 @@ class ShareDataPath:
 
 
 def share_fetch_handlers(shard: Callable[[], ShardRuntime | None], view: NodeView,
-                         path: ShareDataPath) -> list[ApiDeclaration]:
-    fetch = _Serving(shard, view, path)
+                         path: ShareDataPath, on_close: OnClose | None = None) -> list[ApiDeclaration]:
+    fetch = _Serving(shard, view, path, on_close)
     rule = InHandler("READ on the group, then READ on each topic (Kafka's handleShareFetchRequest)")
     return [
         ApiDeclaration(SHARE_FETCH, 1, 2, handle=fetch.share_fetch, authorization=rule,
@@ -78,10 +90,40 @@ def share_fetch_handlers(shard: Callable[[], ShardRuntime | None], view: NodeVie
 
 
 class _Serving:
-    def __init__(self, shard: Callable[[], ShardRuntime | None], view: NodeView, path: ShareDataPath) -> None:
+    def __init__(self, shard: Callable[[], ShardRuntime | None], view: NodeView, path: ShareDataPath,
+                 on_close: OnClose | None = None) -> None:
         self.shard = shard
         self.view = view
         self.path = path
+        self._on_close = on_close
+        self._connections: set[int] = set()
+        """Connections that carried a share request: only their closing concerns the shard."""
+
+    # ---- connections ---------------------------------------------------------------------------------
+
+    def _watch(self, connection_id: int) -> None:
+        if connection_id in self._connections:
+            return
+        if self._on_close is not None:
+            self._on_close(self.connection_closed)  # once: the node's connection table exists by now
+            self._on_close = None
+        self._connections.add(connection_id)
+
+    def connection_closed(self, connection_id: int) -> None:
+        """Called by the node as the connection closes (never raises: it runs in ``connection_lost``)."""
+        if connection_id not in self._connections:
+            return
+        self._connections.discard(connection_id)
+        runtime = self.shard()
+        if runtime is None or not runtime.loaded:
+            return  # no sessions: a shard that loads releases everything acquired anyway
+        try:
+            pending = runtime.submit(ShareConnectionClosed(runtime.new_ref(), str(connection_id)))
+        except Exception as exc:  # the shard gave up its log: its sessions are gone with it
+            log.info("share_sessions_not_released", connection=connection_id, error=str(exc))
+            return
+        if isinstance(pending, asyncio.Future):
+            pending.add_done_callback(_retrieved)
 
     # ---- the two APIs ------------------------------------------------------------------------------
 
@@ -102,6 +144,7 @@ class _Serving:
             return self._refused(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         share = runtime.core.types["share"]
         assert isinstance(share, ShareGroupType)
+        self._watch(ctx.connection_id)
 
         denied: list[tuple[UUID, int, ErrorCode]] = []
         added: list[tuple[UUID, int]] = []
@@ -206,6 +249,11 @@ class _Serving:
     def _refused(self, ctx: RequestContext, code: ErrorCode, message: str | None = None) -> Any:
         return respond(ctx, {"throttle_time": 0, "error_code": code, "error_message": message,
                              "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []})
+
+
+def _retrieved(future: asyncio.Future[object]) -> None:
+    if not future.cancelled() and (exc := future.exception()) is not None:
+        log.info("share_sessions_not_released", error=str(exc))
 
 
 def _read_partition(tp: tuple[UUID, int], read: PartitionRead | None, code: ErrorCode) -> ShareReadPartition:

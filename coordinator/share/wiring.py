@@ -20,15 +20,19 @@ from ..runtime.shard import ShardRuntime
 from .apis import share_handlers
 from .cache import BatchCache
 from .embedded import DataPlaneSource, wait_for_append
-from .fetch_apis import ShareDataPath, share_fetch_handlers
+from .ends import EmbeddedEndOffsets
+from .fetch_apis import OnClose, ShareDataPath, share_fetch_handlers
 from .settings import ShareFetchConfig
 from .starts import EmbeddedStartOffsets
 
 
 def embedded_share_apis(shard: Callable[[], ShardRuntime | None], view: NodeView, catalog: TopicSource,
-                        store: PartitionStore, reset: AutoOffsetReset, settings: ShareFetchConfig) -> list[ApiDeclaration]:
-    """ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge over the data plane."""
+                        store: PartitionStore, reset: AutoOffsetReset, settings: ShareFetchConfig,
+                        on_close: OnClose | None = None) -> list[ApiDeclaration]:
+    """ShareGroupHeartbeat, ShareGroupDescribe, the share offsets APIs, ShareFetch and
+    ShareAcknowledge over the data plane; ``on_close`` registers the share sessions' listener for
+    closing connections."""
     cache = BatchCache(DataPlaneSource(catalog, store), settings.share_fetch_cache_max_bytes)
     path = ShareDataPath(catalog, cache, partial(wait_for_append, catalog, store))
-    return [*share_handlers(shard, EmbeddedStartOffsets(catalog, store, reset)),
-            *share_fetch_handlers(shard, view, path)]
+    return [*share_handlers(shard, EmbeddedStartOffsets(catalog, store, reset), EmbeddedEndOffsets(catalog, store)),
+            *share_fetch_handlers(shard, view, path, on_close)]

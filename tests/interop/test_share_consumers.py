@@ -1,7 +1,7 @@
 """Share groups with a real share consumer (confluent-kafka's ``ShareConsumer``, librdkafka's
 KIP-932 client) against the embedded server process: consumers share partitions, acknowledge each
-record once, release and reject, die holding records, and a restarted coordinator hands out
-nothing it was told was acknowledged."""
+record once, release and reject, die holding records (given back as their connection closes), and
+a restarted coordinator hands out nothing it was told was acknowledged."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
 from tests.support.clients import produce
-from tests.support.server import ServerProcess, running_server
+from tests.support.server import ServerProcess, http_get, running_server, wait_until
 
 Delivery = tuple[int, int]  # (partition, offset)
 
@@ -127,25 +127,49 @@ HOLDER = textwrap.dedent("""
 """)
 
 
-def test_records_held_by_a_consumer_killed_with_sigkill_come_back_after_the_lock(server: ServerProcess) -> None:
-    produce(server.bootstrap, "orders", 100, 2)
-    with subprocess.Popen([sys.executable, "-c", HOLDER, server.bootstrap], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, text=True) as holder:
-        try:
-            assert holder.stdout is not None
-            held = {tuple(d) for d in json.loads(holder.stdout.readline())}
-            assert held
-        finally:
-            holder.kill()  # SIGKILL: no final ShareAcknowledge, no leave; its records stay locked
-            holder.wait(10)
-    killed_at = time.monotonic()
-    seen: list[Delivery] = []
-    other = share_consumer(server.bootstrap, "held")
-    consume_until(other, lambda: held <= set(seen), seen)
-    other.close()
-    assert held <= set(seen)
-    assert time.monotonic() - killed_at >= 1.0  # not before the 2 s lock could have ended (minus the poll)
-    assert set(seen) == all_records(100) and len(seen) == 100  # the others' records were never held: once each
+def share_metric(server: ServerProcess, name: str, labels: str = "") -> float:
+    """One sample of /metrics (0 when absent)."""
+    status, body = http_get(server.metrics_port, "/metrics")
+    assert status == 200
+    wanted = f"{name}{{{labels}}}" if labels else name
+    for line in body.decode().splitlines():
+        if line.startswith(wanted + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def test_records_held_by_a_consumer_killed_with_sigkill_come_back_at_once_not_after_the_lock(
+        tmp_path: Path) -> None:
+    # A lock far longer than the test: only the closed connection can give the records back.
+    overrides = {"topics": "orders:2", "share.auto.offset.reset": "earliest",
+                 "group.share.record.lock.duration.ms": "120000", "group.share.session.timeout.ms": "6000",
+                 "group.share.heartbeat.interval.ms": "1000"}
+    with running_server(tmp_path, overrides=overrides) as server:
+        produce(server.bootstrap, "orders", 100, 2)
+        released = share_metric(server, "coordinator_share_records_released_total")
+        with subprocess.Popen([sys.executable, "-c", HOLDER, server.bootstrap], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True) as holder:
+            try:
+                assert holder.stdout is not None
+                held = {tuple(d) for d in json.loads(holder.stdout.readline())}
+                assert held
+                assert share_metric(server, "coordinator_share_records", 'state="acquired"') >= len(held)
+            finally:
+                holder.kill()  # SIGKILL: no final ShareAcknowledge, no leave; only its connections close
+                holder.wait(10)
+        killed_at = time.monotonic()
+        # Kafka's share session cache releases a connection's sessions when it closes: at once,
+        # a record in the log like any release (the lock has two minutes left).
+        wait_until(lambda: share_metric(server, "coordinator_share_records", 'state="acquired"') == 0, timeout=5,
+                   message="the killed consumer's records released")
+        assert time.monotonic() - killed_at < 5
+        assert share_metric(server, "coordinator_share_records_released_total") - released >= len(held)
+        assert share_metric(server, "coordinator_share_records_lock_expired_total") == 0
+        seen: list[Delivery] = []
+        other = share_consumer(server.bootstrap, "held")
+        consume_until(other, lambda: len(set(seen)) >= 100, seen)
+        other.close()
+        assert set(seen) == all_records(100) and len(seen) == 100  # the held ones too, each once, long before the lock
 
 
 def test_a_record_that_always_fails_is_archived_after_the_delivery_limit(server: ServerProcess) -> None:

@@ -7,7 +7,7 @@ Registered with the shard as the group type ``share`` (:mod:`.registration`, one
 - :mod:`.records` - share-partition records (ours, compaction-safe, modelled on Kafka's
   ShareSnapshot/ShareUpdate) and their codec;
 - :mod:`.partition` - one share partition's state, its replay, and how a change becomes records
-  (theory of operation there);
+  and counted transitions (theory of operation there);
 - :mod:`.acquisition` - ShareFetch's acquisition of records under a lock;
 - :mod:`.acknowledgement` - accept, release, reject, gap, renew; the batch checks;
 - :mod:`.release` - lock expiry, a member's release, the log start moving;
@@ -17,7 +17,7 @@ Registered with the shard as the group type ``share`` (:mod:`.registration`, one
 - :mod:`.membership` - ShareGroupHeartbeat: members, epochs, subscription, target assignment, and
   its records;
 - :mod:`.describe` - ShareGroupDescribe and DescribeShareGroupOffsets descriptions;
-- :mod:`.offsets` - AlterShareGroupOffsets and DeleteShareGroupOffsets (not served yet);
+- :mod:`.offsets` - AlterShareGroupOffsets and DeleteShareGroupOffsets;
 - :mod:`.fetch` - ShareFetch / ShareAcknowledge on the shard over the edge's reads of the log;
 - :mod:`.schema`, :mod:`.group`, :mod:`.requests`, :mod:`.registration` - the type's record
   declarations, its ``Group``, its requests and its registration.

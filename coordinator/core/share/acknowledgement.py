@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from coordinator.core.errors import ErrorCode
 
 from .config import ShareConfig
-from .partition import Change, OffsetState, SharePartition, apply, plan
+from .partition import Change, OffsetState, SharePartition, commit
 from .records import RecordState, ShareRecord
 
 
@@ -113,7 +113,8 @@ def acknowledge(
             if ack == AckType.RENEW and not config.renew_enabled:
                 return _refused(ErrorCode.INVALID_RECORD_STATE, "share.renew.acknowledge.enable is false")
             change.states[offset] = _after(current, ack, now_ms, config)
-    return AckResult(ErrorCode.NONE, None, apply(p, plan(p, change)))
+    # Its only ACQUIRED states are renewals (RENEW keeps the record), not deliveries.
+    return AckResult(ErrorCode.NONE, None, commit(p, change, delivers=False))
 
 
 def _after(current: OffsetState, ack: int, now_ms: int, config: ShareConfig) -> OffsetState:

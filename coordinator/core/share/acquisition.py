@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .config import ShareConfig
-from .partition import Change, OffsetState, SharePartition, apply, plan
+from .partition import Change, OffsetState, SharePartition, commit
 from .records import RecordState, ShareRecord
 
 
@@ -114,7 +114,7 @@ def acquire(
             change.new_batch = (p.next_offset, last)
 
     acquired = _ranges(change.states)
-    return Acquisition(acquired, apply(p, plan(p, change)))
+    return Acquisition(acquired, commit(p, change))
 
 
 def throttle_limit(delivery_count_limit: int) -> int:

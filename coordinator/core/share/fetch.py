@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from .acquisition import AcquiredRange, AcquireMode, acquire
 from .config import ShareConfig
-from .partition import Change, OffsetState, SharePartition, apply, plan
+from .partition import Change, OffsetState, SharePartition, commit
 from .records import RecordState, ShareRecord
 from .release import advance_log_start
 
@@ -63,7 +63,9 @@ def acquire_from_log(p: SharePartition, member_id: str, log_start_offset: int, l
     if aborted_offsets:
         change = Change(states={o: OffsetState(RecordState.ARCHIVED, p.offsets[o].delivery_count)
                                 for o in aborted_offsets})
-        records += apply(p, plan(p, change))
+        records += commit(p, change)
+        # Never handed to the consumer: not a delivery (the counters count them archived only).
+        p.applied.acquired -= len(aborted_offsets)
     return FromLog(_without(got.acquired, aborted_offsets), records, len(aborted_offsets))
 
 

@@ -21,16 +21,19 @@ the group has finished with and which are in flight to which consumer.
 
 The ONLY code that changes this state is :meth:`SharePartition.replay`. An operation
 (:mod:`.acquisition`, :mod:`.acknowledgement`, :mod:`.release`) reads the state, decides the new
-state of the offsets it touches (a :class:`Change`), and :func:`plan` turns the change into records;
-the caller replays them (:func:`apply`), live exactly as at load or on a standby. So a replayed
+state of the offsets it touches (a :class:`Change`), and :func:`commit` counts its transitions
+(:class:`Transitions`, the counters' source), :func:`plan` s its records and replays them
+(:func:`apply`), live exactly as at load or on a standby. So a replayed
 partition equals the live one after every step, which the tests check after each operation.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from uuid import UUID
 
 import msgspec
@@ -61,7 +64,7 @@ class OffsetState(msgspec.Struct, frozen=True, gc=False):
 class SharePartition:
     """The state of one share partition; mutated only by :meth:`replay`."""
 
-    __slots__ = ("_starts", "batches", "key", "next_offset", "offsets", "start_offset", "state_epoch")
+    __slots__ = ("_starts", "applied", "batches", "key", "next_offset", "offsets", "start_offset", "state_epoch")
 
     def __init__(self, group_id: str, topic_id: UUID, partition: int) -> None:
         self.key = SharePartitionKey(group_id, topic_id, partition)
@@ -71,6 +74,9 @@ class SharePartition:
         self.offsets: dict[int, OffsetState] = {}
         self.batches: dict[int, int] = {}  # first offset -> last offset, ascending
         self._starts: list[int] = []  # the keys of ``batches`` in order, for bisection
+        self.applied = Transitions()
+        """What the live path (:func:`commit`) changed since the owner last took it (the counters);
+        replay never adds to it, so a load or a second replay of the same records counts nothing."""
 
     # ---- queries ----
 
@@ -169,6 +175,28 @@ class SharePartition:
 
 
 @dataclass(slots=True)
+class Transitions:
+    """Offsets that entered a state: ACQUIRED (a delivery, not a renewal), ACKNOWLEDGED, AVAILABLE
+    from ACQUIRED by a release (``released``), ARCHIVED; and ACQUIRED offsets whose lock ran out
+    (``lock_expired``: AVAILABLE again, not counted as released, or ARCHIVED, counted there too)."""
+
+    acquired: int = 0
+    acknowledged: int = 0
+    released: int = 0
+    archived: int = 0
+    lock_expired: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.acquired or self.acknowledged or self.released or self.archived or self.lock_expired)
+
+    def take(self) -> Transitions:
+        """The counts so far, and start again from zero."""
+        taken = Transitions(self.acquired, self.acknowledged, self.released, self.archived, self.lock_expired)
+        self.acquired = self.acknowledged = self.released = self.archived = self.lock_expired = 0
+        return taken
+
+
+@dataclass(slots=True)
 class Change:
     """What an operation decided: new states of some offsets, and maybe a new batch of new records."""
 
@@ -231,3 +259,29 @@ def apply(p: SharePartition, records: list[ShareRecord]) -> list[ShareRecord]:
     for record in records:
         p.replay(record)
     return records
+
+
+def commit(p: SharePartition, change: Change, delivers: bool = True, lock_expired: bool = False) -> list[ShareRecord]:
+    """What every operation ends with: the change's transitions added to ``p.applied`` (the
+    counters: only here, never at replay), its records planned and applied; the records.
+
+    Counted by the new states alone (one C-level pass: the per-offset work stays the operation's),
+    which the transitions allow: an operation makes an offset ACQUIRED only from AVAILABLE or new
+    (an acquisition, ``delivers``) or from ACQUIRED (a renewal, ``delivers=False``), AVAILABLE only
+    from ACQUIRED (a release, or ``lock_expired``: every offset of the change lost its lock), and
+    ACKNOWLEDGED or ARCHIVED only from a state that is neither."""
+    if change.states:
+        by_state = Counter(map(_STATE, change.states.values()))
+        t = p.applied
+        if delivers:
+            t.acquired += by_state[RecordState.ACQUIRED]
+        t.acknowledged += by_state[RecordState.ACKNOWLEDGED]
+        t.archived += by_state[RecordState.ARCHIVED]
+        if lock_expired:
+            t.lock_expired += len(change.states)
+        else:
+            t.released += by_state[RecordState.AVAILABLE]
+    return apply(p, plan(p, change))
+
+
+_STATE = attrgetter("state")

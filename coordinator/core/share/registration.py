@@ -14,9 +14,14 @@ replay path is the same one a load and a standby take.
 Requests: ShareGroupHeartbeat (with the start offsets the edge found for subscribed partitions
 without state: the core has no log), ShareGroupDescribe, ShareInitialize (the same, after an answer
 named partitions still without state) and ShareFetch (ShareFetch and ShareAcknowledge over the
-edge's reads, :mod:`.fetch`; the share sessions live here, in memory). A member fenced by its
-session timeout releases what it holds and loses its share session; one that leaves keeps both
-until its final ShareAcknowledge (or its locks end). Timers:
+edge's reads, :mod:`.fetch`; the share sessions live here, in memory); the operators' requests:
+Describe/Alter/DeleteShareGroupOffsets (:mod:`.offsets`, :mod:`.describe`; the edge hands in the
+log ends for the lag) and the private DescribeSharePartitions; and ShareConnectionClosed (the
+sessions a closed connection opened end, their records released). A member fenced by its session
+timeout releases what it holds and loses its share session; one that leaves keeps both until its
+final ShareAcknowledge, its connection closing (or its locks end). Every change to a share
+partition reports its transitions as one ``ShareRecordsChanged`` event (the counters; taken from
+``SharePartition.applied``, which only the live path fills). Timers:
 
 - ``share-session`` per member: its session timeout; when it fires the member is fenced (as a leave).
 - ``share-lock`` per share partition, at its earliest lock deadline: expired locks make their records
@@ -39,6 +44,7 @@ import msgspec
 
 from coordinator.core.effects import Effects, TimerKey
 from coordinator.core.errors import ErrorCode
+from coordinator.core.events import ShareRecordsChanged
 from coordinator.core.record_codec import Record
 from coordinator.core.registry import Gauge, Registration, ShardContext
 
@@ -46,15 +52,24 @@ from . import membership
 from .acknowledgement import AckBatch, acknowledge, validate_batches
 from .acquisition import AcquireMode
 from .config import ShareConfig
-from .describe import describe_group
+from .describe import describe_group, describe_offsets
 from .fetch import acquire_from_log
 from .group import TYPE_NAME, ShareGroupView
 from .membership import HeartbeatConfig, HeartbeatRequest, ShareGroups
+from .offsets import OffsetsResult, alter_offsets, delete_offsets
 from .partition import SharePartition
 from .records import RecordState, ShareGroupRecord, ShareRecord
 from .release import expire_locks, release_all, release_member
 from .requests import (
+    AlterShareGroupOffsets,
+    DeleteShareGroupOffsets,
+    DescribeShareGroupOffsets,
+    DescribeShareGroupOffsetsResponse,
+    DescribeSharePartitions,
+    DescribeSharePartitionsResponse,
     ShareAckPartition,
+    ShareConnectionClosed,
+    ShareConnectionClosedResponse,
     ShareFetch,
     ShareFetchResponse,
     ShareGroupDescribe,
@@ -63,6 +78,7 @@ from .requests import (
     ShareGroupHeartbeatResponse,
     ShareInitialize,
     ShareInitializeResponse,
+    ShareOffsetsResponse,
     SharePartitionAnswer,
 )
 from .schema import GROUP_RECORD_KEYS, PARTITION_RECORD_KEYS, RECORD_TYPES
@@ -97,6 +113,11 @@ class ShareGroupType:
                 ShareGroupDescribe: self.describe,
                 ShareInitialize: self.initialize,
                 ShareFetch: self.fetch,
+                DescribeShareGroupOffsets: self.describe_offsets,
+                AlterShareGroupOffsets: self.alter_offsets,
+                DeleteShareGroupOffsets: self.delete_offsets,
+                ShareConnectionClosed: self.connection_closed,
+                DescribeSharePartitions: self.describe_partitions,
             },
             error_responses={
                 ShareGroupHeartbeat: lambda req, code: ShareGroupHeartbeatResponse(code),
@@ -105,6 +126,13 @@ class ShareGroupType:
                           for g in req.group_ids)),
                 ShareInitialize: lambda req, code: ShareInitializeResponse(code),
                 ShareFetch: lambda req, code: ShareFetchResponse(code),
+                DescribeShareGroupOffsets: lambda req, code: DescribeShareGroupOffsetsResponse(
+                    tuple({"group_id": g, "error_code": code, "topics": []} for g, _ in req.groups)),
+                AlterShareGroupOffsets: lambda req, code: ShareOffsetsResponse(code),
+                DeleteShareGroupOffsets: lambda req, code: ShareOffsetsResponse(code),
+                ShareConnectionClosed: lambda req, code: ShareConnectionClosedResponse(code),
+                DescribeSharePartitions: lambda req, code: DescribeSharePartitionsResponse(
+                    tuple({"group_id": g, "error_code": code, "partitions": []} for g in req.group_ids)),
             },
             timers={SESSION_TIMER: self.session_expired, LOCK_TIMER: self.locks_expired},
             replayers={**dict.fromkeys(GROUP_RECORD_KEYS, self.replay_group),
@@ -248,6 +276,78 @@ class ShareGroupType:
             touched[(acks.topic_id, acks.partition)] = p
         return SharePartitionAnswer(acks.topic_id, acks.partition)
 
+    def describe_offsets(self, req: DescribeShareGroupOffsets, fx: Effects) -> None:
+        names = {t.topic_id: t.name for t in self.ctx.topics}
+        ends = {(t, p): end for t, p, end in req.log_ends}
+        out = []
+        for group_id, topics in req.groups:
+            view = self.ctx.groups.get(group_id)
+            group = self.groups.get(group_id) if isinstance(view, ShareGroupView) else None
+            asked = topics if topics is not None else self.initialized_topics(group_id, names)
+            out.append(describe_offsets(group_id, group, self.partitions, asked, lambda t, i: ends.get((t, i))))
+        fx.reply(req.ref, DescribeShareGroupOffsetsResponse(tuple(out)))
+
+    def describe_partitions(self, req: DescribeSharePartitions, fx: Effects) -> None:
+        """What is in flight in each share partition (the admin CLI's describe; no Kafka API has it)."""
+        names = {t.topic_id: t.name for t in self.ctx.topics}
+        out = []
+        for group_id in req.group_ids:
+            if not isinstance(self.ctx.groups.get(group_id), ShareGroupView):
+                out.append({"group_id": group_id, "error_code": ErrorCode.GROUP_ID_NOT_FOUND, "partitions": []})
+                continue
+            rows = []
+            for p in self.partitions.of_group(group_id):
+                if not p.initialized or p.key.topic_id not in names:
+                    continue
+                counts = Counter(s.state for s in p.offsets.values())
+                rows.append({"topic_name": names[p.key.topic_id], "partition_index": p.key.partition,
+                             "start_offset": p.start_offset,
+                             **{state.name.lower(): counts[state] for state in RecordState}})
+            rows.sort(key=lambda r: (r["topic_name"], r["partition_index"]))
+            out.append({"group_id": group_id, "error_code": ErrorCode.NONE, "partitions": rows})
+        fx.reply(req.ref, DescribeSharePartitionsResponse(tuple(out)))
+
+    def initialized_topics(self, group_id: str, names: dict[UUID, str]) -> list[tuple[str, UUID | None, list[int]]]:
+        """Every partition the group has state for, by topic (Kafka's "all topics": the initialized
+        ones), topics the image no longer has left out."""
+        by_topic: dict[UUID, list[int]] = {}
+        for p in self.partitions.of_group(group_id):
+            if p.initialized and p.key.topic_id in names:
+                by_topic.setdefault(p.key.topic_id, []).append(p.key.partition)
+        return [(names[t], t, sorted(ps)) for t, ps in sorted(by_topic.items(), key=lambda kv: names[kv[0]])]
+
+    def alter_offsets(self, req: AlterShareGroupOffsets, fx: Effects) -> None:
+        result = alter_offsets(self.groups, self.partitions, req.group_id, req.topics, self._topic_image(),
+                               self._taken(req.group_id))
+        self._offsets_done(req.ref, req.group_id, result, fx)
+
+    def delete_offsets(self, req: DeleteShareGroupOffsets, fx: Effects) -> None:
+        result = delete_offsets(self.groups, self.partitions, req.group_id, req.topic_names, self._topic_image(),
+                                self._taken(req.group_id))
+        self._offsets_done(req.ref, req.group_id, result, fx)
+
+    def _offsets_done(self, ref: int, group_id: str, result: OffsetsResult, fx: Effects) -> None:
+        """One entry: the group record (Alter of a new group), then the share partitions' records;
+        a partition started afresh or forgotten holds no lock any more, so its timer goes."""
+        self._record_group(result.group_records, fx)
+        self._record_partitions(result.records, fx)
+        for key in {(r.key.topic_id, r.key.partition) for r in result.records}:
+            p = self.partitions.get(group_id, *key)
+            if p is not None:
+                self.arm_lock(p, fx)
+            else:
+                fx.cancel((LOCK_TIMER, group_id, str(key[0]), str(key[1])))
+        fx.reply(ref, ShareOffsetsResponse(result.error, result.message, tuple(
+            (name, topic_id, tuple(codes.items())) for name, (topic_id, codes) in result.errors.items())))
+
+    def connection_closed(self, req: ShareConnectionClosed, fx: Effects) -> None:
+        """The share sessions the connection opened end, and what their members hold comes back
+        now (as a final ShareAcknowledge would release it), one record like any other release."""
+        gone = self.sessions.connection_closed(req.connection_id)
+        for session in gone:
+            self._release_member(session.group_id, session.member_id, fx)
+        fx.reply(req.ref, ShareConnectionClosedResponse(ErrorCode.NONE, len(gone)))
+
     # ---- timers ------------------------------------------------------------------------------------
 
     def session_expired(self, key: TimerKey, fx: Effects) -> None:
@@ -319,6 +419,11 @@ class ShareGroupType:
 
     # ---- helpers -------------------------------------------------------------------------------------
 
+    def _taken(self, group_id: str) -> bool:
+        """The id names a group of another type."""
+        other = self.ctx.groups.get(group_id)
+        return other is not None and not isinstance(other, ShareGroupView)
+
     def _topic_image(self) -> dict[str, tuple[UUID, int]]:
         return {t.name: (t.topic_id, t.num_partitions) for t in self.ctx.topics}
 
@@ -335,10 +440,19 @@ class ShareGroupType:
         for r in records:
             fx.record(Record(r.key, r.value))
 
-    @staticmethod
-    def _record_partitions(records: Sequence[ShareRecord], fx: Effects) -> None:
+    def _record_partitions(self, records: Sequence[ShareRecord], fx: Effects) -> None:
+        """Hand ``records`` to the log, and report the transitions their application made (taken
+        from the partitions they belong to: counted once, by the live path, never by replay)."""
+        touched: set[tuple[str, UUID, int]] = set()
         for r in records:
             fx.record(Record(r.key, r.value))
+            touched.add((r.key.group_id, r.key.topic_id, r.key.partition))
+        for group_id, topic_id, partition in touched:
+            p = self.partitions.get(group_id, topic_id, partition)
+            if p is None or not p.applied:
+                continue
+            t = p.applied.take()
+            fx.event(ShareRecordsChanged(group_id, t.acquired, t.acknowledged, t.released, t.archived, t.lock_expired))
 
 
 def _session_key(group_id: str, member_id: str) -> TimerKey:

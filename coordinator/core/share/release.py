@@ -24,12 +24,12 @@ from collections.abc import Callable
 
 from .acknowledgement import released
 from .config import ShareConfig
-from .partition import Change, OffsetState, SharePartition, apply, plan
+from .partition import Change, OffsetState, SharePartition, commit
 from .records import RecordState, ShareRecord
 
 
 def expire_locks(p: SharePartition, now_ms: int, config: ShareConfig) -> list[ShareRecord]:
-    return _release(p, lambda s: s.lock_deadline <= now_ms, config)
+    return _release(p, lambda s: s.lock_deadline <= now_ms, config, lock_expired=True)
 
 
 def release_member(p: SharePartition, member_id: str, config: ShareConfig) -> list[ShareRecord]:
@@ -40,15 +40,16 @@ def release_all(p: SharePartition, config: ShareConfig) -> list[ShareRecord]:
     return _release(p, lambda s: True, config)
 
 
-def _release(p: SharePartition, which: Callable[[OffsetState], bool], config: ShareConfig) -> list[ShareRecord]:
+def _release(p: SharePartition, which: Callable[[OffsetState], bool], config: ShareConfig,
+             lock_expired: bool = False) -> list[ShareRecord]:
     change = Change()
     for offset, current in p.offsets.items():
         if current.state is RecordState.ACQUIRED and which(current):
             change.states[offset] = released(current, config)
-    return apply(p, plan(p, change))
+    return commit(p, change, lock_expired=lock_expired)
 
 
 def advance_log_start(p: SharePartition, log_start: int) -> list[ShareRecord]:
     if not p.initialized or log_start <= p.start_offset:
         return []
-    return apply(p, plan(p, Change(start_offset=log_start)))
+    return commit(p, Change(start_offset=log_start))

@@ -126,3 +126,68 @@ class ShareFetchResponse(msgspec.Struct, frozen=True, gc=False):
     error_message: str | None = None
     lock_timeout_ms: int = 0
     partitions: tuple[SharePartitionAnswer, ...] = ()
+
+
+class DescribeShareGroupOffsets(msgspec.Struct, frozen=True, gc=False):
+    """DescribeShareGroupOffsets: per group, the topics asked (name, id or None when the metadata
+    has no such topic, partitions), or None for every partition the group has state for.
+    ``log_ends``: (topic id, partition, log end offset) the edge read, for the lag (v1)."""
+
+    ref: int
+    groups: tuple[tuple[str, tuple[tuple[str, UUID | None, tuple[int, ...]], ...] | None], ...]
+    log_ends: tuple[tuple[UUID, int, int], ...] = ()
+
+
+class DescribeShareGroupOffsetsResponse(msgspec.Struct, frozen=True, gc=False):
+    groups: tuple[dict[str, Any], ...]
+    """One ``Groups`` entry per group asked, as :func:`.describe.describe_offsets` describes it."""
+
+
+class AlterShareGroupOffsets(msgspec.Struct, frozen=True, gc=False):
+    """AlterShareGroupOffsets: per topic name, (partition, start offset) pairs."""
+
+    ref: int
+    group_id: str
+    topics: tuple[tuple[str, tuple[tuple[int, int], ...]], ...]
+
+
+class DeleteShareGroupOffsets(msgspec.Struct, frozen=True, gc=False):
+    ref: int
+    group_id: str
+    topic_names: tuple[str, ...]
+
+
+class ShareOffsetsResponse(msgspec.Struct, frozen=True, gc=False):
+    """Alter's or Delete's answer: a top-level error, or per topic (name, id or None, and per
+    partition index, or None for the whole topic (Delete), its error code)."""
+
+    error_code: ErrorCode
+    error_message: str | None = None
+    topics: tuple[tuple[str, UUID | None, tuple[tuple[int | None, ErrorCode], ...]], ...] = ()
+
+
+class ShareConnectionClosed(msgspec.Struct, frozen=True, gc=False):
+    """A client connection closed: the share sessions it opened end and their members' acquired
+    records come back at once (Kafka's ``ShareSessionCache`` connection listener)."""
+
+    ref: int
+    connection_id: str
+
+
+class ShareConnectionClosedResponse(msgspec.Struct, frozen=True, gc=False):
+    error_code: ErrorCode
+    sessions: int = 0
+    """How many share sessions the connection held."""
+
+
+class DescribeSharePartitions(msgspec.Struct, frozen=True, gc=False):
+    """This project's private DescribeSharePartitions: what is in flight in each share partition."""
+
+    ref: int
+    group_ids: tuple[str, ...]
+
+
+class DescribeSharePartitionsResponse(msgspec.Struct, frozen=True, gc=False):
+    groups: tuple[dict[str, Any], ...]
+    """Per group asked: ``group_id``, ``error_code`` and ``partitions`` (``topic_name``,
+    ``partition_index``, ``start_offset`` and the counts by state)."""
