@@ -171,7 +171,8 @@ class CoordinatorServer:
         self.history: HistoryWriter | None = None
         declared = [*bootstrap_handlers(self.view, lambda: self.registry.version_ranges()),
                     *group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]),
-                                    self.topics, None if self.sidecar is not None else CatalogTopics(self.catalog.create)),
+                                    self.topics, self.sidecar.internal_topics if self.sidecar is not None
+                                    else CatalogTopics(self.catalog.create)),
                     *security_handlers(lambda: self.shard, self.security_forwarder),
                     *self.plugins.apis(lambda: self.shard)]
         if self.sidecar is not None:

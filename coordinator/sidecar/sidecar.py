@@ -41,6 +41,7 @@ from ..settings import parse_host_port
 from . import apis
 from .cluster import UpstreamCluster
 from .forwarder import Route
+from .internal_topics import UpstreamTopics
 from .listeners import ListenerSet
 from .offsets import OffsetBridge
 from .settings import SidecarConfig
@@ -104,6 +105,8 @@ class Sidecar:
         """The answers to forwarded requests while the upstream cannot be reached."""
         self.offsets = OffsetBridge(self.cluster, shard, settings.upstream_offsets_mirror_interval_ms, owns)
         self.txn_offsets = TxnOffsetCommits(self.cluster, self.offsets, shard, owns)
+        self.internal_topics = UpstreamTopics(self.cluster, self.topics_changed)
+        """Creates streams groups' internal topics on the upstream (the heartbeat's adapter asks)."""
         self.node_id = node_id
         self._coordinators = coordinators
         self._topics_changed = topics_changed
@@ -207,6 +210,7 @@ class Sidecar:
             self._watching.cancel()
         self.listeners.close()
         await self.offsets.stop()
+        await self.internal_topics.stop()
         await self.listeners.wait_closed()
         await self.cluster.stop()
 
@@ -247,9 +251,13 @@ class Sidecar:
         """A KIP-848 subscription naming a topic we do not know, or a regex, asks for a Metadata
         refresh at once (the group's target follows the catalog change it brings). So does an
         OffsetCommit naming a topic we do not know: it is answered UNKNOWN_TOPIC_OR_PARTITION, a
-        retriable error, and the client's retry finds the topic if the upstream has it."""
+        retriable error, and the client's retry finds the topic if the upstream has it. So does a
+        streams member joining with a topology whose source topics we do not know (the group
+        reports MISSING_SOURCE_TOPICS until the read brings them)."""
         if handler.api_key == 8:
             return self._watch_commits(handler)
+        if handler.api_key == 88:
+            return self._watch_topologies(handler)
         if handler.api_key != 68:
             return handler
         inner = handler.handle
@@ -262,6 +270,18 @@ class Sidecar:
                 self.cluster.request_refresh()
             elif regex and regex not in seen_regexes:
                 seen_regexes.add(regex)
+                self.cluster.request_refresh()
+            return inner(ctx, request)
+
+        return dataclasses.replace(handler, handle=handle)
+
+    def _watch_topologies(self, handler: ApiHandler) -> ApiHandler:
+        inner = handler.handle
+
+        def handle(ctx: RequestContext, request: Any) -> Any:
+            topology = request.topology
+            if topology is not None and any(self.catalog.get(t) is None for s in topology.subtopologies
+                                            for t in s.source_topics):
                 self.cluster.request_refresh()
             return inner(ctx, request)
 

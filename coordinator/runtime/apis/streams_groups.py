@@ -165,7 +165,7 @@ def streams_group_heartbeat(shard: Callable[[], ShardRuntime | None],
 
     return group_api(shard, STREAMS_GROUP_HEARTBEAT, 0, 1, to_core, to_wire, on_error,
                      authorization=JoinWithTopology(), placement=OneGroup(),
-                     sidecar=SidecarRoute.SERVED)
+                     sidecar=SidecarRoute.SERVED_AFTER_IMPORT)
 
 
 def _create_internal_topics(ctx: RequestContext, wire: dict[str, Any], topics: Sequence[InternalTopic],
