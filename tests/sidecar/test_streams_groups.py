@@ -169,11 +169,19 @@ async def test_a_creation_kafka_refuses_is_in_the_status_and_logged_once(sidecar
         assert detail.startswith(f"Internal topics are missing: {app}-rekeyed-repartition, {changelog}; "
                                  f"Creation failed: {app}-rekeyed-repartition (")
         assert "replication factor" in detail.lower()
-        for _ in range(5):  # more heartbeats within the back-off: no new attempt, no new line
+        for _ in range(5):  # more heartbeats within the back-off: no new attempt
             assert "Creation failed:" in statuses(await member.heartbeat())[Status.MISSING_INTERNAL_TOPICS]
+        assert requested(sidecar, changelog) == 1
+
+        async def asked_again() -> bool:  # past the back-off (twice the heartbeat interval) it tries again
+            await member.heartbeat()
+            return requested(sidecar, changelog) == 2
+
+        await eventually(asked_again, timeout=3 * 2 * HEARTBEAT_MS / 1000, interval=0.1,
+                         message="a second CreateTopics after the back-off")
     finally:
         await client.close()
-    assert requested(sidecar, changelog) == 1
+    # Refused the same way twice: one log line.
     logged = [e for e in log_events(sidecar, "streams_internal_topics_not_created") if changelog in e["topics"]]
     assert len(logged) == 1
     assert logged[0]["topics"][changelog].startswith("INVALID_REPLICATION_FACTOR: ")
