@@ -45,6 +45,7 @@ from .internal_topics import UpstreamTopics
 from .listeners import ListenerSet
 from .offsets import OffsetBridge
 from .settings import SidecarConfig
+from .source_topics import AwaitedSources
 from .topics_changed import TopicsChanged
 from .txn_offsets import TxnOffsetCommits
 from .unreachable import Fallback
@@ -253,7 +254,8 @@ class Sidecar:
         OffsetCommit naming a topic we do not know: it is answered UNKNOWN_TOPIC_OR_PARTITION, a
         retriable error, and the client's retry finds the topic if the upstream has it. So does a
         streams member joining with a topology whose source topics we do not know (the group
-        reports MISSING_SOURCE_TOPICS until the read brings them)."""
+        reports MISSING_SOURCE_TOPICS until a read brings them; its later heartbeats ask again, with a
+        back-off, while they are missing: `source_topics`)."""
         if handler.api_key == 8:
             return self._watch_commits(handler)
         if handler.api_key == 88:
@@ -277,12 +279,14 @@ class Sidecar:
 
     def _watch_topologies(self, handler: ApiHandler) -> ApiHandler:
         inner = handler.handle
+        awaited = AwaitedSources(lambda name: self.catalog.get(name) is not None, self.cluster.request_refresh)
 
         def handle(ctx: RequestContext, request: Any) -> Any:
             topology = request.topology
-            if topology is not None and any(self.catalog.get(t) is None for s in topology.subtopologies
-                                            for t in s.source_topics):
-                self.cluster.request_refresh()
+            if topology is not None:
+                awaited.joined(request.group_id, (t for s in topology.subtopologies for t in s.source_topics))
+            else:
+                awaited.heartbeat(request.group_id)
             return inner(ctx, request)
 
         return dataclasses.replace(handler, handle=handle)

@@ -186,3 +186,28 @@ async def test_a_creation_kafka_refuses_is_in_the_status_and_logged_once(sidecar
     assert len(logged) == 1
     assert logged[0]["topics"][changelog].startswith("INVALID_REPLICATION_FACTOR: ")
     assert changelog not in admin.list_topics(timeout=10).topics
+
+
+@pytest.mark.asyncio
+async def test_a_source_topic_created_after_the_join_is_seen_at_once(sidecar: ServerProcess,
+                                                                    kafka_broker: KafkaBroker) -> None:
+    """The join's read of Kafka's topics finds no source; the members' next heartbeats read again
+    (with a back-off) rather than waiting for the metadata age (five minutes)."""
+    app, source = f"app-{uuid.uuid4().hex[:8]}", f"src-{uuid.uuid4().hex[:8]}"
+    client = await WireClient.connect(sidecar.port)
+    member = Member(client, app, source)
+    try:
+        first = await member.heartbeat()
+        assert Status.MISSING_SOURCE_TOPICS in statuses(first)
+        admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+        admin.create_topics([NewTopic(source, 2, 1)])[source].result(30)
+
+        async def assigned() -> Any:
+            response = await member.heartbeat()
+            return response if response.active_tasks else None
+
+        ready = await eventually(assigned, timeout=20, interval=0.1, message="the source topic seen, tasks assigned")
+        assert {(t.subtopology_id, p) for t in ready.active_tasks for p in t.partitions} == {
+            (s, p) for s in "01" for p in range(2)}
+    finally:
+        await client.close()
