@@ -13,12 +13,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from coordinator.core.streams.status import Status
 from tests.support.kafka import KafkaBroker
 from tests.support.polling import eventually
-from tests.support.server import ServerProcess
+from tests.support.server import ServerProcess, wait_until
 from tests.support.wire import WireClient, request
 
 from .conftest import free_base_port, sidecar_process
@@ -211,3 +212,30 @@ async def test_a_source_topic_created_after_the_join_is_seen_at_once(sidecar: Se
             (s, p) for s in "01" for p in range(2)}
     finally:
         await client.close()
+
+
+@pytest.mark.asyncio
+async def test_an_app_moving_to_the_sidecar_keeps_the_offsets_it_committed_on_kafka(
+        sidecar: ServerProcess, kafka_broker: KafkaBroker) -> None:
+    """The first heartbeat of a group waits for the import of its offsets from Kafka, as a join
+    does, so the streams group's tasks start where the app left off on Kafka."""
+    app, source = f"app-{uuid.uuid4().hex[:8]}", f"src-{uuid.uuid4().hex[:8]}"
+    # Created through the sidecar, which then reads Kafka's topics: the import names every
+    # partition of the topics the sidecar knows.
+    through = AdminClient({"bootstrap.servers": sidecar.bootstrap})
+    through.create_topics([NewTopic(source, 2, 1)])[source].result(30)
+    wait_until(lambda: any(e["topic"] == source for e in log_events(sidecar, "upstream_topic_changed")), 10,
+               message="the sidecar knows the source topic")
+    before = Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": app, "enable.auto.commit": False})
+    try:
+        before.commit(offsets=[TopicPartition(source, 0, 5), TopicPartition(source, 1, 7)], asynchronous=False)
+    finally:
+        before.close()
+    client = await WireClient.connect(sidecar.port)
+    try:
+        await Member(client, app, source).heartbeat()
+    finally:
+        await client.close()
+    admin = AdminClient({"bootstrap.servers": sidecar.bootstrap})
+    fetched = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(app)])[app].result(15)
+    assert sorted((tp.partition, tp.offset) for tp in fetched.topic_partitions if tp.topic == source) == [(0, 5), (1, 7)]
