@@ -14,7 +14,7 @@ start-up (closed by default). The rules, as data:
 - `InHandler(what)`: the handler asks `ctx.authz` itself, as Kafka's KafkaApis does for it
   (Metadata, FindCoordinator, the topic and ACL APIs, the data plane);
 - the group rules (`GroupMember`, `CommitOffsets`, `FetchOffsets`, `DescribeEachGroup`,
-  `ListVisibleGroups`, `DeleteEachGroup`, `JoinWithSubscription`): asked before the shard sees the
+  `ListVisibleGroups`, `DeleteEachGroup`, `JoinWithSubscription`, `JoinWithTopology`): asked before the shard sees the
   request; each refuses the request whole, trims it to what the principal may touch, or answers it
   outright (`security/checks.py` says how each does).
 """
@@ -193,3 +193,9 @@ class DeleteEachGroup(Rule):
 @dataclass(frozen=True, slots=True)
 class JoinWithSubscription(Rule):
     """READ the group, then DESCRIBE each subscribed topic name (refused whole)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JoinWithTopology(Rule):
+    """StreamsGroupHeartbeat: READ the group, then DESCRIBE each topic a topology names (refused
+    whole). CREATE on the internal topics to create is the handler's to ask, after the core."""

@@ -67,6 +67,7 @@ from ..runtime.apis import (
     consumer_groups,
     group_handlers,
 )
+from ..runtime.apis.streams_groups import CatalogTopics
 from ..runtime.connection import ConnectionServices, KafkaConnection
 from ..runtime.connection_table import ConnectionTable
 from ..runtime.durable import DurableSink
@@ -170,7 +171,8 @@ class CoordinatorServer:
         self.history: HistoryWriter | None = None
         declared = [*bootstrap_handlers(self.view, lambda: self.registry.version_ranges()),
                     *group_handlers(lambda: self.shard, tuple(config["group.coordinator.rebalance.protocols"]),
-                                    self.topics, None if self.sidecar is not None else self.catalog.create),
+                                    self.topics, self.sidecar.internal_topics if self.sidecar is not None
+                                    else CatalogTopics(self.catalog.create)),
                     *security_handlers(lambda: self.shard, self.security_forwarder),
                     *self.plugins.apis(lambda: self.shard)]
         if self.sidecar is not None:

@@ -34,6 +34,10 @@ ConsumerGroupHeartbeat     READ group; DESCRIBE each subscribed  whole (GROUP_, 
                            topic name; a regex matches only      TOPIC_AUTHORIZATION_FAILED)
                            topics the principal may DESCRIBE
                            (the adapter passes them to the core)
+StreamsGroupHeartbeat      READ group; DESCRIBE each topic a     whole (GROUP_, then
+                           topology names (unless one is Kafka-  TOPIC_AUTHORIZATION_FAILED); CREATE
+                           internal or invalid: the core answers is asked by the adapter after the
+                           STREAMS_INVALID_TOPOLOGY first)       core (`runtime/apis/streams_groups`)
 =========================  ====================================  ==================================
 """
 
@@ -60,6 +64,7 @@ from ..api.authorization import (
     GroupMember,
     InHandler,
     JoinWithSubscription,
+    JoinWithTopology,
     ListVisibleGroups,
     Rule,
     Unchecked,
@@ -67,6 +72,7 @@ from ..api.authorization import (
 )
 from ..api.decision import Answered, Check, Decision, Filtered, Merge
 from ..api.declaration import ApiDeclaration, DeclarationError
+from ..core.streams.topology import KAFKA_INTERNAL_TOPICS, is_valid_topic_name
 
 if TYPE_CHECKING:
     from ..api.registry import RequestContext
@@ -292,6 +298,21 @@ def _consumer_group_heartbeat(ctx: RequestContext, r: Any, _: TopicsImage) -> De
     return None
 
 
+def _streams_group_heartbeat(ctx: RequestContext, r: Any, _: TopicsImage) -> Decision:
+    if not _allowed(ctx, READ, GROUP, r.group_id):
+        return GROUP_DENIED
+    if r.topology is None:
+        return None
+    names = {name for s in r.topology.subtopologies for name in (
+        *s.source_topics, *s.repartition_sink_topics, *(t.name for t in s.repartition_source_topics),
+        *(t.name for t in s.state_changelog_topics))}
+    if names & KAFKA_INTERNAL_TOPICS or not all(is_valid_topic_name(n) for n in names):
+        return None  # Kafka checks the names before the ACLs: the core answers STREAMS_INVALID_TOPOLOGY
+    if any(not _allowed(ctx, DESCRIBE, TOPIC, n) for n in sorted(names)):
+        return TOPIC_DENIED
+    return None
+
+
 def check_for(rule: Rule) -> Check | None:
     """The check a declared rule asks before the shard (None: the rule asks nothing there)."""
     if isinstance(rule, (Unchecked, InHandler)):
@@ -310,6 +331,8 @@ def check_for(rule: Rule) -> Check | None:
         return _delete_groups(rule.field, rule.answer_field)
     if isinstance(rule, JoinWithSubscription):
         return _consumer_group_heartbeat
+    if isinstance(rule, JoinWithTopology):
+        return _streams_group_heartbeat
     raise DeclarationError(f"authorization rule {type(rule).__name__} has no interpretation in security/checks.py")
 
 

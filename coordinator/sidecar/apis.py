@@ -12,8 +12,10 @@ ApiVersions (KIP-511) in sidecar mode:
   transactional offset commits rather than one whose commits would fail; so are DescribeConfigs and
   IncrementalAlterConfigs, whose GROUP resources are answered here and the rest upstream
   (`group_configs`);
-- the share-group and streams-group APIs (KIP-932, KIP-1071) are not advertised: their coordinators
-  are not served here.
+- the streams-group APIs (KIP-1071) are ours like the other group APIs, whatever the upstream
+  has (Kafka 4.0 has none): the sidecar creates their internal topics upstream
+  (`internal_topics`);
+- the share-group APIs (KIP-932) are not advertised: their coordinators are not served here.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ log = get_logger("coordinator.sidecar.apis")
 TXN_OFFSET_COMMIT = 28
 FIND_COORDINATOR = 10
 METADATA = 3
-NOT_ADVERTISED = frozenset({76, 77, 78, 79, 80, 81, 88, 89, 90, 91})
+NOT_ADVERTISED = frozenset({76, 77, 78, 79, 80, 81, 90, 91})
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
 UPSTREAM_CAPPED = frozenset({TXN_OFFSET_COMMIT, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS})
 """Served here but done upstream: advertised only within the upstream's range."""

@@ -1,7 +1,7 @@
 """Offsets come in with the user and leave with the user: import from and mirror to the upstream.
 
-Import (once per group): the first JoinGroup, ConsumerGroupHeartbeat, OffsetCommit or OffsetFetch
-naming a group this process has not checked yet waits while the bridge asks the core whether the
+Import (once per group): the first JoinGroup, ConsumerGroupHeartbeat, StreamsGroupHeartbeat,
+OffsetCommit or OffsetFetch naming a group this process has not checked yet waits while the bridge asks the core whether the
 group has committed offsets here. If it has none, the upstream's committed offsets for the group
 (FindCoordinator, then OffsetFetch naming every partition of every upstream topic, to the
 upstream's group coordinator) are committed here as a

@@ -42,9 +42,11 @@ from . import apis
 from .cluster import UpstreamCluster
 from .forwarder import Route
 from .group_configs import ConfigSplit
+from .internal_topics import UpstreamTopics
 from .listeners import ListenerSet
 from .offsets import OffsetBridge
 from .settings import SidecarConfig
+from .source_topics import AwaitedSources
 from .topics_changed import TopicsChanged
 from .txn_offsets import TxnOffsetCommits
 from .unreachable import Fallback
@@ -106,6 +108,8 @@ class Sidecar:
         self.offsets = OffsetBridge(self.cluster, shard, settings.upstream_offsets_mirror_interval_ms, owns)
         self.txn_offsets = TxnOffsetCommits(self.cluster, self.offsets, shard, owns)
         self.configs = ConfigSplit(self.cluster)
+        self.internal_topics = UpstreamTopics(self.cluster, self.topics_changed)
+        """Creates streams groups' internal topics on the upstream (the heartbeat's adapter asks)."""
         self.node_id = node_id
         self._coordinators = coordinators
         self._topics_changed = topics_changed
@@ -211,6 +215,7 @@ class Sidecar:
             self._watching.cancel()
         self.listeners.close()
         await self.offsets.stop()
+        await self.internal_topics.stop()
         await self.listeners.wait_closed()
         await self.cluster.stop()
 
@@ -251,9 +256,14 @@ class Sidecar:
         """A KIP-848 subscription naming a topic we do not know, or a regex, asks for a Metadata
         refresh at once (the group's target follows the catalog change it brings). So does an
         OffsetCommit naming a topic we do not know: it is answered UNKNOWN_TOPIC_OR_PARTITION, a
-        retriable error, and the client's retry finds the topic if the upstream has it."""
+        retriable error, and the client's retry finds the topic if the upstream has it. So does a
+        streams member joining with a topology whose source topics we do not know (the group
+        reports MISSING_SOURCE_TOPICS until a read brings them; its later heartbeats ask again, with a
+        back-off, while they are missing: `source_topics`)."""
         if handler.api_key == 8:
             return self._watch_commits(handler)
+        if handler.api_key == 88:
+            return self._watch_topologies(handler)
         if handler.api_key != 68:
             return handler
         inner = handler.handle
@@ -267,6 +277,20 @@ class Sidecar:
             elif regex and regex not in seen_regexes:
                 seen_regexes.add(regex)
                 self.cluster.request_refresh()
+            return inner(ctx, request)
+
+        return dataclasses.replace(handler, handle=handle)
+
+    def _watch_topologies(self, handler: ApiHandler) -> ApiHandler:
+        inner = handler.handle
+        awaited = AwaitedSources(lambda name: self.catalog.get(name) is not None, self.cluster.request_refresh)
+
+        def handle(ctx: RequestContext, request: Any) -> Any:
+            topology = request.topology
+            if topology is not None:
+                awaited.joined(request.group_id, (t for s in topology.subtopologies for t in s.source_topics))
+            else:
+                awaited.heartbeat(request.group_id)
             return inner(ctx, request)
 
         return dataclasses.replace(handler, handle=handle)

@@ -1,32 +1,29 @@
 """The real Kafka Streams 4.3.0 client (`group.protocol=streams`, StreamsGroupHeartbeat v0) against
-the embedded coordinator: a stateful counting app (`java/StreamsCountApp.java`, a persistent store
-with its changelog, at-least-once) whose counts must come out exact, with one instance and with
+the embedded coordinator: a stateful counting app (`tests/support/streams_app.py`: a persistent
+store with its changelog, at-least-once) whose counts must come out exact, with one instance and with
 three instances across a SIGKILL of one of them and a restart of the coordinator. The changelog topic is created by the coordinator
 as the heartbeat asks; Produce/Fetch/ListOffsets/OffsetCommit are the embedded data plane's."""
 
 from __future__ import annotations
 
-import struct
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Producer
 
-from tests.support.java import (
-    classpath,
-    compile_java,
-    require_streams_clients,
-    require_trunk_clients,
-)
+from tests.support.java import require_streams_clients, require_trunk_clients
 from tests.support.server import ServerProcess, wait_until
+from tests.support.streams_app import (
+    PARTITIONS,
+    Counts,
+    Instance,
+    all_committed,
+    compile_app,
+    produce_words,
+)
 
-APP_SOURCE = Path(__file__).parent / "java" / "StreamsCountApp.java"
-KEYS = 30
-PARTITIONS = 6
 SERVER_SETTINGS = {
     "group.streams.heartbeat.interval.ms": "500",  # rebalances in about half a second, not five
     "group.streams.session.timeout.ms": "6000",  # a killed instance's tasks move after 6 s
@@ -36,14 +33,12 @@ SERVER_SETTINGS = {
 
 @pytest.fixture(scope="module")
 def app_classes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    jars = require_streams_clients()
-    return jars, compile_java(APP_SOURCE, jars, tmp_path_factory.mktemp("streams-app"))
+    return compile_app(require_streams_clients(), tmp_path_factory.mktemp("streams-app"))
 
 
 @pytest.fixture(scope="module")
 def trunk_app_classes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    jars = require_trunk_clients()
-    return jars, compile_java(APP_SOURCE, jars, tmp_path_factory.mktemp("streams-app-trunk"))
+    return compile_app(require_trunk_clients(), tmp_path_factory.mktemp("streams-app-trunk"))
 
 
 @pytest.fixture
@@ -71,97 +66,6 @@ def warmup_server(tmp_path: Path) -> Iterator[ServerProcess]:
         yield process
     finally:
         process.stop()
-
-
-class Instance:
-    """One JVM running the counting app; its stdout (state changes) goes to a file."""
-
-    def __init__(self, app: tuple[Path, Path], bootstrap: str, app_id: str, name: str, workdir: Path) -> None:
-        jars, classes = app
-        self.log = workdir / f"{name}.log"
-        self._out = self.log.open("wb")
-        self.proc = subprocess.Popen(
-            ["java", "-Xmx256m", "-cp", f"{classpath(jars)}:{classes}", "StreamsCountApp", bootstrap, app_id,
-             str(workdir / f"state-{name}"), name],
-            stdin=subprocess.PIPE, stdout=self._out, stderr=subprocess.STDOUT)
-
-    def states(self) -> list[str]:
-        return [line[6:] for line in self.log.read_text(errors="replace").splitlines() if line.startswith("STATE ")]
-
-    def running(self) -> bool:
-        states = self.states()
-        return bool(states) and states[-1] == "RUNNING"
-
-    def task_lines(self) -> list[tuple[set[str], set[str]]]:
-        """Every (active, standby) set of tasks the instance ran, in order."""
-        out = []
-        for line in self.log.read_text(errors="replace").splitlines():
-            if line.startswith("TASKS active=["):
-                active, _, standby = line[len("TASKS active=["):].partition("] standby=[")
-                out.append(({t for t in active.split(", ") if t}, {t for t in standby.rstrip("]").split(", ") if t}))
-        return out
-
-    def tasks_now(self) -> tuple[set[str], set[str]]:
-        lines = self.task_lines()
-        return lines[-1] if lines else (set(), set())
-
-    def kill(self) -> None:
-        self.proc.kill()  # SIGKILL: no leave heartbeat, no commit, no flush
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        assert self.proc.stdin is not None
-        if self.proc.poll() is None:
-            self.proc.stdin.close()  # the app closes itself (leaves the group)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.proc.stdin.close()
-        self._out.close()
-
-
-class Counts:
-    """Reads the "counts" topic as it grows: the latest count of every key."""
-
-    def __init__(self, bootstrap: str) -> None:
-        self.latest: dict[str, int] = {}
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4()}",
-                                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
-        self.consumer.assign([TopicPartition("counts", p, 0) for p in range(PARTITIONS)])
-
-    def read(self) -> dict[str, int]:
-        for message in self.consumer.consume(1000, timeout=0.2):
-            if message.error() is None and message.key() is not None:
-                self.latest[message.key().decode()] = struct.unpack(">q", message.value())[0]
-        return self.latest
-
-    def all_at(self, count: int, keys: int = KEYS) -> bool:
-        latest = self.read()
-        return len(latest) == keys and all(v >= count for v in latest.values())
-
-    def close(self) -> None:
-        self.consumer.close()
-
-
-def produce_words(bootstrap: str, per_key: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for i in range(KEYS * per_key):
-        producer.produce("words", key=f"k{i % KEYS}", value=b"x")
-    assert producer.flush(15) == 0
-
-
-def all_committed(bootstrap: str, app_id: str) -> bool:
-    """The app committed every record of "words" (so a SIGKILL now loses no processing)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(app_id)])[app_id].result()
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "ends"})
-    try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition("words", p), timeout=5)[1] for p in range(PARTITIONS)}
-    finally:
-        consumer.close()
-    done = {tp.partition: tp.offset for tp in committed.topic_partitions if tp.topic == "words"}
-    return all(done.get(p, 0) >= end for p, end in ends.items())
 
 
 def test_one_instance_counts_every_key_exactly(app_classes: tuple[Path, Path], server: ServerProcess,

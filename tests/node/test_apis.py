@@ -38,8 +38,9 @@ def test_sidecar_mode_registers_what_is_served_here_and_forwards_the_rest() -> N
 
 def test_the_offset_import_waits_for_the_apis_that_name_a_group_to_import() -> None:
     waiting = {d.api_key for d in declared() if d.sidecar is SidecarRoute.SERVED_AFTER_IMPORT}
-    # JoinGroup, ConsumerGroupHeartbeat, OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups
-    assert waiting == {11, 68, 8, 9, 47, 42}
+    # JoinGroup, ConsumerGroupHeartbeat, OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups,
+    # StreamsGroupHeartbeat (an app moving to the streams protocol keeps its offsets)
+    assert waiting == {11, 68, 8, 9, 47, 42, 88}
 
 
 def test_every_declared_api_assembles_closed() -> None:

@@ -60,12 +60,12 @@ def bootstrap_handlers(view: NodeView, table: Callable[[], Mapping[int, tuple[in
 def group_handlers(shard: Callable[[], ShardRuntime | None],
                    protocols: tuple[str, ...] = ("classic", "consumer"),
                    topics: TopicSource | None = None,
-                   create_topic: streams_groups.CreateTopic | None = None) -> list[ApiHandler]:
+                   internal_topics: streams_groups.InternalTopics | None = None) -> list[ApiHandler]:
     """The group coordinator's APIs, served by the shard, as declared (served once bound,
     `group_api.bind`). The KIP-848 APIs exist only when `group.coordinator.rebalance.protocols`
     names `consumer` (then they are advertised too). `topics`: the node's topic source
-    (OffsetCommit refuses partitions it does not know). `create_topic`: what creates the internal
-    topics a streams group asks for (the embedded catalog's; None in sidecar mode)."""
+    (OffsetCommit refuses partitions it does not know). `internal_topics`: what creates the internal
+    topics a streams group asks for (the embedded catalog, or the upstream in sidecar mode)."""
     handlers = [
         classic_groups.join_group(shard),
         classic_groups.sync_group(shard),
@@ -78,7 +78,7 @@ def group_handlers(shard: Callable[[], ShardRuntime | None],
         group_admin.describe_groups(shard),
         group_admin.delete_groups(shard),
         group_generations.describe_group_generations(shard),
-        streams_groups.streams_group_heartbeat(shard, create_topic),
+        streams_groups.streams_group_heartbeat(shard, internal_topics),
         streams_groups.streams_group_describe(shard),
         group_configs.describe_configs(shard),
         group_configs.incremental_alter_configs(shard),

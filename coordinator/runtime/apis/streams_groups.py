@@ -7,19 +7,37 @@ Version notes:
   the trunk client sends them, on v1.
 - The member id is always the client's (Kafka refuses an empty one: INVALID_REQUEST).
 - The topics the heartbeat asks for (repartition and changelog topics, with the partition count
-  the topology decided and the topic configs it declared) are created here, at the edge, by
-  `create_topic` (the embedded catalog's `create`): the core stays pure, and the next heartbeat
-  sees them through the catalog -> core topic events. Without `create_topic` (sidecar mode) they
-  are not created and the heartbeat keeps reporting MISSING_INTERNAL_TOPICS.
+  the topology decided, the replication factor it declared or -1 for the broker's default, and
+  the topic configs it declared) are created here, at the edge, by the node's `InternalTopics`:
+  the embedded catalog (`CatalogTopics`, at once) or, in sidecar mode, the upstream cluster
+  (`sidecar/internal_topics.py`, CreateTopics off the heartbeat's path). The core stays pure, and
+  a later heartbeat sees them through the topic source -> core topic events; until then it reports
+  MISSING_INTERNAL_TOPICS, as Kafka's does.
+- Authorization (Kafka's `KafkaApis.handleStreamsGroupHeartbeat`): READ on the group and DESCRIBE
+  on every topic a joining member's topology names are asked before the core (`JoinWithTopology`,
+  `security/checks.py`); CREATE on the topics to create is asked here, after the core, since only
+  the core knows which are missing: CREATE on the cluster, else on each topic. If any is refused
+  none is created and the MISSING_INTERNAL_TOPICS detail says "Unauthorized to CREATE on topics
+  ..."; a creation that failed says "Creation failed: topic (reason), ..." (at most three named),
+  as Kafka appends them.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
 
-from ...api.authorization import NOT_REQUESTED, READ, DescribeEachGroup, GroupMember
+from ...api.authorization import (
+    CLUSTER,
+    CLUSTER_NAME,
+    CREATE,
+    NOT_REQUESTED,
+    TOPIC,
+    DescribeEachGroup,
+    JoinWithTopology,
+    allowed,
+)
 from ...api.declaration import SidecarRoute
 from ...api.placement import GroupList, OneGroup
 from ...api.registry import ApiHandler, RequestContext
@@ -33,6 +51,7 @@ from ...core.streams.requests import (
     StreamsGroupHeartbeatResponse,
 )
 from ...core.streams.tasks import Task
+from ...core.streams.topology import InternalTopic, Status
 from ..shard import ShardRuntime
 from .group_admin import ALL_GROUP_OPERATIONS
 from .group_api import group_api, ms
@@ -41,9 +60,40 @@ STREAMS_GROUP_HEARTBEAT = 88
 STREAMS_GROUP_DESCRIBE = 89
 
 CreateTopic = Callable[[str, int, dict[str, str]], object]
-"""(name, partitions, configs): what creates an internal topic (the embedded catalog's `create`)."""
+"""(name, partitions, configs): what creates a topic in the embedded catalog (its `create`)."""
+FAILURES_NAMED = 3
+"""Kafka names at most three failed creations in the status detail, then "and N more"."""
 
 log = logging.getLogger(__name__)
+
+
+class InternalTopics(Protocol):
+    """What creates the internal topics a streams heartbeat asks for: the embedded catalog
+    (`CatalogTopics`) or the upstream cluster (`sidecar.internal_topics.UpstreamTopics`)."""
+
+    def create(self, topics: Sequence[InternalTopic], retry_after_ms: int) -> None:
+        """Start creating `topics`, never waiting for it: not those being created already, nor
+        those whose creation failed less than `retry_after_ms` ago (Kafka's back-off)."""
+
+    def failures(self, names: Iterable[str]) -> dict[str, str]:
+        """Topic -> why its creation failed, for those still in their back-off."""
+
+
+class CatalogTopics:
+    """Embedded mode: internal topics created in the catalog at once."""
+
+    def __init__(self, create: CreateTopic) -> None:
+        self._create = create
+
+    def create(self, topics: Sequence[InternalTopic], retry_after_ms: int) -> None:
+        for topic in topics:
+            try:
+                self._create(topic.name, topic.partitions, dict(topic.configs))
+            except CatalogError as exc:  # another member's heartbeat created it first
+                log.debug("internal topic %s not created: %s", topic.name, exc.message)
+
+    def failures(self, names: Iterable[str]) -> dict[str, str]:
+        return {}
 
 _HEARTBEAT_DEFAULTS: dict[str, Any] = {
     "member_id": "", "member_epoch": 0, "heartbeat_interval": 0, "task_offset_interval": 0, "status": None,
@@ -82,7 +132,7 @@ def topology_record(topology: Any) -> rec.StreamsGroupTopologyValue:
 
 
 def streams_group_heartbeat(shard: Callable[[], ShardRuntime | None],
-                            create_topic: CreateTopic | None = None) -> ApiHandler:
+                            internal_topics: InternalTopics | None = None) -> ApiHandler:
     def to_core(ctx: RequestContext, r: Any, ref: int) -> StreamsGroupHeartbeat:
         endpoint = r.user_endpoint
         request = StreamsHeartbeat(
@@ -99,14 +149,10 @@ def streams_group_heartbeat(shard: Callable[[], ShardRuntime | None],
         return StreamsGroupHeartbeat(ref, request, ctx.client_id, f"/{ctx.client_host}")
 
     def to_wire(ctx: RequestContext, r: Any, resp: StreamsGroupHeartbeatResponse) -> dict[str, Any]:
-        if create_topic is not None:
-            for topic in resp.internal_topics:
-                try:
-                    create_topic(topic.name, topic.partitions, dict(topic.configs))
-                except CatalogError as exc:  # another member's heartbeat created it first, or a bad name
-                    log.debug("internal topic %s not created: %s", topic.name, exc.message)
         wire = {**_HEARTBEAT_DEFAULTS, **resp.body, "throttle_time": 0, "error_code": resp.error_code,
                 "error_message": resp.error_message}
+        if resp.internal_topics and internal_topics is not None:
+            _create_internal_topics(ctx, wire, resp.internal_topics, internal_topics)
         if ctx.api_version == 0:
             wire["acceptable_recovery_lag"] = 0  # v0's int32 field: never set by Kafka
         return wire
@@ -118,7 +164,42 @@ def streams_group_heartbeat(shard: Callable[[], ShardRuntime | None],
         return wire
 
     return group_api(shard, STREAMS_GROUP_HEARTBEAT, 0, 1, to_core, to_wire, on_error,
-                     authorization=GroupMember(READ), placement=OneGroup(), sidecar=SidecarRoute.SERVED)
+                     authorization=JoinWithTopology(), placement=OneGroup(),
+                     sidecar=SidecarRoute.SERVED_AFTER_IMPORT)
+
+
+def _create_internal_topics(ctx: RequestContext, wire: dict[str, Any], topics: Sequence[InternalTopic],
+                            creator: InternalTopics) -> None:
+    """Kafka's KafkaApis after the coordinator answered: CREATE asked, creation started, and what
+    stops it told in the MISSING_INTERNAL_TOPICS status (`wire` is changed in place)."""
+    names = [t.name for t in topics]
+    if not allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME):
+        unauthorized = [n for n in names if not allowed(ctx, CREATE, TOPIC, n)]
+        if unauthorized:
+            _tell_missing(wire, f"Unauthorized to CREATE on topics {', '.join(unauthorized)}.", add=True)
+            return
+    creator.create(topics, 2 * int(wire.get("heartbeat_interval") or 0))
+    failed = sorted(creator.failures(names).items())
+    if failed:
+        listed = ", ".join(f"{name} ({why})" for name, why in failed[:FAILURES_NAMED])
+        if len(failed) > FAILURES_NAMED:
+            listed += f" and {len(failed) - FAILURES_NAMED} more"
+        _tell_missing(wire, f"Creation failed: {listed}.", add=False)
+
+
+def _tell_missing(wire: dict[str, Any], detail: str, add: bool) -> None:
+    """Append `detail` to the MISSING_INTERNAL_TOPICS status ("; " between); without one, a new
+    status with `detail` when `add` (Kafka does so for the unauthorized topics only)."""
+    statuses = [dict(s) for s in wire.get("status") or ()]
+    for status in statuses:
+        if status["status_code"] == Status.MISSING_INTERNAL_TOPICS:
+            status["status_detail"] = f"{status['status_detail'] or ''}; {detail}"
+            break
+    else:
+        if not add:
+            return
+        statuses.append({"status_code": int(Status.MISSING_INTERNAL_TOPICS), "status_detail": detail})
+    wire["status"] = statuses
 
 
 def streams_group_describe(shard: Callable[[], ShardRuntime | None]) -> ApiHandler:

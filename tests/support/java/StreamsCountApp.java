@@ -1,7 +1,8 @@
-// A stateful Kafka Streams counting app for the interop tests: counts the records of each key of
-// "words" in a persistent store and writes every new count to "counts". Joins with
-// group.protocol=streams, at-least-once (the embedded data plane refuses transactions).
-// Args: bootstrap application.id state.dir instance-name. Prints "STATE <state>" on each change
+// A stateful Kafka Streams counting app for the streams tests (embedded and sidecar mode): counts
+// the records of each key of "words" in a persistent store and writes every new count to "counts".
+// Joins with group.protocol=streams, at-least-once (the embedded data plane refuses transactions).
+// Args: bootstrap application.id state.dir instance-name [input-topic output-topic] (default
+// "words" and "counts": tests sharing one broker use topics of their own). Prints "STATE <state>" on each change
 // and "TASKS active=[...] standby=[...]" whenever the tasks it runs change (warm-ups run as
 // standbys); runs until killed or its stdin closes.
 
@@ -30,12 +31,14 @@ public class StreamsCountApp {
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
 
+        String input = args.length > 4 ? args[4] : "words";
+        String output = args.length > 5 ? args[5] : "counts";
         StreamsBuilder builder = new StreamsBuilder();
-        builder.stream("words", Consumed.with(Serdes.String(), Serdes.String()))
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
             .groupByKey()
             .count(Materialized.as("counts-store"))
             .toStream()
-            .to("counts", Produced.with(Serdes.String(), Serdes.Long()));
+            .to(output, Produced.with(Serdes.String(), Serdes.Long()));
 
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         streams.setStateListener((now, before) -> {
