@@ -216,3 +216,11 @@ def test_a_setting_of_a_plugin_that_cannot_be_imported_names_the_import_failure(
                        "--override", "toy.session.timeout.ms=500")
     assert_one_line_exit_2(result, "coordinator.plugins", "cannot import tests.core.toy.no_such_module",
                            "ModuleNotFoundError")
+
+
+def test_a_plugin_whose_group_type_is_not_a_declaration_stops_start_up_in_one_line(tmp_path: Path) -> None:
+    config = make_config(tmp_path, **{"coordinator.plugins": "tests.node.mislabelled_plugin"})
+    with pytest.raises(StartupError) as refused:
+        CoordinatorServer(config)
+    assert str(refused.value) == ("coordinator.plugins: tests.node.mislabelled_plugin.GROUP_TYPE is not a "
+                                  "GroupTypeDeclaration")
