@@ -138,8 +138,9 @@ async def test_the_plugin_api_is_authorized_by_its_declared_rule(tmp_path: Path)
 
 
 def test_two_shards_under_the_supervisor_serve_a_toy_group_on_its_own_shard(tmp_path: Path) -> None:
-    server = Supervised(tmp_path / "data", overrides=PLUGIN).start()
+    server = Supervised(tmp_path / "data", overrides=PLUGIN)
     try:
+        server.start()  # inside: a start that times out still stops the supervisor and its shards
         for shard in (0, 1):
             group = group_on_shard(shard, 2, "toy")
             other = 1 - shard
