@@ -22,6 +22,14 @@ not parse or validate raises `ConfigError` naming the key (and the closest known
 CLI turns it into one line and exit code 2. `advertised.listeners` (or `listeners` when it is unset)
 may not be the meta-address 0.0.0.0, as in Kafka; an empty host advertises the canonical host name.
 
+A plug-in group type (`coordinator.plugins`) declares its settings the way a built-in type does: its
+module's `GROUP_TYPE` is a `GroupTypeDeclaration` whose config struct has `setting(...)` fields.
+`resolve` imports the modules the resolved `coordinator.plugins` names and adds those rows for this
+configuration: its keys are accepted from every source above, parsed and validated
+as any other (`Config.rows`), and `Config.build(struct)` makes the struct the node hands to the type. A plug-in
+module that cannot be imported is the node's to refuse (`node/plugins.py`), unless a key only it
+could declare is set: then that import's failure is the one line.
+
 Adding a setting: declare it once, on the field of the struct that uses it with `setting(...)` (and
 add the struct to `_SECTIONS` if it is new), or as a `Setting` row here if the server reads it
 itself; then run `python -m coordinator.docs`.
@@ -32,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import importlib
 import os
 import socket
 from collections.abc import Callable, Iterable, Mapping
@@ -41,6 +50,7 @@ from typing import Any, TypeVar
 
 from .clusterlog.settings import ClusterLogConfig
 from .core.config import GroupConfig
+from .core.registry import GroupTypeDeclaration
 from .core.shard import BUILT_IN_TYPES
 from .dataplane.config import DataPlaneConfig
 from .recordlog.writer import LogConfig
@@ -172,7 +182,7 @@ _SERVER: tuple[Setting, ...] = (
     Setting("offsets.topic.num.partitions", "50", "Log partitions groups are hashed onto (Kafka's formula); fixed once a data directory has a layout.", _parse_int, between(1, INT32_MAX)),
     Setting("coordinator.shards", "1", "Coordinator processes the partitions are spread over; shard k is node node.id+k on each listener's port+k (ours).", _parse_int, at_least(1)),
     Setting("group.coordinator.rebalance.protocols", "classic,consumer", "Group protocols served.", _parse_list, _protocols),
-    Setting("coordinator.plugins", "", "Python modules imported at start-up, each adding group types (its `register`) and APIs (its `declarations`) to the node, as name,... (ours; see docs/ARCHITECTURE.md).", _parse_list),
+    Setting("coordinator.plugins", "", "Python modules imported at start-up, each adding a group type (its `GROUP_TYPE` declaration, whose settings are then accepted like these, or its `register`) and APIs (its `declarations`) to the node, as name,... (ours; see docs/ARCHITECTURE.md).", _parse_list),
 )
 _COMPACTION: tuple[Setting, ...] = (
     Setting("log.cleaner.backoff.ms", "15000", "How often the record log looks for closed segments to compact.", _parse_int, at_least(1)),
@@ -297,12 +307,47 @@ def _scoped_env(name: str) -> str | None:
     return None
 
 
+PLUGIN_GROUP_TYPE = "GROUP_TYPE"
+"""The attribute of a plug-in module that declares its group type with its settings."""
+
+
+def plugin_group_type(module: Any) -> GroupTypeDeclaration | None:
+    """The `GroupTypeDeclaration` a plug-in module offers as `GROUP_TYPE` (None: it offers none,
+    or something else, which `node/plugins.py` refuses)."""
+    declared_type = getattr(module, PLUGIN_GROUP_TYPE, None)
+    return declared_type if isinstance(declared_type, GroupTypeDeclaration) else None
+
+
+def _plugin_rows(names: Iterable[str], needed: bool) -> tuple[Key, ...]:
+    """The settings rows of the plug-ins named: each module's declared group type's config struct.
+    A module that cannot be imported is skipped (the node refuses it in one line) unless `needed`
+    (a key no known setting declares was given): then its failure is what the user must read."""
+    rows: list[Key] = []
+    for name in names:
+        try:
+            module = importlib.import_module(name)
+        except Exception as exc:  # whatever the module raises: one line
+            if needed:
+                raise ConfigError("coordinator.plugins", f"cannot import {name}: {type(exc).__name__}: {exc}") from None
+            continue
+        declared_type = plugin_group_type(module)
+        if declared_type is None or declared_type.settings is None:
+            continue
+        for field, spec, kind in declared(declared_type.settings):
+            if spec.name in KEYS or any(row.name == spec.name for row in rows):
+                raise ConfigError(spec.name, f"declared twice (plug-in {name} declares a setting that exists)")
+            rows.append(_row(spec, declared_type.settings, field, kind))
+    return tuple(rows)
+
+
 class Config(Mapping[str, Any]):
     """Resolved, typed configuration. Read with `config["group.max.size"]`."""
 
-    def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str]) -> None:
+    def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str], keys: tuple[Key, ...] = _KEYS) -> None:
         self._values = dict(values)
         self._sources = dict(sources)
+        self.rows = keys
+        """The registry's rows and those of the plug-ins this configuration names."""
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]
@@ -320,7 +365,7 @@ class Config(Mapping[str, Any]):
         """The config struct `cls` (`GroupConfig`, `LogConfig`, `DataPlaneConfig`) from the resolved
         values of the settings its fields declare; its other fields keep their defaults."""
         return cls(**{k.field: self._values[k.name] * k.scale if k.scale != 1 else self._values[k.name]
-                      for k in _KEYS if k.owner is not None and issubclass(cls, k.owner)})
+                      for k in self.rows if k.owner is not None and issubclass(cls, k.owner)})
 
     def for_listener(self, cls: type[T], listener: listener_specs.Listener) -> T:
         """`build(cls)` for one listener: `listener.name.<name>.<key>` wins over `<key>`."""
@@ -399,10 +444,14 @@ def resolve(
     """Resolve the configuration from every source; raises ConfigError naming the bad key."""
     raw: dict[str, str] = {k.name: k.default for k in _KEYS}
     sources: dict[str, str] = {k.name: "default" for k in _KEYS}
+    # Keys (and variables) no built-in setting declares: a plug-in's, once `coordinator.plugins` is
+    # known (below), else refused. Kept in arrival order, so precedence holds among them.
+    unknown: list[tuple[str, str, str, bool]] = []
 
     def put(key: str, value: str, source: str) -> None:
         if key not in KEYS and scoped_key(key) is None:
-            raise ConfigError(key, f"unknown configuration key (from {source}){_closest(key, KEYS)}")
+            unknown.append((key, value, source, False))
+            return
         raw[key] = value
         sources[key] = source
 
@@ -420,7 +469,8 @@ def resolve(
             continue
         known = by_env.get(name) or _scoped_env(name)
         if known is None:
-            raise ConfigError(name, f"unknown environment variable{_closest(name, by_env)}")
+            unknown.append((name, value, f"environment {name}", True))
+            continue
         put(known, value, f"environment {name}")
     for item in overrides:
         key, sep, override = item.partition("=")
@@ -431,10 +481,25 @@ def resolve(
         if flag is not None:
             put(key, flag, "command line")
 
+    plugin_rows = _plugin_rows(_parse_list(raw["coordinator.plugins"]), bool(unknown))
+    keys = {**KEYS, **{row.name: row for row in plugin_rows}}
+    for row in plugin_rows:
+        raw[row.name] = row.default
+        sources[row.name] = "default"
+    plugin_env = {env_name(row.name): row.name for row in plugin_rows}
+    for name, value, source, is_env in unknown:
+        target = plugin_env.get(name) if is_env else (name if name in keys else None)
+        if target is None:
+            if is_env:
+                raise ConfigError(name, f"unknown environment variable{_closest(name, {**by_env, **plugin_env})}")
+            raise ConfigError(name, f"unknown configuration key (from {source}){_closest(name, keys)}")
+        raw[target] = value
+        sources[target] = source
+
     values: dict[str, Any] = {}
     for key, text in raw.items():
         scoped = scoped_key(key)
-        spec = KEYS[key] if scoped is None else scoped[1]
+        spec = keys[key] if scoped is None else scoped[1]
         try:
             parsed = spec.parse(text)
         except (ValueError, TypeError) as exc:
@@ -445,7 +510,7 @@ def resolve(
         values[key] = parsed
     _check_relations(values, sources)
     _check_listeners(values)
-    return Config(values, sources)
+    return Config(values, sources, (*_KEYS, *plugin_rows))
 
 
 def _closest(name: str, known: Iterable[str]) -> str:

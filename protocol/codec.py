@@ -121,16 +121,14 @@ def _response_writers(cls: Any) -> tuple[Callable[..., Any], Callable[..., Any],
     return entity_writer(header_cls), entity_writer(cls), header_cls
 
 
-class EncodedResponse:
+class EncodedResponse(msgspec.Struct, frozen=True, gc=False):
     """A response already framed by a `fastencode` encoder, with the description it was encoded
-    from and its (api key, version) (for the per-error-code metric)."""
+    from and its (api key, version) (for the per-error-code metric). A struct: built in C, once per
+    hot response."""
 
-    __slots__ = ("data", "description", "key")
-
-    def __init__(self, data: bytes, description: Description, key: tuple[int, int]) -> None:
-        self.data = data
-        self.description = description
-        self.key = key
+    data: bytes
+    description: Description
+    key: tuple[int, int]
 
 
 def encode_described(api_key: int, api_version: int, correlation_id: int, description: Description

@@ -27,6 +27,10 @@ _II = struct.Struct(">ii")
 _IIH = struct.Struct(">iih")
 _IIIH = struct.Struct(">iiih")
 _IH = struct.Struct(">ih")
+_HEARTBEAT_V4 = struct.Struct(">iiBihB")  # size, correlation id, header tags; throttle, error, body tags
+_CGH_HEAD = struct.Struct(">iiBih")  # size, correlation id, header tags; throttle, error
+_SMALL = tuple(bytes((n,)) for n in range(0x80))
+"""The one-byte unsigned varints (a short string's compact length): indexed, not built per call."""
 
 Description = Mapping[str, Any]
 Encoder = Callable[[int, Description], bytes]
@@ -43,7 +47,7 @@ def _ms(value: Any) -> int:
 
 def _uvarint(value: int) -> bytes:
     if value < 0x80:
-        return bytes((value,))
+        return _SMALL[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -75,8 +79,7 @@ def _heartbeat(version: int) -> Encoder:
     else:
         def encode(cid: int, d: Description) -> bytes:
             # header v1: id + empty tags; body: throttle, error, empty tags
-            return _II.pack(12, cid) + b"\x00" + _IH.pack(_ms(d.get("throttle_time", 0)), d.get("error_code", 0)) \
-                + b"\x00"
+            return _HEARTBEAT_V4.pack(12, cid, 0, _ms(d.get("throttle_time", 0)), d.get("error_code", 0), 0)
     return encode
 
 
@@ -86,25 +89,40 @@ _NO_TOPIC_ID = bytes(16)
 
 
 def _consumer_group_heartbeat(cid: int, d: Description) -> bytes:
-    parts = [_I32.pack(cid), b"\x00", _IH.pack(_ms(d.get("throttle_time", 0)), d.get("error_code", 0)),
-             _compact_nullable_string(d.get("error_message")), _compact_nullable_string(d.get("member_id")),
-             _II.pack(d.get("member_epoch", 0), _ms(d.get("heartbeat_interval", 0)))]
-    assignment = d.get("assignment")
-    if assignment is None:
-        parts.append(b"\xff\x00")  # null struct marker (KIP-893), empty tags
+    # The steady answer (no message, a short member id, no assignment) costs no call but the packs:
+    # this encoder runs once per heartbeat.
+    get = d.get
+    throttle = get("throttle_time", 0)
+    interval = get("heartbeat_interval", 0)
+    message = get("error_message")
+    member_id = get("member_id")
+    if member_id is None:
+        member = b"\x00"
     else:
-        parts.append(b"\x01")
-        topics = assignment.get("topic_partitions", ())
-        parts.append(_uvarint(len(topics) + 1))
-        for tp in topics:
-            partitions = tp.get("partitions", ())
-            topic_id = tp.get("topic_id")
-            parts.append(_NO_TOPIC_ID if topic_id is None else topic_id.bytes)
-            parts.append(_uvarint(len(partitions) + 1))
-            parts.append(struct.pack(f">{len(partitions)}i", *partitions))
-            parts.append(b"\x00")
-        parts.append(b"\x00\x00")  # Assignment tags, response tags
-    return _framed(b"".join(parts))
+        raw = member_id.encode()
+        member = _SMALL[len(raw) + 1] + raw if len(raw) < 0x7F else _uvarint(len(raw) + 1) + raw
+    assignment = get("assignment")
+    body = (b"\x00" if message is None else _compact_nullable_string(message)) + member + _II.pack(
+        get("member_epoch", 0), interval if interval.__class__ is int else _ms(interval)) + (
+        b"\xff\x00" if assignment is None else _assignment(assignment))  # null struct marker (KIP-893), tags
+    return _CGH_HEAD.pack(len(body) + 11, cid, 0, throttle if throttle.__class__ is int else _ms(throttle),
+                          get("error_code", 0)) + body
+
+
+def _assignment(assignment: Description) -> bytes:
+    """ConsumerGroupHeartbeat's present Assignment struct, then the response's empty tags."""
+    parts = [b"\x01"]
+    topics = assignment.get("topic_partitions", ())
+    parts.append(_uvarint(len(topics) + 1))
+    for tp in topics:
+        partitions = tp.get("partitions", ())
+        topic_id = tp.get("topic_id")
+        parts.append(_NO_TOPIC_ID if topic_id is None else topic_id.bytes)
+        parts.append(_uvarint(len(partitions) + 1))
+        parts.append(struct.pack(f">{len(partitions)}i", *partitions))
+        parts.append(b"\x00")
+    parts.append(b"\x00\x00")  # Assignment tags, response tags
+    return b"".join(parts)
 
 
 # ---- OffsetCommit (8) v2-9 ------------------------------------------------------------------------

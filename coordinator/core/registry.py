@@ -81,7 +81,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from coordinator.core.config import GroupConfig
 from coordinator.core.effects import Effects, TimerKey
@@ -100,6 +100,7 @@ ErrorResponse = Callable[[Any, ErrorCode], object]
 TimerHandler = Callable[[TimerKey, Effects], None]
 Replayer = Callable[[Any, Any, bool], None]
 Hook = Callable[[Effects], None]
+S = TypeVar("S")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +117,15 @@ class ShardContext:
     """Each group's effective values (its per-group configs over the broker-wide settings)."""
     bridges: Bridges = field(default_factory=Bridges)
     """Filled by the shard once every registration is built (the online migration)."""
+    type_settings: Mapping[type[Any], Any] = field(default_factory=dict)
+    """The settings of the types ``config`` does not hold (a plug-in's config struct, declared in
+    its ``GroupTypeDeclaration``), built by the node from the resolved configuration."""
+
+    def settings(self, struct: type[S]) -> S:
+        """A plug-in type's settings: the struct the node built from the configuration, or the
+        struct's defaults when the shard was built without it (a bare shard in a test)."""
+        value = self.type_settings.get(struct)
+        return value if value is not None else struct()
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,10 +178,12 @@ GroupTypeFactory = Callable[[ShardContext], GroupType]
 
 @dataclass(frozen=True, slots=True)
 class GroupTypeDeclaration:
-    """A built-in group type as the node knows it before any shard exists: its name (what
+    """A group type as the node knows it before any shard exists: its name (what
     ``group.coordinator.rebalance.protocols`` and ListGroups call it), its ``register``, and its
-    config struct, whose ``setting(...)`` fields are its settings (``coordinator/config.py`` adds
-    them to the registry, README's table included; ``GroupConfig`` inherits the struct)."""
+    config struct, whose ``setting(...)`` fields are its settings. A built-in type's are in the
+    registry (``coordinator/config.py``, README's table included) and ``GroupConfig`` inherits its
+    struct; a plug-in's (its module's ``GROUP_TYPE``) are added to the configuration that names the
+    plug-in, and the type reads the struct through ``ShardContext.settings``."""
 
     name: str
     register: GroupTypeFactory

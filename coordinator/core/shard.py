@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, cast
 
 from coordinator.core.classic import manager as classic
@@ -136,18 +136,21 @@ class ShardService(Protocol):
 
 class CoordinatorShard:
     def __init__(self, config: GroupConfig | None = None, *, stopwatch: Callable[[], int] | None = None,
-                 services: Sequence[ShardService] = (), group_types: Sequence[GroupTypeFactory] = GROUP_TYPES) -> None:
+                 services: Sequence[ShardService] = (), group_types: Sequence[GroupTypeFactory] = GROUP_TYPES,
+                 type_settings: Mapping[type[Any], Any] | None = None) -> None:
         """``stopwatch`` (nanoseconds) only times the assignor for metrics; it never affects state.
         ``services`` are the node's shard-wide services (none in tests that need no security).
         ``group_types``: the group types to host (default: the built-in ones; the node adds any it
-        was given, ``GROUP_TYPES + extra``)."""
+        was given, ``GROUP_TYPES + extra``). ``type_settings``: the config structs of types that
+        ``config`` does not hold (a plug-in's), by struct (``ShardContext.settings``)."""
         self.config = config or GroupConfig()
         self.groups: dict[str, Group] = {}
         self.timers = TimerTable()
         self.epoch = CoordinatorEpoch()
         self.topics = TopicsImage()
         self.group_configs = GroupConfigs(self.config)
-        ctx = ShardContext(self.config, self.groups, self.topics, stopwatch or (lambda: 0), self.group_configs)
+        ctx = ShardContext(self.config, self.groups, self.topics, stopwatch or (lambda: 0), self.group_configs,
+                           type_settings=dict(type_settings or {}))
         self.types: dict[str, GroupType] = {}
         registrations: list[Registration] = []
         for make in group_types:

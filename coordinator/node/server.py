@@ -116,6 +116,8 @@ class CoordinatorServer:
         self.config = config
         self.plugins = plugins.load(config["coordinator.plugins"])
         self.group_types: tuple[GroupTypeFactory, ...] = (*GROUP_TYPES, *self.plugins.group_types, *group_types)
+        # The plug-in types' settings, resolved with the configuration: every core gets the same.
+        self.type_settings: dict[type[Any], Any] = {struct: config.build(struct) for struct in self.plugins.settings}
         self.layout, self.shard_index = shards.layout(config, shard)
         self.root = config.data_dir
         self.data_dir = shard_data_dir(self.root, self.shard_index)
@@ -400,7 +402,8 @@ class CoordinatorServer:
 
     def _new_core(self) -> CoordinatorShard:
         return CoordinatorShard(self.config.build(GroupConfig), stopwatch=time.perf_counter_ns,
-                                services=(SecurityStore(),), group_types=self.group_types)
+                                services=(SecurityStore(),), group_types=self.group_types,
+                                type_settings=self.type_settings)
 
     async def _reload_core(self) -> tuple[CoordinatorShard, list[Any]]:
         """A core loaded from the log as it is on disk now, and the topic snapshot to hand it

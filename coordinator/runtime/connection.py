@@ -620,7 +620,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             _STATS.bytes_out += len(data)
             for name in error_names(response):
                 _STATS.error(api, name)
-        _STATS.observe(_STATS.api(api), time.perf_counter() - started)
+        stats = _STATS.apis.get(api)  # `api()` creates it at an API's first request only
+        _STATS.observe(stats if stats is not None else _STATS.api(api), time.perf_counter() - started)
 
     def _fail(self, exc: ProtocolError, frame: bytes | bytearray | int | None) -> None:
         self._flush()  # answers to the requests before the bad one still leave

@@ -3,7 +3,10 @@ point 6): `tests.core.toy.plugin` offers the toy type's one registration and its
 (ToyJoin, a private key), and no file outside tests/ names it. The node then serves it over a real
 socket, writes it to the log, replays it after a restart and on a standby that takes over, lists its
 groups by their own type, authorizes it by its declared rule, and, with `coordinator.shards=2` under
-the supervisor, serves a group on its own shard and answers NOT_COORDINATOR on the other."""
+the supervisor, serves a group on its own shard and answers NOT_COORDINATOR on the other. The toy
+type's one setting (`toy.session.timeout.ms`, declared in `tests/core/toy/settings.py`) is accepted
+from the config file, the environment and `--override` once the plug-in is named, reaches the type,
+and a bad value stops start-up in one line."""
 
 from __future__ import annotations
 
@@ -20,10 +23,13 @@ from protocol.build import build
 from protocol.errors import ErrorCode
 from protocol.schemas import request_schema
 from tests.core.toy.plugin import TOY_JOIN
+from tests.core.toy.settings import ToySettings
 from tests.runtime.conftest import make_config
+from tests.runtime.test_startup import assert_one_line_exit_2, local, run_serve
 from tests.security.conftest import connect, security_config
 from tests.security.support import add_user, sasl_login
 from tests.shards.supervised import Supervised, group_on_shard
+from tests.support.polling import eventually
 from tests.support.server import ServerProcess, wait_until
 from tests.support.wire import WireClient, call
 
@@ -132,8 +138,9 @@ async def test_the_plugin_api_is_authorized_by_its_declared_rule(tmp_path: Path)
 
 
 def test_two_shards_under_the_supervisor_serve_a_toy_group_on_its_own_shard(tmp_path: Path) -> None:
-    server = Supervised(tmp_path / "data", overrides=PLUGIN).start()
+    server = Supervised(tmp_path / "data", overrides=PLUGIN)
     try:
+        server.start()  # inside: a start that times out still stops the supervisor and its shards
         for shard in (0, 1):
             group = group_on_shard(shard, 2, "toy")
             other = 1 - shard
@@ -157,3 +164,64 @@ def test_a_plugin_that_offers_nothing_stops_start_up_in_one_line(tmp_path: Path,
         CoordinatorServer(config)
     assert str(refused.value).startswith(says)
     assert "\n" not in str(refused.value)
+
+
+@pytest.mark.asyncio
+async def test_the_plugins_setting_reaches_its_type_a_short_session_empties_the_group_over_a_socket(
+        tmp_path: Path) -> None:
+    default = ToySettings().toy_session_timeout_ms
+    config = make_config(tmp_path, **PLUGIN, **{"toy.session.timeout.ms": "200"})
+    assert config["toy.session.timeout.ms"] == 200 and config.source("toy.session.timeout.ms") == "--override"
+    server = CoordinatorServer(config)
+    await server.start()
+    try:
+        assert await joined(server.port, "t1", "a") == (ErrorCode.NONE, 1, ["a"])
+        # Emptied by the toy's session timer long before the default session (10 s) could end:
+        # the setting, not the default, armed it.
+        async def emptied() -> bool:
+            return (await listed(server.port))["t1"][1] == "Empty"
+
+        await eventually(emptied, timeout=default / 1000 / 2, message="the toy session to empty t1")
+        assert await joined(server.port, "t1", "b") == (ErrorCode.NONE, 3, ["b"])  # a left, b joined
+    finally:
+        await server.stop()
+
+
+def test_the_plugins_setting_is_read_from_the_config_file_and_the_environment(tmp_path: Path) -> None:
+    properties = tmp_path / "node.properties"
+    properties.write_text("coordinator.plugins=tests.core.toy.plugin\ntoy.session.timeout.ms=1500\n")
+    from_file = resolve(config_file=properties, environ={})
+    assert from_file["toy.session.timeout.ms"] == 1500
+    assert from_file.build(ToySettings) == ToySettings(1500)
+    from_env = resolve(config_file=properties, environ={"COORDINATOR_TOY_SESSION_TIMEOUT_MS": "2500"})
+    assert from_env.build(ToySettings) == ToySettings(2500)  # the environment over the file, as for any key
+    assert resolve(environ={}, overrides=["coordinator.plugins=tests.core.toy.plugin"]).build(ToySettings) \
+        == ToySettings()
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["toy.session.timeout.ms=0"], ("toy.session.timeout.ms", "'0'", "must be between 1 and 2147483647")),
+    (["toy.session.timeout.ms=soon"], ("toy.session.timeout.ms", "'soon'", "--override")),
+    ([], ("unknown configuration key", "toy.session.timeout.ms")),  # the plug-in not named: no such key
+])
+def test_a_bad_value_of_the_plugins_setting_stops_start_up_in_one_line(
+        tmp_path: Path, args: list[str], says: tuple[str, ...]) -> None:
+    plugin = [f"coordinator.plugins={m}" for m in PLUGIN.values()] if args else []
+    overrides = [*plugin, *(args or ["toy.session.timeout.ms=500"])]
+    result = run_serve(*local(tmp_path), *(arg for item in overrides for arg in ("--override", item)))
+    assert_one_line_exit_2(result, *says)
+
+
+def test_a_setting_of_a_plugin_that_cannot_be_imported_names_the_import_failure(tmp_path: Path) -> None:
+    result = run_serve(*local(tmp_path), "--override", "coordinator.plugins=tests.core.toy.no_such_module",
+                       "--override", "toy.session.timeout.ms=500")
+    assert_one_line_exit_2(result, "coordinator.plugins", "cannot import tests.core.toy.no_such_module",
+                           "ModuleNotFoundError")
+
+
+def test_a_plugin_whose_group_type_is_not_a_declaration_stops_start_up_in_one_line(tmp_path: Path) -> None:
+    config = make_config(tmp_path, **{"coordinator.plugins": "tests.node.mislabelled_plugin"})
+    with pytest.raises(StartupError) as refused:
+        CoordinatorServer(config)
+    assert str(refused.value) == ("coordinator.plugins: tests.node.mislabelled_plugin.GROUP_TYPE is not a "
+                                  "GroupTypeDeclaration")

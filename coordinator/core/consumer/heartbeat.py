@@ -153,10 +153,12 @@ class Heartbeats:
         joining = req.member_epoch == 0
         records: list[Record] = []
         group, converted = self._group_for_heartbeat(req.group_id, joining, records)
-        check_group_size(group, req.member_id, self.ctx.config.consumer_group_max_size)
+        max_size = self.ctx.config.consumer_group_max_size
+        if len(group.members) >= max_size:  # tested before the call: a steady heartbeat makes none
+            check_group_size(group, req.member_id, max_size)
         member_id = req.member_id or req.new_member_id
         assert member_id, "a v0 join needs an adapter-generated new_member_id"
-        owned = owned_partitions(req)
+        owned = None if req.topic_partitions is None else owned_partitions(req)
 
         member, replaced = find_member(group, member_id, req, owned)
         if replaced is not None:
@@ -221,7 +223,8 @@ class Heartbeats:
 
         # ---- phase 2 at once: the target is current ------------------------------------------------
         reconciled, epoch = self._reconcile(
-            group, member, updated, group.assignment_epoch, group.target(member_id), group.owner, owned,
+            group, member, updated, group.assignment_epoch, group.target_assignment.get(member_id, NO_PARTITIONS),
+            group.owner, owned,
             is_new_member, req.member_epoch, records, fx,
         )
         for record in records:

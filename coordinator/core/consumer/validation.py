@@ -35,9 +35,10 @@ def validate_heartbeat(req: ConsumerGroupHeartbeat, assignors: Collection[str]) 
     UNSUPPORTED_ASSIGNOR."""
     if not req.group_id.strip():
         raise _invalid("GroupId can't be empty.")
-    if _blank(req.instance_id):
+    # Tested here before calling: a steady heartbeat sends neither (no call per heartbeat).
+    if req.instance_id is not None and _blank(req.instance_id):
         raise _invalid("InstanceId can't be empty.")
-    if _blank(req.rack_id):
+    if req.rack_id is not None and _blank(req.rack_id):
         raise _invalid("RackId can't be empty.")
     epoch = req.member_epoch
     if (req.member_id_required or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH) and not req.member_id.strip():

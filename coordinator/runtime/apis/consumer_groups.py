@@ -17,6 +17,7 @@ Version notes:
 from __future__ import annotations
 
 import base64
+import datetime
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -36,6 +37,8 @@ from .group_api import group_api, ms
 
 CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
+_UNCHANGED = datetime.timedelta(milliseconds=-1)
+"""How kio reads a RebalanceTimeoutMs of -1."""
 
 
 def new_member_id() -> str:
@@ -60,7 +63,8 @@ def consumer_group_heartbeat(shard: Callable[[], ShardRuntime | None]) -> ApiHan
             member_epoch=r.member_epoch,
             instance_id=r.instance_id,
             rack_id=r.rack_id,
-            rebalance_timeout_ms=ms(r.rebalance_timeout),
+            # -1 (unchanged) is what every steady heartbeat sends: a comparison, not a call.
+            rebalance_timeout_ms=-1 if r.rebalance_timeout == _UNCHANGED else ms(r.rebalance_timeout),
             subscribed_topic_names=None if r.subscribed_topic_names is None else tuple(r.subscribed_topic_names),
             subscribed_topic_regex=getattr(r, "subscribed_topic_regex", None),
             server_assignor=r.server_assignor,
@@ -70,8 +74,8 @@ def consumer_group_heartbeat(shard: Callable[[], ShardRuntime | None]) -> ApiHan
             member_id_required=v1,
             new_member_id="" if v1 or r.member_id else new_member_id(),
         )
-        authz, runtime = ctx.authz, shard()
-        if authz is not None and runtime is not None:
+        authz = ctx.authz
+        if authz is not None and (runtime := shard()) is not None:
             # Under an authorizer: the topics a regex of this member may match (Kafka resolves a
             # regex among the topics the principal may DESCRIBE), computed here at the edge so the
             # core stays pure, from the core's own topic image (same loop, read only). Set apart:

@@ -2,8 +2,8 @@
 
 "toy" groups are as small as a group type can be: one request (``ToyJoin``: a member joins or
 stays), one record type (``ToyGroup``, type 4242: the group's epoch and members), one timer (the
-group's session: when it fires, every member is dropped, as a session expiry would), one gauge
-(members per group). Nothing in
+group's session: when it fires, every member is dropped, as a session expiry would; its length is
+the type's one setting, ``toy.session.timeout.ms``, ``settings.py``), one gauge (members per group). Nothing in
 ``coordinator/`` names it: a shard hosts it when given ``GROUP_TYPES + (register,)``, and a node
 when given it as an extra group type. Its request reaches the core as any request does; serving it
 over a socket needs an API declaration (the API side).
@@ -29,10 +29,11 @@ from coordinator.core.registry import Gauge, Registration, ShardContext
 from coordinator.core.requests import OffsetCommit
 from coordinator.core.responses import DescribedGroup, ListedGroup
 
+from .settings import ToySettings
+
 TYPE_NAME = "toy"
 TOY_GROUP = 4242
 SESSION_TIMER = "toy-session"
-SESSION_MS = 10_000
 
 
 # ---- the record ----------------------------------------------------------------------------------
@@ -143,6 +144,7 @@ class ToyGroup:
 class ToyGroupType:
     def __init__(self, ctx: ShardContext) -> None:
         self.groups = ctx.groups  # the shard's one namespace, shared with every other type
+        self.session_ms = ctx.settings(ToySettings).toy_session_timeout_ms
         self.registration = Registration(
             name=TYPE_NAME,
             record_types=RECORD_TYPES,
@@ -167,7 +169,7 @@ class ToyGroupType:
         if req.member_id not in value.members:
             value = ToyGroupValue(value.epoch + 1, tuple(sorted((*value.members, req.member_id))))
             fx.record(Record(ToyGroupKey(req.group_id), value))
-        fx.schedule(_session_key(req.group_id), SESSION_MS)
+        fx.schedule(_session_key(req.group_id), self.session_ms)
         fx.reply(req.ref, ToyJoinResponse(ErrorCode.NONE, value.epoch, value.members))
 
     def session_expired(self, key: TimerKey, fx: Effects) -> None:
@@ -178,7 +180,7 @@ class ToyGroupType:
     def loaded(self, fx: Effects) -> None:
         for group in self.groups.values():  # a fresh session for every group the log holds members of
             if isinstance(group, ToyGroup) and group.value.members:
-                fx.schedule(_session_key(group.group_id), SESSION_MS)
+                fx.schedule(_session_key(group.group_id), self.session_ms)
 
     def replay(self, key: ToyGroupKey, value: ToyGroupValue | None, live: bool) -> None:
         if value is None:

@@ -1,5 +1,6 @@
 """The toy group type as a plug-in (``coordinator.plugins=tests.core.toy.plugin``): its one
-registration (``register``, from ``group_type.py``) and its one API declaration (``declarations``):
+declaration (``GROUP_TYPE``: its name, ``register`` from ``group_type.py`` and its settings from
+``settings.py``) and its one API declaration (``declarations``):
 ToyJoin, private key 30000 v0, served by the shard, placed by its ``group_id``, authorized as READ
 on that group (as JoinGroup is). Its schema is declared here, in the entity form of
 ``protocol.private``, when the module is imported. Nothing in ``coordinator/`` or ``protocol/``
@@ -17,14 +18,18 @@ from coordinator.api.authorization import READ, GroupMember
 from coordinator.api.declaration import ApiDeclaration, SidecarRoute
 from coordinator.api.placement import OneGroup
 from coordinator.api.registry import RequestContext
+from coordinator.core.registry import GroupTypeDeclaration
 from coordinator.runtime.apis.group_api import group_api
 from coordinator.runtime.shard import ShardRuntime
 from protocol.private import declare, entity, error_code, int32, string
-from tests.core.toy.group_type import ToyJoin, ToyJoinResponse, register
+from tests.core.toy.group_type import TYPE_NAME, ToyJoin, ToyJoinResponse, register
+from tests.core.toy.settings import ToySettings
 
-__all__ = ["TOY_JOIN", "declarations", "register"]
+__all__ = ["GROUP_TYPE", "TOY_JOIN", "declarations"]
 
 TOY_JOIN = 30000
+
+GROUP_TYPE = GroupTypeDeclaration(TYPE_NAME, register, ToySettings)
 
 
 @entity(TOY_JOIN, 0, EntityType.request)

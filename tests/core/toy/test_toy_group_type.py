@@ -14,7 +14,6 @@ from coordinator.core.responses import ListedGroup
 from coordinator.core.shard import GROUP_TYPES, CoordinatorShard
 from tests.core.harness import Harness
 from tests.core.toy.group_type import (
-    SESSION_MS,
     SESSION_TIMER,
     TOY_GROUP,
     ToyGroupKey,
@@ -23,8 +22,10 @@ from tests.core.toy.group_type import (
     ToyJoinResponse,
     register,
 )
+from tests.core.toy.settings import ToySettings
 
 WITH_TOY = (*GROUP_TYPES, register)
+SESSION_MS = ToySettings().toy_session_timeout_ms  # a shard built without the node's settings: the default
 
 
 def toy_join(h: Harness, group_id: str, member_id: str) -> object:
@@ -127,3 +128,9 @@ def test_a_group_type_taking_a_record_id_already_declared_stops_the_shard() -> N
         CoordinatorShard(group_types=(*WITH_TOY, Thief))
     with pytest.raises(ValueError, match="group type 'toy' registered twice"):
         CoordinatorShard(group_types=(*WITH_TOY, register))
+
+
+def test_a_shard_given_the_toys_settings_hands_them_to_the_type() -> None:
+    shard = CoordinatorShard(group_types=WITH_TOY, type_settings={ToySettings: ToySettings(500)})
+    result = shard.handle(ToyJoin(1, "t1", "a"), 1_000)
+    assert [(op.key, op.deadline_ms) for op in result.timers] == [((SESSION_TIMER, "t1"), 1_500)]
