@@ -9,7 +9,7 @@ from kio.index import load_request_schema
 
 from coordinator.node.server import CoordinatorServer
 from protocol.build import build
-from protocol.private import DESCRIBE_GROUP_GENERATIONS
+from protocol.private import DESCRIBE_GROUP_GENERATIONS, DESCRIBE_SHARE_PARTITIONS, PRIVATE_KEYS_FROM
 from tests.support.wire import WireClient, decode_response
 
 
@@ -22,8 +22,8 @@ async def test_every_version_advertises_exactly_the_registry_but_private_keys(
     assert response.error_code == 0
     advertised = {a.api_key: (a.min_version, a.max_version) for a in response.api_keys}
     served = dict(server.registry.version_ranges())
-    assert DESCRIBE_GROUP_GENERATIONS in served
-    assert advertised == {key: span for key, span in served.items() if key != DESCRIBE_GROUP_GENERATIONS}
+    assert DESCRIBE_GROUP_GENERATIONS in served and DESCRIBE_SHARE_PARTITIONS in served
+    assert advertised == {key: span for key, span in served.items() if key < PRIVATE_KEYS_FROM}
     assert advertised[18] == (0, 4)
     assert all(low <= high for low, high in advertised.values())
 
