@@ -43,9 +43,15 @@ log = logging.getLogger(__name__)
 
 class StartOffsets(Protocol):
     """Where a share group starts reading a partition it never read (``share.auto.offset.reset``
-    over the mode's log); None when the partition cannot be read now (the next heartbeat asks again)."""
+    over the mode's log); None when the partition cannot be read now (the next heartbeat asks again).
+
+    ``__call__`` answers without waiting, inside the heartbeat's own step (embedded mode reads its
+    log in process); None there defers to :meth:`lookup`, which runs after the answer is sent and
+    may wait (sidecar mode asks the upstream's leader)."""
 
     def __call__(self, topic_id: UUID, partition: int) -> int | None: ...
+
+    async def lookup(self, topic_id: UUID, partition: int) -> int | None: ...
 
 
 def share_handlers(shard: Callable[[], ShardRuntime | None], starts: StartOffsets) -> list[ApiHandler]:
@@ -108,7 +114,7 @@ async def _initialize(shard: Callable[[], ShardRuntime | None], starts: StartOff
     runtime = shard()
     if runtime is None:
         return
-    found = [(t, p, start) for t, p in partitions if (start := starts(t, p)) is not None]
+    found = [(t, p, start) for t, p in partitions if (start := await starts.lookup(t, p)) is not None]
     if not found:
         return
     try:

@@ -16,10 +16,21 @@ leader comes from a Metadata of that topic, remembered until a read says it move
   leader up again.
 - OFFSET_OUT_OF_RANGE: ListOffsets (earliest) tells where the log starts now, and the read fails
   with :class:`~.source.OffsetOutOfRange`.
+
+Two more things the sidecar's share path asks of the upstream: a partition's offset by ListOffsets
+(earliest, latest, or by timestamp: where a new share partition starts, ``starts``), and the wait
+for an append (ShareFetch's ``MaxWaitMs``, :meth:`UpstreamSource.wait_for_append`). The upstream
+tells nobody of an append, and a long-poll Fetch would hold the one connection to the leader that
+every read shares (a broker answers a connection's requests in order), so the wait asks again:
+every ``APPEND_POLL_S`` a one-byte read at the last stable offset each partition's last read saw,
+until one finds a batch or the wait is over. A partition never read yet is not waited for.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Sequence
 from typing import Any
 
 from protocol.build import build
@@ -44,8 +55,9 @@ FETCH, LIST_OFFSETS, METADATA = 1, 2, 3
 FETCH_VERSIONS = (4, 12)
 LIST_OFFSETS_VERSIONS = (2, 7)
 METADATA_VERSIONS = (1, 12)
-READ_COMMITTED = 1
-EARLIEST = -2
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
+EARLIEST, LATEST = -2, -1
+APPEND_POLL_S = 0.05
 
 class UpstreamSource:
     """A :class:`~.source.RecordSource` over the upstream cluster the sidecar fronts."""
@@ -53,6 +65,7 @@ class UpstreamSource:
     def __init__(self, cluster: UpstreamCluster) -> None:
         self.cluster = cluster
         self._leaders: dict[tuple[str, int], int] = {}
+        self._stable: dict[PartitionRef, int] = {}  # the last stable offset each partition's last read saw
 
     async def read(self, ref: PartitionRef, offset: int, max_bytes: int) -> PartitionRead:
         max_bytes = max(max_bytes, 1)
@@ -78,19 +91,41 @@ class UpstreamSource:
         except CorruptBatch as exc:
             raise SourceUnavailable(ErrorCode.CORRUPT_MESSAGE, f"{ref.topic}-{ref.partition}: {exc}") from exc
         log_start = int(getattr(part, "log_start_offset", -1))  # v5+
+        self._stable[ref] = int(part.last_stable_offset)
         return PartitionRead(mark_aborted(raws, aborted), log_start, int(part.high_watermark),
                              int(part.last_stable_offset))
 
-    async def _log_start(self, ref: PartitionRef) -> int:
+    async def wait_for_append(self, refs: Sequence[PartitionRef], timeout_s: float) -> None:
+        """Return once one of ``refs`` holds a batch at or past the last stable offset its last read
+        saw, or after ``timeout_s`` (a partition that cannot be read ends the wait: the caller's
+        next read answers its error)."""
+        deadline = time.monotonic() + timeout_s
+        watched = [(ref, self._stable[ref]) for ref in refs if ref in self._stable]
+        while watched and (left := deadline - time.monotonic()) > 0:
+            await asyncio.sleep(min(APPEND_POLL_S, left))
+            for ref, offset in watched:
+                try:
+                    if (await self.read(ref, offset, 1)).batches:
+                        return
+                except (SourceUnavailable, OffsetOutOfRange):
+                    return
+
+    async def offset_for(self, ref: PartitionRef, timestamp: int, committed: bool = False) -> int:
+        """ListOffsets of one partition at its leader: ``EARLIEST`` (-2), ``LATEST`` (-1: the high
+        watermark, or the last stable offset when ``committed``) or the first offset whose record
+        is at or after a timestamp (-1 when none is)."""
         data = await self._call_leader(ref, LIST_OFFSETS, LIST_OFFSETS_VERSIONS, {
-            "replica_id": -1, "isolation_level": READ_COMMITTED,
+            "replica_id": -1, "isolation_level": READ_COMMITTED if committed else READ_UNCOMMITTED,
             "topics": [{"name": ref.topic, "partitions": [{
-                "partition_index": ref.partition, "current_leader_epoch": -1, "timestamp": EARLIEST}]}]})
+                "partition_index": ref.partition, "current_leader_epoch": -1, "timestamp": timestamp}]}]})
         part = data.topics[0].partitions[0]
         code = ErrorCode(int(part.error_code))
         if code != ErrorCode.NONE:
             raise self._unavailable(ref, code, "ListOffsets")
         return int(part.offset)
+
+    async def _log_start(self, ref: PartitionRef) -> int:
+        return await self.offset_for(ref, EARLIEST)
 
     def _version(self, ref: PartitionRef, api_key: int, versions: tuple[int, int]) -> int:
         version = self.cluster.version_for(api_key, versions[1], versions[0])
@@ -135,5 +170,6 @@ class UpstreamSource:
     def _unavailable(self, ref: PartitionRef, code: ErrorCode, detail: str) -> SourceUnavailable:
         """Forget the leader and ask the cluster view to refresh: the next read looks again."""
         self._leaders.pop((ref.topic, ref.partition), None)
+        self._stable.pop(ref, None)
         self.cluster.request_refresh()
         return SourceUnavailable(code, f"{ref.topic}-{ref.partition}: {detail}")

@@ -10,8 +10,10 @@ ApiVersions (KIP-511) in sidecar mode:
   the versions both we and the upstream speak (`UPSTREAM_CAPPED`), and not at all before the
   upstream's are known or when the upstream has none: a client then sees a cluster without
   transactional offset commits rather than one whose commits would fail;
-- the share-group and streams-group APIs (KIP-932, KIP-1071) are not advertised: their coordinators
-  are not served here.
+- the share-group and streams-group APIs (KIP-932, KIP-1071) are never forwarded: an upstream's
+  own are not advertised. The share groups' four (ShareGroupHeartbeat, ShareGroupDescribe,
+  ShareFetch, ShareAcknowledge) are served here over the upstream (`share/wiring`), with our
+  ranges, when the node registers them (one shard); the streams groups' coordinator is not.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ TXN_OFFSET_COMMIT = 28
 FIND_COORDINATOR = 10
 METADATA = 3
 NOT_ADVERTISED = frozenset({76, 77, 78, 79, 80, 81, 88, 89, 90, 91})
+SHARE_GROUPS = frozenset({76, 77, 78, 79})
+"""Never forwarded, but advertised when served here (the upstream's are not)."""
 UPSTREAM_CAPPED = frozenset({TXN_OFFSET_COMMIT})
 """Served here but done upstream: advertised only within the upstream's range."""
 DECODED = (0, 1, 3, 60)  # responses we may rewrite: versions limited to the ones we can decode
@@ -78,7 +82,7 @@ def api_table(ours: Mapping[int, tuple[int, int]], upstream: Mapping[int, tuple[
                 continue
         table[key] = (low, high)
     for key, span in ours.items():
-        if key in NOT_ADVERTISED:
+        if key in NOT_ADVERTISED and key not in SHARE_GROUPS:
             continue
         if key in UPSTREAM_CAPPED:
             theirs = upstream.get(key)
@@ -95,7 +99,8 @@ def provisional_table(ours: Mapping[int, tuple[int, int]]) -> dict[int, tuple[in
     nothing is known of what the upstream serves; the broker listeners a client would send data
     requests to open only once the upstream has answered, and a client asks ApiVersions again on
     each of them."""
-    table = {key: span for key, span in ours.items() if key not in NOT_ADVERTISED and key not in UPSTREAM_CAPPED}
+    table = {key: span for key, span in ours.items()
+             if (key not in NOT_ADVERTISED or key in SHARE_GROUPS) and key not in UPSTREAM_CAPPED}
     known = decodable(METADATA)
     if known is not None:
         table[METADATA] = known
