@@ -78,7 +78,7 @@ def apis(server: CoordinatorServer, declared: list[ApiDeclaration]) -> list[ApiD
     assert sidecar is not None
     if server.layout.shards == 1:
         declared = [*declared, *sidecar_share_apis(
-            lambda: server.shard, server.view, sidecar.cluster,
+            lambda: server.shard, server.view, sidecar.cluster, sidecar.listeners.address,
             AutoOffsetReset.parse(server.config["share.auto.offset.reset"]), server.config.build(ShareFetchConfig))]
     return served_by_sidecar(declared, sidecar.handlers(server.view, lambda: server.registry.version_ranges()))
 

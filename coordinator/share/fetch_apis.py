@@ -44,7 +44,7 @@ from ..core.share.requests import (
     ShareFetchResponse,
     ShareReadPartition,
 )
-from ..runtime.apis.view import NodeView
+from ..runtime.apis.view import Node, NodeView
 from ..runtime.shard import ShardRuntime
 from .acquire import batches_holding, read_for
 from .source import PartitionRead, PartitionRef, RecordSource, SourceUnavailable
@@ -58,11 +58,14 @@ WaitForAppend = Callable[[list[PartitionRef], float], Awaitable[None]]
 @dataclass(frozen=True, slots=True)
 class ShareDataPath:
     """What the share fetch APIs read through: the catalog (topic ids to names), the record
-    source behind the batch cache, and the wait for an append (``MaxWaitMs``)."""
+    source behind the batch cache, and the wait for an append (``MaxWaitMs``); in sidecar mode
+    the address of the listener standing for an upstream broker (``broker_endpoint``), which a
+    request sent there is answered as coming from."""
 
     catalog: TopicSource
     reader: RecordSource
     wait_for_append: WaitForAppend
+    broker_endpoint: Callable[[int], tuple[str, int]] | None = None
 
 
 def share_fetch_handlers(shard: Callable[[], ShardRuntime | None], view: NodeView,
@@ -123,12 +126,13 @@ class _Serving:
         forgotten = [] if acknowledge_only else [
             (t.topic_id, int(p)) for t in r.forgotten_topics_data for p in t.partitions]
         epoch = int(r.share_session_epoch)
+        node = "" if ctx.node_id is None else str(ctx.node_id)  # a session per node, as per broker
 
         reads: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]] = {}
         if not acknowledge_only and epoch != -1:
             wanted = set(added)
             if epoch != 0:
-                session = share.sessions.get(group_id, member_id)
+                session = share.sessions.get(group_id, member_id, node)
                 wanted |= set(session.partitions) if session is not None else set()
             wanted -= set(forgotten)
             max_bytes = int(r.max_bytes) if r.max_bytes > 0 else 1 << 20
@@ -144,7 +148,7 @@ class _Serving:
             acquire_mode=int(getattr(r, "share_acquire_mode", 0)), is_renew_ack=bool(getattr(r, "is_renew_ack", False)),
             added=tuple(added), forgotten=tuple(forgotten), acks=tuple(acks),
             reads=tuple(_read_partition(tp, read, code) for tp, (_, read, code) in reads.items()),
-            acknowledge_only=acknowledge_only)
+            acknowledge_only=acknowledge_only, node=node)
         pending = runtime.submit(request)
         response: ShareFetchResponse = await pending if isinstance(pending, asyncio.Future) else pending.response
         return respond(ctx, self._describe(ctx, response, reads, denied, acknowledge_only))
@@ -175,6 +179,8 @@ class _Serving:
                   reads: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]],
                   denied: list[tuple[UUID, int, ErrorCode]], acknowledge_only: bool) -> dict[str, Any]:
         node = self.view.node_for(ctx.listener)
+        if ctx.node_id is not None and self.path.broker_endpoint is not None:
+            node = Node(ctx.node_id, *self.path.broker_endpoint(ctx.node_id))
         leader = {"leader_id": node.node_id, "leader_epoch": 0}
         topics: dict[UUID, list[dict[str, Any]]] = {}
         for a in response.partitions:

@@ -43,11 +43,13 @@ def embedded_share_apis(shard: Callable[[], ShardRuntime | None], view: NodeView
 
 
 def sidecar_share_apis(shard: Callable[[], ShardRuntime | None], view: NodeView, cluster: UpstreamCluster,
-                       reset: AutoOffsetReset, settings: ShareFetchConfig) -> list[ApiDeclaration]:
-    """The same four APIs over the upstream cluster the sidecar fronts, declared served here."""
+                       broker_endpoint: Callable[[int], tuple[str, int]], reset: AutoOffsetReset,
+                       settings: ShareFetchConfig) -> list[ApiDeclaration]:
+    """The same four APIs over the upstream cluster the sidecar fronts, declared served here;
+    ``broker_endpoint`` is the address of the listener standing for an upstream broker."""
     source = UpstreamSource(cluster)
     path = ShareDataPath(cluster.catalog, BatchCache(source, settings.share_fetch_cache_max_bytes),
-                         source.wait_for_append)
+                         source.wait_for_append, broker_endpoint)
     declared = [*share_handlers(shard, UpstreamStartOffsets(cluster.catalog, source, reset)),
                 *share_fetch_handlers(shard, view, path)]
     return [dataclasses.replace(d, sidecar=SidecarRoute.SERVED) for d in declared]

@@ -1,6 +1,7 @@
 """Share groups with Apache Kafka's own share consumer (``KafkaShareConsumer``, kafka-clients
-4.3.0, compiled once with the machine's javac): two Java consumers share a 2-partition topic and
-are each given distinct records, every record once; the coordinator then hands out nothing more."""
+4.3.0, compiled once with the machine's javac), in both modes (embedded, and a sidecar in front of
+Apache Kafka 4.0, which has no share groups): two Java consumers share a 2-partition topic and are
+each given distinct records, every record once; the coordinator then hands out nothing more."""
 
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.clients import produce
+from tests.interop.share_support import MODES, ShareSetup, share_setup
 from tests.support.polling import eventually
-from tests.support.server import ServerProcess, running_server
 
 CLIENTS_ENV = "KAFKA_CLIENTS_430"
 SOURCE = Path(__file__).parent / "java" / "ShareReader.java"
@@ -37,17 +37,17 @@ def share_reader(tmp_path_factory: pytest.TempPathFactory) -> str:
     return f"{classpath}:{out}"
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    with running_server(tmp_path, overrides={"topics": "orders:2", "share.auto.offset.reset": "earliest"}) as instance:
-        yield instance
+@pytest.fixture(params=MODES)
+def queue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ShareSetup]:
+    with share_setup(request.param, tmp_path, request, {"share.auto.offset.reset": "earliest"}) as setup:
+        yield setup
 
 
 class JavaReader:
     """One ShareReader process; what it printed, collected by a thread."""
 
-    def __init__(self, classpath: str, bootstrap: str, group: str) -> None:
-        self.proc = subprocess.Popen(["java", "-cp", classpath, "ShareReader", bootstrap, group, "orders"],
+    def __init__(self, classpath: str, bootstrap: str, group: str, topic: str) -> None:
+        self.proc = subprocess.Popen(["java", "-cp", classpath, "ShareReader", bootstrap, group, topic],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True)
         self.records: list[tuple[int, int]] = []
@@ -77,10 +77,10 @@ class JavaReader:
 
 
 @pytest.mark.asyncio
-async def test_two_java_share_consumers_get_each_record_once(server: ServerProcess, share_reader: str) -> None:
+async def test_two_java_share_consumers_get_each_record_once(queue: ShareSetup, share_reader: str) -> None:
     count = 2000
-    produce(server.bootstrap, "orders", count, 2)
-    readers = [JavaReader(share_reader, server.bootstrap, "java-q") for _ in range(2)]
+    queue.produce(count)
+    readers = [JavaReader(share_reader, queue.bootstrap, "java-q", queue.topic) for _ in range(2)]
     try:
         everything = lambda: [r for reader in readers for r in reader.records]  # noqa: E731
         await eventually(lambda: len(set(everything())) >= count, timeout=90, message="every record delivered")
@@ -93,8 +93,8 @@ async def test_two_java_share_consumers_get_each_record_once(server: ServerProce
     assert set(delivered) == expected and len(delivered) == count  # each record once, to one consumer
 
     # What they acknowledged stays acknowledged: a third consumer of the group gets only a new record.
-    produce(server.bootstrap, "orders", 1, 1)
-    late = JavaReader(share_reader, server.bootstrap, "java-q")
+    queue.produce(1, 1)
+    late = JavaReader(share_reader, queue.bootstrap, "java-q", queue.topic)
     try:
         await eventually(lambda: late.records, timeout=60, message="the new record")
     finally:
