@@ -72,11 +72,12 @@ def coordinator_nodes(server: CoordinatorServer) -> list[tuple[int, str, int]]:
 
 def apis(server: CoordinatorServer, declared: list[ApiDeclaration]) -> list[ApiDeclaration]:
     """What sidecar mode registers of the declared APIs, the sidecar's own in place of some, and
-    share groups' four APIs served over the upstream (with one shard only, as in embedded mode:
-    with several, a per-broker listener's connection may reach a shard that does not hold the group)."""
+    share groups' four APIs served over the upstream: with one shard and the log in the data
+    directory only (with several shards, or instances sharing the log upstream, a per-broker
+    listener's connection may reach a process that does not hold the group)."""
     sidecar = server.sidecar
     assert sidecar is not None
-    if server.layout.shards == 1:
+    if server.layout.shards == 1 and server.upstream_log is None:
         declared = [*declared, *sidecar_share_apis(
             lambda: server.shard, server.view, sidecar.cluster, sidecar.listeners.address,
             AutoOffsetReset.parse(server.config["share.auto.offset.reset"]), server.config.build(ShareFetchConfig))]

@@ -1,4 +1,4 @@
-"""ShareFetch (78) and ShareAcknowledge (79) v1-v2, served in embedded mode over the share data path.
+"""ShareFetch (78) and ShareAcknowledge (79) v1-v2, served in either mode over the share data path.
 
 Version notes: v1 is Kafka 4.1's first served version; v2 (Kafka 4.3, KIP-1206/KIP-1222) adds
 ``ShareAcquireMode`` (0 batch-optimized, 1 record-limit) and ``IsRenewAck`` (acknowledge type 4,
