@@ -30,6 +30,9 @@ from tests.interop.share_support import (
 )
 
 SETTINGS = {"share.auto.offset.reset": "earliest",
+            # a batch cache far smaller than 10,000 records: reads pass it by or evict, and what
+            # comes back is read again (from the upstream's leader in sidecar mode)
+            "group.share.fetch.cache.max.bytes": "16384",
             # a SIGKILLed member keeps its share of the partitions until its session ends: short,
             # so the test is too
             "group.share.session.timeout.ms": "6000", "group.share.heartbeat.interval.ms": "1000"}
