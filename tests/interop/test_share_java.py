@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,15 +44,26 @@ def queue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ShareSetup
         yield setup
 
 
+@pytest.fixture(params=MODES)
+def short_locked_queue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ShareSetup]:
+    """Records locked for 2 s (Kafka's least), members fenced after 6 s without a heartbeat."""
+    with share_setup(request.param, tmp_path, request, {
+            "share.auto.offset.reset": "earliest", "group.share.record.lock.duration.ms": "2000",
+            "group.share.session.timeout.ms": "6000", "group.share.heartbeat.interval.ms": "1000"}) as setup:
+        yield setup
+
+
 class JavaReader:
     """One ShareReader process; what it printed, collected by a thread."""
 
-    def __init__(self, classpath: str, bootstrap: str, group: str, topic: str) -> None:
-        self.proc = subprocess.Popen(["java", "-cp", classpath, "ShareReader", bootstrap, group, topic],
+    def __init__(self, classpath: str, bootstrap: str, group: str, topic: str, hold: bool = False) -> None:
+        self.proc = subprocess.Popen(["java", "-cp", classpath, "ShareReader", bootstrap, group, topic,
+                                      *(["hold"] if hold else [])],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True)
         self.records: list[tuple[int, int]] = []
         self.closed = False
+        self.holding = False
         self._thread = threading.Thread(target=self._collect, daemon=True)
         self._thread.start()
 
@@ -61,9 +73,20 @@ class JavaReader:
             line = line.strip()
             if line == "closed":
                 self.closed = True
+            elif line == "holding":
+                self.holding = True
             elif line:
                 partition, offset = line.split(":")
                 self.records.append((int(partition), int(offset)))
+
+    def kill(self) -> None:
+        """SIGKILL: no acknowledgement, no final request, no leave."""
+        self.proc.kill()
+        self.proc.wait(10)
+        self._thread.join(10)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        self.proc.stdout.close()
 
     def stop(self) -> None:
         assert self.proc.stdin is not None
@@ -76,23 +99,25 @@ class JavaReader:
         self.proc.stdout.close()
 
 
-@pytest.mark.asyncio
-async def test_two_java_share_consumers_get_each_record_once(queue: ShareSetup, share_reader: str) -> None:
-    count = 2000
+async def share_among_java_readers(queue: ShareSetup, share_reader: str, readers: int, count: int) -> None:
+    """``readers`` Java share consumers of one group read ``count`` records, each once, then close;
+    the coordinator is SIGKILLed and restarted over its data, and a late reader of the group gets
+    only a record produced after, nothing they acknowledged."""
     queue.produce(count)
-    readers = [JavaReader(share_reader, queue.bootstrap, "java-q", queue.topic) for _ in range(2)]
+    group = [JavaReader(share_reader, queue.bootstrap, "java-q", queue.topic) for _ in range(readers)]
     try:
-        everything = lambda: [r for reader in readers for r in reader.records]  # noqa: E731
-        await eventually(lambda: len(set(everything())) >= count, timeout=90, message="every record delivered")
+        everything = lambda: [r for reader in group for r in reader.records]  # noqa: E731
+        await eventually(lambda: len(set(everything())) >= count, timeout=120, message="every record delivered")
     finally:
-        for reader in readers:
+        for reader in group:
             reader.stop()
-    assert all(reader.closed for reader in readers)  # each acknowledged what it held and closed cleanly
+    assert all(reader.closed for reader in group)  # each acknowledged what it held and closed cleanly
     delivered = everything()
     expected = {(p, o) for p in (0, 1) for o in range(count // 2)}
     assert set(delivered) == expected and len(delivered) == count  # each record once, to one consumer
 
-    # What they acknowledged stays acknowledged: a third consumer of the group gets only a new record.
+    queue.server.kill()
+    queue.server.start()
     queue.produce(1, 1)
     late = JavaReader(share_reader, queue.bootstrap, "java-q", queue.topic)
     try:
@@ -100,3 +125,37 @@ async def test_two_java_share_consumers_get_each_record_once(queue: ShareSetup, 
     finally:
         late.stop()
     assert late.records == [(0, count // 2)]
+
+
+@pytest.mark.asyncio
+async def test_two_java_share_consumers_get_each_record_once_and_none_again_after_a_coordinator_sigkill(
+        queue: ShareSetup, share_reader: str) -> None:
+    await share_among_java_readers(queue, share_reader, 2, 2000)
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_five_java_share_consumers_share_ten_thousand_records(queue: ShareSetup, share_reader: str) -> None:
+    await share_among_java_readers(queue, share_reader, 5, 10_000)
+
+
+@pytest.mark.asyncio
+async def test_records_a_java_consumer_held_when_sigkilled_go_to_another_after_the_lock(
+        short_locked_queue: ShareSetup, share_reader: str) -> None:
+    queue = short_locked_queue
+    queue.produce(100)
+    holder = JavaReader(share_reader, queue.bootstrap, "java-held", queue.topic, hold=True)
+    try:
+        await eventually(lambda: holder.holding, timeout=60, message="the holder's first records")
+        held = set(holder.records)
+    finally:
+        holder.kill()
+    killed_at = time.monotonic()
+    other = JavaReader(share_reader, queue.bootstrap, "java-held", queue.topic)
+    try:
+        await eventually(lambda: held <= set(other.records) and len(other.records) >= 100, timeout=60,
+                         message="the held records delivered again")
+    finally:
+        other.stop()
+    assert time.monotonic() - killed_at >= 1.0  # not before the 2 s lock could have ended
+    assert sorted(other.records) == sorted({(p, o) for p in (0, 1) for o in range(50)})  # once each
