@@ -21,15 +21,17 @@ Two more things the sidecar's share path asks of the upstream: a partition's off
 (earliest, latest, or by timestamp: where a new share partition starts, ``starts``), and the wait
 for an append (ShareFetch's ``MaxWaitMs``, :meth:`UpstreamSource.wait_for_append`). The upstream
 tells nobody of an append, and a long-poll Fetch would hold the one connection to the leader that
-every read shares (a broker answers a connection's requests in order), so the wait asks again:
-every ``APPEND_POLL_S`` a one-byte read at the last stable offset each partition's last read saw,
-until one finds a batch or the wait is over. A partition never read yet is not waited for.
+every read shares (a broker answers a connection's requests in order), so the source asks again:
+one poller for all waiting requests, which every ``APPEND_POLL_S`` reads one byte of each watched
+partition at the last stable offset its last read saw, and wakes the requests waiting on a
+partition whose last stable offset moved past the one they saw. So the upstream gets at most one
+such read per watched partition per interval, however many consumers wait. A partition never read
+yet is not waited for; one that cannot be read wakes its waiters (their next read answers the error).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -66,6 +68,9 @@ class UpstreamSource:
         self.cluster = cluster
         self._leaders: dict[tuple[str, int], int] = {}
         self._stable: dict[PartitionRef, int] = {}  # the last stable offset each partition's last read saw
+        # requests waiting for an append: per partition, each one's future and the offset it saw
+        self._waiting: dict[PartitionRef, dict[asyncio.Future[None], int]] = {}
+        self._poller: asyncio.Task[None] | None = None
 
     async def read(self, ref: PartitionRef, offset: int, max_bytes: int) -> PartitionRead:
         max_bytes = max(max_bytes, 1)
@@ -96,19 +101,55 @@ class UpstreamSource:
                              int(part.last_stable_offset))
 
     async def wait_for_append(self, refs: Sequence[PartitionRef], timeout_s: float) -> None:
-        """Return once one of ``refs`` holds a batch at or past the last stable offset its last read
-        saw, or after ``timeout_s`` (a partition that cannot be read ends the wait: the caller's
-        next read answers its error)."""
-        deadline = time.monotonic() + timeout_s
-        watched = [(ref, self._stable[ref]) for ref in refs if ref in self._stable]
-        while watched and (left := deadline - time.monotonic()) > 0:
-            await asyncio.sleep(min(APPEND_POLL_S, left))
-            for ref, offset in watched:
+        """Return once one of ``refs`` has a last stable offset past the one its last read saw, or
+        after ``timeout_s``."""
+        watched = [ref for ref in refs if ref in self._stable]
+        if not watched:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for ref in watched:
+            self._waiting.setdefault(ref, {})[waiter] = self._stable[ref]
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.get_running_loop().create_task(self._poll(), name="share-upstream-appends")
+        try:
+            await asyncio.wait((waiter,), timeout=timeout_s)
+        finally:
+            for ref in watched:
+                waiting = self._waiting.get(ref)
+                if waiting is not None:
+                    waiting.pop(waiter, None)
+                    if not waiting:
+                        del self._waiting[ref]
+            if not waiter.done():
+                waiter.cancel()
+
+    async def _poll(self) -> None:
+        while self._waiting:
+            await asyncio.sleep(APPEND_POLL_S)
+            for ref in list(self._waiting):
+                if not self._waiting.get(ref):
+                    continue
+                stable = self._stable.get(ref)
+                if stable is None or self._wake(ref, stable):  # forgotten (unreadable), or another read moved it
+                    self._wake(ref, stable)
+                    continue
                 try:
-                    if (await self.read(ref, offset, 1)).batches:
-                        return
+                    await self.read(ref, stable, 1)  # moves ``_stable`` on when something was appended
                 except (SourceUnavailable, OffsetOutOfRange):
-                    return
+                    self._wake(ref, None)
+                    continue
+                self._wake(ref, self._stable.get(ref))
+
+    def _wake(self, ref: PartitionRef, stable: int | None) -> bool:
+        """Wake the requests waiting on ``ref`` that saw an offset below ``stable`` (all of them when
+        None: it cannot be read now). True when any was."""
+        woken = False
+        for waiter, seen in list(self._waiting.get(ref, {}).items()):
+            if stable is None or seen < stable:
+                if not waiter.done():
+                    waiter.set_result(None)
+                woken = True
+        return woken
 
     async def offset_for(self, ref: PartitionRef, timestamp: int, committed: bool = False) -> int:
         """ListOffsets of one partition at its leader: ``EARLIEST`` (-2), ``LATEST`` (-1: the high

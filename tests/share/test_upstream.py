@@ -228,10 +228,22 @@ async def test_the_wait_for_an_append_ends_when_a_record_arrives_and_start_offse
     assert await starts("by_duration:PT1M").lookup(ref.topic_id, 0) == 3
     assert await starts("earliest").lookup(uuid.uuid4(), 0) is None, "a topic the upstream does not have"
 
-    # Nothing past what was read: the whole wait. A record appended meanwhile ends it at once.
+    # Nothing past what was read: the whole wait, for each of five waiting requests, which share one
+    # poll of the partition (a one-byte read per 50 ms), not one each.
+    reads = 0
+    read = source.read
+
+    async def counted(*args: object) -> PartitionRead:
+        nonlocal reads
+        reads += 1
+        return await read(*args)  # type: ignore[arg-type]
+
+    source.read = counted  # type: ignore[method-assign]
     started = time.monotonic()
-    await source.wait_for_append([ref], 0.5)
+    await asyncio.gather(*(source.wait_for_append([ref], 0.5) for _ in range(5)))
     assert time.monotonic() - started >= 0.5
+    assert 1 <= reads <= 12, reads
+    source.read = read  # type: ignore[method-assign]
     waiting = asyncio.create_task(source.wait_for_append([ref], 20))
     await asyncio.sleep(0)  # the wait has begun: what comes now is an append it must see
     started = time.monotonic()
