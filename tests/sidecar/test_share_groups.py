@@ -17,6 +17,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from coordinator.config import resolve
+from coordinator.node.server import CoordinatorServer
 from coordinator.sidecar.apis import api_table
 from protocol.build import build
 from protocol.errors import ErrorCode
@@ -25,7 +27,7 @@ from tests.interop.share_support import Delivery, consume_until, share_consumer
 from tests.share.test_upstream import produce_transaction
 from tests.support.kafka import KafkaBroker
 from tests.support.polling import eventually
-from tests.support.server import ServerProcess
+from tests.support.server import ServerProcess, free_port
 from tests.support.wire import WireClient
 
 from .conftest import free_base_port, sidecar_process, start_mock_cluster, stop_process
@@ -268,3 +270,20 @@ def test_an_upstreams_own_share_apis_are_never_advertised() -> None:
     assert not {76, 77, 78, 79} & set(api_table({18: (0, 4)}, upstream))
     served = api_table({18: (0, 4), 76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2)}, upstream)
     assert (served[76], served[78], served[79]) == ((1, 1), (1, 2), (1, 2))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("settings", "served"), [
+    ({}, True),
+    ({"coordinator.shards": "2"}, False),  # a per-broker listener's connection may reach the other shard
+    ({"coordinator.log.storage": "upstream"}, False),  # or another instance sharing the ports
+])
+async def test_share_groups_are_served_with_one_shard_and_the_log_local_only(
+        tmp_path: Path, settings: dict[str, str], served: bool) -> None:
+    config = resolve(environ={}, overrides=[f"{k}={v}" for k, v in {
+        "upstream.bootstrap.servers": "127.0.0.1:9", "sidecar.listener.base.port": str(free_base_port()),
+        **settings}.items()], flags={"listeners": f"127.0.0.1:{free_port()}", "metrics.listen": "127.0.0.1:0",
+                                     "log.dirs": str(tmp_path / "data")})
+    server = CoordinatorServer(config, shard=0 if "coordinator.shards" in settings else None)  # built, not started
+    registered = {key for key in (76, 77, 78, 79) if server.registry.get(key) is not None}
+    assert registered == ({76, 77, 78, 79} if served else set())
