@@ -37,6 +37,7 @@ from ..api.registry import RequestContext
 from ..api.respond import respond
 from ..catalog import TopicSource
 from ..core.share.acquisition import AcquiredRange
+from ..core.share.partition import SharePartition
 from ..core.share.registration import ShareGroupType
 from ..core.share.requests import (
     ShareAckPartition,
@@ -159,6 +160,7 @@ class _Serving:
                     max_bytes: int) -> dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]]:
         out: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]] = {}
         per_partition = max(1, max_bytes // max(1, len(partitions)))
+        reading: list[tuple[tuple[UUID, int], PartitionRef, SharePartition]] = []
         for topic_id, index in partitions:
             info = self.path.catalog.by_id(topic_id)
             ref = PartitionRef(topic_id, info.name if info is not None else "", index)
@@ -169,11 +171,20 @@ class _Serving:
             if p is None or not p.initialized:
                 out[(topic_id, index)] = (ref, None, ErrorCode.NONE)  # not started yet: nothing to give
                 continue
-            try:
-                out[(topic_id, index)] = (ref, await read_for(self.path.reader, p, ref, per_partition), ErrorCode.NONE)
-            except SourceUnavailable as exc:
-                out[(topic_id, index)] = (ref, None, ErrorCode(exc.code))
+            out[(topic_id, index)] = (ref, None, ErrorCode.NONE)  # its place in the answer's order
+            reading.append(((topic_id, index), ref, p))
+        # The partitions are read at once (in sidecar mode, one round trip to their leaders, not one each).
+        reads = await asyncio.gather(*(self._read_one(p, ref, per_partition) for _, ref, p in reading))
+        for (tp, ref, _), (read, code) in zip(reading, reads, strict=True):
+            out[tp] = (ref, read, code)
         return out
+
+    async def _read_one(self, p: SharePartition, ref: PartitionRef,
+                        max_bytes: int) -> tuple[PartitionRead | None, ErrorCode]:
+        try:
+            return await read_for(self.path.reader, p, ref, max_bytes), ErrorCode.NONE
+        except SourceUnavailable as exc:
+            return None, ErrorCode(exc.code)
 
     def _describe(self, ctx: RequestContext, response: ShareFetchResponse,
                   reads: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]],
