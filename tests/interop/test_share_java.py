@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,14 +57,14 @@ def short_locked_queue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterat
 class JavaReader:
     """One ShareReader process; what it printed, collected by a thread."""
 
-    def __init__(self, classpath: str, bootstrap: str, group: str, topic: str, hold: bool = False) -> None:
-        self.proc = subprocess.Popen(["java", "-cp", classpath, "ShareReader", bootstrap, group, topic,
-                                      *(["hold"] if hold else [])],
+    def __init__(self, classpath: str, bootstrap: str, group: str, topic: str, mode: str = "read") -> None:
+        self.proc = subprocess.Popen(["java", "-cp", classpath, "ShareReader", bootstrap, group, topic, mode],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True)
         self.records: list[tuple[int, int]] = []
         self.closed = False
         self.holding = False
+        self.decisions: list[tuple[int, int, str]] = []  # judge mode: (partition, offset, decision)
         self._thread = threading.Thread(target=self._collect, daemon=True)
         self._thread.start()
 
@@ -76,8 +77,10 @@ class JavaReader:
             elif line == "holding":
                 self.holding = True
             elif line:
-                partition, offset = line.split(":")
+                partition, offset, *decision = line.split(":")
                 self.records.append((int(partition), int(offset)))
+                if decision:
+                    self.decisions.append((int(partition), int(offset), decision[0]))
 
     def kill(self) -> None:
         """SIGKILL: no acknowledgement, no final request, no leave."""
@@ -144,7 +147,7 @@ async def test_records_a_java_consumer_held_when_sigkilled_go_to_another_after_t
         short_locked_queue: ShareSetup, share_reader: str) -> None:
     queue = short_locked_queue
     queue.produce(100)
-    holder = JavaReader(share_reader, queue.bootstrap, "java-held", queue.topic, hold=True)
+    holder = JavaReader(share_reader, queue.bootstrap, "java-held", queue.topic, "hold")
     try:
         await eventually(lambda: holder.holding, timeout=60, message="the holder's first records")
         held = set(holder.records)
@@ -159,3 +162,32 @@ async def test_records_a_java_consumer_held_when_sigkilled_go_to_another_after_t
         other.stop()
     assert time.monotonic() - killed_at >= 1.0  # not before the 2 s lock could have ended
     assert sorted(other.records) == sorted({(p, o) for p in (0, 1) for o in range(50)})  # once each
+
+
+@pytest.mark.asyncio
+async def test_a_java_consumer_releases_rejects_and_a_record_always_failing_is_archived_after_the_limit(
+        queue: ShareSetup, share_reader: str) -> None:
+    count = 60  # 30 per partition
+    queue.produce(count)
+    reader = JavaReader(share_reader, queue.bootstrap, "java-judge", queue.topic, "judge")
+    poison = (0, 0)
+    try:
+        def judged() -> bool:
+            times = Counter(reader.records)
+            return (times[poison] >= 5 and set(times) == {(p, o) for p in (0, 1) for o in range(30)}
+                    and all(times[(p, o)] >= 2 for p in (0, 1) for o in range(0, 30, 3) if (p, o) != poison))
+
+        await eventually(judged, timeout=90, message="every record decided, the released ones twice")
+        # Redeliveries come before anything newer of the partition: were the poison still available
+        # it would come back before (or with) a record produced now.
+        queue.produce(1, 1)
+        await eventually(lambda: (0, 30) in reader.records, timeout=60, message="a record produced after")
+    finally:
+        reader.stop()
+    times = Counter(reader.records)
+    assert times[poison] == 5, "group.share.delivery.count.limit deliveries, then archived"
+    for (p, o), n in times.items():
+        if (p, o) in (poison, (0, 30)):  # the marker is released too (30 % 3 == 0): seen once or twice by now
+            continue
+        assert n == (2 if o % 3 == 0 else 1), ((p, o), n)  # released come back once; rejected never
+    assert {d for _, o, d in reader.decisions if o % 3 == 1} == {"reject"}
