@@ -3,7 +3,8 @@ requests) and through a real share consumer: in front of librdkafka's 3-broker m
 share APIs are advertised and answered on every listener, and a member whose partitions have
 leaders on two brokers keeps a share session with each; in front of Apache Kafka 4.0, a consumer
 starts at the log end by default, never gets an aborted transaction's records, and a topic
-deleted upstream is answered with Kafka's codes."""
+deleted upstream is answered with Kafka's codes. An upstream's own share APIs are never advertised,
+and a node serves share groups with one shard and the log local only."""
 
 from __future__ import annotations
 
