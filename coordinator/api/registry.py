@@ -37,6 +37,9 @@ class RequestContext(msgspec.Struct, frozen=True, gc=False):
     authz: Any = None
     """The `security.authorizer.Authorizer` when `authorizer.class.name` is set, else None: a
     handler checks `ctx.authz is not None` before anything else, so no authorizer costs one test."""
+    node_id: int | None = None
+    """The upstream broker whose listener the request arrived on (sidecar mode's per-broker
+    listeners: a client sends it there as to that broker), else None."""
 
 
 class Deferred(msgspec.Struct, frozen=True, gc=False):

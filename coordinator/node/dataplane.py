@@ -46,7 +46,7 @@ def apis(server: CoordinatorServer, config: Config) -> list[ApiDeclaration]:
     """The data plane's declarations on an embedded node (never called in sidecar mode)."""
     if server.serves_data_plane:
         return [*dataplane_handlers(server.catalog, server.store, server.store.config),
-                *embedded_share_apis(  # share groups: embedded mode only (so far)
+                *embedded_share_apis(  # share groups over the data plane (sidecar mode: node/sidecar.py)
                     lambda: server.shard, server.view, server.catalog, server.store,
                     AutoOffsetReset.parse(config["share.auto.offset.reset"]), config.build(ShareFetchConfig),
                     on_close=lambda listener: server.connections.closed.append(listener))]

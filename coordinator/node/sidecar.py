@@ -5,7 +5,8 @@ anything is opened (`build`), its API set laid over the declared one and its loc
 when the node takes the data directory (`activate`), the upstream's topics awaited before the
 shard serves (`ready`, also where a shard's node id colliding with an upstream broker's stops
 start-up) and the shard handed to it (`attach`), and at stop its listeners closed first
-(`stop_accepting`) and the rest last (`stop`). The feature itself is `coordinator/sidecar`."""
+(`stop_accepting`) and the rest last (`stop`). The feature itself is `coordinator/sidecar`
+(and, for share groups' APIs over the upstream, `coordinator/share/wiring.sidecar_share_apis`)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ from typing import TYPE_CHECKING
 from ..api.declaration import ApiDeclaration
 from ..api.placement import Owns
 from ..config import Config
+from ..core.share.config import AutoOffsetReset
 from ..runtime.connection import KafkaConnection
 from ..runtime.shard import ShardRuntime
 from ..runtime.startup_checks import StartupError
 from ..security.gate import SecurityConfigError
 from ..security.settings import AuthorizerConfig, UpstreamSecurityConfig
 from ..security.upstream import UpstreamSecurity, upstream_security
+from ..share.settings import ShareFetchConfig
+from ..share.wiring import sidecar_share_apis
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
 from ..sidecar.sidecar import Sidecar
@@ -67,9 +71,17 @@ def coordinator_nodes(server: CoordinatorServer) -> list[tuple[int, str, int]]:
 
 
 def apis(server: CoordinatorServer, declared: list[ApiDeclaration]) -> list[ApiDeclaration]:
-    """What sidecar mode registers of the declared APIs, the sidecar's own in place of some."""
+    """What sidecar mode registers of the declared APIs, the sidecar's own in place of some, and
+    share groups' four APIs served over the upstream: with one shard and the log in the data
+    directory only (with several shards, or instances sharing the log upstream, a per-broker
+    listener's connection may reach a process that does not hold the group)."""
     sidecar = server.sidecar
     assert sidecar is not None
+    if server.layout.shards == 1 and server.upstream_log is None:
+        declared = [*declared, *sidecar_share_apis(
+            lambda: server.shard, server.view, sidecar.cluster, sidecar.listeners.address,
+            AutoOffsetReset.parse(server.config["share.auto.offset.reset"]), server.config.build(ShareFetchConfig),
+            on_close=lambda listener: server.connections.closed.append(listener))]
     return served_by_sidecar(declared, sidecar.handlers(server.view, lambda: server.registry.version_ranges()))
 
 

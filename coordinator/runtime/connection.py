@@ -103,6 +103,8 @@ class Route(Protocol):
 
     local_keys: frozenset[int]
     """The api keys served here; any other frame is forwarded."""
+    node_id: int | None
+    """The upstream broker the listener stands for (None: the coordinator's own listener)."""
 
     @property
     def connected(self) -> bool: ...
@@ -420,7 +422,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             ctx = RequestContext(
                 self.connection_id, request.client_id, self.client_host,
                 request.api_key, request.api_version, request.correlation_id,
-                self.listener, self.principal, self._authz,
+                self.listener, self.principal, self._authz, None if self._route is None else self._route.node_id,
             )
             if self._sasl is not None and request.api_key != API_VERSIONS_KEY:
                 self._authenticate(request, ctx, started)

@@ -47,9 +47,15 @@ log = logging.getLogger(__name__)
 class StartOffsets(Protocol):
     """Where a share group starts reading a partition it never read (``share.auto.offset.reset``
     over the mode's log); None when the partition cannot be read now (the next heartbeat asks again).
-    ``reset``: the group's own ``share.auto.offset.reset`` (its group config), else the broker-wide one."""
+    ``reset``: the group's own ``share.auto.offset.reset`` (its group config), else the broker-wide one.
+
+    ``__call__`` answers without waiting, inside the heartbeat's own step (embedded mode reads its
+    log in process); None there defers to :meth:`lookup`, which runs after the answer is sent and
+    may wait (sidecar mode asks the upstream's leader)."""
 
     def __call__(self, topic_id: UUID, partition: int, reset: AutoOffsetReset | None = None) -> int | None: ...
+
+    async def lookup(self, topic_id: UUID, partition: int, reset: AutoOffsetReset | None = None) -> int | None: ...
 
 
 def share_handlers(shard: Callable[[], ShardRuntime | None], starts: StartOffsets,
@@ -123,7 +129,7 @@ async def _initialize(shard: Callable[[], ShardRuntime | None], starts: StartOff
     if runtime is None:
         return
     reset = _reset_of(runtime, group_id)
-    found = [(t, p, start) for t, p in partitions if (start := starts(t, p, reset)) is not None]
+    found = [(t, p, start) for t, p in partitions if (start := await starts.lookup(t, p, reset)) is not None]
     if not found:
         return
     try:

@@ -1,5 +1,7 @@
-"""Where a partition of the embedded data plane ends, for DescribeShareGroupOffsets' lag: the high
-watermark (the data plane has no transactions, so it is also the last stable offset)."""
+"""Where a share partition's log ends, for DescribeShareGroupOffsets' lag: in embedded mode the data
+plane's high watermark (it has no transactions, so it is also the last stable offset); in sidecar
+mode the last stable offset the upstream's leader reported on the last read of the partition (no
+read yet: unknown, lag -1), so describing a group never waits on the upstream."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ from uuid import UUID
 
 from ..catalog import TopicSource
 from ..dataplane.log import PartitionStore
+from .source import PartitionRef
+from .upstream import UpstreamSource
 
 
 class EmbeddedEndOffsets:
@@ -21,3 +25,17 @@ class EmbeddedEndOffsets:
         if topic is None or not 0 <= partition < topic.num_partitions:
             return None
         return self.store.log(topic, partition).high_watermark
+
+
+class UpstreamEndOffsets:
+    """An :class:`~.offsets_apis.EndOffsets` over what the upstream's leaders last reported."""
+
+    def __init__(self, catalog: TopicSource, source: UpstreamSource) -> None:
+        self.catalog = catalog
+        self.source = source
+
+    def __call__(self, topic_id: UUID, partition: int) -> int | None:
+        topic = self.catalog.by_id(topic_id)
+        if topic is None or not 0 <= partition < topic.num_partitions:
+            return None
+        return self.source.last_stable(PartitionRef(topic_id, topic.name, partition))

@@ -1,4 +1,4 @@
-"""ShareFetch (78) and ShareAcknowledge (79) v1-v2, served in embedded mode over the share data path.
+"""ShareFetch (78) and ShareAcknowledge (79) v1-v2, served in either mode over the share data path.
 
 Version notes: v1 is Kafka 4.1's first served version; v2 (Kafka 4.3, KIP-1206/KIP-1222) adds
 ``ShareAcquireMode`` (0 batch-optimized, 1 record-limit) and ``IsRenewAck`` (acknowledge type 4,
@@ -43,6 +43,7 @@ from ..api.registry import RequestContext
 from ..api.respond import respond
 from ..catalog import TopicSource
 from ..core.share.acquisition import AcquiredRange
+from ..core.share.partition import SharePartition
 from ..core.share.registration import ShareGroupType
 from ..core.share.requests import (
     ShareAckPartition,
@@ -52,7 +53,7 @@ from ..core.share.requests import (
     ShareReadPartition,
 )
 from ..logging import get_logger
-from ..runtime.apis.view import NodeView
+from ..runtime.apis.view import Node, NodeView
 from ..runtime.shard import ShardRuntime
 from .acquire import batches_holding, read_for
 from .source import PartitionRead, PartitionRef, RecordSource, SourceUnavailable
@@ -70,11 +71,14 @@ log = get_logger("coordinator.share")
 @dataclass(frozen=True, slots=True)
 class ShareDataPath:
     """What the share fetch APIs read through: the catalog (topic ids to names), the record
-    source behind the batch cache, and the wait for an append (``MaxWaitMs``)."""
+    source behind the batch cache, and the wait for an append (``MaxWaitMs``); in sidecar mode
+    the address of the listener standing for an upstream broker (``broker_endpoint``), which a
+    request sent there is answered as coming from."""
 
     catalog: TopicSource
     reader: RecordSource
     wait_for_append: WaitForAppend
+    broker_endpoint: Callable[[int], tuple[str, int]] | None = None
 
 
 def share_fetch_handlers(shard: Callable[[], ShardRuntime | None], view: NodeView,
@@ -166,12 +170,13 @@ class _Serving:
         forgotten = [] if acknowledge_only else [
             (t.topic_id, int(p)) for t in r.forgotten_topics_data for p in t.partitions]
         epoch = int(r.share_session_epoch)
+        node = "" if ctx.node_id is None else str(ctx.node_id)  # a session per node, as per broker
 
         reads: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]] = {}
         if not acknowledge_only and epoch != -1:
             wanted = set(added)
             if epoch != 0:
-                session = share.sessions.get(group_id, member_id)
+                session = share.sessions.get(group_id, member_id, node)
                 wanted |= set(session.partitions) if session is not None else set()
             wanted -= set(forgotten)
             max_bytes = int(r.max_bytes) if r.max_bytes > 0 else 1 << 20
@@ -187,7 +192,7 @@ class _Serving:
             acquire_mode=int(getattr(r, "share_acquire_mode", 0)), is_renew_ack=bool(getattr(r, "is_renew_ack", False)),
             added=tuple(added), forgotten=tuple(forgotten), acks=tuple(acks),
             reads=tuple(_read_partition(tp, read, code) for tp, (_, read, code) in reads.items()),
-            acknowledge_only=acknowledge_only)
+            acknowledge_only=acknowledge_only, node=node)
         pending = runtime.submit(request)
         response: ShareFetchResponse = await pending if isinstance(pending, asyncio.Future) else pending.response
         return respond(ctx, self._describe(ctx, response, reads, denied, acknowledge_only))
@@ -198,6 +203,7 @@ class _Serving:
                     max_bytes: int) -> dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]]:
         out: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]] = {}
         per_partition = max(1, max_bytes // max(1, len(partitions)))
+        reading: list[tuple[tuple[UUID, int], PartitionRef, SharePartition]] = []
         for topic_id, index in partitions:
             info = self.path.catalog.by_id(topic_id)
             ref = PartitionRef(topic_id, info.name if info is not None else "", index)
@@ -208,16 +214,27 @@ class _Serving:
             if p is None or not p.initialized:
                 out[(topic_id, index)] = (ref, None, ErrorCode.NONE)  # not started yet: nothing to give
                 continue
-            try:
-                out[(topic_id, index)] = (ref, await read_for(self.path.reader, p, ref, per_partition), ErrorCode.NONE)
-            except SourceUnavailable as exc:
-                out[(topic_id, index)] = (ref, None, ErrorCode(exc.code))
+            out[(topic_id, index)] = (ref, None, ErrorCode.NONE)  # its place in the answer's order
+            reading.append(((topic_id, index), ref, p))
+        # The partitions are read at once (in sidecar mode, one round trip to their leaders, not one each).
+        reads = await asyncio.gather(*(self._read_one(p, ref, per_partition) for _, ref, p in reading))
+        for (tp, ref, _), (read, code) in zip(reading, reads, strict=True):
+            out[tp] = (ref, read, code)
         return out
+
+    async def _read_one(self, p: SharePartition, ref: PartitionRef,
+                        max_bytes: int) -> tuple[PartitionRead | None, ErrorCode]:
+        try:
+            return await read_for(self.path.reader, p, ref, max_bytes), ErrorCode.NONE
+        except SourceUnavailable as exc:
+            return None, ErrorCode(exc.code)
 
     def _describe(self, ctx: RequestContext, response: ShareFetchResponse,
                   reads: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]],
                   denied: list[tuple[UUID, int, ErrorCode]], acknowledge_only: bool) -> dict[str, Any]:
         node = self.view.node_for(ctx.listener)
+        if ctx.node_id is not None and self.path.broker_endpoint is not None:
+            node = Node(ctx.node_id, *self.path.broker_endpoint(ctx.node_id))
         leader = {"leader_id": node.node_id, "leader_epoch": 0}
         topics: dict[UUID, list[dict[str, Any]]] = {}
         for a in response.partitions:

@@ -16,10 +16,23 @@ leader comes from a Metadata of that topic, remembered until a read says it move
   leader up again.
 - OFFSET_OUT_OF_RANGE: ListOffsets (earliest) tells where the log starts now, and the read fails
   with :class:`~.source.OffsetOutOfRange`.
+
+Two more things the sidecar's share path asks of the upstream: a partition's offset by ListOffsets
+(earliest, latest, or by timestamp: where a new share partition starts, ``starts``), and the wait
+for an append (ShareFetch's ``MaxWaitMs``, :meth:`UpstreamSource.wait_for_append`). The upstream
+tells nobody of an append, and a long-poll Fetch would hold the one connection to the leader that
+every read shares (a broker answers a connection's requests in order), so the source asks again:
+one poller for all waiting requests, which every ``APPEND_POLL_S`` reads one byte of each watched
+partition at the last stable offset its last read saw, and wakes the requests waiting on a
+partition whose last stable offset moved past the one they saw. So the upstream gets at most one
+such read per watched partition per interval, however many consumers wait. A partition never read
+yet is not waited for; one that cannot be read wakes its waiters (their next read answers the error).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from protocol.build import build
@@ -44,8 +57,9 @@ FETCH, LIST_OFFSETS, METADATA = 1, 2, 3
 FETCH_VERSIONS = (4, 12)
 LIST_OFFSETS_VERSIONS = (2, 7)
 METADATA_VERSIONS = (1, 12)
-READ_COMMITTED = 1
-EARLIEST = -2
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
+EARLIEST, LATEST = -2, -1
+APPEND_POLL_S = 0.05
 
 class UpstreamSource:
     """A :class:`~.source.RecordSource` over the upstream cluster the sidecar fronts."""
@@ -53,6 +67,14 @@ class UpstreamSource:
     def __init__(self, cluster: UpstreamCluster) -> None:
         self.cluster = cluster
         self._leaders: dict[tuple[str, int], int] = {}
+        self._stable: dict[PartitionRef, int] = {}  # the last stable offset each partition's last read saw
+        # requests waiting for an append: per partition, each one's future and the offset it saw
+        self._waiting: dict[PartitionRef, dict[asyncio.Future[None], int]] = {}
+        self._poller: asyncio.Task[None] | None = None
+
+    def last_stable(self, ref: PartitionRef) -> int | None:
+        """The last stable offset the partition's last read saw (None before its first read)."""
+        return self._stable.get(ref)
 
     async def read(self, ref: PartitionRef, offset: int, max_bytes: int) -> PartitionRead:
         max_bytes = max(max_bytes, 1)
@@ -78,19 +100,77 @@ class UpstreamSource:
         except CorruptBatch as exc:
             raise SourceUnavailable(ErrorCode.CORRUPT_MESSAGE, f"{ref.topic}-{ref.partition}: {exc}") from exc
         log_start = int(getattr(part, "log_start_offset", -1))  # v5+
+        self._stable[ref] = int(part.last_stable_offset)
         return PartitionRead(mark_aborted(raws, aborted), log_start, int(part.high_watermark),
                              int(part.last_stable_offset))
 
-    async def _log_start(self, ref: PartitionRef) -> int:
+    async def wait_for_append(self, refs: Sequence[PartitionRef], timeout_s: float) -> None:
+        """Return once one of ``refs`` has a last stable offset past the one its last read saw, or
+        after ``timeout_s``."""
+        watched = [ref for ref in refs if ref in self._stable]
+        if not watched:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for ref in watched:
+            self._waiting.setdefault(ref, {})[waiter] = self._stable[ref]
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.get_running_loop().create_task(self._poll(), name="share-upstream-appends")
+        try:
+            await asyncio.wait((waiter,), timeout=timeout_s)
+        finally:
+            for ref in watched:
+                waiting = self._waiting.get(ref)
+                if waiting is not None:
+                    waiting.pop(waiter, None)
+                    if not waiting:
+                        del self._waiting[ref]
+            if not waiter.done():
+                waiter.cancel()
+
+    async def _poll(self) -> None:
+        while self._waiting:
+            await asyncio.sleep(APPEND_POLL_S)
+            for ref in list(self._waiting):
+                if not self._waiting.get(ref):
+                    continue
+                stable = self._stable.get(ref)
+                if stable is None or self._wake(ref, stable):  # forgotten (unreadable), or another read moved it
+                    self._wake(ref, stable)
+                    continue
+                try:
+                    await self.read(ref, stable, 1)  # moves ``_stable`` on when something was appended
+                except (SourceUnavailable, OffsetOutOfRange):
+                    self._wake(ref, None)
+                    continue
+                self._wake(ref, self._stable.get(ref))
+
+    def _wake(self, ref: PartitionRef, stable: int | None) -> bool:
+        """Wake the requests waiting on ``ref`` that saw an offset below ``stable`` (all of them when
+        None: it cannot be read now). True when any was."""
+        woken = False
+        for waiter, seen in list(self._waiting.get(ref, {}).items()):
+            if stable is None or seen < stable:
+                if not waiter.done():
+                    waiter.set_result(None)
+                woken = True
+        return woken
+
+    async def offset_for(self, ref: PartitionRef, timestamp: int, committed: bool = False) -> int:
+        """ListOffsets of one partition at its leader: ``EARLIEST`` (-2), ``LATEST`` (-1: the high
+        watermark, or the last stable offset when ``committed``) or the first offset whose record
+        is at or after a timestamp (-1 when none is)."""
         data = await self._call_leader(ref, LIST_OFFSETS, LIST_OFFSETS_VERSIONS, {
-            "replica_id": -1, "isolation_level": READ_COMMITTED,
+            "replica_id": -1, "isolation_level": READ_COMMITTED if committed else READ_UNCOMMITTED,
             "topics": [{"name": ref.topic, "partitions": [{
-                "partition_index": ref.partition, "current_leader_epoch": -1, "timestamp": EARLIEST}]}]})
+                "partition_index": ref.partition, "current_leader_epoch": -1, "timestamp": timestamp}]}]})
         part = data.topics[0].partitions[0]
         code = ErrorCode(int(part.error_code))
         if code != ErrorCode.NONE:
             raise self._unavailable(ref, code, "ListOffsets")
         return int(part.offset)
+
+    async def _log_start(self, ref: PartitionRef) -> int:
+        return await self.offset_for(ref, EARLIEST)
 
     def _version(self, ref: PartitionRef, api_key: int, versions: tuple[int, int]) -> int:
         version = self.cluster.version_for(api_key, versions[1], versions[0])
@@ -135,5 +215,6 @@ class UpstreamSource:
     def _unavailable(self, ref: PartitionRef, code: ErrorCode, detail: str) -> SourceUnavailable:
         """Forget the leader and ask the cluster view to refresh: the next read looks again."""
         self._leaders.pop((ref.topic, ref.partition), None)
+        self._stable.pop(ref, None)
         self.cluster.request_refresh()
         return SourceUnavailable(code, f"{ref.topic}-{ref.partition}: {detail}")

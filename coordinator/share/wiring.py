@@ -1,29 +1,37 @@
-"""Share groups in embedded mode, assembled once for the node: one call returns their APIs.
+"""Share groups assembled once for the node, one call per mode, each returning their APIs.
 
-The node builds the share data path here and nowhere else: the data plane's logs as the record
-source, the byte-bounded batch cache in front of it (``group.share.fetch.cache.max.bytes``), the
-start offsets of new share partitions (``share.auto.offset.reset``) and the wait for an append
-(``MaxWaitMs``).
+The node builds the share data path here and nowhere else: the record source (embedded mode: the
+data plane's logs; sidecar mode: the upstream's partition leaders), the byte-bounded batch cache
+in front of it (``group.share.fetch.cache.max.bytes``), the start offsets of new share partitions
+(``share.auto.offset.reset``) and the wait for an append (``MaxWaitMs``).
+
+In sidecar mode all four APIs are answered here, never forwarded (the upstream needs no share
+groups of its own): ShareGroupHeartbeat and ShareGroupDescribe where clients find the group's
+coordinator, ShareFetch and ShareAcknowledge on the per-broker listeners, where a client sends them
+to the leader its (rewritten) Metadata names; every listener serves the APIs answered here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from functools import partial
 
-from ..api.declaration import ApiDeclaration
+from ..api.declaration import ApiDeclaration, SidecarRoute
 from ..catalog import TopicSource
 from ..core.share.config import AutoOffsetReset
 from ..dataplane.log import PartitionStore
 from ..runtime.apis.view import NodeView
 from ..runtime.shard import ShardRuntime
+from ..sidecar.cluster import UpstreamCluster
 from .apis import share_handlers
 from .cache import BatchCache
 from .embedded import DataPlaneSource, wait_for_append
-from .ends import EmbeddedEndOffsets
+from .ends import EmbeddedEndOffsets, UpstreamEndOffsets
 from .fetch_apis import OnClose, ShareDataPath, share_fetch_handlers
 from .settings import ShareFetchConfig
-from .starts import EmbeddedStartOffsets
+from .starts import EmbeddedStartOffsets, UpstreamStartOffsets
+from .upstream import UpstreamSource
 
 
 def embedded_share_apis(shard: Callable[[], ShardRuntime | None], view: NodeView, catalog: TopicSource,
@@ -36,3 +44,17 @@ def embedded_share_apis(shard: Callable[[], ShardRuntime | None], view: NodeView
     path = ShareDataPath(catalog, cache, partial(wait_for_append, catalog, store))
     return [*share_handlers(shard, EmbeddedStartOffsets(catalog, store, reset), EmbeddedEndOffsets(catalog, store)),
             *share_fetch_handlers(shard, view, path, on_close)]
+
+
+def sidecar_share_apis(shard: Callable[[], ShardRuntime | None], view: NodeView, cluster: UpstreamCluster,
+                       broker_endpoint: Callable[[int], tuple[str, int]], reset: AutoOffsetReset,
+                       settings: ShareFetchConfig, on_close: OnClose | None = None) -> list[ApiDeclaration]:
+    """The same APIs over the upstream cluster the sidecar fronts, declared served here;
+    ``broker_endpoint`` is the address of the listener standing for an upstream broker."""
+    source = UpstreamSource(cluster)
+    path = ShareDataPath(cluster.catalog, BatchCache(source, settings.share_fetch_cache_max_bytes),
+                         source.wait_for_append, broker_endpoint)
+    declared = [*share_handlers(shard, UpstreamStartOffsets(cluster.catalog, source, reset),
+                                UpstreamEndOffsets(cluster.catalog, source)),
+                *share_fetch_handlers(shard, view, path, on_close)]
+    return [dataclasses.replace(d, sidecar=SidecarRoute.SERVED) for d in declared]

@@ -12,10 +12,12 @@ ApiVersions (KIP-511) in sidecar mode:
   transactional offset commits rather than one whose commits would fail; so are DescribeConfigs and
   IncrementalAlterConfigs, whose GROUP resources are answered here and the rest upstream
   (`group_configs`);
-- the streams-group APIs (KIP-1071) are ours like the other group APIs, whatever the upstream
-  has (Kafka 4.0 has none): the sidecar creates their internal topics upstream
-  (`internal_topics`);
-- the share-group APIs (KIP-932) are not advertised: their coordinators are not served here.
+- the share-group and streams-group APIs (KIP-932, KIP-1071) are never forwarded: an upstream's
+  own are not advertised. The streams groups' two are ours like the other group APIs, whatever the
+  upstream has (Kafka 4.0 has none): the sidecar creates their internal topics upstream
+  (`internal_topics`). The share groups' four (ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch,
+  ShareAcknowledge) are served here over the upstream (`share/wiring`), with our ranges, when the
+  node registers them (one shard, the log local).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ TXN_OFFSET_COMMIT = 28
 FIND_COORDINATOR = 10
 METADATA = 3
 NOT_ADVERTISED = frozenset({76, 77, 78, 79, 80, 81, 90, 91})
+SHARE_GROUPS = frozenset({76, 77, 78, 79})
+"""Never forwarded, but advertised when served here (the upstream's are not)."""
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
 UPSTREAM_CAPPED = frozenset({TXN_OFFSET_COMMIT, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS})
 """Served here but done upstream: advertised only within the upstream's range."""
@@ -83,7 +87,7 @@ def api_table(ours: Mapping[int, tuple[int, int]], upstream: Mapping[int, tuple[
                 continue
         table[key] = (low, high)
     for key, span in ours.items():
-        if key in NOT_ADVERTISED:
+        if key in NOT_ADVERTISED and key not in SHARE_GROUPS:
             continue
         if key in UPSTREAM_CAPPED:
             theirs = upstream.get(key)
@@ -100,7 +104,8 @@ def provisional_table(ours: Mapping[int, tuple[int, int]]) -> dict[int, tuple[in
     nothing is known of what the upstream serves; the broker listeners a client would send data
     requests to open only once the upstream has answered, and a client asks ApiVersions again on
     each of them."""
-    table = {key: span for key, span in ours.items() if key not in NOT_ADVERTISED and key not in UPSTREAM_CAPPED}
+    table = {key: span for key, span in ours.items()
+             if (key not in NOT_ADVERTISED or key in SHARE_GROUPS) and key not in UPSTREAM_CAPPED}
     known = decodable(METADATA)
     if known is not None:
         table[METADATA] = known

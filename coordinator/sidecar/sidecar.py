@@ -253,7 +253,7 @@ class Sidecar:
                      reason="told ApiVersions before the upstream's were known")
 
     def _watch_subscriptions(self, handler: ApiHandler) -> ApiHandler:
-        """A KIP-848 subscription naming a topic we do not know, or a regex, asks for a Metadata
+        """A KIP-848 or share group subscription naming a topic we do not know, or a regex, asks for a Metadata
         refresh at once (the group's target follows the catalog change it brings). So does an
         OffsetCommit naming a topic we do not know: it is answered UNKNOWN_TOPIC_OR_PARTITION, a
         retriable error, and the client's retry finds the topic if the upstream has it. So does a
@@ -264,7 +264,7 @@ class Sidecar:
             return self._watch_commits(handler)
         if handler.api_key == 88:
             return self._watch_topologies(handler)
-        if handler.api_key != 68:
+        if handler.api_key not in (68, 76):  # ConsumerGroupHeartbeat, ShareGroupHeartbeat
             return handler
         inner = handler.handle
         seen_regexes: set[str] = set()

@@ -1,96 +1,106 @@
 """Share groups with a real share consumer (confluent-kafka's ``ShareConsumer``, librdkafka's
-KIP-932 client) against the embedded server process: consumers share partitions, acknowledge each
-record once, release and reject, die holding records (given back as their connection closes), and
-a restarted coordinator hands out nothing it was told was acknowledged."""
+KIP-932 client), in both modes: the embedded server process, and a sidecar in front of a real
+Apache Kafka 4.0 broker (which has no share groups: the coordinator serves them, reading the
+records from the broker). Consumers share partitions, acknowledge each record once, release and
+reject, die holding records (given back as their connection closes), and a restarted coordinator
+hands out nothing it was told was acknowledged."""
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import textwrap
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import AcknowledgeType, ShareConsumer
+from confluent_kafka import AcknowledgeType
 
-from tests.support.clients import produce
-from tests.support.server import ServerProcess, http_get, running_server, wait_until
+from tests.interop.share_support import (
+    MODES,
+    Delivery,
+    ShareSetup,
+    all_records,
+    consume_until,
+    share_setup,
+)
+from tests.support.server import ServerProcess, http_get, wait_until
 
-Delivery = tuple[int, int]  # (partition, offset)
-
-
-def share_consumer(bootstrap: str, group: str = "q", **config: str) -> ShareConsumer:
-    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, **config})
-    consumer.subscribe(["orders"])
-    return consumer
-
-
-def consume_until(consumer: ShareConsumer, done: Callable[[], bool], seen: list[Delivery], timeout: float = 60.0,
-                  on_message: Callable[[object], None] | None = None) -> None:
-    """Poll (librdkafka's poll blocks up to 0.5 s for records: no sleep) until ``done()``."""
-    deadline = time.monotonic() + timeout
-    while not done() and time.monotonic() < deadline:
-        for message in consumer.poll(0.5):
-            assert message.error() is None, message.error()
-            seen.append((message.partition(), message.offset()))
-            if on_message is not None:
-                on_message(message)
+SETTINGS = {"share.auto.offset.reset": "earliest",
+            # a batch cache far smaller than 10,000 records: reads pass it by or evict, and what
+            # comes back is read again (from the upstream's leader in sidecar mode)
+            "group.share.fetch.cache.max.bytes": "16384",
+            # a SIGKILLed member keeps its share of the partitions until its session ends: short,
+            # so the test is too
+            "group.share.session.timeout.ms": "6000", "group.share.heartbeat.interval.ms": "1000"}
+SHORT_LOCKS = {**SETTINGS, "group.share.record.lock.duration.ms": "2000"}
 
 
-def all_records(count: int, partitions: int = 2) -> set[Delivery]:
-    per = Counter(i % partitions for i in range(count))
-    return {(p, o) for p, n in per.items() for o in range(n)}
+@pytest.fixture(params=MODES)
+def queue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ShareSetup]:
+    with share_setup(request.param, tmp_path, request, SETTINGS) as setup:
+        yield setup
 
 
-@pytest.fixture
-def server(tmp_path: Path):
-    with running_server(tmp_path, overrides={"topics": "orders:2", "share.auto.offset.reset": "earliest",
-                                             "group.share.record.lock.duration.ms": "2000",
-                                             # a SIGKILLed member keeps its share of the partitions
-                                             # until its session ends: short, so the test is too
-                                             "group.share.session.timeout.ms": "6000",
-                                             "group.share.heartbeat.interval.ms": "1000"}) as instance:
-        yield instance
+@pytest.fixture(params=MODES)
+def short_locked_queue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ShareSetup]:
+    """Records locked for 2 s (Kafka's least): what a consumer dies holding comes back soon."""
+    with share_setup(request.param, tmp_path, request, SHORT_LOCKS) as setup:
+        yield setup
 
 
-def test_three_consumers_share_two_partitions_and_get_each_record_exactly_once(server: ServerProcess) -> None:
-    count = 3000
-    produce(server.bootstrap, "orders", count, 2)
-    seen: list[list[Delivery]] = [[], [], []]
+def share_everything(queue: ShareSetup, consumers: int, count: int) -> list[list[Delivery]]:
+    """``consumers`` share consumers of one group read the topic's ``count`` records concurrently,
+    then acknowledge what they hold and close; each one's deliveries, in the order it got them."""
+    seen: list[list[Delivery]] = [[] for _ in range(consumers)]
     total = lambda: sum(len(s) for s in seen)  # noqa: E731
-    consumers = [share_consumer(server.bootstrap) for _ in seen]
-    threads = [threading.Thread(target=consume_until, args=(c, lambda: total() >= count, s)) for c, s in zip(consumers, seen, strict=True)]
+    members = [queue.consumer() for _ in seen]
+    threads = [threading.Thread(target=consume_until, args=(c, lambda: total() >= count, s, 120))
+               for c, s in zip(members, seen, strict=True)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    for c in consumers:
-        c.commit_sync()  # the last poll's records are acknowledged (implicit mode) only at the next call
+    for c in members:
+        # The last poll's records are acknowledged (implicit mode) only at the next call: this one,
+        # and every partition's acknowledgement must succeed.
+        assert all(error is None for error in c.commit_sync().values())
         c.close()
-    everything = [d for s in seen for d in s]
-    assert len(everything) == count and set(everything) == all_records(count)  # none twice, none missing
+    return seen
 
-    # The coordinator is SIGKILLed and restarted: nothing acknowledged is delivered again. New records
-    # prove the group is served; none of the old ones may come with them.
-    server.kill()
-    server.start()
-    produce(server.bootstrap, "orders", 20, 2)
+
+def nothing_acknowledged_comes_back_after_a_sigkill(queue: ShareSetup, count: int) -> None:
+    """The coordinator is SIGKILLed and restarted over its data: new records prove the group is
+    served; none of the old ones may come with them."""
+    queue.server.kill()
+    queue.server.start()
+    queue.produce(20)
     after: list[Delivery] = []
-    again = share_consumer(server.bootstrap)
+    again = queue.consumer()
     consume_until(again, lambda: len(after) >= 20, after)
     again.close()
     assert sorted(after) == sorted({(p, o + count // 2) for p, o in all_records(20)})
 
 
-def test_released_records_come_back_and_rejected_ones_are_archived(server: ServerProcess) -> None:
+def test_five_consumers_share_ten_thousand_records_each_acknowledged_once(queue: ShareSetup) -> None:
+    count = 10_000
+    queue.produce(count)
+    per_consumer = share_everything(queue, 5, count)
+    everything = [d for got in per_consumer for d in got]
+    assert len(everything) == count and set(everything) == all_records(count)  # none twice, none missing
+    assert sum(1 for got in per_consumer if got) >= 2, [len(got) for got in per_consumer]  # shared, not handed to one
+    nothing_acknowledged_comes_back_after_a_sigkill(queue, count)
+
+
+def test_released_records_come_back_and_rejected_ones_are_archived(queue: ShareSetup) -> None:
     count = 300
-    produce(server.bootstrap, "orders", count, 2)
-    consumer = share_consumer(server.bootstrap, "explicit", **{"share.acknowledgement.mode": "explicit"})
+    queue.produce(count)
+    consumer = queue.consumer("explicit", **{"share.acknowledgement.mode": "explicit"})
     decided: dict[Delivery, AcknowledgeType] = {}
     seen: list[Delivery] = []
 
@@ -118,7 +128,7 @@ HOLDER = textwrap.dedent("""
     from confluent_kafka import ShareConsumer
     consumer = ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": "held",
                               "share.acknowledgement.mode": "explicit"})
-    consumer.subscribe(["orders"])
+    consumer.subscribe([sys.argv[2]])
     held = []
     while not held:
         held = [(m.partition(), m.offset()) for m in consumer.poll(0.5) if m.error() is None]
@@ -138,43 +148,48 @@ def share_metric(server: ServerProcess, name: str, labels: str = "") -> float:
     return 0.0
 
 
+@pytest.fixture(params=MODES)
+def long_locked_queue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ShareSetup]:
+    """Records locked for two minutes, far longer than the test: only a closed connection can give
+    them back in time."""
+    with share_setup(request.param, tmp_path, request, {**SETTINGS, "group.share.record.lock.duration.ms": "120000"}) \
+            as setup:
+        yield setup
+
+
 def test_records_held_by_a_consumer_killed_with_sigkill_come_back_at_once_not_after_the_lock(
-        tmp_path: Path) -> None:
-    # A lock far longer than the test: only the closed connection can give the records back.
-    overrides = {"topics": "orders:2", "share.auto.offset.reset": "earliest",
-                 "group.share.record.lock.duration.ms": "120000", "group.share.session.timeout.ms": "6000",
-                 "group.share.heartbeat.interval.ms": "1000"}
-    with running_server(tmp_path, overrides=overrides) as server:
-        produce(server.bootstrap, "orders", 100, 2)
-        released = share_metric(server, "coordinator_share_records_released_total")
-        with subprocess.Popen([sys.executable, "-c", HOLDER, server.bootstrap], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True) as holder:
-            try:
-                assert holder.stdout is not None
-                held = {tuple(d) for d in json.loads(holder.stdout.readline())}
-                assert held
-                assert share_metric(server, "coordinator_share_records", 'state="acquired"') >= len(held)
-            finally:
-                holder.kill()  # SIGKILL: no final ShareAcknowledge, no leave; only its connections close
-                holder.wait(10)
-        killed_at = time.monotonic()
-        # Kafka's share session cache releases a connection's sessions when it closes: at once,
-        # a record in the log like any release (the lock has two minutes left).
-        wait_until(lambda: share_metric(server, "coordinator_share_records", 'state="acquired"') == 0, timeout=5,
-                   message="the killed consumer's records released")
-        assert time.monotonic() - killed_at < 5
-        assert share_metric(server, "coordinator_share_records_released_total") - released >= len(held)
-        assert share_metric(server, "coordinator_share_records_lock_expired_total") == 0
-        seen: list[Delivery] = []
-        other = share_consumer(server.bootstrap, "held")
-        consume_until(other, lambda: len(set(seen)) >= 100, seen)
-        other.close()
-        assert set(seen) == all_records(100) and len(seen) == 100  # the held ones too, each once, long before the lock
+        long_locked_queue: ShareSetup) -> None:
+    queue = long_locked_queue
+    queue.produce(100)
+    released = share_metric(queue.server, "coordinator_share_records_released_total")
+    with subprocess.Popen([sys.executable, "-c", HOLDER, queue.bootstrap, queue.topic], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True) as holder:
+        try:
+            assert holder.stdout is not None
+            held = {tuple(d) for d in json.loads(holder.stdout.readline())}
+            assert held
+            assert share_metric(queue.server, "coordinator_share_records", 'state="acquired"') >= len(held)
+        finally:
+            holder.kill()  # SIGKILL: no final ShareAcknowledge, no leave; only its connections close
+            holder.wait(10)
+    killed_at = time.monotonic()
+    # Kafka's share session cache releases a connection's sessions when it closes: at once,
+    # a record in the log like any release (the lock has two minutes left).
+    wait_until(lambda: share_metric(queue.server, "coordinator_share_records", 'state="acquired"') == 0, timeout=5,
+               message="the killed consumer's records released")
+    assert time.monotonic() - killed_at < 5
+    assert share_metric(queue.server, "coordinator_share_records_released_total") - released >= len(held)
+    assert share_metric(queue.server, "coordinator_share_records_lock_expired_total") == 0
+    seen: list[Delivery] = []
+    other = queue.consumer("held")
+    consume_until(other, lambda: len(set(seen)) >= 100, seen)
+    other.close()
+    assert set(seen) == all_records(100) and len(seen) == 100  # the held ones too, each once, long before the lock
 
 
-def test_a_record_that_always_fails_is_archived_after_the_delivery_limit(server: ServerProcess) -> None:
-    produce(server.bootstrap, "orders", 40, 2)
-    consumer = share_consumer(server.bootstrap, "poison", **{"share.acknowledgement.mode": "explicit"})
+def test_a_record_that_always_fails_is_archived_after_the_delivery_limit(queue: ShareSetup) -> None:
+    queue.produce(40)
+    consumer = queue.consumer("poison", **{"share.acknowledgement.mode": "explicit"})
     poison: Delivery = (0, 0)
     seen: list[Delivery] = []
 
@@ -187,9 +202,35 @@ def test_a_record_that_always_fails_is_archived_after_the_delivery_limit(server:
     # Redeliveries are acquired before anything newer of the partition: were the poison still
     # available it would come back before (or with) a record produced now.
     marker = (0, 20)
-    produce(server.bootstrap, "orders", 1, 1)
+    queue.produce(1, 1)
     consume_until(consumer, lambda: marker in seen, seen, on_message=fail_the_poison)
     consumer.commit_sync()
     consumer.close()
     assert marker in seen
     assert seen.count(poison) == 5  # group.share.delivery.count.limit, then archived
+
+
+def test_records_held_by_a_frozen_consumer_come_back_after_the_lock(short_locked_queue: ShareSetup) -> None:
+    # SIGSTOP: the consumer's connections stay open, so only the lock's end can give its records back.
+    queue = short_locked_queue
+    queue.produce(100)
+    with subprocess.Popen([sys.executable, "-c", HOLDER, queue.bootstrap, queue.topic], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True) as holder:
+        try:
+            assert holder.stdout is not None
+            held = {tuple(d) for d in json.loads(holder.stdout.readline())}
+            assert held
+            holder.send_signal(signal.SIGSTOP)
+            frozen_at = time.monotonic()
+            seen: list[Delivery] = []
+            other = queue.consumer("held")
+            consume_until(other, lambda: held <= set(seen), seen)
+            other.close()
+            came_back = time.monotonic() - frozen_at
+        finally:
+            holder.kill()
+            holder.wait(10)
+    assert held <= set(seen)
+    assert came_back >= 1.0  # not before the 2 s lock could have ended (minus the poll)
+    assert share_metric(queue.server, "coordinator_share_records_lock_expired_total") >= len(held)
+

@@ -1,6 +1,7 @@
 """Share groups with Apache Kafka's own share consumer (``KafkaShareConsumer``, kafka-clients
-4.3.0, compiled once with the machine's javac): two Java consumers share a 2-partition topic and
-are each given distinct records, every record once; the coordinator then hands out nothing more."""
+4.3.0, compiled once with the machine's javac), in both modes (embedded, and a sidecar in front of
+Apache Kafka 4.0, which has no share groups): two Java consumers share a 2-partition topic and are
+each given distinct records, every record once; the coordinator then hands out nothing more."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ import os
 import shutil
 import subprocess
 import threading
+import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.clients import produce
+from tests.interop.share_support import MODES, ShareSetup, share_setup
 from tests.support.polling import eventually
-from tests.support.server import ServerProcess, running_server
 
 CLIENTS_ENV = "KAFKA_CLIENTS_430"
 SOURCE = Path(__file__).parent / "java" / "ShareReader.java"
@@ -37,21 +39,32 @@ def share_reader(tmp_path_factory: pytest.TempPathFactory) -> str:
     return f"{classpath}:{out}"
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    with running_server(tmp_path, overrides={"topics": "orders:2", "share.auto.offset.reset": "earliest"}) as instance:
-        yield instance
+@pytest.fixture(params=MODES)
+def queue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ShareSetup]:
+    with share_setup(request.param, tmp_path, request, {"share.auto.offset.reset": "earliest"}) as setup:
+        yield setup
+
+
+@pytest.fixture(params=MODES)
+def short_locked_queue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ShareSetup]:
+    """Records locked for 2 s (Kafka's least), members fenced after 6 s without a heartbeat."""
+    with share_setup(request.param, tmp_path, request, {
+            "share.auto.offset.reset": "earliest", "group.share.record.lock.duration.ms": "2000",
+            "group.share.session.timeout.ms": "6000", "group.share.heartbeat.interval.ms": "1000"}) as setup:
+        yield setup
 
 
 class JavaReader:
     """One ShareReader process; what it printed, collected by a thread."""
 
-    def __init__(self, classpath: str, bootstrap: str, group: str) -> None:
-        self.proc = subprocess.Popen(["java", "-cp", classpath, "ShareReader", bootstrap, group, "orders"],
+    def __init__(self, classpath: str, bootstrap: str, group: str, topic: str, mode: str = "read") -> None:
+        self.proc = subprocess.Popen(["java", "-cp", classpath, "ShareReader", bootstrap, group, topic, mode],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True)
         self.records: list[tuple[int, int]] = []
         self.closed = False
+        self.holding = False
+        self.decisions: list[tuple[int, int, str]] = []  # judge mode: (partition, offset, decision)
         self._thread = threading.Thread(target=self._collect, daemon=True)
         self._thread.start()
 
@@ -61,9 +74,22 @@ class JavaReader:
             line = line.strip()
             if line == "closed":
                 self.closed = True
+            elif line == "holding":
+                self.holding = True
             elif line:
-                partition, offset = line.split(":")
+                partition, offset, *decision = line.split(":")
                 self.records.append((int(partition), int(offset)))
+                if decision:
+                    self.decisions.append((int(partition), int(offset), decision[0]))
+
+    def kill(self) -> None:
+        """SIGKILL: no acknowledgement, no final request, no leave."""
+        self.proc.kill()
+        self.proc.wait(10)
+        self._thread.join(10)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        self.proc.stdout.close()
 
     def stop(self) -> None:
         assert self.proc.stdin is not None
@@ -76,27 +102,92 @@ class JavaReader:
         self.proc.stdout.close()
 
 
-@pytest.mark.asyncio
-async def test_two_java_share_consumers_get_each_record_once(server: ServerProcess, share_reader: str) -> None:
-    count = 2000
-    produce(server.bootstrap, "orders", count, 2)
-    readers = [JavaReader(share_reader, server.bootstrap, "java-q") for _ in range(2)]
+async def share_among_java_readers(queue: ShareSetup, share_reader: str, readers: int, count: int) -> None:
+    """``readers`` Java share consumers of one group read ``count`` records, each once, then close;
+    the coordinator is SIGKILLed and restarted over its data, and a late reader of the group gets
+    only a record produced after, nothing they acknowledged."""
+    queue.produce(count)
+    group = [JavaReader(share_reader, queue.bootstrap, "java-q", queue.topic) for _ in range(readers)]
     try:
-        everything = lambda: [r for reader in readers for r in reader.records]  # noqa: E731
-        await eventually(lambda: len(set(everything())) >= count, timeout=90, message="every record delivered")
+        everything = lambda: [r for reader in group for r in reader.records]  # noqa: E731
+        await eventually(lambda: len(set(everything())) >= count, timeout=120, message="every record delivered")
     finally:
-        for reader in readers:
+        for reader in group:
             reader.stop()
-    assert all(reader.closed for reader in readers)  # each acknowledged what it held and closed cleanly
+    assert all(reader.closed for reader in group)  # each acknowledged what it held and closed cleanly
     delivered = everything()
     expected = {(p, o) for p in (0, 1) for o in range(count // 2)}
     assert set(delivered) == expected and len(delivered) == count  # each record once, to one consumer
 
-    # What they acknowledged stays acknowledged: a third consumer of the group gets only a new record.
-    produce(server.bootstrap, "orders", 1, 1)
-    late = JavaReader(share_reader, server.bootstrap, "java-q")
+    queue.server.kill()
+    queue.server.start()
+    queue.produce(1, 1)
+    late = JavaReader(share_reader, queue.bootstrap, "java-q", queue.topic)
     try:
         await eventually(lambda: late.records, timeout=60, message="the new record")
     finally:
         late.stop()
     assert late.records == [(0, count // 2)]
+
+
+@pytest.mark.asyncio
+async def test_two_java_share_consumers_get_each_record_once_and_none_again_after_a_coordinator_sigkill(
+        queue: ShareSetup, share_reader: str) -> None:
+    await share_among_java_readers(queue, share_reader, 2, 2000)
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_five_java_share_consumers_share_ten_thousand_records(queue: ShareSetup, share_reader: str) -> None:
+    await share_among_java_readers(queue, share_reader, 5, 10_000)
+
+
+@pytest.mark.asyncio
+async def test_records_a_java_consumer_held_when_sigkilled_go_to_another_after_the_lock(
+        short_locked_queue: ShareSetup, share_reader: str) -> None:
+    queue = short_locked_queue
+    queue.produce(100)
+    holder = JavaReader(share_reader, queue.bootstrap, "java-held", queue.topic, "hold")
+    try:
+        await eventually(lambda: holder.holding, timeout=60, message="the holder's first records")
+        held = set(holder.records)
+    finally:
+        holder.kill()
+    killed_at = time.monotonic()
+    other = JavaReader(share_reader, queue.bootstrap, "java-held", queue.topic)
+    try:
+        await eventually(lambda: held <= set(other.records) and len(other.records) >= 100, timeout=60,
+                         message="the held records delivered again")
+    finally:
+        other.stop()
+    assert time.monotonic() - killed_at >= 1.0  # not before the 2 s lock could have ended
+    assert sorted(other.records) == sorted({(p, o) for p in (0, 1) for o in range(50)})  # once each
+
+
+@pytest.mark.asyncio
+async def test_a_java_consumer_releases_rejects_and_a_record_always_failing_is_archived_after_the_limit(
+        queue: ShareSetup, share_reader: str) -> None:
+    count = 60  # 30 per partition
+    queue.produce(count)
+    reader = JavaReader(share_reader, queue.bootstrap, "java-judge", queue.topic, "judge")
+    poison = (0, 0)
+    try:
+        def judged() -> bool:
+            times = Counter(reader.records)
+            return (times[poison] >= 5 and set(times) == {(p, o) for p in (0, 1) for o in range(30)}
+                    and all(times[(p, o)] >= 2 for p in (0, 1) for o in range(0, 30, 3) if (p, o) != poison))
+
+        await eventually(judged, timeout=90, message="every record decided, the released ones twice")
+        # Redeliveries come before anything newer of the partition: were the poison still available
+        # it would come back before (or with) a record produced now.
+        queue.produce(1, 1)
+        await eventually(lambda: (0, 30) in reader.records, timeout=60, message="a record produced after")
+    finally:
+        reader.stop()
+    times = Counter(reader.records)
+    assert times[poison] == 5, "group.share.delivery.count.limit deliveries, then archived"
+    for (p, o), n in times.items():
+        if (p, o) in (poison, (0, 30)):  # the marker is released too (30 % 3 == 0): seen once or twice by now
+            continue
+        assert n == (2 if o % 3 == 0 else 1), ((p, o), n)  # released come back once; rejected never
+    assert {d for _, o, d in reader.decisions if o % 3 == 1} == {"reject"}

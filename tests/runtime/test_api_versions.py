@@ -9,7 +9,11 @@ from kio.index import load_request_schema
 
 from coordinator.node.server import CoordinatorServer
 from protocol.build import build
-from protocol.private import DESCRIBE_GROUP_GENERATIONS, DESCRIBE_SHARE_PARTITIONS, PRIVATE_KEYS_FROM
+from protocol.private import (
+    DESCRIBE_GROUP_GENERATIONS,
+    DESCRIBE_SHARE_PARTITIONS,
+    PRIVATE_KEYS_FROM,
+)
 from tests.support.wire import WireClient, decode_response
 
 

@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from tests.interop.share_support import consume_until, share_consumer
 from tests.runtime.test_startup import assert_one_line_exit_2, run_serve
 from tests.security.certs import Pair
 from tests.sidecar.conftest import free_base_port, sidecar_process
@@ -83,6 +84,25 @@ def test_a_sidecar_serves_groups_in_front_of_a_sasl_ssl_upstream(tmp_path, certs
             "sasl.username": "sidecar", "sasl.password": "sidecar-secret"})
         wait_until(lambda: group_offsets(upstream_admin, "billing", "orders", 2) == ends, 30,
                    message="offsets mirrored upstream")
+    finally:
+        sidecar.stop()
+
+
+def test_share_groups_read_a_sasl_ssl_upstream_as_the_sidecar(tmp_path, certs, secured_upstream) -> None:
+    """A share consumer through the sidecar: the records are read (Fetch, ListOffsets) from an
+    upstream only the sidecar's own user may read, so over its TLS and SASL."""
+    sidecar = sidecar_process(tmp_path / "sidecar", secured_upstream.bootstrap, free_base_port(),
+                              **_upstream_security(certs.ca.cert), **{"share.auto.offset.reset": "earliest"}).start()
+    try:
+        produce_keyed(sidecar.bootstrap, "orders", 40, idempotent=False)
+        consumer = share_consumer(sidecar.bootstrap, "orders", "queue")
+        seen: list[tuple[int, int]] = []
+        try:
+            consume_until(consumer, lambda: len(seen) >= 40, seen)
+            assert all(error is None for error in consumer.commit_sync().values())
+        finally:
+            consumer.close()
+        assert len(seen) == len(set(seen)) == 40
     finally:
         sidecar.stop()
 

@@ -7,6 +7,7 @@ next read finds it again."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,6 +19,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.core.share.acquisition import AcquiredRange
+from coordinator.core.share.config import AutoOffsetReset
 from coordinator.core.share.records import RecordState
 from coordinator.share.acquire import acquire_read, read_for
 from coordinator.share.cache import BatchCache
@@ -27,6 +29,7 @@ from coordinator.share.source import (
     PartitionRef,
     SourceUnavailable,
 )
+from coordinator.share.starts import UpstreamStartOffsets
 from coordinator.share.upstream import UpstreamSource
 from coordinator.sidecar.cluster import UpstreamCluster
 from protocol.errors import ErrorCode
@@ -196,3 +199,54 @@ async def _read_or_none(source: UpstreamSource, ref: PartitionRef) -> PartitionR
         return await source.read(ref, 0, 1 << 20)
     except SourceUnavailable:
         return None
+
+
+async def test_the_wait_for_an_append_ends_when_a_record_arrives_and_start_offsets_come_from_list_offsets(
+        kafka_cluster: UpstreamCluster, kafka_broker: KafkaBroker) -> None:
+    topic = f"queue-{uuid.uuid4().hex[:8]}"
+    create_topic(kafka_broker.bootstrap, topic)
+    await asyncio.wait_for(kafka_cluster.refreshed(), 30)
+    layout = kafka_cluster.catalog.get(topic)
+    assert layout is not None
+    ref = PartitionRef(layout.topic_id, topic, 0)
+    source = UpstreamSource(kafka_cluster)
+    hour_ago = int(time.time() * 1000) - 3_600_000
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap, "linger.ms": 5})
+    for i in range(3):  # 0-2 written two hours ago, 3-4 now
+        producer.produce(topic, b"old", partition=0, timestamp=hour_ago - 3_600_000 + i)
+    assert producer.flush(30) == 0
+    produce_plain(kafka_broker.bootstrap, topic, [b"new-3", b"new-4"])
+    await read_all(source, ref, 5)
+
+    def starts(reset: str) -> UpstreamStartOffsets:
+        return UpstreamStartOffsets(kafka_cluster.catalog, source, AutoOffsetReset.parse(reset))
+
+    assert starts("earliest")(ref.topic_id, 0) is None, "only the upstream knows: looked up after the answer"
+    assert await starts("earliest").lookup(ref.topic_id, 0) == 0
+    assert await starts("latest").lookup(ref.topic_id, 0) == 5
+    assert await starts("by_duration:PT1H").lookup(ref.topic_id, 0) == 3, "the first record of the last hour"
+    assert await starts("by_duration:PT1M").lookup(ref.topic_id, 0) == 3
+    assert await starts("earliest").lookup(uuid.uuid4(), 0) is None, "a topic the upstream does not have"
+
+    # Nothing past what was read: the whole wait, for each of five waiting requests, which share one
+    # poll of the partition (a one-byte read per 50 ms), not one each.
+    reads = 0
+    read = source.read
+
+    async def counted(*args: object) -> PartitionRead:
+        nonlocal reads
+        reads += 1
+        return await read(*args)  # type: ignore[arg-type]
+
+    source.read = counted  # type: ignore[method-assign]
+    started = time.monotonic()
+    await asyncio.gather(*(source.wait_for_append([ref], 0.5) for _ in range(5)))
+    assert time.monotonic() - started >= 0.5
+    assert 1 <= reads <= 12, reads
+    source.read = read  # type: ignore[method-assign]
+    waiting = asyncio.create_task(source.wait_for_append([ref], 20))
+    await asyncio.sleep(0)  # the wait has begun: what comes now is an append it must see
+    started = time.monotonic()
+    await asyncio.to_thread(produce_plain, kafka_broker.bootstrap, topic, [b"new-5"])
+    await asyncio.wait_for(waiting, 20)
+    assert time.monotonic() - started < 10, "ended by the append, not by the 20 s bound"

@@ -221,10 +221,10 @@ class ShareGroupType:
         """ShareFetch / ShareAcknowledge (see ``fetch.py``'s theory of operation)."""
         added = [] if req.acknowledge_only else list(req.added)
         if req.acknowledge_only:
-            answer = self.sessions.acknowledge(req.group_id, req.member_id, req.session_epoch)
+            answer = self.sessions.acknowledge(req.group_id, req.member_id, req.session_epoch, req.node)
         else:
             answer = self.sessions.fetch(req.group_id, req.member_id, req.session_epoch, req.connection_id,
-                                         bool(req.acks), added, req.forgotten)
+                                         bool(req.acks), added, req.forgotten, req.node)
         if answer.error:
             fx.reply(req.ref, ShareFetchResponse(answer.error, _SESSION_ERRORS.get(answer.error)))
             return
@@ -234,7 +234,7 @@ class ShareGroupType:
         for acks in req.acks:
             answers[(acks.topic_id, acks.partition)] = self._acknowledge(req, acks, fx, config, touched)
         if answer.final:
-            self._release_member(req.group_id, req.member_id, fx)
+            self._end_session(req, fx)
         else:
             budget = req.max_records
             for read in req.reads:
@@ -344,8 +344,8 @@ class ShareGroupType:
         """The share sessions the connection opened end, and what their members hold comes back
         now (as a final ShareAcknowledge would release it), one record like any other release."""
         gone = self.sessions.connection_closed(req.connection_id)
-        for session in gone:
-            self._release_member(session.group_id, session.member_id, fx)
+        for session in gone:  # what the member holds of that session's partitions (its others go on)
+            self._release_member(session.group_id, session.member_id, fx, session.partitions)
         fx.reply(req.ref, ShareConnectionClosedResponse(ErrorCode.NONE, len(gone)))
 
     # ---- timers ------------------------------------------------------------------------------------
@@ -355,12 +355,23 @@ class ShareGroupType:
         self._record_group(membership.fence_member(self.groups, group_id, member_id, self._topic_image()), fx)
         self._release_member(group_id, member_id, fx)
 
-    def _release_member(self, group_id: str, member_id: str, fx: Effects) -> None:
-        """A member whose share session ends (its final request) or that was fenced holds nothing any
-        more: its session goes and its acquired records come back now, not when their locks run out."""
-        self.sessions.close(group_id, member_id)
+    def _end_session(self, req: ShareFetch, fx: Effects) -> None:
+        """A final request ends the member's session with that node and releases what it holds of
+        the session's partitions (Kafka's ``releaseSession``); its sessions with other nodes go on."""
+        session = self.sessions.close(req.group_id, req.member_id, req.node)
+        if session is not None:
+            self._release_member(req.group_id, req.member_id, fx, session.partitions)
+
+    def _release_member(self, group_id: str, member_id: str, fx: Effects,
+                        only: set[tuple[UUID, int]] | None = None) -> None:
+        """A member that was fenced holds nothing any more: its sessions go and its acquired records
+        come back now, not when their locks run out (``only``: of these partitions, its sessions kept)."""
+        if only is None:
+            self.sessions.close_member(group_id, member_id)
         config = self.share_config(group_id)
         for p in list(self.partitions.of_group(group_id)):
+            if only is not None and (p.key.topic_id, p.key.partition) not in only:
+                continue
             records = release_member(p, member_id, config)
             if records:
                 self._record_partitions(records, fx)

@@ -108,6 +108,8 @@ class ShareFetch(msgspec.Struct, frozen=True, gc=False):
     acks: tuple[ShareAckPartition, ...] = ()
     reads: tuple[ShareReadPartition, ...] = ()
     acknowledge_only: bool = False
+    node: str = ""
+    """The node the request was sent to, which keys its share session ("": the coordinator's own)."""
 
 
 class SharePartitionAnswer(msgspec.Struct, frozen=True, gc=False):

@@ -2,8 +2,12 @@
 
 Theory of operation
 -------------------
-A share consumer keeps one session per (group, member) with the node that serves its partitions:
-the set of partitions it fetches from and an epoch that orders its requests. Sessions are not
+A share consumer keeps one session per (group, member) with each node that leads some of its
+partitions: the set of partitions it fetches there and an epoch that orders its requests. This
+coordinator may stand for several nodes (sidecar mode answers ShareFetch on the listener of every
+upstream broker), so a session is keyed by (group, member, node) too: ``node`` is the one the
+request was sent to ("" for the coordinator's own listeners), and one member's sessions with two
+brokers never see each other's epochs or partitions, as on Kafka's brokers. Sessions are not
 durable (Kafka keeps them in memory too): a coordinator that restarts has none, and clients answer
 SHARE_SESSION_NOT_FOUND by opening a new one.
 
@@ -41,7 +45,7 @@ FINAL_EPOCH = -1
 INT32_MAX = 2**31 - 1
 DEFAULT_MAX_SESSIONS = 2_000  # group.share.max.share.sessions
 
-SessionKey = tuple[str, str]  # (group id, member id)
+SessionKey = tuple[str, str, str]  # (group id, member id, node)
 TopicPartition = tuple[UUID, int]
 
 
@@ -57,6 +61,7 @@ class ShareSession:
     epoch: int  # the epoch the member's next request must carry
     connection_id: str
     partitions: set[TopicPartition] = field(default_factory=set)
+    node: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,18 +90,19 @@ class ShareSessions:
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def get(self, group_id: str, member_id: str) -> ShareSession | None:
-        return self._sessions.get((group_id, member_id))
+    def get(self, group_id: str, member_id: str, node: str = "") -> ShareSession | None:
+        return self._sessions.get((group_id, member_id, node))
 
     def fetch(self, group_id: str, member_id: str, epoch: int, connection_id: str, has_acks: bool,
-              added: Iterable[TopicPartition] = (), forgotten: Iterable[TopicPartition] = ()) -> SessionAnswer:
-        key = (group_id, member_id)
+              added: Iterable[TopicPartition] = (), forgotten: Iterable[TopicPartition] = (),
+              node: str = "") -> SessionAnswer:
+        key = (group_id, member_id, node)
         if epoch == INITIAL_EPOCH:
             if has_acks:
                 return SessionAnswer(ErrorCode.INVALID_REQUEST)
             if key not in self._sessions and len(self._sessions) >= self.max_sessions:
                 return SessionAnswer(ErrorCode.SHARE_SESSION_LIMIT_REACHED)
-            session = ShareSession(group_id, member_id, next_epoch(epoch), connection_id, set(added))
+            session = ShareSession(group_id, member_id, next_epoch(epoch), connection_id, set(added), node)
             self._sessions[key] = session  # replaces the old one; its records stay where they are
             return SessionAnswer(session=session)
         answer = self._check(key, epoch)
@@ -108,10 +114,10 @@ class ShareSessions:
         answer.session.epoch = next_epoch(epoch)
         return answer
 
-    def acknowledge(self, group_id: str, member_id: str, epoch: int) -> SessionAnswer:
+    def acknowledge(self, group_id: str, member_id: str, epoch: int, node: str = "") -> SessionAnswer:
         if epoch == INITIAL_EPOCH:
             return SessionAnswer(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
-        answer = self._check((group_id, member_id), epoch)
+        answer = self._check((group_id, member_id, node), epoch)
         if answer.session is not None and not answer.error and not answer.final:
             answer.session.epoch = next_epoch(epoch)
         return answer
@@ -126,13 +132,20 @@ class ShareSessions:
             return SessionAnswer(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
         return SessionAnswer(session=session)
 
-    def close(self, group_id: str, member_id: str) -> ShareSession | None:
-        """End a session after its final request; the caller releases the member's records."""
-        return self._sessions.pop((group_id, member_id), None)
+    def close(self, group_id: str, member_id: str, node: str = "") -> ShareSession | None:
+        """End a session after its final request; the caller releases its partitions' records."""
+        return self._sessions.pop((group_id, member_id, node), None)
+
+    def close_member(self, group_id: str, member_id: str) -> list[ShareSession]:
+        """End every session of a member (fenced: it holds nothing any more, with any node)."""
+        gone = [s for s in self._sessions.values() if s.group_id == group_id and s.member_id == member_id]
+        for session in gone:
+            del self._sessions[(group_id, member_id, session.node)]
+        return gone
 
     def connection_closed(self, connection_id: str) -> list[ShareSession]:
         """The sessions that connection opened, removed; the caller releases their members' records."""
         gone = [s for s in self._sessions.values() if s.connection_id == connection_id]
         for session in gone:
-            del self._sessions[(session.group_id, session.member_id)]
+            del self._sessions[(session.group_id, session.member_id, session.node)]
         return gone

@@ -121,3 +121,35 @@ def test_a_restart_redelivers_what_was_acquired_and_never_what_was_acknowledged(
     assert fetch(h, "m1", 2, reads=()).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND  # sessions are memory
     again = fetch(h, "m1", 0, reads=(ShareReadPartition(T, 0, 0, ((5, 9),)),))
     assert again.partitions[0].acquired == ((5, 9, 2),)
+
+
+def test_a_members_sessions_with_two_nodes_keep_their_own_epochs_and_a_final_request_releases_its_own() -> None:
+    """Sidecar mode answers for every upstream broker: a consumer whose partitions have two leaders
+    keeps a session with each (Kafka's per-broker share sessions), and neither disturbs the other."""
+    h = share_harness()
+    joined_member(h, "m1")
+    read_1 = ShareReadPartition(T, 1, 0, ((0, 4),))
+
+    def at(node: str, epoch: int, partition: int, reads=(), acks=(), final: bool = False):
+        ref = h.next_ref()
+        h.send(ShareFetch(ref, "q", "m1", -1 if final else epoch, f"conn-{node}", 2, 100,
+                          added=((T, partition),) if epoch == 0 else (), acks=tuple(acks), reads=tuple(reads),
+                          node=node))
+        return h.reply(ref)
+
+    assert at("1", 0, 0, reads=(READ_0,)).partitions[0].acquired == ((0, 9, 1),)
+    assert at("2", 0, 1, reads=(read_1,)).partitions[0].acquired == ((0, 4, 1),)  # does not replace node 1's
+    assert at("1", 1, 0).error_code == ErrorCode.NONE  # each node's epochs are its own
+    assert at("2", 1, 1).error_code == ErrorCode.NONE
+    assert at("2", 1, 1).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    sessions = share_type(h).sessions
+    assert sessions.get("q", "m1", "1").partitions == {(T, 0)}  # type: ignore[union-attr]
+    assert sessions.get("q", "m1", "2").partitions == {(T, 1)}  # type: ignore[union-attr]
+
+    closing = at("1", 2, 0, acks=(ShareAckPartition(T, 0, ((0, 4, (ACCEPT,)),)),), final=True)
+    assert closing.error_code == ErrorCode.NONE
+    assert set(states(h).values()) == {RecordState.AVAILABLE}  # 5-9 released (0-4 accepted, forgotten)
+    p1 = share_type(h).partitions.get("q", T, 1)
+    assert p1 is not None and {s.state for s in p1.offsets.values()} == {RecordState.ACQUIRED}, "node 2's stay held"
+    assert sessions.get("q", "m1", "1") is None and sessions.get("q", "m1", "2") is not None
+    assert at("2", 2, 1).error_code == ErrorCode.NONE
