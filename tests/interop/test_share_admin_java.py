@@ -67,7 +67,7 @@ def offsets(classpath: str, server: ServerProcess, group: str) -> dict[int, tupl
 @pytest.mark.asyncio
 async def test_java_admin_describes_alters_and_deletes_share_group_offsets(server: ServerProcess, classpath: str) -> None:
     produce(server.bootstrap, "orders", RECORDS, 2)
-    reader = JavaReader(classpath, server.bootstrap, "java-admin")
+    reader = JavaReader(classpath, server.bootstrap, "java-admin", "orders")
     try:
         await eventually(lambda: len(set(reader.records)) >= RECORDS, timeout=60, message="every record read")
         # Implicit acknowledgement: what a poll gave is acknowledged with the next poll.
@@ -89,7 +89,7 @@ async def test_java_admin_describes_alters_and_deletes_share_group_offsets(serve
     assert admin(classpath, server, "alter java-admin orders:0=2,orders:1=5") == [["altered", "java-admin"]]
     assert offsets(classpath, server, "java-admin") == {0: (2, 8), 1: (5, 5)}
 
-    again = JavaReader(classpath, server.bootstrap, "java-admin")
+    again = JavaReader(classpath, server.bootstrap, "java-admin", "orders")
     try:
         wanted = {(0, o) for o in range(2, 10)} | {(1, o) for o in range(5, 10)}
         await eventually(lambda: set(again.records) >= wanted, timeout=60, message="the records from the new starts")
