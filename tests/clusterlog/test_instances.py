@@ -197,7 +197,9 @@ def test_a_paused_instance_is_fenced_answers_nothing_for_what_it_lost_and_rejoin
         instances: list[ServerProcess]) -> None:
     paused = instances[0]
     group = next(f"g{i}" for i in range(1000) if coordinator_of(instances, f"g{i}", paused) is paused)
-    assert commit_raw(paused.port, group, {0: 1}) == [0]
+    # Divided means assigned; the instance answers COORDINATOR_LOAD_IN_PROGRESS until it has loaded.
+    wait_until(lambda: commit_raw(paused.port, group, {0: 1}) == [0], timeout=30,
+               message="the instance acknowledging the group's commits")
     assert paused.proc is not None
     paused.proc.send_signal(signal.SIGSTOP)
     others = instances[1:]
