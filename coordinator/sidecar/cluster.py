@@ -17,6 +17,11 @@ Theory of operation (one task, `run`):
   the upstream may have come back as another version). /readyz and the forwarding routes follow it.
 - every answer replaces the broker table and feeds the catalog, which tells its listeners of each
   topic created, grown, shrunk or deleted (consumer groups turn that into new target assignments).
+- a forwarded Metadata answer that describes a topic otherwise than the catalog (`saw`: a topic
+  created, grown or re-created since the last read) asks for a refresh at once, so the catalog
+  knows every topic a client has seen through this process: while the upstream is away, the
+  answers made here come from it (`unreachable`), and one without a topic the client knows would
+  tell the client the topic is gone.
 - while the upstream cannot be reached, one `upstream_unreachable` line per `lograte.INTERVAL_S`
   (with the failures held back), and one `upstream_reachable` when it answers again.
 """
@@ -27,7 +32,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from prometheus_client import Gauge
@@ -118,6 +123,7 @@ class UpstreamCluster:
         self._wake = asyncio.Event()
         self._refreshed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._seen: set[tuple[str, uuid.UUID, int]] = set()
         self.last_refresh_monotonic = 0.0
 
     @property
@@ -150,6 +156,21 @@ class UpstreamCluster:
             return None
         version = min(upstream[1], highest)
         return version if version >= max(upstream[0], lowest) else None
+
+    def saw(self, topics: Iterable[tuple[str, uuid.UUID | None, int]]) -> None:
+        """A forwarded Metadata answer described `topics` (name, id or None, partition count):
+        refresh now if one is not in the catalog so. Each description asks once: under an
+        authorizer a client may see a topic the coordinator may not, which no refresh adds."""
+        for name, topic_id, partitions in topics:
+            description = (name, topic_id or _ZERO_UUID, partitions)
+            if not self._in_catalog(description) and description not in self._seen:
+                self._seen.add(description)
+                self.request_refresh()
+
+    def _in_catalog(self, description: tuple[str, uuid.UUID, int]) -> bool:
+        name, topic_id, partitions = description
+        known = self.catalog.get(name)
+        return known is not None and known.num_partitions == partitions and topic_id in (_ZERO_UUID, known.topic_id)
 
     def suspect(self) -> None:
         """Something failed to reach the upstream (a client's forwarded connection): check now."""
@@ -242,6 +263,7 @@ class UpstreamCluster:
             topics.append(Topic(str(t.name), topic_id, len(t.partitions)))
         self._on_brokers(dict(self.brokers))
         changes = self.catalog.replace(topics)
+        self._seen = {d for d in self._seen if not self._in_catalog(d)}  # only what a refresh did not add
         for change in changes:
             before, after = change.before, change.after
             log.info("upstream_topic_changed", topic=(after.name if after else before.name if before else None),

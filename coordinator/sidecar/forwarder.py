@@ -202,12 +202,12 @@ class Route:
             if address is None:
                 raise ForwardError(f"upstream broker {self.node_id} is not in the cluster's metadata")
             return await ResponsePump.open(*address, client, endpoints, security=self._sidecar.security,
-                                           flow=self._flow)
+                                           flow=self._flow, seen=cluster.saw)
         errors = []
         for node_id in sorted(cluster.brokers):
             try:
                 return await ResponsePump.open(*cluster.brokers[node_id], client, endpoints,
-                                               security=self._sidecar.security, flow=self._flow)
+                                               security=self._sidecar.security, flow=self._flow, seen=cluster.saw)
             except ForwardError as exc:
                 errors.append(str(exc))
         raise ForwardError("; ".join(errors) or "no upstream broker known")

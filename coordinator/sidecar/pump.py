@@ -63,7 +63,7 @@ from typing import cast
 from .. import metrics
 from ..logging import get_logger
 from ..security.upstream import UpstreamSecurity
-from .rewrite import FETCH, NODE_ENDPOINTS_TAG, Endpoints, needs_rewrite, rewrite
+from .rewrite import FETCH, NODE_ENDPOINTS_TAG, Endpoints, TopicsSeen, needs_rewrite, rewrite
 from .upstream import UpstreamConnection
 from .wire import ForwardError, UpstreamProtocolError, fetch_tags_offset, find_tag, reframe_request
 
@@ -106,11 +106,12 @@ def mode_for(api_key: int, version: int, size: int) -> int:
 
 class ResponsePump(asyncio.BufferedProtocol):
     def __init__(self, address: str, client: asyncio.Transport, endpoints: Endpoints,
-                 flow: Callable[[bool], None] | None = None) -> None:
+                 flow: Callable[[bool], None] | None = None, seen: TopicsSeen | None = None) -> None:
         self.address = address
         self._flow = flow
         self._client = client
         self._endpoints = endpoints
+        self._seen = seen
         self._transport: asyncio.Transport | None = None
         self._waiting: collections.deque[_Request] = collections.deque()
         self._ids = itertools.count(1)
@@ -129,18 +130,18 @@ class ResponsePump(asyncio.BufferedProtocol):
     @classmethod
     async def open(cls, host: str, port: int, client: asyncio.Transport, endpoints: Endpoints,
                    timeout_s: float = 10.0, security: UpstreamSecurity | None = None,
-                   flow: Callable[[bool], None] | None = None) -> ResponsePump:
+                   flow: Callable[[bool], None] | None = None, seen: TopicsSeen | None = None) -> ResponsePump:
         """`flow(True)` when the upstream's socket is full (the client connection stops reading),
-        `flow(False)` when it has room again."""
+        `flow(False)` when it has room again; `seen` is told the topics of every Metadata answer."""
         if security is not None:  # TLS and SASL happen in one place
             secured = await UpstreamConnection.open(host, port, timeout_s, security)
-            pump = cls(f"{host}:{port}", client, endpoints, flow)
+            pump = cls(f"{host}:{port}", client, endpoints, flow, seen)
             secured.hand_over(pump)
             return pump
         loop = asyncio.get_running_loop()
         try:
             _, protocol = await asyncio.wait_for(
-                loop.create_connection(lambda: cls(f"{host}:{port}", client, endpoints, flow), host, port), timeout_s)
+                loop.create_connection(lambda: cls(f"{host}:{port}", client, endpoints, flow, seen), host, port), timeout_s)
         except (TimeoutError, OSError) as exc:
             raise ForwardError(f"cannot connect to upstream {host}:{port}: {exc!r}") from exc
         return protocol
@@ -285,7 +286,8 @@ class ResponsePump(asyncio.BufferedProtocol):
                 tags_at = fetch_tags_offset(memoryview(frame)[:self._filled])
                 self._write_to(self._filled if tags_at is None else tags_at)
         elif complete:
-            self._write_whole(rewrite(request.api_key, request.version, frame, request.client_id, self._endpoints))
+            self._write_whole(rewrite(request.api_key, request.version, frame, request.client_id, self._endpoints,
+                                      self._seen))
         if complete:
             self._frame = None
             self._head = None
@@ -301,7 +303,8 @@ class ResponsePump(asyncio.BufferedProtocol):
         if tag_at < 0:
             self._write_to(len(frame))
         elif self._sent == 0:
-            self._write_whole(rewrite(request.api_key, request.version, frame, request.client_id, self._endpoints))
+            self._write_whole(rewrite(request.api_key, request.version, frame, request.client_id, self._endpoints,
+                                      self._seen))
         else:
             frame[tag_at] = BLANK_TAG
             frame[payload_at:payload_end] = bytes(payload_end - payload_at)

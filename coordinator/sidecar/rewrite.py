@@ -8,14 +8,17 @@
 - Produce v10+ and Fetch v16+: the `NodeEndpoints` leader hints (KIP-951).
 - FindCoordinator for transaction keys is answered by `find_coordinator` in this package.
 
-Everything else passes through untouched. A response that cannot be decoded is an upstream fault
-(`UpstreamProtocolError`): the client connection is closed rather than handed bytes we cannot vouch for.
+A Metadata answer's topics are also told to `seen` (the sidecar's catalog refreshes when one is
+new to it, `cluster.UpstreamCluster.saw`). Everything else passes through untouched. A response
+that cannot be decoded is an upstream fault (`UpstreamProtocolError`): the client connection is
+closed rather than handed bytes we cannot vouch for.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from protocol.codec import encode_response
@@ -24,6 +27,9 @@ from .wire import decode_response, set_correlation_id, top_level_tags
 
 PRODUCE, FETCH, METADATA, DESCRIBE_CLUSTER = 0, 1, 3, 60
 NODE_ENDPOINTS_TAG = 0
+
+TopicsSeen = Callable[[Iterator[tuple[str, uuid.UUID | None, int]]], None]
+"""Told the topics a Metadata answer describes: name, id (None before v10), partition count."""
 
 
 class Endpoints(Protocol):
@@ -40,8 +46,8 @@ def needs_rewrite(api_key: int, version: int) -> bool:
             or (api_key == FETCH and version >= 16))
 
 
-def rewrite(api_key: int, version: int, body: bytearray, correlation_id: int, endpoints: Endpoints
-            ) -> bytes | bytearray:
+def rewrite(api_key: int, version: int, body: bytearray, correlation_id: int, endpoints: Endpoints,
+            seen: TopicsSeen | None = None) -> bytes | bytearray:
     """The framed response for the client: rewritten when it carries endpoints. Produce and Fetch
     are decoded only when their top-level tagged fields hold the leader hints (tag 0)."""
     if api_key in (PRODUCE, FETCH):
@@ -49,6 +55,8 @@ def rewrite(api_key: int, version: int, body: bytearray, correlation_id: int, en
         if tags is not None and NODE_ENDPOINTS_TAG not in tags:
             return set_correlation_id(body, correlation_id)
     response = decode_response(api_key, version, body)
+    if api_key == METADATA and seen is not None:
+        seen(_described(response))
     rewritten = _REWRITERS[api_key](response, endpoints)
     if rewritten is None:
         return set_correlation_id(body, correlation_id)
@@ -63,6 +71,13 @@ def _metadata(response: Any, endpoints: Endpoints) -> Any:
         brokers += [_like(response.brokers[0], node_id=node_id, host=host, port=port)
                     for node_id, host, port in endpoints.coordinators if node_id not in present]
     return dataclasses.replace(response, brokers=tuple(brokers))
+
+
+def _described(response: Any) -> Iterator[tuple[str, uuid.UUID | None, int]]:
+    """The topics a Metadata answer describes (an error at topic level describes none)."""
+    for t in response.topics:
+        if not t.error_code and t.name is not None:
+            yield str(t.name), getattr(t, "topic_id", None), len(t.partitions)
 
 
 def _like(entry: Any, **values: Any) -> Any:

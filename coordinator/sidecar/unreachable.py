@@ -8,11 +8,19 @@ unreachable (`UpstreamCluster.reachable` false, or it was never reached):
   our listeners, then the coordinator's own nodes), ControllerId -1 (Kafka's "no controller"),
   ClusterId the upstream's last read (null before). Topics last read are described with every
   partition LEADER_NOT_AVAILABLE, leader -1 and no replicas (Kafka's answer for a partition whose
-  leader is not alive). A topic not read yet (by name or id) is LEADER_NOT_AVAILABLE with no
-  partitions: the upstream may well have it, so the answer must be one clients retry rather than
-  UNKNOWN_TOPIC_OR_PARTITION. With an authorizer, authorization happens upstream, so nothing is
-  told a client might not be allowed to see: the all-topics listing is empty and named topics
-  carry no partitions.
+  leader is not alive): a client keeps the topic and its partition count, so its group is not
+  rebalanced. A topic can only be described that way: any answer without its partitions (an error
+  at topic level, or the topic left out) tells a client the topic is gone or changed (aiokafka
+  drops it, librdkafka and the Java client rejoin their group). So once the upstream has been read,
+  a request naming a topic not read (by name or id: created since the last read and not yet seen
+  in a forwarded answer, which refreshes the catalog) is not answered here, as a broker that is
+  down answers nothing, and the client keeps what it knows. Before the upstream was ever read no
+  client can have learned a topic here: a named topic is LEADER_NOT_AVAILABLE with no partitions,
+  one clients retry (the upstream may well have it, so not UNKNOWN_TOPIC_OR_PARTITION). With an
+  authorizer, authorization happens upstream, so nothing is told a client might not be allowed to
+  see: once the upstream has been read, Metadata naming topics or asking for all of them is not
+  answered (an empty listing would drop every topic); before, named topics carry no partitions
+  and the listing is empty.
 - Produce, Fetch, ListOffsets, OffsetForLeaderEpoch: every partition NOT_LEADER_OR_FOLLOWER, what a
   broker that does not lead a partition answers (clients refresh Metadata, which now says the
   leader is not available, and retry). Produce with acks=0 gets no answer, as from a broker. A
@@ -21,8 +29,9 @@ unreachable (`UpstreamCluster.reachable` false, or it was never reached):
 - DescribeCluster: the same brokers, no controller. InitProducerId: COORDINATOR_NOT_AVAILABLE for
   a transactional id (its coordinator is an upstream partition leader), else
   COORDINATOR_LOAD_IN_PROGRESS (a broker without a producer id block from its controller).
-- Anything else: None. The route then fails the request and the client's connection closes, as
-  when a broker goes away; the client reconnects (and asks ApiVersions and Metadata again).
+- Anything else, and Metadata that cannot be answered as above: None. The route then fails the
+  request and the client's connection closes, as when a broker goes away; the client reconnects
+  (and asks ApiVersions and Metadata again).
 
 Requests are decoded against the versions this process has schemas for (`apis.decodable`); one that
 cannot be decoded is a protocol error and closes the connection, as a broker would.
@@ -74,7 +83,7 @@ class Fallback:
         self._coordinators = coordinators
         self._reveal_topics = reveal_topics
         self._codec = RequestCodec({key: span for key in ANSWERED if (span := decodable(key)) is not None})
-        self._answers: dict[int, Callable[[int, Any], dict[str, Any]]] = {
+        self._answers: dict[int, Callable[[int, Any], dict[str, Any] | None]] = {
             PRODUCE: self._produce, FETCH: self._fetch, LIST_OFFSETS: self._list_offsets, METADATA: self._metadata,
             INIT_PRODUCER_ID: self._init_producer_id, OFFSET_FOR_LEADER_EPOCH: self._offset_for_leader_epoch,
             DESCRIBE_CLUSTER: self._describe_cluster}
@@ -89,6 +98,8 @@ class Fallback:
             return NO_RESPONSE
         request = self._codec.decode(bytes(frame))  # a version we have no schema for: ProtocolError
         description = self._answers[api_key](request.api_version, request.body)
+        if description is None:
+            return None
         return encode_response(request.correlation_id, build(response_schema(api_key, request.api_version), description))
 
     # -- Metadata, DescribeCluster -------------------------------------------------------------
@@ -107,14 +118,20 @@ class Fallback:
             "cluster_authorized_operations": NOT_REQUESTED,
         }
 
-    def _metadata(self, version: int, request: Any) -> dict[str, Any]:
+    def _metadata(self, version: int, request: Any) -> dict[str, Any] | None:
         brokers = self._brokers()
         catalog = self._known.catalog
+        read = bool(self._known.brokers)  # a Metadata answer always names a broker
         requested = request.topics
         if requested is None or (version == 0 and not requested):
+            if read and not self._reveal_topics:
+                return None
             topics = [self._topic(t) for t in catalog] if self._reveal_topics else []
         else:
-            topics = [self._named(catalog, entry) for entry in requested]
+            described = [self._named(catalog, entry, read) for entry in requested]
+            if any(t is None for t in described):
+                return None
+            topics = [t for t in described if t is not None]
         return {
             "throttle_time": 0,
             "brokers": [{"node_id": n, "host": h, "port": p, "rack": None} for n, h, p in brokers],
@@ -125,11 +142,15 @@ class Fallback:
             "cluster_authorized_operations": NOT_REQUESTED,
         }
 
-    def _named(self, catalog: Any, entry: Any) -> dict[str, Any]:
+    def _named(self, catalog: Any, entry: Any, read: bool) -> dict[str, Any] | None:
+        """The topic described, or None when it cannot be and the upstream has been read (see the
+        module: the request is then not answered)."""
         name = entry.name
         topic_id = getattr(entry, "topic_id", None)
         topic = catalog.get(name) if name is not None else catalog.by_id(topic_id) if topic_id is not None else None
         if topic is None or not self._reveal_topics:
+            if read:
+                return None
             return {"error_code": ErrorCode.LEADER_NOT_AVAILABLE, "name": name,
                     "topic_id": topic_id or _ZERO_UUID, "partitions": [],
                     "topic_authorized_operations": NOT_REQUESTED}

@@ -59,6 +59,21 @@ def test_metadata_lists_every_shard_coordinator_node(version: int) -> None:
         (1_000_001, "sidecar.local", 9093), (1_000_002, "sidecar.local", 9094)]
 
 
+@pytest.mark.parametrize("version", [1, 9, 10, 12])
+def test_the_topics_a_metadata_answer_describes_are_told(version: int) -> None:
+    orders = uuid.uuid4()
+    partitions = [{"error_code": 0, "partition_index": i, "leader_id": 1, "replica_nodes": [1], "isr_nodes": [1]}
+                  for i in range(3)]
+    upstream_frame = bytearray(encode_response(77, build(response_schema(3, version), {
+        "brokers": [{"node_id": 1, "host": "10.0.0.1", "port": 9092, "rack": None}], "controller_id": 1,
+        "topics": [{"error_code": 0, "name": "orders", "topic_id": orders, "partitions": partitions},
+                   {"error_code": 3, "name": "missing", "partitions": []}]})))
+    told: list[tuple[str, uuid.UUID | None, int]] = []
+    rewrite(3, version, upstream_frame, 5, Endpoints(), seen=lambda topics: told.extend(topics))
+    # An error at topic level describes nothing; before v10 an answer carries no topic ids.
+    assert told == [("orders", orders if version >= 10 else None, 3)]
+
+
 def test_describe_cluster_lists_every_shard_coordinator_node() -> None:
     response = through_sidecar(60, 1, {
         "brokers": [{"broker_id": n, "host": h, "port": p} for n, (h, p) in UPSTREAM.items()],

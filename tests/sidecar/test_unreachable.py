@@ -73,7 +73,7 @@ def test_metadata_lists_our_brokers_and_no_leaders(version: int) -> None:
         (i, ErrorCode.LEADER_NOT_AVAILABLE, -1) for i in range(3)]
 
 
-def test_a_topic_not_read_yet_is_one_to_retry_not_an_unknown_one() -> None:
+def test_before_the_upstream_was_read_a_named_topic_is_one_to_retry_not_an_unknown_one() -> None:
     fb = fallback(LastRead())  # the upstream never answered
     response = answer(fb, request(METADATA, 12, topics=[{"name": "orders"}], allow_auto_topic_creation=False))
     assert [b.node_id for b in response.brokers] == [1000000]
@@ -85,12 +85,43 @@ def test_a_topic_not_read_yet_is_one_to_retry_not_an_unknown_one() -> None:
     assert [(t.topic_id, t.error_code) for t in by_id.topics] == [(ORDERS.topic_id, ErrorCode.LEADER_NOT_AVAILABLE)]
 
 
+def not_answered(fb: Fallback, req: Any) -> bool:
+    return fb.answer(encode_request(int(req.__api_key__), 1, "test", req)[4:]) is None
+
+
+@pytest.mark.parametrize("version", versions(METADATA))
+def test_once_read_a_topic_not_read_is_not_answered_so_a_client_keeps_what_it_knows(version: int) -> None:
+    # Created since the last read: a client may know it (from another instance, or from before the
+    # outage); an answer without its partitions would tell the client it is gone.
+    fb = fallback(known())
+    assert not_answered(fb, request(METADATA, version, topics=[{"name": "payments"}],
+                                    allow_auto_topic_creation=False))
+    assert not_answered(fb, request(METADATA, version, topics=[{"name": "orders"}, {"name": "payments"}],
+                                    allow_auto_topic_creation=False))
+    if version >= 10:
+        assert not_answered(fb, request(METADATA, version, topics=[{"name": None, "topic_id": uuid.uuid4()}],
+                                        allow_auto_topic_creation=False))
+        by_id = answer(fb, request(METADATA, version, topics=[{"name": None, "topic_id": ORDERS.topic_id}],
+                                   allow_auto_topic_creation=False))
+        assert [(t.name, len(t.partitions)) for t in by_id.topics] == [("orders", 3)]
+    named = answer(fb, request(METADATA, version, topics=[{"name": "orders"}], allow_auto_topic_creation=False))
+    assert [(t.name, t.error_code, len(t.partitions)) for t in named.topics] == [("orders", ErrorCode.NONE, 3)]
+
+
 def test_under_an_authorizer_no_topic_is_described() -> None:
-    fb = fallback(known(), reveal_topics=False)
-    assert answer(fb, request(METADATA, 12, topics=None, allow_auto_topic_creation=False)).topics == ()
-    named = answer(fb, request(METADATA, 12, topics=[{"name": "orders"}], allow_auto_topic_creation=False))
+    # Before the upstream was read: nothing to lose, the listing is empty, named topics are retried.
+    never_read = fallback(LastRead(), reveal_topics=False)
+    assert answer(never_read, request(METADATA, 12, topics=None, allow_auto_topic_creation=False)).topics == ()
+    named = answer(never_read, request(METADATA, 12, topics=[{"name": "orders"}], allow_auto_topic_creation=False))
     assert [(t.name, t.error_code, t.partitions) for t in named.topics] == [
         ("orders", ErrorCode.LEADER_NOT_AVAILABLE, ())]
+    # Once read, a client may know topics it may not be told of here: neither is answered, and the
+    # brokers alone (no topics asked) still are.
+    fb = fallback(known(), reveal_topics=False)
+    assert not_answered(fb, request(METADATA, 12, topics=None, allow_auto_topic_creation=False))
+    assert not_answered(fb, request(METADATA, 12, topics=[{"name": "orders"}], allow_auto_topic_creation=False))
+    brokers_only = answer(fb, request(METADATA, 12, topics=[], allow_auto_topic_creation=False))
+    assert brokers_only.topics == () and [b.node_id for b in brokers_only.brokers] == [1, 2, 1000000]
 
 
 @pytest.mark.parametrize("version", versions(PRODUCE))

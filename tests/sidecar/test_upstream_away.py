@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.sidecar.cluster import PROBE_INTERVAL_S
 from protocol.errors import ErrorCode
@@ -243,6 +244,39 @@ def test_an_upstream_that_goes_away_turns_readiness_off_and_leaders_unavailable(
         back = [e for e in events(server) if e["event"] == "upstream_reachable"]
         assert len(back) == 1
         assert back[0]["failures"] >= len(logged) + sum(e.get("repeated", 0) for e in logged)
+        assert "Traceback" not in server.log()
+    finally:
+        server.stop()
+        upstream.stop()
+
+
+def test_a_topic_a_client_saw_here_is_described_while_the_upstream_is_away(tmp_path) -> None:
+    upstream = upstream_server(tmp_path, free_port(), "t:2").start()
+    base = free_base_port()
+    server = sidecar_process(tmp_path / "sidecar", upstream.bootstrap, base).start()
+    broker = base + 1
+    try:
+        # Created upstream after the sidecar read its topics (it reads them every 5 minutes).
+        admin = AdminClient({"bootstrap.servers": upstream.bootstrap})
+        admin.create_topics([NewTopic("late", num_partitions=3, replication_factor=1)])["late"].result(10)
+        # A client sees "late" in a forwarded answer: the sidecar reads the upstream's topics again.
+        assert [len(t.partitions) for t in metadata(broker, ["late"]).topics] == [3]
+        wait_until(lambda: any(e["event"] == "upstream_topic_changed" and e["topic"] == "late"
+                               for e in events(server)), timeout=10, message="the catalog reading the topic seen")
+        admin.create_topics([NewTopic("unseen", num_partitions=2, replication_factor=1)])["unseen"].result(10)
+        upstream.stop()
+        wait_until(lambda: not server.ready(), timeout=10, message="/readyz false with the upstream gone")
+        # "late" is described with its partitions, as a client knows it: it keeps it and its count.
+        answer = metadata(broker, ["late"])
+        assert [(t.name, t.error_code, [(p.partition_index, p.error_code) for p in t.partitions])
+                for t in answer.topics] == [("late", ErrorCode.NONE, [(i, ErrorCode.LEADER_NOT_AVAILABLE)
+                                                                      for i in range(3)])]
+        # "unseen" was created since the last read: it cannot be described, so it is not answered
+        # (the connection closes, as a broker that is down answers nothing), alone or with others.
+        for names in (["unseen"], ["t", "unseen"]):
+            assert closed_after(broker, request(METADATA, 12, topics=[{"name": n} for n in names],
+                                                allow_auto_topic_creation=False,
+                                                include_topic_authorized_operations=False))
         assert "Traceback" not in server.log()
     finally:
         server.stop()
