@@ -163,8 +163,9 @@ def run(app: tuple[Path, Path], server: ServerProcess, workdir: Path, warmups: b
     instances = list(first)
     ticker: Ticker | None = None
     try:
-        # Warm-ups on, a task held on "a" while "b" warms it up is handed over once records flow
-        # (an empty changelog gives the coordinator no lag to promote on): produce, then wait.
+        # Warm-ups on, a task "b" warms up while "a" keeps it is handed over only once records
+        # flow: over an empty changelog the trunk client reports the warm-up's end offset as
+        # Long.MAX_VALUE (offset 0), a lag that never counts as caught up. So produce, then wait.
         produce_store(bootstrap, store_keys)
         wait_until(lambda: len(counts.read()) == store_keys, 300, 0.1, "the store counted")
         wait_until(lambda: balanced(first, 3), 120, 0.1, "a and b run 3 tasks each, no warm-up left")
