@@ -23,6 +23,10 @@ clusterlog   The coordinator's log on the Kafka it fronts vs. on local disk (ben
              owner, start-up replay rate from the topic; every row says why when Kafka is missing.
 sidecar      Produce and Fetch of 1 KB messages through the sidecar vs. the same upstream (librdkafka's
              mock cluster) directly (bench/sidecar_throughput.py): throughput ratio, added p99.
+streams      Kafka Streams (trunk client) scaling out from 2 to 3 instances over a 200,000-key store,
+             warm-ups on vs off alternating (bench/streams_scaleout.py): the longest processing gap
+             of a moved task, the baseline gap, the newcomer's restoration; says why when the trunk
+             client or a JDK is missing.
 
 This module runs the sections (their sizes, the servers they start, the profiler) and hands their
 rows to `bench/report.py`, which writes BENCHMARKS.md. The sidecar, assignor, replay and shards
@@ -53,7 +57,7 @@ from tests.support.server import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ["throughput", "scale", "convergence", "churn", "assignor", "replay", "commits", "sidecar", "shards",
-            "kafka", "clusterlog"]
+            "kafka", "clusterlog", "streams"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,8 @@ class Sizes:
     commit_seconds: float
     sidecar_messages: int = 50_000
     sidecar_latency: int = 2_000
+    streams_runs: int = 2
+    streams_keys: int = 200_000
 
 
 FULL = Sizes("full", 8.0, 100, 10, 16, 16, 50_000, 1_000, 100, 5_000, 300.0, 60.0, 100, 10, 1_000, 1_000,
@@ -93,8 +99,8 @@ TINY = Sizes("tiny", 0.6, 2, 5, 4, 4, 100, 5, 20, 500, 0.3, 1.0, 10, 2, 100, 200
              20, 2, 20, 4, 50, 5_000, 0.5)
 
 
-QUICK = replace(QUICK, sidecar_messages=10_000, sidecar_latency=500)
-TINY = replace(TINY, sidecar_messages=1_000, sidecar_latency=50)
+QUICK = replace(QUICK, sidecar_messages=10_000, sidecar_latency=500, streams_runs=1)
+TINY = replace(TINY, sidecar_messages=1_000, sidecar_latency=50, streams_runs=0)
 
 
 # ---- servers ----------------------------------------------------------------------------------
@@ -438,6 +444,22 @@ async def section_clusterlog(s: Sizes, workdir: Path) -> list[Row]:
     return rows
 
 
+async def section_streams(s: Sizes, workdir: Path) -> list[Row]:
+    from bench import streams_scaleout as ss
+
+    if s.streams_runs == 0:
+        return [Row("streams", "Streams scale-out 2 -> 3, warm-ups on vs off", "coordinator",
+                    "not run at tiny sizes (a run takes about a minute)")]
+    results, why = await asyncio.to_thread(ss.measure, s.streams_runs, s.streams_keys, workdir / "streams")
+    if why:
+        return [Row("streams", "Streams scale-out 2 -> 3, warm-ups on vs off", "coordinator", f"not run: {why}")]
+    return [Row("streams", f"Streams scale-out 2 -> 3 over {s.streams_keys:,} keys, warm-ups "
+                f"{'on' if r['warmups'] else 'off'} (run {r['run']})", "coordinator",
+                f"longest gap of a moved task {r['moved_gap_ms']:,} ms (tasks that stayed {r['baseline_gap_ms']:,} ms); "
+                f"take-over restored {', '.join(f'{c:,}' for c in r['restored_records'])} records; "
+                f"load {r['load']:.2f}", detail=r) for r in results]
+
+
 async def run_sections(args: argparse.Namespace, sizes: Sizes, workdir: Path) -> list[Row]:
     prof = Profiler(Path(args.profile) if args.profile else None)
     rows: list[Row] = []
@@ -465,6 +487,8 @@ async def run_sections(args: argparse.Namespace, sizes: Sizes, workdir: Path) ->
                 got = await section_kafka(sizes, workdir)
             elif section == "clusterlog":
                 got = await section_clusterlog(sizes, workdir)
+            elif section == "streams":
+                got = await section_streams(sizes, workdir)
             else:
                 got = await section_commits(sizes, workdir, prof, args.loadgen_processes)
         except Exception as exc:

@@ -51,6 +51,7 @@ EXPECTED_ROWS = [
     ("KIP-848 join, first heartbeat to assignment", "log upstream vs local"),
     ("takeover: SIGKILL of the owner", "3 instances, log upstream"),
     ("start-up replay of the log topic", "1 instance, log upstream"),
+    ("Streams scale-out 2 -> 3", "coordinator"),
 ]
 
 
