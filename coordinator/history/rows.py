@@ -108,6 +108,8 @@ EVENT_ROWS: dict[type, RowSpec | None] = {
     events.MemberFenced: RowSpec("member_fenced", {"partitions": "partition_count"}),
     # ---- streams groups (KIP-1071): metrics only so far (the history schema has no task columns) ----
     events.WarmupTasksChanged: SKIP,
+    # ---- share groups (KIP-932): per-record state counts, metrics only (every fetch has some) ----
+    events.ShareRecordsChanged: SKIP,
 }
 
 
