@@ -6,6 +6,7 @@ as the heartbeat asks; Produce/Fetch/ListOffsets/OffsetCommit are the embedded d
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,6 +160,45 @@ def test_trunk_client_on_v1_gets_warmups_that_are_promoted_once_caught_up(
         assert set(counts.read().values()) == {1}
     finally:
         second.stop()
+        first.stop()
+        counts.close()
+
+
+# Two report periods (the task-offset interval, 1 s, and the heartbeat interval, 0.5 s): how long a
+# warm-up whose lag never comes down (unknown over an empty changelog) waits before its move goes ahead.
+STALL_BOUND_S = 2 * 1.0
+
+
+@pytest.mark.slow
+def test_trunk_client_warm_up_over_an_empty_changelog_ends_active_on_the_newcomer(
+        trunk_app_classes: tuple[Path, Path], warmup_server: ServerProcess, tmp_path: Path) -> None:
+    """Nothing was ever counted, so every store's changelog is empty: the trunk client reports the
+    newcomer's warm-ups with end offset Long.MAX_VALUE (unknown) and the owner reports nothing. The
+    moves stall and go ahead within a few stall bounds (two warm-ups at a time, then the third),
+    not when some record arrives; and the app counts on afterwards."""
+    app_id = f"empty-{uuid.uuid4().hex[:8]}"
+    first = Instance(trunk_app_classes, warmup_server.bootstrap, app_id, "first", tmp_path)
+    second: Instance | None = None
+    counts = Counts(warmup_server.bootstrap)
+    try:
+        wait_until(lambda: len(first.tasks_now()[0]) == PARTITIONS, 90, message=f"first runs all: {first.states()}")
+        second = Instance(trunk_app_classes, warmup_server.bootstrap, app_id, "second", tmp_path)
+        joined = second
+        wait_until(lambda: bool(joined.task_lines()), 60, message=f"second joined: {joined.states()}")
+        started = time.monotonic()
+        wait_until(lambda: len(first.tasks_now()[0]) == 3 and len(joined.tasks_now()[0]) == 3
+                   and not joined.tasks_now()[1], 60,
+                   message=f"balanced: first {first.task_lines()}, second {joined.task_lines()}")
+        handed_over = time.monotonic() - started
+        print(f"empty changelogs: the newcomer runs its 3 tasks {handed_over:.1f} s after joining")
+        assert handed_over < 10 * STALL_BOUND_S + 10  # two rounds of stalled moves and rebalances, not 120 s
+        assert any(standby for _, standby in joined.task_lines())  # they were warm-ups first (no standbys set)
+        produce_words(warmup_server.bootstrap, per_key=2)
+        wait_until(lambda: counts.all_at(2), 60, message=f"counts at 2: {counts.read()}")
+        assert set(counts.read().values()) == {2}
+    finally:
+        if second is not None:
+            second.stop()
         first.stop()
         counts.close()
 
