@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 
 from tests.support.java import require_streams_clients, require_trunk_clients
 from tests.support.server import ServerProcess, wait_until
@@ -22,7 +21,9 @@ from tests.support.streams_app import (
     Instance,
     all_committed,
     compile_app,
+    produce_distinct_keys,
     produce_words,
+    warmed_up_first,
 )
 
 SERVER_SETTINGS = {
@@ -121,19 +122,10 @@ def test_three_instances_count_exactly_across_a_sigkill_and_a_coordinator_restar
 STORE_KEYS = 12_000  # ~2,000 per task: far above the acceptable recovery lag of 100
 
 
-def produce_distinct_keys(bootstrap: str) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    for i in range(STORE_KEYS):
-        producer.produce("words", key=f"key-{i}", value=b"x")
-        if i % 2000 == 0:
-            producer.poll(0)
-    assert producer.flush(30) == 0
-
-
 def scale_out(app: tuple[Path, Path], server: ServerProcess, tmp_path: Path) -> tuple[Instance, Instance, Counts]:
     """One instance counts a store of STORE_KEYS keys, then a second one joins and takes its half."""
     app_id = f"scale-{uuid.uuid4().hex[:8]}"
-    produce_distinct_keys(server.bootstrap)
+    produce_distinct_keys(server.bootstrap, STORE_KEYS)
     counts = Counts(server.bootstrap)
     first = Instance(app, server.bootstrap, app_id, "first", tmp_path)
     wait_until(lambda: counts.all_at(1, STORE_KEYS), 90, message=f"first counted: {first.states()}")
@@ -151,11 +143,8 @@ def test_trunk_client_on_v1_gets_warmups_that_are_promoted_once_caught_up(
     try:
         # No standby replicas are configured: every standby the newcomer ran was a warm-up. Each
         # task it runs now it first ran as a warm-up, while the first instance kept it active.
-        lines = second.task_lines()
         moved = second.tasks_now()[0]
-        for task in moved:
-            became_active = next(i for i, (active, _) in enumerate(lines) if task in active)
-            assert any(task in standby for _, standby in lines[:became_active]), (task, lines)
+        assert warmed_up_first(second) == set(), second.task_lines()
         assert len(moved) == 3 and moved.isdisjoint(first.tasks_now()[0])
         assert set(counts.read().values()) == {1}
     finally:
