@@ -111,8 +111,9 @@ class WarmupConfig(msgspec.Struct, frozen=True):
 
 
 UNKNOWN_END_OFFSET = 2**63 - 1
-"""``Long.MAX_VALUE``: the end offset the trunk client reports for a warm-up whose changelog end it
-does not know (an empty changelog); like a negative one, it is no end offset at all."""
+"""``Long.MAX_VALUE``: the end offset sum the trunk client reports for a warm-up when it does not
+know the end of one of the task's changelogs (seen over empty changelogs) or the sum overflows;
+like a negative one, it is no end offset at all."""
 
 
 def known_end(end: int | None) -> bool:
