@@ -6,12 +6,12 @@ as the heartbeat asks; Produce/Fetch/ListOffsets/OffsetCommit are the embedded d
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 
 from tests.support.java import require_streams_clients, require_trunk_clients
 from tests.support.server import ServerProcess, wait_until
@@ -21,7 +21,9 @@ from tests.support.streams_app import (
     Instance,
     all_committed,
     compile_app,
+    produce_distinct_keys,
     produce_words,
+    warmed_up_first,
 )
 
 SERVER_SETTINGS = {
@@ -120,19 +122,10 @@ def test_three_instances_count_exactly_across_a_sigkill_and_a_coordinator_restar
 STORE_KEYS = 12_000  # ~2,000 per task: far above the acceptable recovery lag of 100
 
 
-def produce_distinct_keys(bootstrap: str) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    for i in range(STORE_KEYS):
-        producer.produce("words", key=f"key-{i}", value=b"x")
-        if i % 2000 == 0:
-            producer.poll(0)
-    assert producer.flush(30) == 0
-
-
 def scale_out(app: tuple[Path, Path], server: ServerProcess, tmp_path: Path) -> tuple[Instance, Instance, Counts]:
     """One instance counts a store of STORE_KEYS keys, then a second one joins and takes its half."""
     app_id = f"scale-{uuid.uuid4().hex[:8]}"
-    produce_distinct_keys(server.bootstrap)
+    produce_distinct_keys(server.bootstrap, STORE_KEYS)
     counts = Counts(server.bootstrap)
     first = Instance(app, server.bootstrap, app_id, "first", tmp_path)
     wait_until(lambda: counts.all_at(1, STORE_KEYS), 90, message=f"first counted: {first.states()}")
@@ -150,15 +143,51 @@ def test_trunk_client_on_v1_gets_warmups_that_are_promoted_once_caught_up(
     try:
         # No standby replicas are configured: every standby the newcomer ran was a warm-up. Each
         # task it runs now it first ran as a warm-up, while the first instance kept it active.
-        lines = second.task_lines()
         moved = second.tasks_now()[0]
-        for task in moved:
-            became_active = next(i for i, (active, _) in enumerate(lines) if task in active)
-            assert any(task in standby for _, standby in lines[:became_active]), (task, lines)
+        assert warmed_up_first(second) == set(), second.task_lines()
         assert len(moved) == 3 and moved.isdisjoint(first.tasks_now()[0])
         assert set(counts.read().values()) == {1}
     finally:
         second.stop()
+        first.stop()
+        counts.close()
+
+
+# Two report periods (the task-offset interval, 1 s, and the heartbeat interval, 0.5 s): how long a
+# warm-up whose lag never comes down (unknown over an empty changelog) waits before its move goes ahead.
+STALL_BOUND_S = 2 * 1.0
+
+
+@pytest.mark.slow
+def test_trunk_client_warm_up_over_an_empty_changelog_ends_active_on_the_newcomer(
+        trunk_app_classes: tuple[Path, Path], warmup_server: ServerProcess, tmp_path: Path) -> None:
+    """Nothing was ever counted, so every store's changelog is empty: the trunk client reports the
+    newcomer's warm-ups with end offset Long.MAX_VALUE (unknown) and the owner reports nothing. The
+    moves stall and go ahead within a few stall bounds (two warm-ups at a time, then the third),
+    not when some record arrives; and the app counts on afterwards."""
+    app_id = f"empty-{uuid.uuid4().hex[:8]}"
+    first = Instance(trunk_app_classes, warmup_server.bootstrap, app_id, "first", tmp_path)
+    second: Instance | None = None
+    counts = Counts(warmup_server.bootstrap)
+    try:
+        wait_until(lambda: len(first.tasks_now()[0]) == PARTITIONS, 90, message=f"first runs all: {first.states()}")
+        second = Instance(trunk_app_classes, warmup_server.bootstrap, app_id, "second", tmp_path)
+        joined = second
+        wait_until(lambda: bool(joined.task_lines()), 60, message=f"second joined: {joined.states()}")
+        started = time.monotonic()
+        wait_until(lambda: len(first.tasks_now()[0]) == 3 and len(joined.tasks_now()[0]) == 3
+                   and not joined.tasks_now()[1], 60,
+                   message=f"balanced: first {first.task_lines()}, second {joined.task_lines()}")
+        handed_over = time.monotonic() - started
+        print(f"empty changelogs: the newcomer runs its 3 tasks {handed_over:.1f} s after joining")
+        assert handed_over < 10 * STALL_BOUND_S + 10  # two rounds of stalled moves and rebalances, not 120 s
+        assert any(standby for _, standby in joined.task_lines())  # they were warm-ups first (no standbys set)
+        produce_words(warmup_server.bootstrap, per_key=2)
+        wait_until(lambda: counts.all_at(2), 60, message=f"counts at 2: {counts.read()}")
+        assert set(counts.read().values()) == {2}
+    finally:
+        if second is not None:
+            second.stop()
         first.stop()
         counts.close()
 

@@ -3,7 +3,8 @@ mode in front of Apache Kafka 4.0, which serves no streams groups itself: the st
 of `tests/support/streams_app.py`, its group served by the sidecar, its data, its changelog (created
 by the sidecar on Kafka as the heartbeat asks) and its mirrored offsets on Kafka. Counts come out
 exact (every record was committed before each disruption): with one instance, and with three
-across a SIGKILL of one of them and a restart of the coordinator."""
+across a SIGKILL of one of them and a restart of the coordinator. The trunk client (v1, task
+offsets) scales out with warm-ups restored from the changelog on Kafka, then promoted."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from tests.support.java import require_streams_clients
+from tests.support.java import require_streams_clients, require_trunk_clients
 from tests.support.kafka import KafkaBroker
 from tests.support.server import ServerProcess, wait_until
 from tests.support.streams_app import (
@@ -23,7 +24,9 @@ from tests.support.streams_app import (
     Topics,
     all_committed,
     compile_app,
+    produce_distinct_keys,
     produce_words,
+    warmed_up_first,
 )
 
 from .conftest import free_base_port, sidecar_process
@@ -120,3 +123,50 @@ def test_three_instances_count_exactly_across_a_sigkill_and_a_sidecar_restart(
         for instance in instances:
             instance.stop()
         counts.close()
+
+
+WARMUP_SETTINGS = {
+    **SIDECAR_SETTINGS,
+    "group.streams.acceptable.recovery.lag": "100",  # each task's store is ~2,000 records: a newcomer lags
+    "group.streams.task.offset.interval.ms": "1000",
+}
+STORE_KEYS = 12_000
+
+
+@pytest.fixture(scope="module")
+def trunk_app_classes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return compile_app(require_trunk_clients(), tmp_path_factory.mktemp("streams-app-trunk"))
+
+
+@pytest.mark.slow
+def test_trunk_client_scales_out_through_the_sidecar_with_warmups_promoted_once_caught_up(
+        trunk_app_classes: tuple[Path, Path], kafka_broker: KafkaBroker, tmp_path: Path) -> None:
+    """Apache Kafka 4.0 serves no streams groups: the sidecar does, and the newcomer restores the
+    moved tasks' stores as warm-ups from the changelogs on Kafka while the first instance keeps
+    them active; each is handed over once caught up."""
+    server = sidecar_process(tmp_path / "sidecar", kafka_broker.bootstrap, free_base_port(), **WARMUP_SETTINGS)
+    server.start()
+    topics = Topics.unique()
+    topics.create(kafka_broker.bootstrap)
+    app_id = f"scale-{uuid.uuid4().hex[:8]}"
+    produce_distinct_keys(kafka_broker.bootstrap, STORE_KEYS, topics.words)
+    counts = Counts(kafka_broker.bootstrap, topics)
+    first = Instance(trunk_app_classes, server.bootstrap, app_id, "first", tmp_path, topics)
+    second: Instance | None = None
+    try:
+        wait_until(lambda: counts.all_at(1, STORE_KEYS), 90, message=f"first counted: {first.states()}")
+        second = Instance(trunk_app_classes, server.bootstrap, app_id, "second", tmp_path, topics)
+        joined = second
+        wait_until(lambda: len(first.tasks_now()[0]) == 3 and len(joined.tasks_now()[0]) == 3
+                   and not joined.tasks_now()[1], 90,
+                   message=f"balanced: first {first.task_lines()}, second {joined.task_lines()}")
+        # No standby replicas are configured: every standby the newcomer ran was a warm-up.
+        assert warmed_up_first(joined) == set(), joined.task_lines()
+        assert joined.tasks_now()[0].isdisjoint(first.tasks_now()[0])
+        assert set(counts.read().values()) == {1}
+    finally:
+        if second is not None:
+            second.stop()
+        first.stop()
+        counts.close()
+        server.stop()

@@ -141,3 +141,25 @@ def all_committed(bootstrap: str, app_id: str, topics: Topics = DEFAULT_TOPICS) 
         consumer.close()
     done = {tp.partition: tp.offset for tp in committed.topic_partitions if tp.topic == topics.words}
     return all(done.get(p, 0) >= end for p, end in ends.items())
+
+
+def produce_distinct_keys(bootstrap: str, keys: int, topic: str = DEFAULT_TOPICS.words) -> None:
+    """One record for each of ``keys`` keys: a store (and changelog) of ``keys`` entries."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for i in range(keys):
+        producer.produce(topic, key=f"key-{i}", value=b"x")
+        if i % 2000 == 0:
+            producer.poll(0)
+    assert producer.flush(30) == 0
+
+
+def warmed_up_first(instance: Instance) -> set[str]:
+    """The active tasks the instance runs now that it did not run as a standby (a warm-up, when no
+    standby replicas are configured) before it first ran them active."""
+    lines = instance.task_lines()
+    cold = set()
+    for task in instance.tasks_now()[0]:
+        became_active = next(i for i, (active, _) in enumerate(lines) if task in active)
+        if not any(task in standby for _, standby in lines[:became_active]):
+            cold.add(task)
+    return cold

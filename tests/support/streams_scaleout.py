@@ -163,9 +163,10 @@ def run(app: tuple[Path, Path], server: ServerProcess, workdir: Path, warmups: b
     instances = list(first)
     ticker: Ticker | None = None
     try:
-        # Warm-ups on, a task "b" warms up while "a" keeps it is handed over only once records
+        # Warm-ups on, a task "b" warms up while "a" keeps it is handed over by lag once records
         # flow: over an empty changelog the trunk client reports the warm-up's end offset as
-        # Long.MAX_VALUE (offset 0), a lag that never counts as caught up. So produce, then wait.
+        # Long.MAX_VALUE (unknown), and the move only goes ahead once it stalls (two report
+        # periods, README). So produce, then wait: the first split is the caught-up hand-over.
         produce_store(bootstrap, store_keys)
         wait_until(lambda: len(counts.read()) == store_keys, 300, 0.1, "the store counted")
         wait_until(lambda: balanced(first, 3), 120, 0.1, "a and b run 3 tasks each, no warm-up left")

@@ -47,6 +47,7 @@ import msgspec
 
 from ..errors import CoordinatorError, ErrorCode
 from . import records as rec
+from . import stall
 from .endpoints import partitions_by_user_endpoint
 from .group import StreamsGroupState
 from .heartbeat_request import LEAVE_EPOCH, STATIC_LEAVE_EPOCH, StreamsHeartbeat, check_heartbeat
@@ -63,7 +64,7 @@ from .topology import (
     configure,
     required_topics,
 )
-from .warmup import MemberTaskOffsets, WarmupConfig, WarmupMember, refine
+from .warmup import MemberTaskOffsets, WarmupConfig, WarmupMember, group_end_offsets, lag, refine
 
 
 class StreamsSettings(msgspec.Struct, frozen=True):
@@ -88,6 +89,8 @@ class SoftState:
         self.shutdown_requested_by: str | None = None
         self.refine_pending = False
         """The offsets reported changed the refinement while the group was not stable."""
+        self.moves: dict[stall.Move, stall.Progress] = {}
+        """Pending warm-up moves and how their lags came down (``stall.py``)."""
 
 
 Timer = tuple[str, str, str]
@@ -211,7 +214,11 @@ def heartbeat(group: StreamsGroupState | None, soft: SoftState, request: Streams
     # and v1 ones between task-offset intervals) cost no pass over the group's tasks.
     reported = request.task_offsets is not None or request.task_end_offsets is not None
     fresh = soft.refined is None or soft.refined[0] != group.assignment_epoch
-    refined = _refined(group, soft, settings, configured) if fresh or reported or soft.refine_pending else None
+    bound = stall.stall_bound_ms(settings.task_offset_interval_ms, settings.heartbeat_interval_ms)
+    stalled = stall.stalled(soft.moves, now_ms, bound)  # a few moves at most: the warm-up budget
+    due = any(not soft.moves[m].stalled for m in stalled)
+    refined = _refined(group, soft, settings, configured, stalled) \
+        if fresh or reported or soft.refine_pending or due else None
     if configured is None or not configured.is_ready:
         soft.refined = None
     elif refined is None:
@@ -228,6 +235,7 @@ def heartbeat(group: StreamsGroupState | None, soft: SoftState, request: Streams
     if refined is not None and soft.refined is not None:
         # A change that waits for the group to be stable is looked at again on later heartbeats.
         soft.refine_pending = refined != soft.refined[1]
+        soft.moves = _track_moves(group, soft, now_ms, bound)
     slice_ = soft.refined[1].get(request.member_id, EMPTY) if soft.refined is not None else EMPTY
 
     current = group.members[request.member_id]
@@ -375,8 +383,29 @@ def _metadata_changed(old: StreamsGroupMember, new: StreamsGroupMember) -> bool:
         new.topology_epoch, new.user_endpoint, new.client_tags)
 
 
+def _track_moves(group: StreamsGroupState, soft: SoftState, now_ms: int, bound_ms: int) -> dict[stall.Move, stall.Progress]:
+    """The pending moves' progress after a refinement: the refined warm-ups, with the lags the
+    newcomers last reported; a move ends when its newcomer runs the task or no longer gets it."""
+    assert soft.refined is not None
+    warmups = [(m, task) for m, t in soft.refined[1].items() for task in t.warmup]
+    if not warmups and not soft.moves:
+        return {}
+    ends = group_end_offsets(WarmupMember("", offsets=o) for o in soft.offsets.values())
+
+    def lag_of(move: stall.Move) -> int | None:
+        return lag(WarmupMember("", offsets=soft.offsets.get(move[0], MemberTaskOffsets())), move[1], ends)
+
+    def pending(move: stall.Move) -> bool:
+        member, target = group.members.get(move[0]), group.targets.get(move[0])
+        return member is not None and target is not None and move[1] in target.active \
+            and move[1] not in member.assigned.active
+
+    return stall.track(soft.moves, warmups, lag_of, pending, now_ms, bound_ms)
+
+
 def _refined(group: StreamsGroupState, soft: SoftState, settings: StreamsSettings,
-             configured: ConfiguredTopology | None) -> dict[str, TasksTuple] | None:
+             configured: ConfiguredTopology | None,
+             stalled: frozenset[stall.Move] = frozenset()) -> dict[str, TasksTuple] | None:
     if configured is None or not configured.is_ready:
         return None
     members = {m: WarmupMember(x.process_id, x.assigned.tasks(), soft.offsets.get(m, MemberTaskOffsets()))
@@ -384,4 +413,4 @@ def _refined(group: StreamsGroupState, soft: SoftState, settings: StreamsSetting
     target = {m: group.targets.get(m, EMPTY) for m in group.members}
     stateful = [s.subtopology_id for s in (configured.subtopologies or {}).values() if s.stateful]
     return refine(members, target, stateful,
-                  WarmupConfig(settings.num_warmup_replicas, settings.acceptable_recovery_lag))
+                  WarmupConfig(settings.num_warmup_replicas, settings.acceptable_recovery_lag), stalled)

@@ -24,7 +24,10 @@ the assignment members reconcile toward:
      offset sums it reported; an end offset it did not report is taken from the other members'
      reports) is at most ``acceptable_recovery_lag``. This is the promotion: the warm-up the
      newcomer ran becomes the active task in place (``reconciliation.py``), once the owner released
-     it.
+     it. An end offset of ``Long.MAX_VALUE`` or below 0 is unknown (the trunk client's report
+     for an empty changelog), and an unknown lag is never caught up;
+   - the move is **stalled** (``stall.py``): the newcomer's lag has not come down for a bound of
+     time, or was never known, so waiting longer would not end.
 
    Otherwise the task **stays active on its owner** and, while the group's warm-up budget lasts
    (``num_warmup_replicas`` warm-ups in the group at a time, Kafka's name and default 2), the
@@ -40,7 +43,7 @@ So the refined assignment keeps every task active exactly once (the count Kafka 
 than the budget. The budget counts warm-ups still restoring: a promoted warm-up (caught up) stays
 with its member, reconciliation keeping it until the owner released the active task, while the
 freed budget already starts the next warm-up. A warm-up ends in one of two ways, both computed by a later call: promoted (the
-newcomer caught up) or dropped (the target no longer moves the task there, the newcomer left, or
+newcomer caught up, or its move stalled) or dropped (the target no longer moves the task there, the newcomer left, or
 the owner left and the task moved at once). The caller re-derives the refined assignment when
 members report offsets (at the task-offset interval, or as soon as a warm-up comes within the
 acceptable lag: the trunk client reports then) and gives it its own assignment epoch when it
@@ -53,7 +56,7 @@ Deterministic: the same members, target and offsets always give the same refined
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 import msgspec
 
@@ -107,30 +110,43 @@ class WarmupConfig(msgspec.Struct, frozen=True):
     """``group.streams.acceptable.recovery.lag``: at or below this lag a warm-up is caught up."""
 
 
+UNKNOWN_END_OFFSET = 2**63 - 1
+"""``Long.MAX_VALUE``: the end offset sum the trunk client reports for a warm-up when it does not
+know the end of one of the task's changelogs (seen over empty changelogs) or the sum overflows;
+like a negative one, it is no end offset at all."""
+
+
+def known_end(end: int | None) -> bool:
+    return end is not None and 0 <= end < UNKNOWN_END_OFFSET
+
+
 def lag(member: WarmupMember, task: Task, end_offsets: Mapping[Task, int]) -> int | None:
-    """The member's lag for a task, or None when unknown (no offset, or no end offset from it or any
-    member; a negative offset is Kafka Streams' "unknown")."""
+    """The member's lag for a task, or None when unknown (no offset, or no known end offset from it
+    or any member; a negative offset is Kafka Streams' "unknown")."""
     offset = member.offsets.offsets.get(task)
-    end = member.offsets.end_offsets.get(task, end_offsets.get(task))
-    if offset is None or end is None or offset < 0 or end < 0:
+    end = member.offsets.end_offsets.get(task)
+    if not known_end(end):
+        end = end_offsets.get(task)
+    if offset is None or end is None or offset < 0 or not known_end(end):
         return None
     return max(end - offset, 0)
 
 
 def group_end_offsets(members: Iterable[WarmupMember]) -> dict[Task, int]:
-    """The highest end offset any member reported for each task."""
+    """The highest known end offset any member reported for each task."""
     ends: dict[Task, int] = {}
     for member in members:
         for task, end in member.offsets.end_offsets.items():
-            if end > ends.get(task, -1):
+            if end > ends.get(task, -1) and known_end(end):
                 ends[task] = end
     return ends
 
 
 def refine(members: Mapping[str, WarmupMember], target: Mapping[str, TasksTuple], stateful: Iterable[str],
-           config: WarmupConfig) -> dict[str, TasksTuple]:
+           config: WarmupConfig, stalled: Collection[tuple[str, Task]] = frozenset()) -> dict[str, TasksTuple]:
     """The assignment members reconcile toward: the target, with stateful moves to members that are
-    not caught up held back on their owner and warmed up within the budget. See the module doc."""
+    not caught up held back on their owner and warmed up within the budget. See the module doc;
+    ``stalled`` (newcomer, task) moves go ahead at once (``stall.py``)."""
     if config.num_warmup_replicas <= 0:
         return {m: TasksTuple(t.active, t.standby) for m, t in target.items()}
     stateful_ids = frozenset(stateful)
@@ -151,8 +167,8 @@ def refine(members: Mapping[str, WarmupMember], target: Mapping[str, TasksTuple]
             if members[current].process_id == incoming.process_id:
                 continue
             task_lag = lag(incoming, task, ends)
-            if task_lag is not None and task_lag <= config.acceptable_recovery_lag:
-                continue  # caught up: promoted now
+            if (task_lag is not None and task_lag <= config.acceptable_recovery_lag) or (newcomer, task) in stalled:
+                continue  # caught up, or stalled: promoted now
             held.append((0 if task in incoming.current.warmup else 1, task, newcomer, current))
     if not held:
         return {m: TasksTuple(t.active, t.standby) for m, t in target.items()}

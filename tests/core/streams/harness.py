@@ -55,15 +55,18 @@ class Client:
         self.standby: frozenset[Task] = frozenset()
         self.warmup: frozenset[Task] = frozenset()
         self.restored: dict[Task, int] = {}
+        self.end = self.END
+        """The end offset it reports for its warm-ups (the trunk client reports Long.MAX_VALUE over an
+        empty changelog, whose end it does not know)."""
 
     def request(self) -> StreamsHeartbeat:
         joining = self.epoch == 0
         offsets = end_offsets = None
         if self.api_version >= 1:  # v1: report the changelog offsets of warm-ups as they restore
             for task in self.warmup:
-                self.restored[task] = min(self.END, self.restored.get(task, 0) + self.restore_per_heartbeat)
+                self.restored[task] = min(self.end, self.restored.get(task, 0) + self.restore_per_heartbeat)
             offsets = tuple((s, p, o) for (s, p), o in sorted(self.restored.items()) if (s, p) in self.warmup)
-            end_offsets = tuple((s, p, self.END) for s, p in sorted(self.warmup))
+            end_offsets = tuple((s, p, self.end) for s, p in sorted(self.warmup))
             if self.only_changes and self.sent == (offsets, end_offsets):
                 offsets = end_offsets = None
             else:

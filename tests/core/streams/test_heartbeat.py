@@ -151,3 +151,26 @@ def test_an_instance_id_is_held_by_one_member_at_a_time() -> None:
             heartbeat(coordinator.group, coordinator.soft, request, TOPICS, metadata_hash, SETTINGS, "c", "h", 1)
         assert refused.value.code == code
     assert set(coordinator.group.members) == {"a1"}
+
+
+def test_a_warm_up_over_an_empty_changelog_is_promoted_once_its_move_stalls() -> None:
+    """The trunk client reports a warm-up over an empty changelog as offset 0, end Long.MAX_VALUE,
+    once (its offsets never change), and the owner reports nothing: the lag is unknown. The task
+    stays with its owner for two report periods, then moves without waiting any longer."""
+    coordinator, a = Coordinator(), Client("a", api_version=0)
+    coordinator.rounds([a], 2)
+    b = Client("b", restore_per_heartbeat=0, only_changes=True)
+    b.end = 2**63 - 1
+    coordinator.rounds([a, b], 6)
+    assert coordinator.group is not None
+    assert len(b.warmup) == 2 and not b.active  # the budget: two warm-ups, nothing moved yet
+    bound = 2 * max(SETTINGS.task_offset_interval_ms, SETTINGS.heartbeat_interval_ms)
+    coordinator.now += bound - 2_000  # just short of the bound: still held
+    coordinator.rounds([a, b], 2)
+    assert not b.active
+    coordinator.now += 2_000
+    coordinator.rounds([a, b], 6)  # the first two stall and move; the third warms up, then its turn
+    coordinator.now += bound
+    coordinator.rounds([a, b], 6)
+    assert b.active == coordinator.group.targets["b"].active and len(b.active) == 3 and not b.warmup
+    assert a.active == coordinator.group.targets["a"].active

@@ -25,12 +25,12 @@ def beat(coordinator: Coordinator, client: Client) -> None:
         client.active = client.standby = client.warmup = frozenset()
 
 
-@given(st.integers(0, 2**32), st.lists(st.sampled_from(["join", "beat", "beat", "beat", "leave", "expire", "restart"]),
-                                       min_size=1, max_size=40))
-@settings(max_examples=150)
-def test_any_sequence_of_joins_heartbeats_and_departures_keeps_the_invariants_and_converges(
-        seed: int, operations: list[str]) -> None:
-    rng = random.Random(seed)
+OPERATIONS = st.lists(st.sampled_from(["join", "beat", "beat", "beat", "leave", "expire", "restart"]),
+                      min_size=1, max_size=40)
+
+
+def drive(rng: random.Random, operations: list[str]) -> tuple[Coordinator, list[Client]]:
+    """Plays the operations; checks the warm-up budget after each."""
     coordinator = Coordinator()
     clients: list[Client] = []
     names = iter(f"m{i}" for i in range(1000))
@@ -62,10 +62,15 @@ def test_any_sequence_of_joins_heartbeats_and_departures_keeps_the_invariants_an
             coordinator.expire(rng.choice(clients).member_id)
         if coordinator.soft.refined is not None:
             assert sum(len(t.warmup) for t in coordinator.soft.refined[1].values()) <= SETTINGS.num_warmup_replicas
-    for client in clients:
-        client.restore_per_heartbeat = max(client.restore_per_heartbeat, 300)  # everyone restores eventually
+    return coordinator, clients
+
+
+def converges(coordinator: Coordinator, clients: list[Client], step_ms: int = 0) -> None:
+    """Every client heartbeats in rounds (the clock moving ``step_ms`` more each round): within 60
+    rounds every member runs exactly its target, no warm-up left."""
     group = coordinator.group
     for rounds in range(60):
+        coordinator.now += step_ms
         for client in clients:
             beat(coordinator, client)
         group = coordinator.group
@@ -78,3 +83,29 @@ def test_any_sequence_of_joins_heartbeats_and_departures_keeps_the_invariants_an
     else:
         raise AssertionError(f"did not converge: {group.members if group else None}")
     assert set(group.members) == {c.member_id for c in clients}
+
+
+@given(st.integers(0, 2**32), OPERATIONS)
+@settings(max_examples=150)
+def test_any_sequence_of_joins_heartbeats_and_departures_keeps_the_invariants_and_converges(
+        seed: int, operations: list[str]) -> None:
+    coordinator, clients = drive(random.Random(seed), operations)
+    for client in clients:
+        client.restore_per_heartbeat = max(client.restore_per_heartbeat, 300)  # everyone restores eventually
+    converges(coordinator, clients)
+
+
+@given(st.integers(0, 2**32), OPERATIONS)
+@settings(max_examples=100)
+def test_warm_ups_that_never_catch_up_still_end_once_their_moves_stall(seed: int, operations: list[str]) -> None:
+    """Some newcomers never restore (offset 0), some report the trunk client's Long.MAX_VALUE end
+    offset (an empty changelog): with time passing, every warm-up still ends and the group reaches
+    its target."""
+    rng = random.Random(seed)
+    coordinator, clients = drive(rng, operations)
+    for client in clients:
+        if rng.random() < 0.5:
+            client.end = 2**63 - 1
+        client.restore_per_heartbeat = rng.choice([0, 0, 300])
+        event(f"end {'unknown' if client.end > client.END else 'known'}, restores {client.restore_per_heartbeat}")
+    converges(coordinator, clients, 2 * max(SETTINGS.task_offset_interval_ms, SETTINGS.heartbeat_interval_ms))

@@ -12,12 +12,16 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from coordinator.core.errors import CoordinatorError, ErrorCode
+from coordinator.core.streams import stall
 from coordinator.core.streams.assignor import AssignorMember, SubtopologySpec, assign
 from coordinator.core.streams.tasks import Task, TasksTuple
 from coordinator.core.streams.warmup import (
+    UNKNOWN_END_OFFSET,
     MemberTaskOffsets,
     WarmupConfig,
     WarmupMember,
+    group_end_offsets,
+    lag,
     preserves_active_task_count,
     refine,
 )
@@ -99,6 +103,22 @@ def test_lags_that_go_backwards_only_delay_the_promotion() -> None:
     behind_again = caught_up.update([("0", 1, 10)], None)  # the store was wiped: offsets went back
     assert scale_out(caught_up)["b"].active == {T1}
     assert scale_out(behind_again)["b"].warmup == {T1}
+
+
+def test_an_end_offset_of_long_max_value_or_below_zero_is_unknown() -> None:
+    empty = WarmupMember("pb", offsets=offsets({T1: 0}, {T1: UNKNOWN_END_OFFSET}))
+    assert lag(empty, T1, {}) is None  # not caught up: its lag is unknown, not 2**63 - 1
+    assert scale_out(empty.offsets)["b"].warmup == {T1}
+    assert lag(empty, T1, {T1: 40}) == 40  # another member's known end counts instead
+    unknown = [WarmupMember("p", offsets=offsets({}, {T1: e})) for e in (UNKNOWN_END_OFFSET, -1, 7)]
+    assert group_end_offsets(unknown) == {T1: 7}
+
+
+def test_a_stalled_move_goes_ahead_without_a_warm_up() -> None:
+    empty = offsets({T1: 0}, {T1: UNKNOWN_END_OFFSET})
+    members = {"a": WarmupMember("pa", tasks({T0, T1})), "b": WarmupMember("pb", offsets=empty)}
+    target = {"a": tasks({T0}), "b": tasks({T1})}
+    assert refine(members, target, ["0"], CONFIG, frozenset({("b", T1)})) == target
 
 
 @st.composite
@@ -189,3 +209,60 @@ def test_every_warm_up_ends_promoted_or_dropped_and_the_group_reaches_its_target
             end_offsets = {**member.offsets.end_offsets, **{task: ends.get(task, 1000) for task in t.warmup}}
             members[member_id] = WarmupMember(member.process_id, t, MemberTaskOffsets(
                 progressed, end_offsets, member.offsets.reported))
+
+
+def track_moves(moves: dict[stall.Move, stall.Progress], members: dict[str, WarmupMember],
+                target: dict[str, TasksTuple], refined: dict[str, TasksTuple], now: int,
+                bound: int) -> dict[stall.Move, stall.Progress]:
+    """What the heartbeat does after each refinement: the moves' lags as the newcomers reported them."""
+    ends = group_end_offsets(members.values())
+    return stall.track(
+        moves, [(m, task) for m, t in refined.items() for task in t.warmup],
+        lambda move: lag(members[move[0]], move[1], ends),
+        lambda move: move[1] in target[move[0]].active and move[1] not in members[move[0]].current.active,
+        now, bound)
+
+
+REPORTS = ["progress", "unknown-end", "missing", "backwards"]
+
+
+@given(moving_groups(), st.integers(0, 2**32))
+@settings(max_examples=200)
+def test_every_warm_up_ends_whatever_the_newcomers_report(
+        group: tuple[dict[str, WarmupMember], dict[str, TasksTuple], list[str], WarmupConfig], seed: int) -> None:
+    """As above, but each warm-up reports one way throughout: restoring, offset 0 with end
+    Long.MAX_VALUE (an empty changelog), no offset at all, or lags jumping back and forth. With the
+    stall rule (time passing between steps), no warm-up lasts and the group reaches its target."""
+    members, target, stateful, config = group
+    rng = random.Random(seed)
+    members = {m: w for m, w in members.items() if m in target}
+    bound, now, steps = 10, 0, 0
+    moves: dict[stall.Move, stall.Progress] = {}
+    kind: dict[tuple[str, Task], str] = {}
+    while True:
+        refined = refine(members, target, stateful, config, stall.stalled(moves, now, bound))
+        if refined == {m: TasksTuple(t.active, t.standby) for m, t in target.items()}:
+            event(f"steps to the target: {min(steps, 5)}{'+' if steps >= 5 else ''}")
+            break
+        steps += 1
+        assert steps <= 2000, "a warm-up never ended"
+        for member_id, t in refined.items():
+            member = members[member_id]
+            offs, ends = dict(member.offsets.offsets), dict(member.offsets.end_offsets)
+            for task in t.warmup:
+                how = kind.setdefault((member_id, task), rng.choice(REPORTS))
+                event(f"report: {how}")
+                end = 1000
+                if how == "progress":
+                    offs[task], ends[task] = min(end, offs.get(task, 0) + rng.randrange(0, 300)), end
+                elif how == "unknown-end":
+                    offs[task], ends[task] = 0, UNKNOWN_END_OFFSET
+                elif how == "missing":
+                    offs.pop(task, None)
+                    ends.pop(task, None)
+                else:
+                    offs[task], ends[task] = rng.randrange(0, end + 1), end
+            members[member_id] = WarmupMember(member.process_id, t,
+                                              MemberTaskOffsets(offs, ends, member.offsets.reported))
+        moves = track_moves(moves, members, target, refined, now, bound)
+        now += rng.randrange(1, 6)
