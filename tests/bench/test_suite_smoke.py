@@ -51,6 +51,10 @@ EXPECTED_ROWS = [
     ("KIP-848 join, first heartbeat to assignment", "log upstream vs local"),
     ("takeover: SIGKILL of the owner", "3 instances, log upstream"),
     ("start-up replay of the log topic", "1 instance, log upstream"),
+    ("plain consumer group, 1 consumer, 1 partition", "coordinator"),
+    ("share group, 1 consumer, 1 partition", "coordinator"),
+    ("share group, 4 consumers, 1 partition", "coordinator"),
+    ("share group, 4 consumers, 2 partitions", "coordinator"),
 ]
 
 
