@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +66,8 @@ class Run:
     loadgen_cpu_s: float
     load: float
     requests: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    empty: int = 0
+    """Share fetches that acquired nothing."""
 
     @property
     def rps(self) -> float:
@@ -175,6 +176,8 @@ class ShareMember:
         self.partitions: list[int] = []
         self.epoch = 0
         self.requests = 0
+        self.empty = 0
+        """Fetches that acquired nothing (the partition's in-flight limit, or the others took the rest)."""
 
     async def heartbeat(self, epoch: int) -> None:
         body = decode_response(SHARE_GROUP_HEARTBEAT, 1, await self.conn.call(request(SHARE_GROUP_HEARTBEAT, 1, {
@@ -215,6 +218,7 @@ class ShareMember:
                 raise RuntimeError(f"ShareFetch: {body.error_code} {body.error_message}")
             epoch = epoch + 1 if epoch < 0x7FFFFFFF else 1
             sent, acks = acks, {}
+            got = 0
             for t in body.responses:
                 for part in t.partitions:
                     if part.error_code:
@@ -228,13 +232,16 @@ class ShareMember:
                     ranges = [(int(a.first_offset), int(a.last_offset)) for a in part.acquired_records]
                     if ranges:
                         acks[index] = ranges
+                        got += 1
+            self.empty += not got
             if done[0] >= total:
                 finished.set()
                 return
 
 
-async def share(port: int, topic: str, total: int, group: str, members: int) -> tuple[int, int, float]:
-    """``members`` members of a fresh share group read ``topic`` to the end; (records, requests, seconds)."""
+async def share(port: int, topic: str, total: int, group: str, members: int) -> tuple[int, int, float, int]:
+    """``members`` members of a fresh share group read ``topic`` to the end; (records, requests,
+    seconds, fetches that acquired nothing)."""
     conns = [await Connection.open(HOST, port) for _ in range(members)]
     try:
         group_members = [ShareMember(c, group, member_uuid(i), topic) for i, c in enumerate(conns)]
@@ -255,7 +262,7 @@ async def share(port: int, topic: str, total: int, group: str, members: int) -> 
         waiter.cancel()
         if done[0] < total:
             raise RuntimeError(f"only {done[0]} of {total} records acknowledged in 600 s")
-        return done[0], sum(m.requests for m in group_members), seconds
+        return done[0], sum(m.requests for m in group_members), seconds, sum(m.empty for m in group_members)
     finally:
         for c in conns:
             c.close()
@@ -267,12 +274,14 @@ async def measure(port: int, pid: int, kind: str, topic: str, partitions: int, t
     load = os.getloadavg()[0]
     cpu0, own0 = cpu_seconds(pid), time.process_time()
     started = time.perf_counter()
+    empty = 0
     if kind == "plain":
         records, requests = await plain(port, topic, partitions, total, group)
         seconds = time.perf_counter() - started
     else:
-        records, requests, seconds = await share(port, topic, total, group, int(kind.split("x")[1]))
-    return Run(kind, topic, records, seconds, cpu_seconds(pid) - cpu0, time.process_time() - own0, load, requests)
+        records, requests, seconds, empty = await share(port, topic, total, group, int(kind.split("x")[1]))
+    return Run(kind, topic, records, seconds, cpu_seconds(pid) - cpu0, time.process_time() - own0, load, requests,
+               empty)
 
 
 def profiled(pid: int, directory: Path | None, name: str, seconds: float) -> subprocess.Popen[bytes] | None:
@@ -309,7 +318,7 @@ async def sitting(records: int, rounds: int, kinds: list[str], workdir: Path, pr
                     runs.append(run)
                     print(f"  {kind:9} {topic}: {run.rps:9,.0f} records/s  server {run.cpu_us_per_record:6.1f} µs CPU "
                           f"per record  loadgen {run.loadgen_cpu_s / run.records * 1e6:5.1f} µs  "
-                          f"{run.requests} requests  load {run.load:.1f}", flush=True)
+                          f"{run.requests} requests ({run.empty} empty)  load {run.load:.1f}", flush=True)
     return runs
 
 
