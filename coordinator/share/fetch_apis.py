@@ -30,6 +30,7 @@ each topic (its partitions TOPIC_AUTHORIZATION_FAILED), as Kafka's ``handleShare
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +55,7 @@ from ..core.share.requests import (
 from ..logging import get_logger
 from ..runtime.apis.view import NodeView
 from ..runtime.shard import ShardRuntime
-from .acquire import batches_holding, read_for
+from .acquire import batches_holding, bytes_per_offset, read_bound, read_for
 from .source import PartitionRead, PartitionRef, RecordSource, SourceUnavailable
 
 SHARE_FETCH = 78
@@ -98,6 +99,10 @@ class _Serving:
         self._on_close = on_close
         self._connections: set[int] = set()
         """Connections that carried a share request: only their closing concerns the shard."""
+        self._fetching: Counter[tuple[str, UUID, int]] = Counter()
+        """Fetches of each share partition read but not yet answered (see :func:`.acquire.read_bound`)."""
+        self._offset_bytes: dict[PartitionRef, float] = {}
+        """Each partition's bytes per offset in its last read, to ask a read for about what a fetch can use."""
 
     # ---- connections ---------------------------------------------------------------------------------
 
@@ -168,34 +173,48 @@ class _Serving:
         epoch = int(r.share_session_epoch)
 
         reads: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]] = {}
+        wanted: set[tuple[UUID, int]] = set()
         if not acknowledge_only and epoch != -1:
             wanted = set(added)
             if epoch != 0:
                 session = share.sessions.get(group_id, member_id)
                 wanted |= set(session.partitions) if session is not None else set()
             wanted -= set(forgotten)
-            max_bytes = int(r.max_bytes) if r.max_bytes > 0 else 1 << 20
-            reads = await self._read(share, group_id, sorted(wanted, key=lambda tp: (str(tp[0]), tp[1])), max_bytes)
-            max_wait_s = r.max_wait.total_seconds() if hasattr(r.max_wait, "total_seconds") else r.max_wait / 1000
-            if not acks and reads and max_wait_s > 0 and not any(read and read.batches for _, read, _ in reads.values()):
-                await self.path.wait_for_append([ref for ref, _, _ in reads.values()], max_wait_s)
-                reads = await self._read(share, group_id, list(reads), max_bytes)
+        max_records = int(getattr(r, "max_records", 0) or 0) if not acknowledge_only else 0
+        fetching = [(group_id, *tp) for tp in wanted]
+        self._fetching.update(fetching)
+        try:
+            if not acknowledge_only and epoch != -1:
+                max_bytes = int(r.max_bytes) if r.max_bytes > 0 else 1 << 20
+                order = sorted(wanted, key=lambda tp: (str(tp[0]), tp[1]))
+                reads = await self._read(share, group_id, order, max_bytes, max_records)
+                max_wait_s = r.max_wait.total_seconds() if hasattr(r.max_wait, "total_seconds") else r.max_wait / 1000
+                if (not acks and reads and max_wait_s > 0
+                        and not any(read and read.batches for _, read, _ in reads.values())):
+                    await self.path.wait_for_append([ref for ref, _, _ in reads.values()], max_wait_s)
+                    reads = await self._read(share, group_id, list(reads), max_bytes, max_records)
 
-        request = ShareFetch(
-            runtime.new_ref(), group_id, member_id, epoch, str(ctx.connection_id), ctx.api_version,
-            max_records=int(getattr(r, "max_records", 0) or 0) if not acknowledge_only else 0,
-            acquire_mode=int(getattr(r, "share_acquire_mode", 0)), is_renew_ack=bool(getattr(r, "is_renew_ack", False)),
-            added=tuple(added), forgotten=tuple(forgotten), acks=tuple(acks),
-            reads=tuple(_read_partition(tp, read, code) for tp, (_, read, code) in reads.items()),
-            acknowledge_only=acknowledge_only)
-        pending = runtime.submit(request)
-        response: ShareFetchResponse = await pending if isinstance(pending, asyncio.Future) else pending.response
+            request = ShareFetch(
+                runtime.new_ref(), group_id, member_id, epoch, str(ctx.connection_id), ctx.api_version,
+                max_records=max_records,
+                acquire_mode=int(getattr(r, "share_acquire_mode", 0)),
+                is_renew_ack=bool(getattr(r, "is_renew_ack", False)),
+                added=tuple(added), forgotten=tuple(forgotten), acks=tuple(acks),
+                reads=tuple(_read_partition(tp, read, code) for tp, (_, read, code) in reads.items()),
+                acknowledge_only=acknowledge_only)
+            pending = runtime.submit(request)
+            response: ShareFetchResponse = await pending if isinstance(pending, asyncio.Future) else pending.response
+        finally:
+            self._fetching.subtract(fetching)
+            for key in fetching:
+                if self._fetching[key] <= 0:
+                    self._fetching.pop(key, None)
         return respond(ctx, self._describe(ctx, response, reads, denied, acknowledge_only))
 
     # ---- helpers -----------------------------------------------------------------------------------
 
-    async def _read(self, share: ShareGroupType, group_id: str, partitions: list[tuple[UUID, int]],
-                    max_bytes: int) -> dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]]:
+    async def _read(self, share: ShareGroupType, group_id: str, partitions: list[tuple[UUID, int]], max_bytes: int,
+                    max_records: int) -> dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]]:
         out: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]] = {}
         per_partition = max(1, max_bytes // max(1, len(partitions)))
         for topic_id, index in partitions:
@@ -208,8 +227,12 @@ class _Serving:
             if p is None or not p.initialized:
                 out[(topic_id, index)] = (ref, None, ErrorCode.NONE)  # not started yet: nothing to give
                 continue
+            bound = read_bound(p, max_records, self._fetching[(group_id, topic_id, index)])
             try:
-                out[(topic_id, index)] = (ref, await read_for(self.path.reader, p, ref, per_partition), ErrorCode.NONE)
+                read = await read_for(self.path.reader, p, ref, per_partition, bound, self._offset_bytes.get(ref))
+                if (per_offset := bytes_per_offset(read)) is not None:
+                    self._offset_bytes[ref] = per_offset
+                out[(topic_id, index)] = (ref, read, ErrorCode.NONE)
             except SourceUnavailable as exc:
                 out[(topic_id, index)] = (ref, None, ErrorCode(exc.code))
         return out
