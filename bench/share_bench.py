@@ -289,7 +289,7 @@ def profiled(pid: int, directory: Path | None, name: str, seconds: float) -> sub
     if directory is None or spy is None:
         return None
     directory.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen([spy, "record", "-p", str(pid), "-d", str(int(seconds)), "-r", "200", "-f", "raw",
+    return subprocess.Popen([spy, "record", "-p", str(pid), "-d", str(int(seconds)), "-r", "400", "-f", "raw",
                              "-o", str(directory / f"{name}.txt")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
