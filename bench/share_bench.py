@@ -22,6 +22,11 @@ one asyncio loop for all the members, no record decoded (a plain fetch reads bat
 share fetch the acquired ranges), so the server, not the client, is the bottleneck (its CPU is
 reported beside the server's). Reported per run: records/s, server CPU per record (user + system
 of the server process over the run), load generator CPU, the load average.
+
+``--only`` also takes the same three read by the clients users run (``CLIENT_KINDS``):
+confluent-kafka's ``Consumer`` (auto-commit) and ``ShareConsumer`` (implicit acknowledgement), one
+process per consumer, timed from the first record handed to the application to the last; there
+the clients' own per-record work is part of what is measured.
 """
 
 from __future__ import annotations
@@ -268,6 +273,59 @@ async def share(port: int, topic: str, total: int, group: str, members: int) -> 
             c.close()
 
 
+# ---- the clients users run ---------------------------------------------------------------------
+
+def _client(kind: str, bootstrap: str, topic: str, group: str, total: int, counter: Any, first: Any,
+            stop: Any) -> None:
+    """One consumer process: confluent-kafka's ``Consumer`` (auto-commit) or ``ShareConsumer``
+    (implicit acknowledgement: a poll's records are accepted with the next poll, the last ones at
+    close), counting what it is handed into ``counter`` until ``total`` together."""
+    from confluent_kafka import Consumer, ShareConsumer
+
+    config = {"bootstrap.servers": bootstrap, "group.id": group}
+    consumer: Any = (Consumer({**config, "auto.offset.reset": "earliest"}) if kind == "plain-client"
+                     else ShareConsumer(config))
+    consumer.subscribe([topic])
+    try:
+        while not stop.is_set():
+            messages = consumer.consume(1000, 0.2) if kind == "plain-client" else consumer.poll(0.2)
+            got = sum(1 for m in messages if m.error() is None)
+            if got:
+                with counter.get_lock():
+                    if first.value == 0.0:
+                        first.value = time.perf_counter()
+                    counter.value += got
+                    if counter.value >= total:
+                        stop.set()
+        if kind != "plain-client":
+            consumer.commit_sync()
+    finally:
+        consumer.close()
+
+
+def clients(port: int, kind: str, topic: str, total: int, group: str) -> tuple[int, float]:
+    """``kind``'s consumers, one process each (no client shares an interpreter lock), until they were
+    handed ``total`` records; (records, seconds from the first to the last)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    counter, first, stop = ctx.Value("q", 0), ctx.Value("d", 0.0), ctx.Event()
+    members = int(kind.rsplit("x", 1)[1]) if "-x" in kind else 1
+    procs = [ctx.Process(target=_client, args=(kind, f"{HOST}:{port}", topic, group, total, counter, first, stop))
+             for _ in range(members)]
+    for proc in procs:
+        proc.start()
+    stop.wait(600)
+    ended = time.perf_counter()
+    for proc in procs:
+        proc.join(60)
+        if proc.is_alive():
+            proc.kill()
+    if counter.value < total:
+        raise RuntimeError(f"{kind}: only {counter.value} of {total} records in 600 s")
+    return int(counter.value), ended - first.value
+
+
 # ---- one sitting -----------------------------------------------------------------------------
 
 async def measure(port: int, pid: int, kind: str, topic: str, partitions: int, total: int, group: str) -> Run:
@@ -275,7 +333,10 @@ async def measure(port: int, pid: int, kind: str, topic: str, partitions: int, t
     cpu0, own0 = cpu_seconds(pid), time.process_time()
     started = time.perf_counter()
     empty = 0
-    if kind == "plain":
+    if kind.endswith(("client", "client-x1", "client-x4")):
+        records, seconds = await asyncio.to_thread(clients, port, kind, topic, total, group)
+        requests = 0
+    elif kind == "plain":
         records, requests = await plain(port, topic, partitions, total, group)
         seconds = time.perf_counter() - started
     else:
@@ -308,7 +369,7 @@ async def sitting(records: int, rounds: int, kinds: list[str], workdir: Path, pr
             order = kinds[r % len(kinds):] + kinds[:r % len(kinds)]  # alternate who goes first
             for topic, n in topics.items():
                 for kind in order:
-                    if n == 2 and kind == "share-x1":
+                    if n == 2 and kind in ("share-x1", "share-client-x1"):
                         continue
                     serial += 1
                     spy = profiled(pid, profile, f"{kind}-{topic}-{r}", 8) if profile else None
@@ -336,8 +397,11 @@ def summary(runs: list[Run]) -> list[dict[str, Any]]:
 
 
 KINDS = ["plain", "share-x1", "share-x4"]
+CLIENT_KINDS = ["plain-client", "share-client-x1", "share-client-x4"]
 LABELS = {"plain": "plain consumer group, 1 consumer", "share-x1": "share group, 1 consumer",
-          "share-x4": "share group, 4 consumers"}
+          "share-x4": "share group, 4 consumers",
+          "plain-client": "confluent-kafka Consumer, 1", "share-client-x1": "confluent-kafka ShareConsumer, 1",
+          "share-client-x4": "confluent-kafka ShareConsumer, 4 (one process each)"}
 
 
 def rows(runs: list[Run]) -> list[Any]:
@@ -346,20 +410,22 @@ def rows(runs: list[Run]) -> list[Any]:
 
     out = []
     med = {(s["kind"], s["topic"]): s for s in summary(runs)}
-    plain1, x1 = med.get(("plain", "share1")), med.get(("share-x1", "share1"))
     for (kind, topic), s in med.items():
         partitions = 2 if topic == "share2" else 1
+        client = kind in CLIENT_KINDS
         row = Row("share", f"{LABELS[kind]}, {partitions} partition{'s' if partitions > 1 else ''}, "
                   f"{runs[0].records:,} records of 100 B", "coordinator",
                   f"{s['rps']:,.0f} records/s (median of {s['runs']}: {', '.join(f'{r:,}' for r in s['rps_all'])}); "
-                  f"server {s['cpu_us']:.1f} µs CPU/record; load generator {s['loadgen_us']:.1f} µs; "
-                  f"load {s['load']:.1f}", detail=s)
-        if (kind, topic) == ("share-x1", "share1") and plain1 is not None:
-            ratio = s["rps"] / plain1["rps"]
+                  f"server {s['cpu_us']:.1f} µs CPU/record; "
+                  + ("" if client else f"load generator {s['loadgen_us']:.1f} µs; ") + f"load {s['load']:.1f}",
+                  detail=s)
+        plain, x1 = (KINDS[:2] if not client else CLIENT_KINDS[:2])
+        if kind == x1 and topic == "share1" and (base := med.get((plain, "share1"))) is not None:
+            ratio = s["rps"] / base["rps"]
             row.result += f"; **{ratio:.2f}× plain**"
             row.target, row.met = "≥ 0.5× plain", verdict(ratio >= 0.5)
-        if (kind, topic) == ("share-x4", "share1") and x1 is not None:
-            ratio = s["rps"] / x1["rps"]
+        if kind.endswith("x4") and topic == "share1" and (base := med.get((x1, "share1"))) is not None:
+            ratio = s["rps"] / base["rps"]
             row.result += f"; **{ratio:.2f}× share ×1**"
             row.target, row.met = "> share ×1 on 1 partition", verdict(ratio > 1.0)
         out.append(row)
@@ -370,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--only", default=",".join(KINDS), help=f"comma-separated subset of {KINDS}")
+    parser.add_argument("--only", default=",".join(KINDS),
+                        help=f"comma-separated subset of {KINDS + CLIENT_KINDS} (the clients: real consumers)")
     parser.add_argument("--one-partition", action="store_true", help="skip the 2-partition topic")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a server setting")
     parser.add_argument("--profile", metavar="DIR", help="py-spy the server for 8 s of each run, raw stacks into DIR")

@@ -23,7 +23,8 @@ clusterlog   The coordinator's log on the Kafka it fronts vs. on local disk (ben
              owner, start-up replay rate from the topic; every row says why when Kafka is missing.
 share        Share groups against a plain consumer group reading the same records (bench/share_bench.py):
              records/s and server CPU per record of 1 plain consumer, a share group of 1 and of 4
-             members on 1 partition (and 4 on 2), alternating, in one sitting.
+             members on 1 partition (and 4 on 2), alternating, in one sitting; raw requests (the
+             server the bottleneck) and confluent-kafka's Consumer / ShareConsumer (as users run them).
 sidecar      Produce and Fetch of 1 KB messages through the sidecar vs. the same upstream (librdkafka's
              mock cluster) directly (bench/sidecar_throughput.py): throughput ratio, added p99.
 
@@ -446,7 +447,7 @@ async def section_clusterlog(s: Sizes, workdir: Path) -> list[Row]:
 async def section_share(s: Sizes, workdir: Path, prof: Profiler) -> list[Row]:
     from bench import share_bench as shb
 
-    runs = await shb.sitting(s.share_records, s.share_rounds, shb.KINDS, workdir / "share",
+    runs = await shb.sitting(s.share_records, s.share_rounds, shb.KINDS + shb.CLIENT_KINDS, workdir / "share",
                              prof.directory / "share" if prof.directory is not None else None)
     return shb.rows(runs)
 

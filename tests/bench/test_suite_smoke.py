@@ -55,6 +55,8 @@ EXPECTED_ROWS = [
     ("share group, 1 consumer, 1 partition", "coordinator"),
     ("share group, 4 consumers, 1 partition", "coordinator"),
     ("share group, 4 consumers, 2 partitions", "coordinator"),
+    ("confluent-kafka ShareConsumer, 1, 1 partition", "coordinator"),
+    ("confluent-kafka ShareConsumer, 4 (one process each), 1 partition", "coordinator"),
 ]
 
 
