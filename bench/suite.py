@@ -21,6 +21,10 @@ kafka        Side by side with Apache Kafka 4.0 in one sitting (bench/kafka_side
 clusterlog   The coordinator's log on the Kafka it fronts vs. on local disk (bench/clusterlog_bench.py):
              OffsetCommit throughput and p99, KIP-848 join latency, takeover after SIGKILL of the
              owner, start-up replay rate from the topic; every row says why when Kafka is missing.
+share        Share groups against a plain consumer group reading the same records (bench/share_bench.py):
+             records/s and server CPU per record of 1 plain consumer, a share group of 1 and of 4
+             members on 1 partition (and 4 on 2), alternating, in one sitting; raw requests (the
+             server the bottleneck) and confluent-kafka's Consumer / ShareConsumer (as users run them).
 sidecar      Produce and Fetch of 1 KB messages through the sidecar vs. the same upstream (librdkafka's
              mock cluster) directly (bench/sidecar_throughput.py): throughput ratio, added p99.
 streams      Kafka Streams (trunk client) scaling out from 2 to 3 instances over a 200,000-key store,
@@ -57,7 +61,7 @@ from tests.support.server import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ["throughput", "scale", "convergence", "churn", "assignor", "replay", "commits", "sidecar", "shards",
-            "kafka", "clusterlog", "streams"]
+            "kafka", "clusterlog", "streams", "share"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,8 @@ class Sizes:
     sidecar_latency: int = 2_000
     streams_runs: int = 2
     streams_keys: int = 200_000
+    share_records: int = 200_000
+    share_rounds: int = 3
 
 
 FULL = Sizes("full", 8.0, 100, 10, 16, 16, 50_000, 1_000, 100, 5_000, 300.0, 60.0, 100, 10, 1_000, 1_000,
@@ -99,8 +105,10 @@ TINY = Sizes("tiny", 0.6, 2, 5, 4, 4, 100, 5, 20, 500, 0.3, 1.0, 10, 2, 100, 200
              20, 2, 20, 4, 50, 5_000, 0.5)
 
 
-QUICK = replace(QUICK, sidecar_messages=10_000, sidecar_latency=500, streams_runs=1)
-TINY = replace(TINY, sidecar_messages=1_000, sidecar_latency=50, streams_runs=0)
+QUICK = replace(QUICK, sidecar_messages=10_000, sidecar_latency=500, streams_runs=1, share_records=50_000,
+                share_rounds=1)
+TINY = replace(TINY, sidecar_messages=1_000, sidecar_latency=50, streams_runs=0, share_records=2_000,
+               share_rounds=1)
 
 
 # ---- servers ----------------------------------------------------------------------------------
@@ -460,6 +468,14 @@ async def section_streams(s: Sizes, workdir: Path) -> list[Row]:
                 f"load {r['load']:.2f}", detail=r) for r in results]
 
 
+async def section_share(s: Sizes, workdir: Path, prof: Profiler) -> list[Row]:
+    from bench import share_bench as shb
+
+    runs = await shb.sitting(s.share_records, s.share_rounds, shb.KINDS + shb.CLIENT_KINDS, workdir / "share",
+                             prof.directory / "share" if prof.directory is not None else None)
+    return shb.rows(runs)
+
+
 async def run_sections(args: argparse.Namespace, sizes: Sizes, workdir: Path) -> list[Row]:
     prof = Profiler(Path(args.profile) if args.profile else None)
     rows: list[Row] = []
@@ -489,6 +505,8 @@ async def run_sections(args: argparse.Namespace, sizes: Sizes, workdir: Path) ->
                 got = await section_clusterlog(sizes, workdir)
             elif section == "streams":
                 got = await section_streams(sizes, workdir)
+            elif section == "share":
+                got = await section_share(sizes, workdir, prof)
             else:
                 got = await section_commits(sizes, workdir, prof, args.loadgen_processes)
         except Exception as exc:

@@ -53,14 +53,44 @@ class FetchedAcquisition:
         return b"".join(b.data for b in self.batches)
 
 
-async def read_for(source: RecordSource, p: SharePartition, ref: PartitionRef, max_bytes: int) -> PartitionRead:
+async def read_for(source: RecordSource, p: SharePartition, ref: PartitionRef, max_bytes: int,
+                   bound: int | None = None, offset_bytes: float | None = None) -> PartitionRead:
     """Read ``source`` where ``p``'s next delivery starts; records gone from the log read as nothing
-    with the log start offset."""
+    with the log start offset. With a ``bound`` (:func:`read_bound`) the read stops at the batch
+    holding it: asked for about that many bytes when ``offset_bytes`` (the partition's bytes per
+    offset so far) is known, and cut there, so a fetch carries and walks the batches it can
+    acquire from, not ``max_bytes`` of them (a read always has its first batch)."""
     offset = p.next_fetch_offset()
+    if bound is not None and offset_bytes is not None:
+        max_bytes = min(max_bytes, int((bound - offset + 1) * offset_bytes * 1.25) + 1)
     try:
-        return await source.read(ref, offset, max_bytes)
+        read = await source.read(ref, offset, max_bytes)
     except OffsetOutOfRange as exc:
         return PartitionRead([], exc.log_start_offset, -1, -1)
+    if bound is not None:
+        for i, batch in enumerate(read.batches):
+            if batch.base_offset > bound and i > 0:
+                return PartitionRead(read.batches[:i], read.log_start_offset, read.high_watermark,
+                                     read.last_stable_offset)
+    return read
+
+
+def read_bound(p: SharePartition, max_records: int, fetching: int) -> int | None:
+    """The last offset a fetch of ``max_records`` can use of a read, with ``fetching`` fetches of
+    the partition (itself included) between their reads and their answers: each may take
+    ``max_records`` new records (rounded up to whole batches: twice it) ahead of it, so concurrent
+    members read past one another rather than all reading the records the first takes. None:
+    no bound (``MaxRecords`` absent)."""
+    if max_records <= 0:
+        return None
+    return p.next_offset + 2 * max_records * max(fetching, 1) - 1
+
+
+def bytes_per_offset(read: PartitionRead) -> float | None:
+    """The read's bytes per offset (what :func:`read_for` sizes the next read by), None if empty."""
+    if not read.batches:
+        return None
+    return read.size() / (read.batches[-1].last_offset - read.batches[0].base_offset + 1)
 
 
 def acquire_read(p: SharePartition, member_id: str, read: PartitionRead, max_records: int, now_ms: int,
@@ -75,5 +105,8 @@ def acquire_read(p: SharePartition, member_id: str, read: PartitionRead, max_rec
 
 def batches_holding(batches: list[FetchedBatch], acquired: list[AcquiredRange]) -> list[FetchedBatch]:
     """The batches read that hold an acquired offset, whole, in offset order."""
-    return [b for b in batches
-            if any(r.first_offset <= b.last_offset and b.base_offset <= r.last_offset for r in acquired)]
+    if not acquired:
+        return []
+    lowest, highest = acquired[0].first_offset, acquired[-1].last_offset  # ascending ranges
+    return [b for b in batches if b.last_offset >= lowest and b.base_offset <= highest
+            and any(r.first_offset <= b.last_offset and b.base_offset <= r.last_offset for r in acquired)]

@@ -9,10 +9,13 @@ A request is served in three steps:
 1. here, off the shard: the partitions the member's session will fetch (the session's own,
    read from the core, plus the request's, minus the forgotten ones) are read from where each
    share partition's next delivery starts, through the byte-bounded batch cache
-   (``share.acquire.read_for``);
-2. ``MaxWaitMs``: a request without acknowledgements whose reads found nothing waits for an append
-   to one of its partitions, at most ``MaxWaitMs``, then reads once more (a bounded wait, as the
-   data plane's Fetch parks; a record whose lock expires meanwhile is found by the next request);
+   (``share.acquire.read_for``), as far as the fetch can acquire past the fetches of the partition
+   in flight (``share.acquire.read_bound``);
+2. ``MaxWaitMs``: a request without acknowledgements whose partitions are all full (the in-flight
+   limit reached, nothing available) first waits for a request that acknowledged or released
+   records; one whose reads found nothing waits for an append to one of its partitions; both at
+   most ``MaxWaitMs`` (a bounded wait, as the data plane's Fetch parks; a record whose lock
+   expires meanwhile is found by the next request);
 3. the shard (``core.share.fetch``): session, acknowledgements, acquisition, one log entry; the
    answer leaves once it is durable (the one release rule), carrying the batches read that hold
    the acquired offsets, whole.
@@ -30,6 +33,8 @@ each topic (its partitions TOPIC_AUTHORIZATION_FAILED), as Kafka's ``handleShare
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -55,7 +60,7 @@ from ..core.share.requests import (
 from ..logging import get_logger
 from ..runtime.apis.view import Node, NodeView
 from ..runtime.shard import ShardRuntime
-from .acquire import batches_holding, read_for
+from .acquire import batches_holding, bytes_per_offset, read_bound, read_for
 from .source import PartitionRead, PartitionRef, RecordSource, SourceUnavailable
 
 SHARE_FETCH = 78
@@ -102,6 +107,12 @@ class _Serving:
         self._on_close = on_close
         self._connections: set[int] = set()
         """Connections that carried a share request: only their closing concerns the shard."""
+        self._fetching: Counter[tuple[str, UUID, int]] = Counter()
+        """Fetches of each share partition read but not yet answered (see :func:`.acquire.read_bound`)."""
+        self._offset_bytes: dict[PartitionRef, float] = {}
+        """Each partition's bytes per offset in its last read, to ask a read for about what a fetch can use."""
+        self._released: asyncio.Future[None] | None = None
+        """Resolved (and replaced) when a request that may have freed share records was answered."""
 
     # ---- connections ---------------------------------------------------------------------------------
 
@@ -128,6 +139,7 @@ class _Serving:
             return
         if isinstance(pending, asyncio.Future):
             pending.add_done_callback(_retrieved)
+            pending.add_done_callback(lambda _: self._wake())
 
     # ---- the two APIs ------------------------------------------------------------------------------
 
@@ -173,34 +185,76 @@ class _Serving:
         node = "" if ctx.node_id is None else str(ctx.node_id)  # a session per node, as per broker
 
         reads: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]] = {}
+        wanted: set[tuple[UUID, int]] = set()
         if not acknowledge_only and epoch != -1:
             wanted = set(added)
             if epoch != 0:
                 session = share.sessions.get(group_id, member_id, node)
                 wanted |= set(session.partitions) if session is not None else set()
             wanted -= set(forgotten)
-            max_bytes = int(r.max_bytes) if r.max_bytes > 0 else 1 << 20
-            reads = await self._read(share, group_id, sorted(wanted, key=lambda tp: (str(tp[0]), tp[1])), max_bytes)
-            max_wait_s = r.max_wait.total_seconds() if hasattr(r.max_wait, "total_seconds") else r.max_wait / 1000
-            if not acks and reads and max_wait_s > 0 and not any(read and read.batches for _, read, _ in reads.values()):
-                await self.path.wait_for_append([ref for ref, _, _ in reads.values()], max_wait_s)
-                reads = await self._read(share, group_id, list(reads), max_bytes)
+        max_records = int(getattr(r, "max_records", 0) or 0) if not acknowledge_only else 0
+        fetching = [(group_id, *tp) for tp in wanted]
+        self._fetching.update(fetching)
+        try:
+            if not acknowledge_only and epoch != -1:
+                max_bytes = int(r.max_bytes) if r.max_bytes > 0 else 1 << 20
+                order = sorted(wanted, key=lambda tp: (str(tp[0]), tp[1]))
+                max_wait_s = r.max_wait.total_seconds() if hasattr(r.max_wait, "total_seconds") else r.max_wait / 1000
+                if not acks and max_wait_s > 0:
+                    await self._until_acquirable(share, group_id, order, max_wait_s)
+                reads = await self._read(share, group_id, order, max_bytes, max_records)
+                if (not acks and reads and max_wait_s > 0
+                        and not any(read and read.batches for _, read, _ in reads.values())):
+                    await self.path.wait_for_append([ref for ref, _, _ in reads.values()], max_wait_s)
+                    reads = await self._read(share, group_id, list(reads), max_bytes, max_records)
 
-        request = ShareFetch(
-            runtime.new_ref(), group_id, member_id, epoch, str(ctx.connection_id), ctx.api_version,
-            max_records=int(getattr(r, "max_records", 0) or 0) if not acknowledge_only else 0,
-            acquire_mode=int(getattr(r, "share_acquire_mode", 0)), is_renew_ack=bool(getattr(r, "is_renew_ack", False)),
-            added=tuple(added), forgotten=tuple(forgotten), acks=tuple(acks),
-            reads=tuple(_read_partition(tp, read, code) for tp, (_, read, code) in reads.items()),
-            acknowledge_only=acknowledge_only, node=node)
-        pending = runtime.submit(request)
-        response: ShareFetchResponse = await pending if isinstance(pending, asyncio.Future) else pending.response
+            request = ShareFetch(
+                runtime.new_ref(), group_id, member_id, epoch, str(ctx.connection_id), ctx.api_version,
+                max_records=max_records,
+                acquire_mode=int(getattr(r, "share_acquire_mode", 0)),
+                is_renew_ack=bool(getattr(r, "is_renew_ack", False)),
+                added=tuple(added), forgotten=tuple(forgotten), acks=tuple(acks),
+                reads=tuple(_read_partition(tp, read, code) for tp, (_, read, code) in reads.items()),
+                acknowledge_only=acknowledge_only, node=node)
+            pending = runtime.submit(request)
+            response: ShareFetchResponse = await pending if isinstance(pending, asyncio.Future) else pending.response
+            if acks or epoch == -1:
+                self._wake()  # acknowledged or released records: a full partition may have room again
+        finally:
+            self._fetching.subtract(fetching)
+            for key in fetching:
+                if self._fetching[key] <= 0:
+                    self._fetching.pop(key, None)
         return respond(ctx, self._describe(ctx, response, reads, denied, acknowledge_only))
 
     # ---- helpers -----------------------------------------------------------------------------------
 
-    async def _read(self, share: ShareGroupType, group_id: str, partitions: list[tuple[UUID, int]],
-                    max_bytes: int) -> dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]]:
+    async def _until_acquirable(self, share: ShareGroupType, group_id: str, partitions: list[tuple[UUID, int]],
+                                timeout_s: float) -> None:
+        """Wait, at most ``timeout_s`` (``MaxWaitMs``), while every partition of a fetch without
+        acknowledgements is full: nothing AVAILABLE and ``share.partition.max.record.locks``
+        records in flight, so nothing could be acquired (Kafka's ``DelayedShareFetch`` waits for an
+        acquirable partition the same way). Answering at once instead has every member of a busy
+        partition fetch again and again for nothing while the others hold its locks."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        limit = share.share_config(group_id).max_in_flight_records
+        while partitions and all(_full(share.partitions.get(group_id, *tp), limit) for tp in partitions):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            if self._released is None:
+                self._released = loop.create_future()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._released), remaining)
+
+    def _wake(self) -> None:
+        released, self._released = self._released, None
+        if released is not None and not released.done():
+            released.set_result(None)
+
+    async def _read(self, share: ShareGroupType, group_id: str, partitions: list[tuple[UUID, int]], max_bytes: int,
+                    max_records: int) -> dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]]:
         out: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]] = {}
         per_partition = max(1, max_bytes // max(1, len(partitions)))
         reading: list[tuple[tuple[UUID, int], PartitionRef, SharePartition]] = []
@@ -217,17 +271,22 @@ class _Serving:
             out[(topic_id, index)] = (ref, None, ErrorCode.NONE)  # its place in the answer's order
             reading.append(((topic_id, index), ref, p))
         # The partitions are read at once (in sidecar mode, one round trip to their leaders, not one each).
-        reads = await asyncio.gather(*(self._read_one(p, ref, per_partition) for _, ref, p in reading))
+        bounds = [read_bound(p, max_records, self._fetching[(group_id, *tp)]) for tp, _, p in reading]
+        reads = await asyncio.gather(*(self._read_one(p, ref, per_partition, bound)
+                                       for (_, ref, p), bound in zip(reading, bounds, strict=True)))
         for (tp, ref, _), (read, code) in zip(reading, reads, strict=True):
             out[tp] = (ref, read, code)
         return out
 
-    async def _read_one(self, p: SharePartition, ref: PartitionRef,
-                        max_bytes: int) -> tuple[PartitionRead | None, ErrorCode]:
+    async def _read_one(self, p: SharePartition, ref: PartitionRef, max_bytes: int,
+                        bound: int | None) -> tuple[PartitionRead | None, ErrorCode]:
         try:
-            return await read_for(self.path.reader, p, ref, max_bytes), ErrorCode.NONE
+            read = await read_for(self.path.reader, p, ref, max_bytes, bound, self._offset_bytes.get(ref))
         except SourceUnavailable as exc:
             return None, ErrorCode(exc.code)
+        if (per_offset := bytes_per_offset(read)) is not None:
+            self._offset_bytes[ref] = per_offset
+        return read, ErrorCode.NONE
 
     def _describe(self, ctx: RequestContext, response: ShareFetchResponse,
                   reads: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]],
@@ -266,6 +325,12 @@ class _Serving:
     def _refused(self, ctx: RequestContext, code: ErrorCode, message: str | None = None) -> Any:
         return respond(ctx, {"throttle_time": 0, "error_code": code, "error_message": message,
                              "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []})
+
+
+def _full(p: SharePartition | None, limit: int) -> bool:
+    """Nothing can be acquired in the share partition until a record is finished or released."""
+    return (p is not None and p.initialized and p.in_flight_window() >= limit
+            and p.next_fetch_offset() == p.next_offset)
 
 
 def _retrieved(future: asyncio.Future[object]) -> None:

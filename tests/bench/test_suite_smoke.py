@@ -52,6 +52,12 @@ EXPECTED_ROWS = [
     ("takeover: SIGKILL of the owner", "3 instances, log upstream"),
     ("start-up replay of the log topic", "1 instance, log upstream"),
     ("Streams scale-out 2 -> 3", "coordinator"),
+    ("plain consumer group, 1 consumer, 1 partition", "coordinator"),
+    ("share group, 1 consumer, 1 partition", "coordinator"),
+    ("share group, 4 consumers, 1 partition", "coordinator"),
+    ("share group, 4 consumers, 2 partitions", "coordinator"),
+    ("confluent-kafka ShareConsumer, 1, 1 partition", "coordinator"),
+    ("confluent-kafka ShareConsumer, 4 (one process each), 1 partition", "coordinator"),
 ]
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from coordinator.core.share.acknowledgement import AckBatch, AckType, acknowledge
 from coordinator.core.share.acquisition import AcquiredRange
-from coordinator.share.acquire import acquire_read, read_for
+from coordinator.share.acquire import acquire_read, bytes_per_offset, read_bound, read_for
 from coordinator.share.embedded import DataPlaneSource
 from coordinator.share.source import OffsetOutOfRange, PartitionRef, SourceUnavailable
 from protocol.errors import ErrorCode
@@ -106,3 +106,29 @@ async def test_records_deleted_from_the_log_move_the_share_partition_start(tmp_p
         assert twin.p.start_offset == 3 and moved.acquired == []
         got = acquire_read(twin.p, "a", await read_for(source, twin.p, ref, 1 << 20), 10, 0, twin.config)
         assert got.acquired == [AcquiredRange(3, 4, 1)]
+
+
+async def test_concurrent_fetches_read_only_what_they_can_acquire_and_past_one_another(tmp_path: Path) -> None:
+    async with data_plane(tmp_path) as h:
+        h.create("orders")
+        await produce(h, "orders", [[b"r%d" % i] * 10 for i in range(30)])  # 30 batches of 10 records
+        source, ref, twin = DataPlaneSource(h.catalog, h.store), ref_of(h, "orders"), Twin()
+        assert len((await read_for(source, twin.p, ref, 1 << 20)).batches) == 30  # unbounded: everything
+
+        # Two members' fetches of 25 records read before either is answered: the first read stops
+        # at the batch holding its bound, the second (two fetches between read and answer) reads
+        # twice as far, so it still has records to acquire once the first took its share.
+        first = await read_for(source, twin.p, ref, 1 << 20, read_bound(twin.p, 25, 1))
+        size = bytes_per_offset(first)
+        second = await read_for(source, twin.p, ref, 1 << 20, read_bound(twin.p, 25, 2), size)
+        assert (first.batches[-1].last_offset, second.batches[-1].last_offset) == (49, 99)
+        a = acquire_read(twin.p, "a", first, 25, 0, twin.config)
+        twin.log_records(a.records)
+        b = acquire_read(twin.p, "b", second, 25, 0, twin.config)
+        twin.log_records(b.records)
+        assert (a.acquired, b.acquired) == ([AcquiredRange(0, 29, 1)], [AcquiredRange(30, 59, 1)])
+        assert [x.base_offset for x in b.batches] == [30, 40, 50]
+
+        # A bound below the first batch still reads that batch: a read always has its first.
+        tiny = await read_for(source, twin.p, ref, 1 << 20, twin.p.next_offset, 0.001)
+        assert [x.base_offset for x in tiny.batches] == [60]

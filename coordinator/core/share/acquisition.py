@@ -32,6 +32,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 from .config import ShareConfig
 from .partition import Change, OffsetState, SharePartition, commit
@@ -88,7 +89,8 @@ def acquire(
 
     throttled = False
     redelivery_end = p.next_offset if last_fetched_offset is None else min(p.next_offset, last_fetched_offset + 1)
-    for offset in range(p.start_offset, redelivery_end):
+    # Nothing below the first AVAILABLE offset can be redelivered: start the walk there.
+    for offset in range(max(p.start_offset, p.next_fetch_offset()), redelivery_end):
         if budget <= 0:
             break
         current = p.offsets[offset]
@@ -109,11 +111,12 @@ def acquire(
         last = _last_new_offset(p.next_offset, log_batches, min(budget, capacity), mode)
         if last is not None:
             last = min(last, p.next_offset + capacity - 1)
-            for offset in range(p.next_offset, last + 1):
-                change.states[offset] = OffsetState(RecordState.ACQUIRED, 1, member_id, deadline)
+            # One state object for every new offset (frozen, so sharing it is safe).
+            change.states.update(dict.fromkeys(range(p.next_offset, last + 1),
+                                               OffsetState(RecordState.ACQUIRED, 1, member_id, deadline)))
             change.new_batch = (p.next_offset, last)
 
-    acquired = _ranges(change.states)
+    acquired = _ranges(change.states, change.new_batch)
     return Acquisition(acquired, commit(p, change))
 
 
@@ -154,13 +157,22 @@ def _last_new_offset(
     return ends[-1]
 
 
-def _ranges(states: dict[int, OffsetState]) -> list[AcquiredRange]:
-    """Adjacent acquired offsets with the same delivery count as one range (KAFKA-19957)."""
+def _ranges(states: dict[int, OffsetState], new_batch: tuple[int, int] | None = None) -> list[AcquiredRange]:
+    """Adjacent acquired offsets with the same delivery count as one range (KAFKA-19957). The new
+    batch (delivered for the first time, after every redelivery) is one range without a walk."""
     ranges: list[AcquiredRange] = []
-    for offset in sorted(states):
+    # The redeliveries were put in first, ascending; the new batch's offsets after them.
+    redelivered = sorted(states) if new_batch is None else islice(states, len(states) - (new_batch[1] - new_batch[0] + 1))
+    for offset in redelivered:
         count = states[offset].delivery_count
         if ranges and ranges[-1].last_offset == offset - 1 and ranges[-1].delivery_count == count:
             ranges[-1] = AcquiredRange(ranges[-1].first_offset, offset, count)
         else:
             ranges.append(AcquiredRange(offset, offset, count))
+    if new_batch is not None:
+        first, last = new_batch
+        if ranges and ranges[-1].last_offset == first - 1 and ranges[-1].delivery_count == 1:
+            ranges[-1] = AcquiredRange(ranges[-1].first_offset, last, 1)
+        else:
+            ranges.append(AcquiredRange(first, last, 1))
     return ranges

@@ -29,10 +29,10 @@ partition equals the live one after every step, which the tests check after each
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import groupby
 from operator import attrgetter
 from uuid import UUID
 
@@ -64,7 +64,8 @@ class OffsetState(msgspec.Struct, frozen=True, gc=False):
 class SharePartition:
     """The state of one share partition; mutated only by :meth:`replay`."""
 
-    __slots__ = ("_starts", "applied", "batches", "key", "next_offset", "offsets", "start_offset", "state_epoch")
+    __slots__ = ("_available", "_deadlines", "_starts", "applied", "batches", "key", "next_offset", "offsets",
+                 "start_offset", "state_epoch")
 
     def __init__(self, group_id: str, topic_id: UUID, partition: int) -> None:
         self.key = SharePartitionKey(group_id, topic_id, partition)
@@ -74,6 +75,10 @@ class SharePartition:
         self.offsets: dict[int, OffsetState] = {}
         self.batches: dict[int, int] = {}  # first offset -> last offset, ascending
         self._starts: list[int] = []  # the keys of ``batches`` in order, for bisection
+        # Per batch, derived from its record's runs at replay, so that a fetch never walks the whole
+        # in-flight window (up to share.partition.max.record.locks offsets) for these two answers:
+        self._available: dict[int, int] = {}  # first offset -> its first AVAILABLE offset (if any)
+        self._deadlines: dict[int, int] = {}  # first offset -> its earliest lock deadline (if any is ACQUIRED)
         self.applied = Transitions()
         """What the live path (:func:`commit`) changed since the owner last took it (the counters);
         replay never adds to it, so a load or a second replay of the same records counts nothing."""
@@ -95,10 +100,7 @@ class SharePartition:
     def next_fetch_offset(self) -> int:
         """Where the next read of the log starts (Kafka's ``nextFetchOffset``): the first AVAILABLE
         offset (a redelivery), else the first offset never acquired."""
-        for offset in range(self.start_offset, self.next_offset):
-            if self.offsets[offset].state is RecordState.AVAILABLE:
-                return offset
-        return self.next_offset
+        return min(self._available.values(), default=self.next_offset)
 
     def in_flight_window(self) -> int:
         """Kafka's ``numInFlightRecords``: the whole start..next window, finished offsets included."""
@@ -117,8 +119,7 @@ class SharePartition:
 
     def next_lock_deadline(self) -> int | None:
         """The earliest lock deadline of an ACQUIRED offset (when the runtime's timer fires), or None."""
-        deadlines = [s.lock_deadline for s in self.offsets.values() if s.state is RecordState.ACQUIRED]
-        return min(deadlines) if deadlines else None
+        return min(self._deadlines.values(), default=None)
 
     def view(self) -> tuple[int, int, int, dict[int, int], dict[int, OffsetState]]:
         """Everything durable, for comparing a replayed partition with a live one."""
@@ -145,13 +146,23 @@ class SharePartition:
             self.offsets.clear()
             self.batches.clear()
             self._starts.clear()
+            self._available.clear()
+            self._deadlines.clear()
+        previous_start = self.start_offset
         self.state_epoch = value.state_epoch
         self.start_offset = value.start_offset
         self.next_offset = value.next_offset
         while self._starts and self.batches[self._starts[0]] < self.start_offset:
             self._drop_batch(self._starts[0])
-        for offset in [o for o in self.offsets if o < self.start_offset]:
-            del self.offsets[offset]
+        if previous_start >= 0 and self.start_offset - previous_start <= len(self.offsets):
+            pop = self.offsets.pop  # the start moved by a few offsets: forget just those
+            for offset in range(previous_start, self.start_offset):
+                pop(offset, None)
+        else:  # a jump (the log start passed everything): one pass over what is left
+            for offset in [o for o in self.offsets if o < self.start_offset]:
+                del self.offsets[offset]
+        if self._starts and self._starts[0] < self.start_offset:  # a batch the start offset cut into
+            self._summarize(self._starts[0])
 
     def _set_batch(self, first: int, value: ShareBatchValue) -> None:
         if value.last_offset < self.start_offset:
@@ -160,18 +171,71 @@ class SharePartition:
             self.batches[first] = value.last_offset
             i = bisect_right(self._starts, first)
             self._starts.insert(i, first)
+        start = self.start_offset
+        available: int | None = None
+        deadline: int | None = None
         for run in value.runs:
+            if run.last < start:
+                continue
             state = OffsetState(RecordState(run.state), run.delivery_count, run.member_id, run.lock_deadline)
-            for offset in range(max(run.first, self.start_offset), run.last + 1):
-                self.offsets[offset] = state
+            lo = max(run.first, start)
+            self.offsets.update(dict.fromkeys(range(lo, run.last + 1), state))  # one state object per run
+            if state.state is RecordState.AVAILABLE and available is None:
+                available = lo
+            elif state.state is RecordState.ACQUIRED and (deadline is None or state.lock_deadline < deadline):
+                deadline = state.lock_deadline
+        if _covers(value.runs, max(first, start), value.last_offset):
+            self._set_summary(first, available, deadline)
+        else:  # runs that leave some offsets as they were: look at the offsets themselves
+            self._summarize(first)
+
+    def _summarize(self, first: int) -> None:
+        """Derive a batch's summary from its offsets (a batch cut by the start offset, partial runs)."""
+        available: int | None = None
+        deadline: int | None = None
+        offsets = self.offsets
+        for offset in range(max(first, self.start_offset), self.batches[first] + 1):
+            state = offsets.get(offset)
+            if state is None:
+                continue
+            if state.state is RecordState.AVAILABLE and available is None:
+                available = offset
+            elif state.state is RecordState.ACQUIRED and (deadline is None or state.lock_deadline < deadline):
+                deadline = state.lock_deadline
+        self._set_summary(first, available, deadline)
+
+    def _set_summary(self, first: int, available: int | None, deadline: int | None) -> None:
+        if available is None:
+            self._available.pop(first, None)
+        else:
+            self._available[first] = available
+        if deadline is None:
+            self._deadlines.pop(first, None)
+        else:
+            self._deadlines[first] = deadline
 
     def _drop_batch(self, first: int) -> None:
         last = self.batches.pop(first, None)
         if last is None:
             return
         self._starts.remove(first)
+        self._available.pop(first, None)
+        self._deadlines.pop(first, None)
+        pop = self.offsets.pop
         for offset in range(first, last + 1):
-            self.offsets.pop(offset, None)
+            pop(offset, None)
+
+
+def _covers(runs: list[StateRun], first: int, last: int) -> bool:
+    """The runs (ascending) give a state to every offset of ``first..last`` (what :func:`plan` writes)."""
+    expected = first
+    for run in runs:
+        if run.last < first:
+            continue
+        if max(run.first, first) != expected:
+            return False
+        expected = run.last + 1
+    return expected > last
 
 
 @dataclass(slots=True)
@@ -215,42 +279,63 @@ def plan(p: SharePartition, change: Change) -> list[ShareRecord]:
         return []
     next_offset = p.next_offset if change.new_batch is None else change.new_batch[1] + 1
 
+    changed, offsets = change.states, p.offsets
+
     def state_of(offset: int) -> OffsetState:
-        return change.states.get(offset) or p.offsets[offset]
+        return changed.get(offset) or offsets[offset]
 
     start = max(p.start_offset, change.start_offset if change.start_offset is not None else p.start_offset)
-    while start < next_offset and state_of(start).state.terminal:
+    while start < next_offset and (state_of(start).state in _TERMINAL):
         start += 1
     next_offset = max(next_offset, start)  # the log start passed everything ever acquired
 
     records: list[ShareRecord] = []
-    touched = sorted({first for o in change.states if (first := p.batch_of(o)) is not None})
+    touched = _touched_batches(p, changed)
     for first in p._starts:
         if p.batches[first] < start:
             records.append(batch_tombstone(p.key, first))
         elif first in touched:
             records.append(batch_record(p.key, first, p.batches[first], _runs(max(first, start), p.batches[first],
-                                                                               state_of)))
+                                                                               changed, offsets)))
     if change.new_batch is not None:
         first, last = change.new_batch
         if last >= start:
-            records.append(batch_record(p.key, first, last, _runs(max(first, start), last, state_of)))
+            records.append(batch_record(p.key, first, last, _runs(max(first, start), last, changed, offsets)))
     if start != p.start_offset or next_offset != p.next_offset:
         records.append(partition_record(p.key, p.state_epoch, start, next_offset))
     return records
 
 
-def _runs(first: int, last: int, state_of: Callable[[int], OffsetState]) -> list[StateRun]:
+def _touched_batches(p: SharePartition, changed: dict[int, OffsetState]) -> set[int]:
+    """The first offsets of the batches holding a changed offset: one bisection per batch, not
+    per offset (a fetch changes hundreds of offsets in a handful of batches)."""
+    ordered = sorted(changed)
+    end = bisect_left(ordered, p.next_offset)  # the offsets past it are a new batch's
+    touched: set[int] = set()
+    i = 0
+    while i < end:
+        first = p.batch_of(ordered[i])
+        if first is None:
+            i += 1
+            continue
+        touched.add(first)
+        i = bisect_right(ordered, p.batches[first], i, end)
+    return touched
+
+
+def _runs(first: int, last: int, changed: dict[int, OffsetState], offsets: dict[int, OffsetState]) -> list[StateRun]:
+    """``first..last`` as runs of equal states, the change's over the partition's (the per-offset
+    work done by C: ``map`` over the two dicts, ``groupby`` comparing neighbours)."""
+    span = range(first, last + 1)
+    states = (map(changed.get, span, map(offsets.__getitem__, span)) if first in offsets
+              else map(changed.__getitem__, span))  # a new batch: every offset is the change's
     runs: list[StateRun] = []
-    run_first: int = first
-    current: OffsetState | None = state_of(first)
-    for offset in range(first + 1, last + 2):
-        s = state_of(offset) if offset <= last else None
-        if s != current:
-            assert current is not None
-            runs.append(StateRun(run_first, offset - 1, int(current.state), current.delivery_count,
-                                 current.member_id, current.lock_deadline))
-            run_first, current = offset, s
+    run_first = first
+    for state, same in groupby(states):
+        n = sum(1 for _ in same)
+        runs.append(StateRun(run_first, run_first + n - 1, int(state.state), state.delivery_count, state.member_id,
+                             state.lock_deadline))
+        run_first += n
     return runs
 
 
@@ -285,3 +370,4 @@ def commit(p: SharePartition, change: Change, delivers: bool = True, lock_expire
 
 
 _STATE = attrgetter("state")
+_TERMINAL = frozenset((RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))

@@ -8,11 +8,25 @@ from uuid import UUID
 
 from coordinator.core.share.config import ShareConfig
 from coordinator.core.share.partition import SharePartition
-from coordinator.core.share.records import ShareRecord, decode_share_record, encode_share_record
+from coordinator.core.share.records import (
+    RecordState,
+    ShareRecord,
+    decode_share_record,
+    encode_share_record,
+)
 from coordinator.core.share.state import SharePartitions, initialize
 
 GROUP = "queue"
 TOPIC = UUID("0b9e8f3c-1d2a-4c5b-8e7f-6a5b4c3d2e1f")
+
+
+def check_summaries(p: SharePartition) -> None:
+    """The partition's per-batch summaries answer what a walk over every offset answers."""
+    available = [o for o in range(p.start_offset, p.next_offset)
+                 if o in p.offsets and p.offsets[o].state is RecordState.AVAILABLE]
+    assert p.next_fetch_offset() == (available[0] if available else p.next_offset)
+    deadlines = [s.lock_deadline for s in p.offsets.values() if s.state is RecordState.ACQUIRED]
+    assert p.next_lock_deadline() == (min(deadlines) if deadlines else None)
 
 
 class Twin:
@@ -50,6 +64,10 @@ class Twin:
         for entries in (self.log, self.compacted()):
             rebuilt = self.replayed(entries).get(GROUP, TOPIC, 0)
             assert (rebuilt.view() if rebuilt else None) == (live.view() if live else None)
+            if rebuilt is not None:
+                check_summaries(rebuilt)
+        if live is not None:
+            check_summaries(live)
 
     def crash(self) -> Twin:
         """A new coordinator loading the (compacted) log."""
