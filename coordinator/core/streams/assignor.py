@@ -138,9 +138,6 @@ class _Assignment:
         total = total_active + len(tasks.stateful_by_partition) * standbys
         self.active_members, self.total_active, self.active_quota = n, total_active, _per_member(total_active, n)
         self.total_members, self.total, self.total_quota = n, total, _per_member(total, n)
-        self.key_base = total + 1
-        """Above any member's count: a process's heap key packs its load, the count of its least
-        loaded member and its index into one int."""
         self.prev_active: dict[int | None, int] = {}
         """Task -> the member that reported it active (the highest id when two did)."""
         self.prev_standby: dict[int, list[tuple[int, int, int]]] = {}
@@ -207,16 +204,25 @@ class _Assignment:
 
         return least_loaded
 
-    def process_heap(self) -> list[int]:
-        """Processes least loaded first, then (Kafka: any order) the one whose least loaded member
-        has the fewest tasks, so a process balanced on average but not within is evened out; then
-        by process id. Loads are compared exactly, as ``count x (lcm of capacities / capacity)``;
-        Kafka and the code before compared ``count / capacity`` as doubles, which order the same
-        while tasks x members^2 < 2^52, far beyond any group."""
+    def process_levels(self) -> tuple[dict[int, list[int]], list[int]]:
+        """The processes in Kafka's heap order, as load levels: level -> the processes on it as
+        ``least member count x processes + p``, and a heap of the levels.
+
+        The order: least loaded first, then (Kafka: any order) the one whose least loaded member has
+        the fewest tasks, so a process balanced on average but not within is evened out; then by
+        process id. A load is compared exactly, as the level ``count x (lcm of capacities /
+        capacity)``; Kafka and the code before compared ``count / capacity`` as doubles, which order
+        the same while tasks x members^2 < 2^52, far beyond any group.
+
+        Why levels and not a heap of processes: the range-like passes serve the least loaded process
+        and only its load changes, upward, to a level above the one being served. So each level is
+        complete when its turn comes, is sorted once (a C sort of ints) and served in order, and a
+        served process is appended to its next level: no heap operation on a thousand processes per
+        task, the same order."""
         lcm = math.lcm(*self.capacity)
-        self.scale = [lcm // c for c in self.capacity]
-        counts, n, base, processes = self.member_count, len(self.member_ids), self.key_base, self.processes
-        heap = []
+        self.scale = scale = [lcm // c for c in self.capacity]
+        counts, n, processes = self.member_count, len(self.member_ids), self.processes
+        levels: dict[int, list[int]] = {}
         for p, members in enumerate(self.process_members):
             member_heap = self.member_heap[p]
             if member_heap is not None:
@@ -225,9 +231,15 @@ class _Assignment:
                 least = counts[members[0]]
             else:
                 least = min([counts[i] for i in members])
-            heap.append(((self.process_count[p] * self.scale[p]) * base + least) * processes + p)
+            level = self.process_count[p] * scale[p]
+            found = levels.get(level)
+            if found is None:
+                levels[level] = [least * processes + p]
+            else:
+                found.append(least * processes + p)
+        heap = list(levels)
         heapq.heapify(heap)
-        return heap
+        return levels, heap
 
     def to_least_loaded_member(self, p: int) -> tuple[int, int, int]:
         """Gives a task to the least loaded member of process p: (member, its new count, the count
@@ -341,20 +353,26 @@ def _assign_active(state: _Assignment, tasks: _Tasks) -> None:
             remaining.append(t)
     remaining = tasks.ordered if remaining is tasks.by_partition else sorted(remaining)
     if remaining:  # 3. range-like over the least loaded processes
-        heap = state.process_heap()
-        scale, base, processes = state.scale, state.key_base, state.processes
-        replace = heapq.heapreplace
+        levels, level_heap = state.process_levels()
+        scale, processes = state.scale, state.processes
         to_member, single = state.to_least_loaded_member, state.single
+        bucket: list[int] = []
+        level = served = 0
         for t in remaining:
-            p = heap[0] % processes
+            while served == len(bucket):
+                level = heapq.heappop(level_heap)
+                bucket = levels.pop(level)
+                bucket.sort()
+                served = 0
+            p = bucket[served] % processes
+            served += 1
             i = single[p]
             if i >= 0:
                 least = count = member_count[i] + 1
                 member_count[i] = count
             else:
                 i, count, least = to_member(p)
-            tc = process_count[p] + 1
-            process_count[p] = tc
+            process_count[p] += 1
             active[i].append(t)
             owner[t] = p
             if count == aq:
@@ -365,7 +383,13 @@ def _assign_active(state: _Assignment, tasks: _Tasks) -> None:
                 tm -= 1
                 tt -= count
                 tq = -(-tt // tm) if tm else 0
-            replace(heap, ((tc * scale[p]) * base + least) * processes + p)
+            up = level + scale[p]
+            found = levels.get(up)
+            if found is None:
+                levels[up] = [least * processes + p]
+                heapq.heappush(level_heap, up)
+            else:
+                found.append(least * processes + p)
     state.active_quota, state.active_members, state.total_active = aq, am, ta
     state.total_quota, state.total_members, state.total = tq, tm, tt
 
@@ -376,11 +400,14 @@ def _assign_standby(state: _Assignment, tasks: list[int]) -> None:
     standby, owner, held, member_heap = state.standby, state.owner, state.standby_held, state.member_heap
     processes, replicas = state.processes, state.standbys
     tq, tm, tt = state.total_quota, state.total_members, state.total
-    to_least_loaded: list[tuple[int, int]]
+    to_least_loaded: list[int]
+    """Tasks, highest first, each as many times as it has standbys left to place."""
     if not state.prev_active and not state.prev_standby:
-        to_least_loaded = [(t, replicas) for t in sorted(tasks, reverse=True)]
+        to_least_loaded = sorted(tasks, reverse=True)
+        if replicas > 1:
+            to_least_loaded = [t for t in to_least_loaded for _ in range(replicas)]
     else:
-        to_least_loaded = []
+        unplaced: list[tuple[int, int]] = []
         previous, candidates_of = state.prev_active.get, state.prev_standby.get
         least_loaded_previous = state.least_loaded_previous()
         for t in tasks:
@@ -397,7 +424,7 @@ def _assign_standby(state: _Assignment, tasks: list[int]) -> None:
                         if i < 0 or member_count[i] >= tq:
                             i = None
                 if i is None:
-                    to_least_loaded.append((t, replicas - placed))
+                    unplaced.append((t, replicas - placed))
                     break
                 count = member_count[i] + 1
                 member_count[i] = count
@@ -410,47 +437,73 @@ def _assign_standby(state: _Assignment, tasks: list[int]) -> None:
                     tm -= 1
                     tt -= count
                     tq = -(-tt // tm) if tm else 0
-        to_least_loaded.sort(key=itemgetter(0), reverse=True)  # a task is there once
+        unplaced.sort(key=itemgetter(0), reverse=True)  # a task is there once
+        to_least_loaded = [t for t, left in unplaced for _ in range(left)]
     if to_least_loaded:
-        heap = state.process_heap()
-        scale, base = state.scale, state.key_base
+        # The least loaded process that does not hold the task (KAFKA-20899: every one is tried),
+        # in the order of ``process_levels``; the ones passed over keep their place.
+        levels, level_heap = state.process_levels()
+        scale = state.scale
         to_member, single = state.to_least_loaded_member, state.single
-        replace, pop, push = heapq.heapreplace, heapq.heappop, heapq.heappush
-        for t, remaining in to_least_loaded:
-            for _ in range(remaining):
-                # The least loaded process that does not hold the task (KAFKA-20899: every one is
-                # tried): mostly the first; the ones passed over go back unchanged.
-                popped: list[int] = []
-                p = heap[0] % processes
-                if owner[t] == p or t * processes + p in held:
-                    p = -1
-                    while heap:
-                        key = pop(heap)
-                        q = key % processes
-                        if owner[t] == q or t * processes + q in held:
-                            popped.append(key)
-                        else:
-                            p = q
-                            push(heap, key)
-                            break
-                if p >= 0:
-                    i = single[p]
-                    if i >= 0:
-                        least = count = member_count[i] + 1
-                        member_count[i] = count
-                    else:
-                        i, count, least = to_member(p)
-                    tc = process_count[p] + 1
-                    process_count[p] = tc
-                    standby[i].append(t)
-                    held.add(t * processes + p)
-                    if count == tq:
-                        tm -= 1
-                        tt -= count
-                        tq = -(-tt // tm) if tm else 0
-                    replace(heap, ((tc * scale[p]) * base + least) * processes + p)
-                for key in popped:
-                    push(heap, key)
+        bucket: list[int] = []
+        level = served = 0
+        failed = -1
+        for t in to_least_loaded:
+            if t == failed:
+                continue  # not enough processes without this task: Kafka logs it and goes on
+            while served == len(bucket):
+                level = heapq.heappop(level_heap)
+                bucket = levels.pop(level)
+                bucket.sort()
+                served = 0
+            p = bucket[served] % processes
+            at = level
+            if owner[t] == p or t * processes + p in held:
+                p, at = _first_without(t, bucket, served + 1, level, levels, level_heap, owner, held, processes)
                 if p < 0:
-                    break  # not enough processes without this task: Kafka logs it and goes on
+                    failed = t
+                    continue
+            else:
+                served += 1
+            i = single[p]
+            if i >= 0:
+                least = count = member_count[i] + 1
+                member_count[i] = count
+            else:
+                i, count, least = to_member(p)
+            process_count[p] += 1
+            standby[i].append(t)
+            held.add(t * processes + p)
+            if count == tq:
+                tm -= 1
+                tt -= count
+                tq = -(-tt // tm) if tm else 0
+            up = at + scale[p]
+            found = levels.get(up)
+            if found is None:
+                levels[up] = [least * processes + p]
+                heapq.heappush(level_heap, up)
+            else:
+                found.append(least * processes + p)
     state.total_quota, state.total_members, state.total = tq, tm, tt
+
+
+def _first_without(t: int, bucket: list[int], start: int, level: int, levels: dict[int, list[int]],
+                   level_heap: list[int], owner: list[int], held: set[int], processes: int) -> tuple[int, int]:
+    """The first process in level order that does not hold task t, taken out of its level: the rest
+    of the level being served from ``start``, then the levels above, lowest first. (process, its
+    level), or (-1, -1) when every process holds the task."""
+    for j in range(start, len(bucket)):
+        p = bucket[j] % processes
+        if owner[t] != p and t * processes + p not in held:
+            del bucket[j]
+            return p, level
+    for above in sorted(level_heap):
+        waiting = levels[above]
+        waiting.sort()
+        for j, sub in enumerate(waiting):
+            p = sub % processes
+            if owner[t] != p and t * processes + p not in held:
+                del waiting[j]
+                return p, above
+    return -1, -1
