@@ -192,14 +192,17 @@ class _Assignment:
                         return -1
                 return i
             candidates.sort()
-            best, best_process, best_member = -1, 0.0, 0.0
+            best, best_process, best_member = -1, 0.0, 0
             for _, _, i in candidates:
                 p = process_of[i]
                 if standby_of >= 0 and (owner[standby_of] == p or standby_of * processes + p in held):
                     continue
-                process_load, member_load = process_count[p] / capacity[p], member_count[i]
-                if best < 0 or (process_load < best_process and member_load < best_member):
-                    best, best_process, best_member = i, process_load, member_load
+                if best < 0:
+                    best, best_process, best_member = i, process_count[p] / capacity[p], member_count[i]
+                elif member_count[i] < best_member:  # both loads must be lower: the int test first
+                    process_load = process_count[p] / capacity[p]
+                    if process_load < best_process:
+                        best, best_process, best_member = i, process_load, member_count[i]
             return best
 
         return least_loaded
@@ -411,7 +414,9 @@ def _assign_standby(state: _Assignment, tasks: list[int]) -> None:
         previous, candidates_of = state.prev_active.get, state.prev_standby.get
         least_loaded_previous = state.least_loaded_previous()
         for t in tasks:
-            for placed in range(replicas):
+            placed = 0
+            while placed < replicas:
+                placed += 1
                 i = previous(t)
                 if i is not None:
                     p = process_of[i]
@@ -424,7 +429,7 @@ def _assign_standby(state: _Assignment, tasks: list[int]) -> None:
                         if i < 0 or member_count[i] >= tq:
                             i = None
                 if i is None:
-                    unplaced.append((t, replicas - placed))
+                    unplaced.append((t, replicas - placed + 1))
                     break
                 count = member_count[i] + 1
                 member_count[i] = count
