@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
+from bisect import insort
 from collections.abc import Callable, Mapping
 from itertools import repeat
 from operator import itemgetter
@@ -142,7 +143,7 @@ class _Assignment:
         """Task -> the member that reported it active (the highest id when two did)."""
         self.prev_standby: dict[int, list[tuple[int, int, int]]] = {}
         """Task -> (0 for a previous standby, 1 for reported offsets only; minus the offset sum;
-        member): sorted, this is Kafka's candidate order (previous standbys first, then members
+        member), kept sorted: Kafka's candidate order (previous standbys first, then members
         that only reported offsets; most caught up first), ties by member id."""
         id_of = tasks.id_of.get
         for i, member_id in enumerate(mids):
@@ -163,7 +164,7 @@ class _Assignment:
                 if found is None:
                     candidates[t] = [entry]
                 else:
-                    found.append(entry)
+                    insort(found, entry)
         for task, offset in offsets.items():
             t = id_of(task)
             if t is not None and task not in standby:
@@ -172,7 +173,7 @@ class _Assignment:
                 if found is None:
                     candidates[t] = [entry]
                 else:
-                    found.append(entry)
+                    insort(found, entry)
 
     def least_loaded_previous(self) -> Callable[[list[tuple[int, int, int]], int], int]:
         """Kafka's ``findPrevMemberWithLeastLoad`` over a task's candidates: the first one, replaced
@@ -191,7 +192,6 @@ class _Assignment:
                     if owner[standby_of] == p or standby_of * processes + p in held:
                         return -1
                 return i
-            candidates.sort()
             best, best_process, best_member = -1, 0.0, 0
             for _, _, i in candidates:
                 p = process_of[i]
@@ -244,25 +244,13 @@ class _Assignment:
         heapq.heapify(heap)
         return levels, heap
 
-    def to_least_loaded_member(self, p: int) -> tuple[int, int, int]:
-        """Gives a task to the least loaded member of process p: (member, its new count, the count
-        of the least loaded member after it)."""
-        members = self.process_members[p]
-        if len(members) == 1:
-            i = members[0]
-            count = self.member_count[i] + 1
-            self.member_count[i] = count
-            return i, count, count
+    def member_heap_of(self, p: int) -> list[int]:
+        """Process p's members as ``count x members + i``, least loaded (then lowest id) first,
+        built anew (a sticky pass changed a count since the last one)."""
         n = len(self.member_ids)
-        heap = self.member_heap[p]
-        if heap is None:
-            heap = self.member_heap[p] = [self.member_count[i] * n + i for i in members]
-            heapq.heapify(heap)
-        i = heap[0] % n
-        count = self.member_count[i] + 1
-        self.member_count[i] = count
-        heapq.heapreplace(heap, count * n + i)
-        return i, count, heap[0] // n
+        heap = self.member_heap[p] = [self.member_count[i] * n + i for i in self.process_members[p]]
+        heapq.heapify(heap)
+        return heap
 
     def results(self, members: Mapping[str, AssignorMember], tasks: _Tasks) -> dict[str, TasksTuple]:
         name = tasks.names.__getitem__
@@ -358,7 +346,7 @@ def _assign_active(state: _Assignment, tasks: _Tasks) -> None:
     if remaining:  # 3. range-like over the least loaded processes
         levels, level_heap = state.process_levels()
         scale, processes = state.scale, state.processes
-        to_member, single = state.to_least_loaded_member, state.single
+        single, heaps, members, replace = state.single, state.member_heap, len(member_count), heapq.heapreplace
         bucket: list[int] = []
         level = served = 0
         for t in remaining:
@@ -374,7 +362,12 @@ def _assign_active(state: _Assignment, tasks: _Tasks) -> None:
                 least = count = member_count[i] + 1
                 member_count[i] = count
             else:
-                i, count, least = to_member(p)
+                ranked = heaps[p] or state.member_heap_of(p)
+                i = ranked[0] % members
+                count = member_count[i] + 1
+                member_count[i] = count
+                replace(ranked, count * members + i)
+                least = ranked[0] // members
             process_count[p] += 1
             active[i].append(t)
             owner[t] = p
@@ -449,7 +442,7 @@ def _assign_standby(state: _Assignment, tasks: list[int]) -> None:
         # in the order of ``process_levels``; the ones passed over keep their place.
         levels, level_heap = state.process_levels()
         scale = state.scale
-        to_member, single = state.to_least_loaded_member, state.single
+        single, heaps, members, replace = state.single, state.member_heap, len(member_count), heapq.heapreplace
         bucket: list[int] = []
         level = served = 0
         failed = -1
@@ -475,7 +468,12 @@ def _assign_standby(state: _Assignment, tasks: list[int]) -> None:
                 least = count = member_count[i] + 1
                 member_count[i] = count
             else:
-                i, count, least = to_member(p)
+                ranked = heaps[p] or state.member_heap_of(p)
+                i = ranked[0] % members
+                count = member_count[i] + 1
+                member_count[i] = count
+                replace(ranked, count * members + i)
+                least = ranked[0] // members
             process_count[p] += 1
             standby[i].append(t)
             held.add(t * processes + p)
