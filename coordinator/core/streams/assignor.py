@@ -150,30 +150,44 @@ class _Assignment:
             member = members[member_id]
             if member.active:
                 self.prev_active.update(zip(map(id_of, member.active), repeat(i)))
-            self._candidates(i, member, id_of)
+            if member.standby or member.task_offsets:
+                self._candidates(i, member, id_of)
         self.prev_active.pop(None, None)
 
     def _candidates(self, i: int, member: AssignorMember, id_of: Callable[[Task], int | None]) -> None:
         candidates = self.prev_standby
+        get = candidates.get
         standby, offsets = member.standby, member.task_offsets
         for task in standby:
             t = id_of(task)
             if t is not None:
                 entry = (0, -offsets.get(task, 0), i)
-                found = candidates.get(t)
+                found = get(t)
                 if found is None:
                     candidates[t] = [entry]
                 else:
                     insort(found, entry)
-        for task, offset in offsets.items():
-            t = id_of(task)
-            if t is not None and task not in standby:
-                entry = (1, -offset, i)
-                found = candidates.get(t)
-                if found is None:
-                    candidates[t] = [entry]
-                else:
-                    insort(found, entry)
+        if standby:
+            for task, offset in offsets.items():
+                if task not in standby:
+                    t = id_of(task)
+                    if t is not None:
+                        entry = (1, -offset, i)
+                        found = get(t)
+                        if found is None:
+                            candidates[t] = [entry]
+                        else:
+                            insort(found, entry)
+        else:  # the common case, without the lookup in an empty set (a tuple is hashed each time)
+            for task, offset in offsets.items():
+                t = id_of(task)
+                if t is not None:
+                    entry = (1, -offset, i)
+                    found = get(t)
+                    if found is None:
+                        candidates[t] = [entry]
+                    else:
+                        insort(found, entry)
 
     def least_loaded_previous(self) -> Callable[[list[tuple[int, int, int]], int], int]:
         """Kafka's ``findPrevMemberWithLeastLoad`` over a task's candidates: the first one, replaced
