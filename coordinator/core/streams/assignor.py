@@ -479,10 +479,16 @@ def _assign_standby(state: _Assignment, tasks: list[int]) -> None:
             p = bucket[served] % processes
             at = level
             if owner[t] == p or t * processes + p in held:
-                p, at = _first_without(t, bucket, served + 1, level, levels, owner, held, processes)
-                if p < 0:
-                    failed = t
-                    continue
+                nxt = served + 1  # mostly the next process of the level does not hold it
+                q = bucket[nxt] % processes if nxt < len(bucket) else -1
+                if q >= 0 and owner[t] != q and t * processes + q not in held:
+                    del bucket[nxt]
+                    p = q
+                else:
+                    p, at = _first_without(t, bucket, served + 1, level, levels, owner, held, processes)
+                    if p < 0:
+                        failed = t
+                        continue
             else:
                 served += 1
             i = single[p]
