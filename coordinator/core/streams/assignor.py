@@ -365,7 +365,9 @@ def _assign_active(state: _Assignment, tasks: _Tasks) -> None:
                     continue
             remaining.append(t)
     remaining = tasks.ordered if remaining is tasks.by_partition else sorted(remaining)
-    if remaining:  # 3. range-like over the least loaded processes
+    if remaining and state.processes == len(member_count):  # 3. (one member per process)
+        aq, am, ta, tq, tm, tt = _range_like_one_member_each(state, remaining, (aq, am, ta, tq, tm, tt))
+    elif remaining:  # 3. range-like over the least loaded processes
         levels, level_heap = state.process_levels()
         scale, processes = state.scale, state.processes
         single, heaps, members, replace = state.single, state.member_heap, len(member_count), heapq.heapreplace
@@ -410,6 +412,49 @@ def _assign_active(state: _Assignment, tasks: _Tasks) -> None:
                 found.append(least * processes + p)
     state.active_quota, state.active_members, state.total_active = aq, am, ta
     state.total_quota, state.total_members, state.total = tq, tm, tt
+
+
+def _range_like_one_member_each(state: _Assignment, remaining: list[int],
+                                quotas: tuple[int, int, int, int, int, int]) -> tuple[int, int, int, int, int, int]:
+    """Step 3 of ``_assign_active`` where every process has one member (Kafka Streams' default of
+    one stream thread per instance, and the benchmark's first shape): a process's level is its
+    member's count, so a whole level is served at once, its processes in order, each given the
+    next task and all moving up one level together. Returns the quotas as updated task by task."""
+    aq, am, ta, tq, tm, tt = quotas
+    levels, level_heap = state.process_levels()
+    processes, single = state.processes, state.single
+    member_count, process_count, active, owner = state.member_count, state.process_count, state.active, state.owner
+    done = 0
+    while done < len(remaining):
+        level = heapq.heappop(level_heap)
+        bucket = levels.pop(level)
+        bucket.sort()  # level x processes + p: by process
+        served = [sub - level * processes for sub in bucket[:len(remaining) - done]]
+        count = level + 1
+        for p, t in zip(served, remaining[done:done + len(served)], strict=True):
+            i = single[p]
+            member_count[i] = count
+            process_count[p] = count
+            active[i].append(t)
+            owner[t] = p
+        done += len(served)
+        for _ in served:  # Kafka's quota updates, one per task given, all at this count
+            if count == aq:
+                am -= 1
+                ta -= count
+                aq = -(-ta // am) if am else 0
+            if count == tq:
+                tm -= 1
+                tt -= count
+                tq = -(-tt // tm) if tm else 0
+            if count > aq and count > tq:
+                break  # both only shrink from here: no later task of this level meets them
+        if count in levels:
+            levels[count].extend([count * processes + p for p in served])
+        else:
+            levels[count] = [count * processes + p for p in served]
+            heapq.heappush(level_heap, count)
+    return aq, am, ta, tq, tm, tt
 
 
 def _assign_standby(state: _Assignment, tasks: list[int]) -> None:
