@@ -439,6 +439,8 @@ def _range_like_one_member_each(state: _Assignment, remaining: list[int],
             owner[t] = p
         done += len(served)
         for _ in served:  # Kafka's quota updates, one per task given, all at this count
+            if count != aq and count != tq:
+                break  # a quota changes only when a count meets it: nothing more at this count
             if count == aq:
                 am -= 1
                 ta -= count
@@ -447,8 +449,6 @@ def _range_like_one_member_each(state: _Assignment, remaining: list[int],
                 tm -= 1
                 tt -= count
                 tq = -(-tt // tm) if tm else 0
-            if count > aq and count > tq:
-                break  # both only shrink from here: no later task of this level meets them
         if count in levels:
             levels[count].extend([count * processes + p for p in served])
         else:
