@@ -395,11 +395,7 @@ def _assign_active(state: _Assignment, tasks: _Tasks) -> None:
             process_count[p] += 1
             active[i].append(t)
             owner[t] = p
-            if count == aq:
-                am -= 1
-                ta -= count
-                aq = -(-ta // am) if am else 0
-            if count == tq:
+            if count == tq:  # (the active quota is not read after this last active pass)
                 tm -= 1
                 tt -= count
                 tq = -(-tt // tm) if tm else 0
@@ -419,7 +415,8 @@ def _range_like_one_member_each(state: _Assignment, remaining: list[int],
     """Step 3 of ``_assign_active`` where every process has one member (Kafka Streams' default of
     one stream thread per instance, and the benchmark's first shape): a process's level is its
     member's count, so a whole level is served at once, its processes in order, each given the
-    next task and all moving up one level together. Returns the quotas as updated task by task."""
+    next task and all moving up one level together. Returns the quotas as updated task by task
+    (the active quota is not read after this last active pass: only the total quota is kept)."""
     aq, am, ta, tq, tm, tt = quotas
     levels, level_heap = state.process_levels()
     processes, single = state.processes, state.single
@@ -438,17 +435,12 @@ def _range_like_one_member_each(state: _Assignment, remaining: list[int],
             active[i].append(t)
             owner[t] = p
         done += len(served)
-        for _ in served:  # Kafka's quota updates, one per task given, all at this count
-            if count != aq and count != tq:
-                break  # a quota changes only when a count meets it: nothing more at this count
-            if count == aq:
-                am -= 1
-                ta -= count
-                aq = -(-ta // am) if am else 0
-            if count == tq:
-                tm -= 1
-                tt -= count
-                tq = -(-tt // tm) if tm else 0
+        for _ in served:  # Kafka's total quota updates, one per task given, all at this count
+            if count != tq:
+                break  # it changes only when a count meets it: nothing more at this count
+            tm -= 1
+            tt -= count
+            tq = -(-tt // tm) if tm else 0
         if count in levels:
             levels[count].extend([count * processes + p for p in served])
         else:
@@ -550,10 +542,7 @@ def _assign_standby(state: _Assignment, tasks: list[int]) -> None:
             process_count[p] += 1
             standby[i].append(t)
             held.add(t * processes + p)
-            if count == tq:
-                tm -= 1
-                tt -= count
-                tq = -(-tt // tm) if tm else 0
+            # (Kafka updates the quotas here too; nothing reads them after this last pass.)
             up = at + scale[p]
             found = levels.get(up)
             if found is None:
