@@ -496,7 +496,9 @@ def _assign_standby(state: _Assignment, tasks: list[int]) -> None:
                     tq = -(-tt // tm) if tm else 0
         unplaced.sort(key=itemgetter(0), reverse=True)  # a task is there once
         to_least_loaded = [t for t, left in unplaced for _ in range(left)]
-    if to_least_loaded:
+    if to_least_loaded and processes == len(member_count):
+        _standby_one_member_each(state, to_least_loaded)
+    elif to_least_loaded:
         # The least loaded process that does not hold the task (KAFKA-20899: every one is tried),
         # in the order of ``process_levels``; the ones passed over keep their place.
         levels, level_heap = state.process_levels()
@@ -551,6 +553,71 @@ def _assign_standby(state: _Assignment, tasks: list[int]) -> None:
             else:
                 found.append(least * processes + p)
     state.total_quota, state.total_members, state.total = tq, tm, tt
+
+
+def _standby_one_member_each(state: _Assignment, tasks: list[int]) -> None:
+    """The least-loaded standby placement where every process has one member: a process's level is
+    its member's count, so the processes served from a level all move up one, appended together
+    when the level is done (or before a search past the level, which must see them there)."""
+    levels, level_heap = state.process_levels()
+    processes, single, member_count, process_count = state.processes, state.single, state.member_count, state.process_count
+    standby, owner, held = state.standby, state.owner, state.standby_held
+    bucket: list[int] = []
+    up: list[int] = []
+    level = served = 0
+    failed = -1
+    for t in tasks:
+        if t == failed:
+            continue  # not enough processes without this task: Kafka logs it and goes on
+        while served == len(bucket):
+            if up:
+                _up_to(levels, level_heap, level + 1, up, processes)
+                up = []
+            level = heapq.heappop(level_heap)
+            bucket = levels.pop(level, [])  # [] where the level was emptied (_first_without)
+            bucket.sort()
+            served = 0
+        p = bucket[served] - level * processes
+        if owner[t] == p or t * processes + p in held:
+            nxt = served + 1  # mostly the next process of the level does not hold it
+            q = bucket[nxt] - level * processes if nxt < len(bucket) else -1
+            if q >= 0 and owner[t] != q and t * processes + q not in held:
+                del bucket[nxt]
+                p = q
+            else:
+                if up:
+                    _up_to(levels, level_heap, level + 1, up, processes)
+                    up = []
+                p, at = _first_without(t, bucket, served + 1, level, levels, owner, held, processes)
+                if p < 0:
+                    failed = t
+                    continue
+                if at != level:  # from a level above: it moves up from there
+                    i = single[p]
+                    member_count[i] = process_count[p] = at + 1
+                    standby[i].append(t)
+                    held.add(t * processes + p)
+                    _up_to(levels, level_heap, at + 1, [p], processes)
+                    continue
+        else:
+            served += 1
+        i = single[p]
+        member_count[i] = process_count[p] = level + 1
+        standby[i].append(t)
+        held.add(t * processes + p)
+        up.append(p)
+
+
+def _up_to(levels: dict[int, list[int]], level_heap: list[int], level: int, served: list[int],
+           processes: int) -> None:
+    """One-member processes served onto ``level`` (its count): their entries there."""
+    subs = [level * processes + p for p in served]
+    found = levels.get(level)
+    if found is None:
+        levels[level] = subs
+        heapq.heappush(level_heap, level)
+    else:
+        found.extend(subs)
 
 
 def _first_without(t: int, bucket: list[int], start: int, level: int, levels: dict[int, list[int]],
