@@ -39,9 +39,9 @@ from functools import partial
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from coordinator.core.streams.assignor import AssignorMember, SubtopologySpec, assign  # noqa: E402
-from coordinator.core.streams.tasks import Task, TasksTuple  # noqa: E402
-from coordinator.core.streams.warmup import (  # noqa: E402
+from coordinator.core.streams.assignor import AssignorMember, SubtopologySpec, assign
+from coordinator.core.streams.tasks import Task, TasksTuple
+from coordinator.core.streams.warmup import (
     MemberTaskOffsets,
     WarmupConfig,
     WarmupMember,
