@@ -166,10 +166,11 @@ class _Assignment:
         candidates = self.prev_standby
         get = candidates.get
         standby, offsets = member.standby, member.task_offsets
+        reported = offsets.get if offsets else None
         for task in standby:
             t = id_of(task)
             if t is not None:
-                entry = (0, -offsets.get(task, 0), i)
+                entry = (0, -reported(task, 0) if reported else 0, i)
                 found = get(t)
                 if found is None:
                     candidates[t] = [entry]
@@ -476,7 +477,14 @@ def _assign_standby(state: _Assignment, tasks: list[int]) -> None:
                         i = None
                 if i is None:
                     candidates = candidates_of(t)
-                    if candidates is not None:
+                    if candidates is None:
+                        pass
+                    elif len(candidates) == 1:  # mostly: its previous standby, inline
+                        i = candidates[0][2]
+                        p = process_of[i]
+                        if (owner[t] == p or t * processes + p in held) or member_count[i] >= tq:
+                            i = None
+                    else:
                         i = least_loaded_previous(candidates, t)
                         if i < 0 or member_count[i] >= tq:
                             i = None
