@@ -7,7 +7,8 @@ scale        KIP-848 members in many groups heartbeating at their interval: late
 convergence  A stable group gains members: time until every member owns its balanced share,
              for KIP-848, classic eager and classic cooperative model clients.
 churn        KIP-848 join storm, then leaves and crashes.
-assignor     The uniform assignor (bench/assignor_bench.py's shapes and helpers).
+assignor     The uniform assignor (bench/assignor_bench.py's shapes and helpers) and the streams task
+             assignor with its warm-up step (bench/streams_assignor_bench.py, Kafka's JMH shapes).
 replay       Start-up replay into the core vs. the log-level pass (bench/replay_core_bench.py).
 commits      OffsetCommit throughput under each log.flush.policy.
 shards       1 vs 2 shard processes (bench/shards_bench.py): steady ConsumerGroupHeartbeat beside
@@ -343,7 +344,22 @@ def section_assignor(s: Sizes) -> list[Row]:
                 f"({s.assignor_topics} topics, homogeneous)", "in process",
                 f"full {full_s * 1000:,.0f} ms; incremental (+1 member) {inc_s * 1000:,.0f} ms",
                 "< 1 s at 1,000 × 100,000",
-                verdict(max(full_s, inc_s) < 1.0) if s.assignor_members * parts >= 10**8 else "n/a (smaller run)")]
+                verdict(max(full_s, inc_s) < 1.0) if s.assignor_members * parts >= 10**8 else "n/a (smaller run)"),
+            streams_assignor_row(s)]
+
+
+def streams_assignor_row(s: Sizes) -> Row:
+    """The streams task assignor and the warm-up step at Kafka's StreamsStickyAssignorBenchmark
+    shapes (bench/streams_assignor_bench.py): median CPU ms of 3 runs per shape."""
+    from bench import streams_assignor_bench as sb
+
+    measured = list(sb.run(s.assignor_members, 3, before=False))
+    result = "; ".join(f"{' '.join(m.label.split())} {m.median_ms:.1f} ms" for m in measured)
+    cold = next(m for m in measured if m.label.startswith("full") and " 1/process offsets=none" in m.label)
+    return Row("assignor", f"streams task assignor (sticky) at Kafka's JMH shapes, {s.assignor_members:,} members, "
+               "10,000 active + 5,000 standby tasks (median CPU of 3 runs)", "in process", result,
+               "Kafka's published JMH: 2.39 ms (full, 1/process, no offsets)",
+               verdict(cold.median_ms <= 2.39) if s.assignor_members >= 1000 else "n/a (smaller run)")
 
 
 def section_replay(s: Sizes, workdir: Path) -> list[Row]:

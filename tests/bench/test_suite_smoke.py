@@ -30,6 +30,7 @@ EXPECTED_ROWS = [
     ("classic cooperative-sticky", "coordinator"),
     ("KIP-848 join storm", "coordinator"),
     ("uniform assignor", "in process"),
+    ("streams task assignor (sticky)", "in process"),
     ("start-up replay", "in process"),
     ("log.flush.policy=always", "coordinator"),
     ("log.flush.policy=interval", "coordinator"),

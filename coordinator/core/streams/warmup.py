@@ -146,21 +146,30 @@ def refine(members: Mapping[str, WarmupMember], target: Mapping[str, TasksTuple]
            config: WarmupConfig, stalled: Collection[tuple[str, Task]] = frozenset()) -> dict[str, TasksTuple]:
     """The assignment members reconcile toward: the target, with stateful moves to members that are
     not caught up held back on their owner and warmed up within the budget. See the module doc;
-    ``stalled`` (newcomer, task) moves go ahead at once (``stall.py``)."""
+    ``stalled`` (newcomer, task) moves go ahead at once (``stall.py``).
+
+    Cost: set operations on the members' task sets, Python work only for the tasks that move (and
+    for every task when some task is reported active twice); members nothing is held back from keep
+    the target's sets."""
     if config.num_warmup_replicas <= 0:
         return {m: TasksTuple(t.active, t.standby) for m, t in target.items()}
     stateful_ids = frozenset(stateful)
     owner: dict[Task, str] = {}
+    reported = 0
     for member_id in sorted(members, reverse=True):  # a task reported twice: the lowest id counts
-        for task in members[member_id].current.active:
-            owner[task] = member_id
+        running = members[member_id].current.active
+        if running:
+            owner.update(dict.fromkeys(running, member_id))
+            reported += len(running)
+    once = reported == len(owner)  # no task reported twice: a newcomer owns what it runs
     ends = group_end_offsets(members.values())
     held: list[tuple[int, Task, str, str]] = []
     for newcomer in sorted(target):
         incoming = members.get(newcomer)
         if incoming is None or not incoming.offsets.reported:
             continue
-        for task in target[newcomer].active:
+        moving = target[newcomer].active - incoming.current.active if once else target[newcomer].active
+        for task in moving:
             current = owner.get(task)
             if current is None or current == newcomer or current not in target or task[0] not in stateful_ids:
                 continue
@@ -172,8 +181,8 @@ def refine(members: Mapping[str, WarmupMember], target: Mapping[str, TasksTuple]
             held.append((0 if task in incoming.current.warmup else 1, task, newcomer, current))
     if not held:
         return {m: TasksTuple(t.active, t.standby) for m, t in target.items()}
-    active = {m: set(t.active) for m, t in target.items()}
-    standby = {m: set(t.standby) for m, t in target.items()}
+    active: dict[str, set[Task]] = {}  # copies of the target's sets, for the members that change
+    standby: dict[str, set[Task]] = {}
     warmup: dict[str, set[Task]] = {}
     process_members: dict[str, list[str]] = {}
     for member_id in target:
@@ -181,15 +190,28 @@ def refine(members: Mapping[str, WarmupMember], target: Mapping[str, TasksTuple]
             process_members.setdefault(members[member_id].process_id, []).append(member_id)
     budget = config.num_warmup_replicas
     for _, task, newcomer, current in sorted(held):
-        active[newcomer].discard(task)
-        active[current].add(task)
+        _copy(active, newcomer, target).discard(task)
+        _copy(active, current, target).add(task)
         for member_id in process_members[members[current].process_id]:
-            standby[member_id].discard(task)
+            if task in target[member_id].standby:
+                _copy(standby, member_id, target, False).discard(task)
         if budget > 0:
             warmup.setdefault(newcomer, set()).add(task)
             budget -= 1
-    return {m: TasksTuple(frozenset(active[m]), frozenset(standby[m]), frozenset(warmup.get(m, NO_TASKS)))
-            for m in target}
+    result: dict[str, TasksTuple] = {}
+    for m, t in target.items():
+        a, s, w = active.get(m), standby.get(m), warmup.get(m)
+        result[m] = TasksTuple(t.active if a is None else frozenset(a), t.standby if s is None else frozenset(s),
+                               NO_TASKS if w is None else frozenset(w))
+    return result
+
+
+def _copy(sets: dict[str, set[Task]], member_id: str, target: Mapping[str, TasksTuple],
+          active: bool = True) -> set[Task]:
+    found = sets.get(member_id)
+    if found is None:
+        found = sets[member_id] = set(target[member_id].active if active else target[member_id].standby)
+    return found
 
 
 def active_task_count(assignment: Mapping[str, TasksTuple]) -> int:
