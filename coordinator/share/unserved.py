@@ -1,5 +1,6 @@
-"""Share groups' APIs on an embedded shard that cannot serve them: shard k >= 1 of a node of
-several shards (``coordinator.shards`` above 1), answered in Kafka's words instead of left unanswered.
+"""Share groups' APIs where they cannot be served, answered in Kafka's words instead of left
+unadvertised (a share consumer then waited forever): an embedded shard k >= 1 of a node of several
+shards (``coordinator.shards`` above 1), and a sidecar that cannot serve them.
 
 Why only shard 0 serves share groups there: clients send ShareFetch and ShareAcknowledge to a
 partition's leader, and every embedded partition is led by shard 0 (the data plane is one
@@ -47,8 +48,8 @@ from .offsets_apis import (
     DESCRIBE_SHARE_GROUP_OFFSETS,
 )
 
-_GATE = Unchecked("refused before any check: share groups are served by shard 0 only (Kafka's share-groups-off "
-                  "gate, or a follower's NOT_LEADER_OR_FOLLOWER)")
+_GATE = Unchecked("refused before any check: share groups are not served here (Kafka's share-groups-off gate, "
+                  "or a follower's NOT_LEADER_OR_FOLLOWER)")
 
 
 log = get_logger("coordinator.share")
