@@ -2,7 +2,8 @@
 opened and recovered once the node owns the data directory, `opened`; closed by `close`), and its
 APIs (`apis`): with shard 0 of embedded mode, Produce, Fetch, ListOffsets and the rest of the data
 plane with share groups' fetch path over the same store; on every other embedded shard
-InitProducerId alone, from that shard's own producer id range. Sidecar mode has no data plane (the
+InitProducerId, from that shard's own producer id range, and the share APIs refusing share groups
+explicitly (`share/unserved.py`: they are served by shard 0 only). Sidecar mode has no data plane (the
 upstream serves data). The feature itself is `coordinator/dataplane` (and `coordinator/share`)."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..dataplane.producer_ids import SHARD_ID_BITS, ProducerIdAllocator
 from ..logging import get_logger
 from ..recordlog import LogConfig, RealFileSystem
 from ..share.settings import ShareFetchConfig
+from ..share.unserved import unserved_share_apis
 from ..share.wiring import embedded_share_apis
 from . import maintenance
 
@@ -50,8 +52,9 @@ def apis(server: CoordinatorServer, config: Config) -> list[ApiDeclaration]:
                     lambda: server.shard, server.view, server.catalog, server.store,
                     AutoOffsetReset.parse(config["share.auto.offset.reset"]), config.build(ShareFetchConfig),
                     on_close=lambda listener: server.connections.closed.append(listener))]
-    # clients send InitProducerId to any node: ids from this shard's own range
-    return [init_producer_id_handler(server.store)]
+    # clients send InitProducerId to any node: ids from this shard's own range; the share APIs
+    # answer that share groups are shard 0's (share/unserved.py)
+    return [init_producer_id_handler(server.store), *unserved_share_apis(server.view)]
 
 
 def opened(server: CoordinatorServer) -> None:

@@ -24,6 +24,7 @@ from ..security.gate import SecurityConfigError
 from ..security.settings import AuthorizerConfig, UpstreamSecurityConfig
 from ..security.upstream import UpstreamSecurity, upstream_security
 from ..share.settings import ShareFetchConfig
+from ..share.unserved import sidecar_share_groups_off
 from ..share.wiring import sidecar_share_apis
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
@@ -74,7 +75,8 @@ def apis(server: CoordinatorServer, declared: list[ApiDeclaration]) -> list[ApiD
     """What sidecar mode registers of the declared APIs, the sidecar's own in place of some, and
     share groups' four APIs served over the upstream: with one shard and the log in the data
     directory only (with several shards, or instances sharing the log upstream, a per-broker
-    listener's connection may reach a process that does not hold the group)."""
+    listener's connection may reach a process that does not hold the group); otherwise the four
+    answer UNSUPPORTED_VERSION with why (`share/unserved.sidecar_share_groups_off`)."""
     sidecar = server.sidecar
     assert sidecar is not None
     if server.layout.shards == 1 and server.upstream_log is None:
@@ -82,6 +84,9 @@ def apis(server: CoordinatorServer, declared: list[ApiDeclaration]) -> list[ApiD
             lambda: server.shard, server.view, sidecar.cluster, sidecar.listeners.address,
             AutoOffsetReset.parse(server.config["share.auto.offset.reset"]), server.config.build(ShareFetchConfig),
             on_close=lambda listener: server.connections.closed.append(listener))]
+    else:  # refused in Kafka's words rather than left unadvertised (a share consumer would wait forever)
+        declared = [*declared, *sidecar_share_groups_off(server.view, "in sidecar mode share groups need "
+                                                         "coordinator.shards=1 and coordinator.log.storage=local")]
     return served_by_sidecar(declared, sidecar.handlers(server.view, lambda: server.registry.version_ranges()))
 
 

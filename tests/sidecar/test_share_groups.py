@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from coordinator.api.authorization import Unchecked
 from coordinator.config import resolve
 from coordinator.node.server import CoordinatorServer
 from coordinator.sidecar.apis import api_table
@@ -264,9 +265,10 @@ async def test_a_topic_deleted_upstream_is_answered_with_kafkas_codes(
 
 
 def test_an_upstreams_own_share_apis_are_never_advertised() -> None:
-    """An upstream with share groups of its own (Kafka 4.2+): when this node does not serve them
-    (several shards) they are not advertised, for a request forwarded there would find a share
-    coordinator that is not the one FindCoordinator names; when it does, its ranges are ours."""
+    """An upstream with share groups of its own (Kafka 4.2+): without the share APIs of this node
+    they are not advertised, for a request forwarded there would find a share coordinator that is
+    not the one FindCoordinator names; with them (served, or refused as with several shards), the
+    ranges are ours."""
     upstream = {0: (0, 11), 18: (0, 4), 76: (1, 1), 77: (1, 1), 78: (1, 1), 79: (1, 1)}
     assert not {76, 77, 78, 79} & set(api_table({18: (0, 4)}, upstream))
     served = api_table({18: (0, 4), 76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2)}, upstream)
@@ -286,5 +288,9 @@ async def test_share_groups_are_served_with_one_shard_and_the_log_local_only(
         **settings}.items()], flags={"listeners": f"127.0.0.1:{free_port()}", "metrics.listen": "127.0.0.1:0",
                                      "log.dirs": str(tmp_path / "data")})
     server = CoordinatorServer(config, shard=0 if "coordinator.shards" in settings else None)  # built, not started
-    registered = {key for key in (76, 77, 78, 79) if server.registry.get(key) is not None}
-    assert registered == ({76, 77, 78, 79} if served else set())
+    handlers = {key: server.registry.get(key) for key in (76, 77, 78, 79)}
+    # Registered either way, so never forwarded to the upstream; where not served, the refusals
+    # answering UNSUPPORTED_VERSION (share/unserved.py: proven on the wire in tests/shards).
+    assert all(h is not None for h in handlers.values())
+    refused = {key for key, h in handlers.items() if h is not None and isinstance(h.authorization, Unchecked)}
+    assert refused == (set() if served else {76, 77, 78, 79})

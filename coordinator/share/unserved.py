@@ -1,0 +1,179 @@
+"""Share groups' APIs where they cannot be served, answered in Kafka's words instead of left
+unadvertised (a share consumer then waited forever): an embedded shard k >= 1 of a node of several
+shards (``coordinator.shards`` above 1), and a sidecar that cannot serve them.
+
+Why only shard 0 serves share groups there: clients send ShareFetch and ShareAcknowledge to a
+partition's leader, and every embedded partition is led by shard 0 (the data plane is one
+process's), while a group's state lives on the shard its id hashes to. Serving a share group placed
+on shard k >= 1 would mean handing each of its fetches from shard 0 to shard k and back (the read
+positions, then the acquisition); until that exists such a group is refused, explicitly:
+
+- ShareGroupHeartbeat, ShareGroupDescribe and the three share offsets APIs: a group placed on this
+  shard is answered UNSUPPORTED_VERSION with a message naming the restriction, which is what a
+  Kafka broker answers while share groups are off (clients stop with it rather than retry forever);
+  a group of another shard NOT_COORDINATOR, as every group API here (the client asks
+  FindCoordinator again and goes to that shard).
+- ShareFetch and ShareAcknowledge: this node leads no partition, so each one is
+  NOT_LEADER_OR_FOLLOWER with shard 0 as its current leader, as a Kafka follower answers (the client
+  refreshes its metadata and sends them to shard 0).
+
+In sidecar mode share groups need one shard and the log local (``node/sidecar.py``); otherwise
+ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge are answered
+UNSUPPORTED_VERSION for every group, with the reason (``sidecar_share_groups_off``).
+
+Both gates come before any authorization check, as Kafka's share-groups-off gate does. A refused
+group is logged once (``share_group_not_served``): librdkafka shows its application only the code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+from protocol.errors import ErrorCode
+
+from ..api.authorization import NOT_REQUESTED, Unchecked
+from ..api.declaration import ApiDeclaration, SidecarRoute
+from ..api.placement import NoGroup
+from ..api.registry import RequestContext
+from ..api.respond import respond
+from ..logging import get_logger
+from ..runtime.apis.view import NodeView
+from .apis import SHARE_GROUP_DESCRIBE, SHARE_GROUP_HEARTBEAT
+from .fetch_apis import SHARE_ACKNOWLEDGE, SHARE_FETCH
+from .offsets_apis import (
+    ALTER_SHARE_GROUP_OFFSETS,
+    DELETE_SHARE_GROUP_OFFSETS,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
+)
+
+_GATE = Unchecked("refused before any check: share groups are not served here (Kafka's share-groups-off gate, "
+                  "or a follower's NOT_LEADER_OR_FOLLOWER)")
+
+
+log = get_logger("coordinator.share")
+
+
+class _Refusals:
+    def __init__(self, view: NodeView) -> None:
+        self.view = view
+
+    @functools.lru_cache(maxsize=1024)  # noqa: B019 - one per node; bounds memory, a group logged again after eviction
+    def _logged(self, group_id: str, shard: int) -> None:
+        """librdkafka shows the client only the code: the operator gets why, once per group id."""
+        log.warning("share_group_not_served", group=group_id, shard=shard,
+                    reason="share groups are served by shard 0 only with coordinator.shards above 1")
+
+    def code(self, group_id: str) -> tuple[ErrorCode, str | None]:
+        """UNSUPPORTED_VERSION for a group placed here (why, in the message); NOT_COORDINATOR otherwise."""
+        shard = self.view.layout.shard_of_group(group_id)
+        if shard != self.view.shard:
+            return ErrorCode.NOT_COORDINATOR, None
+        self._logged(group_id, shard)
+        return ErrorCode.UNSUPPORTED_VERSION, (
+            f"Share groups are served only for group ids placed on shard 0 when coordinator.shards is above 1; "
+            f"group '{group_id}' is placed on shard {shard} of {self.view.layout.shards}.")
+
+    def heartbeat(self, ctx: RequestContext, r: Any) -> Any:
+        code, message = self.code(r.group_id or "")
+        return respond(ctx, {"throttle_time": 0, "error_code": code, "error_message": message, "member_id": None,
+                             "member_epoch": 0, "heartbeat_interval": 0, "assignment": None})
+
+    def describe(self, ctx: RequestContext, r: Any) -> Any:
+        groups = []
+        for group_id in r.group_ids:
+            code, message = self.code(group_id)
+            groups.append({"error_code": code, "error_message": message, "group_id": group_id, "group_state": "",
+                           "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": [],
+                           "authorized_operations": NOT_REQUESTED})
+        return respond(ctx, {"throttle_time": 0, "groups": groups})
+
+    def describe_offsets(self, ctx: RequestContext, r: Any) -> Any:
+        groups = []
+        for entry in r.groups:
+            code, message = self.code(entry.group_id)
+            groups.append({"group_id": entry.group_id, "error_code": code, "error_message": message, "topics": []})
+        return respond(ctx, {"throttle_time": 0, "groups": groups})
+
+    def alter_or_delete_offsets(self, ctx: RequestContext, r: Any) -> Any:
+        code, message = self.code(r.group_id or "")
+        return respond(ctx, {"throttle_time": 0, "error_code": code, "error_message": message, "responses": []})
+
+    def fetch(self, ctx: RequestContext, r: Any) -> Any:
+        return self._not_leader(ctx, r, acknowledge_only=False)
+
+    def acknowledge(self, ctx: RequestContext, r: Any) -> Any:
+        return self._not_leader(ctx, r, acknowledge_only=True)
+
+    def _not_leader(self, ctx: RequestContext, r: Any, acknowledge_only: bool) -> Any:
+        leader = self.view.data_node(ctx.listener)
+        current = {"leader_id": leader.node_id, "leader_epoch": 0}
+        code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        responses = []
+        for topic in r.topics:
+            rows = []
+            for part in topic.partitions:
+                row: dict[str, Any] = {"partition_index": part.partition_index, "error_code": code,
+                                       "error_message": None, "current_leader": current}
+                if not acknowledge_only:
+                    row.update(acknowledge_error_code=code, acknowledge_error_message=None, records=b"",
+                               acquired_records=[])
+                rows.append(row)
+            responses.append({"topic_id": topic.topic_id, "partitions": rows})
+        return respond(ctx, {"throttle_time": 0, "error_code": ErrorCode.NONE, "error_message": None,
+                             "acquisition_lock_timeout": 0, "responses": responses,
+                             "node_endpoints": [{"node_id": leader.node_id, "host": leader.host, "port": leader.port,
+                                                 "rack": None}]})
+
+
+class _Off(_Refusals):
+    """Sidecar mode where share groups cannot be served at all: every group, and every fetch,
+    UNSUPPORTED_VERSION with ``reason``."""
+
+    def __init__(self, view: NodeView, reason: str) -> None:
+        super().__init__(view)
+        self.reason = reason
+
+    @functools.lru_cache(maxsize=1024)  # noqa: B019 - as above
+    def _logged_off(self, group_id: str) -> None:
+        log.warning("share_group_not_served", group=group_id, reason=self.reason)
+
+    def code(self, group_id: str) -> tuple[ErrorCode, str | None]:
+        self._logged_off(group_id)
+        return ErrorCode.UNSUPPORTED_VERSION, f"Share groups are not served here: {self.reason}."
+
+    def _not_leader(self, ctx: RequestContext, r: Any, acknowledge_only: bool) -> Any:
+        return respond(ctx, {"throttle_time": 0, "error_code": ErrorCode.UNSUPPORTED_VERSION,
+                             "error_message": f"Share groups are not served here: {self.reason}.",
+                             "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []})
+
+
+def unserved_share_apis(view: NodeView) -> list[ApiDeclaration]:
+    """The share APIs of an embedded shard k >= 1, each answering as the module says, with the
+    versions shard 0 serves (so every node advertises the same)."""
+    return _declared(_Refusals(view))
+
+
+def sidecar_share_groups_off(view: NodeView, reason: str) -> list[ApiDeclaration]:
+    """The four share APIs of a sidecar that cannot serve share groups (several shards, or the log
+    upstream), served here (never forwarded: the upstream's share groups are not this coordinator's)
+    and answering UNSUPPORTED_VERSION with ``reason``, so a share consumer stops with it rather than
+    wait on APIs nobody advertises."""
+    return [dataclasses.replace(d, sidecar=SidecarRoute.SERVED) for d in _declared(_Off(view, reason))
+            if d.api_key in (SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE, SHARE_FETCH, SHARE_ACKNOWLEDGE)]
+
+
+def _declared(refusals: _Refusals) -> list[ApiDeclaration]:
+
+    def declared(api_key: int, low: int, high: int, handle: Any) -> ApiDeclaration:
+        return ApiDeclaration(api_key, low, high, handle=handle, authorization=_GATE, placement=NoGroup(),
+                              sidecar=SidecarRoute.FORWARDED)
+
+    return [declared(SHARE_GROUP_HEARTBEAT, 1, 1, refusals.heartbeat),
+            declared(SHARE_GROUP_DESCRIBE, 1, 1, refusals.describe),
+            declared(DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, refusals.describe_offsets),
+            declared(ALTER_SHARE_GROUP_OFFSETS, 0, 0, refusals.alter_or_delete_offsets),
+            declared(DELETE_SHARE_GROUP_OFFSETS, 0, 0, refusals.alter_or_delete_offsets),
+            declared(SHARE_FETCH, 1, 2, refusals.fetch),
+            declared(SHARE_ACKNOWLEDGE, 1, 2, refusals.acknowledge)]
