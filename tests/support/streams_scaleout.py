@@ -5,6 +5,10 @@ of 200,000 distinct keys in six tasks, a third instance joins while records keep
 stateful tasks move to it: with warm-ups on the newcomer restores them as warm-ups while their
 owners keep processing, with warm-ups off it restores them as active tasks, processing stopped.
 
+The coordinator runs embedded (topics declared by `server_settings`) or in sidecar mode in front of
+Apache Kafka (`run(..., upstream=...)`: the records and counts live on Kafka, in topics of the run's
+own, since the broker is shared; the group is the sidecar's).
+
 `run` drives the scenario against a running coordinator and returns what the instances' logs say
 (`ScaleOut`): which tasks moved, each moved task's processing gap (the last record its old owner
 processed to the first its new owner processed), the longest gap of the tasks that stayed (the
@@ -24,7 +28,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from tests.support.server import ServerProcess, wait_until
-from tests.support.streams_app import APP_SOURCE, Counts, Instance
+from tests.support.streams_app import APP_SOURCE, DEFAULT_TOPICS, Counts, Instance, Topics
 
 __all__ = ["ACCEPTABLE_RECOVERY_LAG", "APP_SOURCE", "STORE_KEYS", "ScaleOut", "run", "server_settings"]
 
@@ -37,17 +41,20 @@ TICK_RATE = 300
 every task has something to process and a stop shows as a gap."""
 
 
-def server_settings(warmups: bool) -> dict[str, str]:
+def server_settings(warmups: bool, sidecar: bool = False) -> dict[str, str]:
     """The coordinator's settings: fast rebalances, task offsets every second, warm-ups on (Kafka's
-    default budget, 2) or off (0, which Kafka's config definition allows: `atLeast(0)`)."""
-    return {
+    default budget, 2) or off (0, which Kafka's config definition allows: `atLeast(0)`). Embedded,
+    it declares the topics; a sidecar's topics are Kafka's (`run` creates them there)."""
+    settings = {
         "group.streams.heartbeat.interval.ms": "500",
         "group.streams.session.timeout.ms": "6000",
         "group.streams.task.offset.interval.ms": "1000",
         "group.streams.acceptable.recovery.lag": str(ACCEPTABLE_RECOVERY_LAG),
         "group.streams.num.warmup.replicas": "2" if warmups else "0",
-        "topics": f"words:{PARTITIONS},counts:{PARTITIONS}",
     }
+    if not sidecar:
+        settings["topics"] = f"{DEFAULT_TOPICS.words}:{PARTITIONS},{DEFAULT_TOPICS.counts}:{PARTITIONS}"
+    return settings
 
 
 @dataclass
@@ -104,12 +111,12 @@ class ScaleOut:
     waits for that)."""
 
 
-def produce_store(bootstrap: str, keys: int) -> None:
+def produce_store(bootstrap: str, keys: int, topic: str) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10_000})
     for i in range(keys):
         while True:
             try:
-                producer.produce("words", key=f"key-{i}", value=b"x")
+                producer.produce(topic, key=f"key-{i}", value=b"x")
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -121,9 +128,10 @@ def produce_store(bootstrap: str, keys: int) -> None:
 class Ticker:
     """Produces keys of the store round robin at TICK_RATE until stopped; counts what it sent."""
 
-    def __init__(self, bootstrap: str, keys: int) -> None:
+    def __init__(self, bootstrap: str, keys: int, topic: str) -> None:
         self.sent: dict[str, int] = {}
         self._keys = keys
+        self._topic = topic
         self._producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -136,7 +144,7 @@ class Ticker:
             due = int((time.monotonic() - started) * TICK_RATE)
             while n < due:
                 key = f"key-{(n * 7919) % self._keys}"  # a stride: consecutive ticks land on different partitions
-                self._producer.produce("words", key=key, value=b"x")
+                self._producer.produce(self._topic, key=key, value=b"x")
                 self.sent[key] = self.sent.get(key, 0) + 1
                 n += 1
             self._producer.poll(0)
@@ -154,12 +162,19 @@ def balanced(instances: list[Instance], active: int) -> bool:
 
 
 def run(app: tuple[Path, Path], server: ServerProcess, workdir: Path, warmups: bool,
-        store_keys: int = STORE_KEYS) -> ScaleOut:
-    """Two instances count `store_keys` keys, a third joins under a steady trickle of records."""
+        store_keys: int = STORE_KEYS, upstream: str | None = None) -> ScaleOut:
+    """Two instances count `store_keys` keys, a third joins under a steady trickle of records.
+    With `upstream` (the Kafka cluster a sidecar `server` fronts) the records go to Kafka, in topics
+    created for this run; the instances talk to the sidecar."""
     bootstrap = server.bootstrap
+    data = upstream or bootstrap
+    topics = DEFAULT_TOPICS
+    if upstream is not None:
+        topics = Topics.unique(PARTITIONS)
+        topics.create(upstream)
     app_id = f"scaleout-{uuid.uuid4().hex[:8]}"
-    counts = Counts(bootstrap)
-    first = [Instance(app, bootstrap, app_id, name, workdir) for name in ("a", "b")]
+    counts = Counts(data, topics)
+    first = [Instance(app, bootstrap, app_id, name, workdir, topics) for name in ("a", "b")]
     instances = list(first)
     ticker: Ticker | None = None
     try:
@@ -167,12 +182,12 @@ def run(app: tuple[Path, Path], server: ServerProcess, workdir: Path, warmups: b
         # flow: over an empty changelog the trunk client reports the warm-up's end offset as
         # Long.MAX_VALUE (unknown), and the move only goes ahead once it stalls (two report
         # periods, README). So produce, then wait: the first split is the caught-up hand-over.
-        produce_store(bootstrap, store_keys)
+        produce_store(data, store_keys, topics.words)
         wait_until(lambda: len(counts.read()) == store_keys, 300, 0.1, "the store counted")
         wait_until(lambda: balanced(first, 3), 120, 0.1, "a and b run 3 tasks each, no warm-up left")
-        ticker = Ticker(bootstrap, store_keys)
+        ticker = Ticker(data, store_keys, topics.words)
         joined_ms = int(time.time() * 1000)
-        newcomer = Instance(app, bootstrap, app_id, "c", workdir)
+        newcomer = Instance(app, bootstrap, app_id, "c", workdir, topics)
         instances.append(newcomer)
 
         def settled() -> bool:
