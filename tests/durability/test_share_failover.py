@@ -213,6 +213,7 @@ def test_share_consumers_carry_on_through_a_standby_takeover_and_nothing_acknowl
         through_a_takeover(pair, mode, lambda journal: ConfluentWorkers(pair.active.bootstrap, pair.topic, journal))
 
 
+@pytest.mark.slow  # 17 s a mode; the confluent twin above runs by default in both modes
 @pytest.mark.parametrize("mode", MODES)
 def test_java_share_consumers_carry_on_through_a_standby_takeover_and_nothing_acknowledged_comes_back(
         mode: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:

@@ -26,6 +26,10 @@ from tests.support.clients import produce
 from tests.support.server import ServerProcess
 
 MODES = ("embedded", "sidecar")
+SIDECAR_TWIN_SLOW = ("embedded", pytest.param("sidecar", marks=pytest.mark.slow))
+"""For a scenario whose sidecar path other default tests already drive (the five consumers, the
+failover, tests/sidecar/test_share_groups.py): its sidecar twin runs with ``-m slow``, so the
+default suite stays within its ten minutes."""
 PARTITIONS = 2
 
 Delivery = tuple[int, int]  # (partition, offset)

@@ -23,6 +23,7 @@ from confluent_kafka import AcknowledgeType
 
 from tests.interop.share_support import (
     MODES,
+    SIDECAR_TWIN_SLOW,
     Delivery,
     ShareSetup,
     all_records,
@@ -47,7 +48,7 @@ def queue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ShareSetup
         yield setup
 
 
-@pytest.fixture(params=MODES)
+@pytest.fixture(params=SIDECAR_TWIN_SLOW)
 def short_locked_queue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ShareSetup]:
     """Records locked for 2 s (Kafka's least): what a consumer dies holding comes back soon."""
     with share_setup(request.param, tmp_path, request, SHORT_LOCKS) as setup:
@@ -97,6 +98,7 @@ def test_five_consumers_share_ten_thousand_records_each_acknowledged_once(queue:
     nothing_acknowledged_comes_back_after_a_sigkill(queue, count)
 
 
+@pytest.mark.parametrize("queue", SIDECAR_TWIN_SLOW, indirect=True)
 def test_released_records_come_back_and_rejected_ones_are_archived(queue: ShareSetup) -> None:
     count = 300
     queue.produce(count)
@@ -148,7 +150,7 @@ def share_metric(server: ServerProcess, name: str, labels: str = "") -> float:
     return 0.0
 
 
-@pytest.fixture(params=MODES)
+@pytest.fixture(params=SIDECAR_TWIN_SLOW)
 def long_locked_queue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ShareSetup]:
     """Records locked for two minutes, far longer than the test: only a closed connection can give
     them back in time."""
@@ -187,6 +189,7 @@ def test_records_held_by_a_consumer_killed_with_sigkill_come_back_at_once_not_af
     assert set(seen) == all_records(100) and len(seen) == 100  # the held ones too, each once, long before the lock
 
 
+@pytest.mark.parametrize("queue", SIDECAR_TWIN_SLOW, indirect=True)
 def test_a_record_that_always_fails_is_archived_after_the_delivery_limit(queue: ShareSetup) -> None:
     queue.produce(40)
     consumer = queue.consumer("poison", **{"share.acknowledgement.mode": "explicit"})

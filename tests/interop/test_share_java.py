@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.interop.share_support import MODES, ShareSetup, share_setup
+from tests.interop.share_support import SIDECAR_TWIN_SLOW, ShareSetup, share_setup
 from tests.support.polling import eventually
 
 CLIENTS_ENV = "KAFKA_CLIENTS_430"
@@ -39,13 +39,13 @@ def share_reader(tmp_path_factory: pytest.TempPathFactory) -> str:
     return f"{classpath}:{out}"
 
 
-@pytest.fixture(params=MODES)
+@pytest.fixture(params=SIDECAR_TWIN_SLOW)
 def queue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ShareSetup]:
     with share_setup(request.param, tmp_path, request, {"share.auto.offset.reset": "earliest"}) as setup:
         yield setup
 
 
-@pytest.fixture(params=MODES)
+@pytest.fixture(params=SIDECAR_TWIN_SLOW)
 def short_locked_queue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ShareSetup]:
     """Records locked for 2 s (Kafka's least), members fenced after 6 s without a heartbeat."""
     with share_setup(request.param, tmp_path, request, {
