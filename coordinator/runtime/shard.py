@@ -244,6 +244,9 @@ class ShardRuntime:
         group write an entry). A record-less reply waiting for an older entry may queue behind a
         newer one: it can only leave later, never earlier."""
         self.loaded = False
+        self.carried = False
+        """Whether the future the last `submit` returned waits only for the log: its reply is
+        decided (the connection may serve its next request meanwhile, `api.registry.Deferred`)."""
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, writer_id: str | None = None) -> None:
@@ -335,9 +338,9 @@ class ShardRuntime:
                 self._answer = None
                 return answer
             # Not released yet (parked, or waiting for the log): a future, resolved by the release.
-            carried = self._in_place_carried
+            carried = self.carried = self._in_place_carried
         else:
-            carried = False
+            carried = self.carried = False
             self._queue.append(request)
             self._queued_at.append(perf_counter())
             self._wake.set()
