@@ -418,8 +418,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _process_queue(self) -> None:
         replies = self._replies
         while self._queue and not self._busy and not self._closing and not self._writing_paused:
-            if len(replies) >= _PAUSE_AT:
-                break  # bounded: the frames queue behind them, and reading pauses as usual
             self.idle.clear()
             if self._sasl is not None:
                 if self._sasl.raw_tokens:  # after SaslHandshake v0: a frame is a token, not a request
@@ -488,7 +486,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     replies.append(_Reply(future, request, _api_name(handler.api_key), started, result.convert))
                     if len(replies) == 1:
                         future.add_done_callback(self._reply_ready)
-                    continue
+                    if len(replies) < _PAUSE_AT:
+                        continue
+                    break  # bounded: the frames queue behind them, and reading pauses as usual
                 self._busy = True
                 self._in_flight = future
                 if replies:
@@ -506,7 +506,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 return
             if replies:  # answered at once, but after the replies before it
                 replies.append(_Reply(None, request, _api_name(handler.api_key), started, None, result))
-                continue
+                if len(replies) < _PAUSE_AT:
+                    continue
+                break
             self._respond(request, _api_name(handler.api_key), result, started)
         if not self._busy and not replies:
             if not self._forwarding:

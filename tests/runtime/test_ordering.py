@@ -83,21 +83,22 @@ async def test_replies_that_wait_for_the_log_keep_their_place_among_pipelined_re
 @pytest.mark.asyncio
 async def test_commits_pipelined_on_one_connection_share_their_fsyncs(
         server: CoordinatorServer, client: WireClient) -> None:
-    # Each commit's reply waits for its record's fsync. Served one at a time, 40 commits on one
-    # connection would cost 40 write-and-fsync rounds; the ones behind a reply that only waits for
-    # the log are served meanwhile, so their records go out together.
+    # Each commit's reply waits for its record's fsync. Served one at a time, 150 commits on one
+    # connection would cost 150 write-and-fsync rounds; the ones behind a reply that only waits for
+    # the log are served meanwhile (at most 64 replies wait at a time), so their records go out
+    # together.
     before = _log_batches()
-    await client.send_raw(b"".join(_commit(cid, "piped", cid) for cid in range(1, 41)))
-    for correlation_id in range(1, 41):
+    await client.send_raw(b"".join(_commit(cid, "piped", cid) for cid in range(1, 151)))
+    for correlation_id in range(1, 151):
         got, body = await client.receive(8, 9)
         assert got == correlation_id
         assert [p.error_code for t in body.topics for p in t.partitions] == [0]
     rounds = _log_batches() - before
-    assert 1 <= rounds <= 20, f"{rounds} log batches for 40 pipelined commits"
+    assert 3 <= rounds <= 75, f"{rounds} log batches for 150 pipelined commits"
     fetched = await client.request(request(9, 9, groups=[{"group_id": "piped", "member_id": None, "member_epoch": -1,
                                                           "topics": [{"name": "t", "partition_indexes": [0]}]}],
                                            require_stable=False))
-    assert [p.committed_offset for t in fetched.groups[0].topics for p in t.partitions] == [40]
+    assert [p.committed_offset for t in fetched.groups[0].topics for p in t.partitions] == [150]
 
 
 @pytest.mark.asyncio
