@@ -244,9 +244,15 @@ class ShardRuntime:
         group write an entry). A record-less reply waiting for an older entry may queue behind a
         newer one: it can only leave later, never earlier."""
         self.loaded = False
-        self.carried = False
-        """Whether the future the last `submit` returned waits only for the log: its reply is
-        decided (the connection may serve its next request meanwhile, `api.registry.Deferred`)."""
+        self._in_place_written = False
+        """That request's reply waits for the entry of its own records."""
+        self.written = False
+        """Whether the future the last `submit` returned waits only for the entry of its own
+        records: its reply is decided, and the connection may serve its next request meanwhile
+        (`api.registry.Deferred`), whose records can then share the fsync. A record-less reply
+        waiting for its group's entry (a member's heartbeat after a join) is not: the requests
+        behind it on its connection are most likely its group's too, and answered in place once
+        that entry is durable they cost less than each waiting for it."""
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, writer_id: str | None = None) -> None:
@@ -326,7 +332,7 @@ class ShardRuntime:
             _queue_time(0.0)
             self._idle = False  # anything submitted meanwhile (by an observer) queues behind it
             self._in_place = request
-            self._in_place_carried = False
+            self._in_place_carried = self._in_place_written = False
             self._answer = None
             try:
                 self._handle((request,))  # in place: a batch of one
@@ -338,9 +344,10 @@ class ShardRuntime:
                 self._answer = None
                 return answer
             # Not released yet (parked, or waiting for the log): a future, resolved by the release.
-            carried = self.carried = self._in_place_carried
+            carried = self._in_place_carried
+            self.written = self._in_place_written
         else:
-            carried = self.carried = False
+            carried = self.written = False
             self._queue.append(request)
             self._queued_at.append(perf_counter())
             self._wake.set()
@@ -461,7 +468,7 @@ class ShardRuntime:
             self._carried.append((offset, replies, None))
             if in_place is not None:
                 ref = in_place.ref
-                self._in_place_carried = any(reply.ref == ref for reply in replies)
+                self._in_place_carried = self._in_place_written = any(reply.ref == ref for reply in replies)
             return
         for reply in replies:  # record-less: each waits for its own group's entries
             if in_place is not None and reply.ref == in_place.ref:
