@@ -6,9 +6,9 @@ from __future__ import annotations
 import struct
 
 import pytest
-from prometheus_client import REGISTRY
 from kio.schema.api_versions.v0.request import ApiVersionsRequest
 from kio.schema.metadata.v12.request import MetadataRequest
+from prometheus_client import REGISTRY
 
 from coordinator.node.server import CoordinatorServer
 from protocol.client import encode_request
