@@ -249,13 +249,6 @@ class ShardRuntime:
         group write an entry). A record-less reply waiting for an older entry may queue behind a
         newer one: it can only leave later, never earlier."""
         self.loaded = False
-        self.written = False
-        """Whether the future the last `submit` returned waits only for the entry of its own
-        records: its reply is decided, and the connection may serve its next request meanwhile
-        (`api.registry.Deferred`), whose records can then share the fsync. A record-less reply
-        waiting for its group's entry (a member's heartbeat after a join) is not: the requests
-        behind it on its connection are most likely its group's too, and answered in place once
-        that entry is durable they cost less than each waiting for it."""
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, writer_id: str | None = None) -> None:
@@ -325,6 +318,16 @@ class ShardRuntime:
         """The shard task waits for work with nothing queued: `submit` handles a request at once."""
         return self._idle
 
+    @property
+    def written(self) -> bool:
+        """Whether the future the last `submit` returned waits only for the entry of its own
+        records: its reply is decided, and the connection may serve its next request meanwhile
+        (`api.registry.Deferred`), whose records can then share the fsync. A record-less reply
+        waiting for its group's entry (a member's heartbeat after a join) is not: the requests
+        behind it on its connection are most likely its group's too, and answered in place once
+        that entry is durable they cost less than each waiting for it."""
+        return self._in_place_carried == _OWN_ENTRY
+
     def new_ref(self) -> int:
         return next(self._refs)
 
@@ -348,9 +351,9 @@ class ShardRuntime:
                 return answer
             # Not released yet (parked, or waiting for the log): a future, resolved by the release.
             carried = self._in_place_carried != _NOT_CARRIED
-            self.written = self._in_place_carried == _OWN_ENTRY
         else:
-            carried = self.written = False
+            carried = False
+            self._in_place_carried = _NOT_CARRIED  # for `written`: this request was not handled in place
             self._queue.append(request)
             self._queued_at.append(perf_counter())
             self._wake.set()
