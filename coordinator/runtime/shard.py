@@ -318,6 +318,9 @@ class ShardRuntime:
         """The shard task waits for work with nothing queued: `submit` handles a request at once."""
         return self._idle
 
+    # A property over `_in_place_carried`, not an attribute of its own: with a 30th instance
+    # attribute this class lost CPython's shared-key layout and every steady heartbeat cost ~1 k
+    # instructions more (BENCHMARKS.md, issue 31 point 5). A new field here should replace one.
     @property
     def written(self) -> bool:
         """Whether the future the last `submit` returned waits only for the entry of its own
