@@ -5,9 +5,9 @@ Reads go straight into the connection's receive buffer (an asyncio.BufferedProto
 
 Rules (as a Kafka broker's SocketServer, but for replies that only wait for the log):
 - responses leave in request order. A request is served when the one before it has been answered,
-  with one exception: a reply that is decided and waits only for its log entry to be durable (a
-  `Deferred` with `decided`, e.g. the members' heartbeats after a join, a commit) lets the next
-  request be served meanwhile. Such replies queue in request order (`_replies`; with everything
+  with one exception: a reply that is decided and waits only for its own records' log entry to be
+  durable (a `Deferred` with `decided`: a commit, a revocation's acknowledgement; not a record-less
+  heartbeat waiting for its group's entry) lets the next request be served meanwhile. Such replies queue in request order (`_replies`; with everything
   answered after them), at most `_PAUSE_AT` of them, and leave together once the fsync that covers
   them is done: one write for all of them, one wake-up for the connection, and the requests behind
   them handled in the same loop turn, so their records share the next fsync. A reply that waits
