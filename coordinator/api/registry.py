@@ -52,6 +52,10 @@ class Deferred(msgspec.Struct, frozen=True, gc=False):
 
     pending: asyncio.Future[Any]
     convert: Callable[[Any], Any]
+    decided: bool = False
+    """The response is decided and `pending` waits only for the log to make its own records
+    durable (not for other requests: a parked JoinGroup is not decided). The connection may then
+    serve its next request meanwhile; the replies still leave in request order."""
 
 
 def is_pending(result: Any) -> bool:

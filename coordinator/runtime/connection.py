@@ -3,9 +3,17 @@
 Reads go straight into the connection's receive buffer (an asyncio.BufferedProtocol over
 `protocol.framing.FrameDecoder`): no read allocates, a request inside the buffer is copied out once.
 
-Rules (as a Kafka broker's SocketServer):
-- one request in flight per connection: the next frame is decoded only after the previous response
-  has been written, so responses leave in request order and a parked JoinGroup holds its connection;
+Rules (as a Kafka broker's SocketServer, but for replies that only wait for the log):
+- responses leave in request order. A request is served when the one before it has been answered,
+  with one exception: a reply that is decided and waits only for its own records' log entry to be
+  durable (a `Deferred` with `decided`: a commit, a revocation's acknowledgement; not a record-less
+  heartbeat waiting for its group's entry) lets the next request be served meanwhile. Such replies queue in request order (`_replies`; with everything
+  answered after them), at most `_PAUSE_AT` of them, and leave together once the fsync that covers
+  them is done: one write for all of them, one wake-up for the connection, and the requests behind
+  them handled in the same loop turn, so their records share the next fsync. A reply that waits
+  for something else (a parked JoinGroup, an awaitable) holds its connection as in Kafka: nothing
+  after it is served until it is answered. A frame the connection cannot serve behind pending
+  replies closes it only after they have left (the earlier requests were answered, as in Kafka);
 - frames that arrive meanwhile are queued; past 64 frames, or once the queued frames hold
   `socket.request.max.bytes` (Kafka reads one request per connection at a time, so that is what it
   buffers), the transport stops reading (backpressure) until the queue has drained;
@@ -119,6 +127,25 @@ class Route(Protocol):
     def close(self) -> None: ...
 
 
+class _Reply:
+    """A reply queued behind one that waits for the log (`KafkaConnection._replies`): a pending
+    future and how to turn its result into the response, or an outcome known already (a response,
+    or the error that closes the connection once the replies before it have left)."""
+
+    __slots__ = ("api", "convert", "frame", "future", "outcome", "request", "started")
+
+    def __init__(self, future: asyncio.Future[Any] | None, request: DecodedRequest | None, api: str, started: float,
+                 convert: Callable[[Any], Any] | None, outcome: Any = None,
+                 frame: bytes | bytearray | None = None) -> None:
+        self.future = future
+        self.request = request
+        self.api = api
+        self.started = started
+        self.convert = convert
+        self.outcome = outcome
+        self.frame = frame
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ConnectionServices:
     """What a connection needs of the node it belongs to, and nothing more (never the server):
@@ -157,6 +184,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._transport: asyncio.Transport | None = None
         self._busy = False
         self._in_flight: asyncio.Future[Any] | None = None
+        self._replies: collections.deque[_Reply] = collections.deque()
+        """Replies not written yet, in request order, while the first of them waits for the log
+        (empty otherwise: an answer at once is written without queueing)."""
         self._forwarding: collections.deque[tuple[asyncio.Future[Any], int, int, float]] = collections.deque()
         """Forwarded requests not answered yet: (future, api key, frame size, start time)."""
         self._reading_paused = False
@@ -212,6 +242,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._budget.forget(self)
         if self._in_flight is not None and not self._in_flight.done():
             self._in_flight.cancel()  # e.g. a parked JoinGroup whose client went away
+        while self._replies:
+            waiting = self._replies.popleft().future
+            if waiting is not None and not waiting.done():
+                waiting.cancel()
         while self._forwarding:
             self._forwarding.popleft()[0].cancel()
         if self._route is not None:
@@ -356,7 +390,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     @property
     def waiting(self) -> bool:
         """A request of this connection is being served (a parked JoinGroup, a forwarded Fetch)."""
-        return self._busy or bool(self._forwarding) or bool(self._queue)
+        return self._busy or bool(self._forwarding) or bool(self._queue) or bool(self._replies)
 
     def close_idle(self, idle_ms: int) -> None:
         """`connections.max.idle.ms` passed without traffic: closed, as Kafka's selector does."""
@@ -382,6 +416,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._transport.write(out[0] if len(out) == 1 else b"".join(out))
 
     def _process_queue(self) -> None:
+        replies = self._replies
         while self._queue and not self._busy and not self._closing and not self._writing_paused:
             self.idle.clear()
             if self._sasl is not None:
@@ -414,6 +449,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             try:
                 request = self._services.codec.decode(frame if frame.__class__ is bytes else bytes(frame))
             except ProtocolError as exc:
+                if replies:  # the replies before it leave first
+                    self._hold_failure(_Reply(None, None, "", started, None, exc, frame))
+                    return
                 self._fail(exc, frame)
                 return
             handler = self._services.registry.get(request.api_key)
@@ -430,26 +468,111 @@ class KafkaConnection(asyncio.BufferedProtocol):
             try:
                 result = handler.handle(ctx, request if request.unsupported_version else request.body)
             except ProtocolError as exc:  # a handler found the request invalid (Kafka closes too)
+                if replies:
+                    self._hold_failure(_Reply(None, None, "", started, None, exc, frame))
+                    return
                 self._fail(exc, frame)
                 return
-            except Exception:
+            except Exception as exc:
+                if replies:
+                    self._hold_failure(_Reply(None, request, "", started, None, exc))
+                    return
                 self._crash(request)
                 return
             if result.__class__ is Deferred:
+                future = result.pending
+                if result.decided and self._route is None and self._sasl is None:
+                    # Only the log is awaited: serve the next request meanwhile, reply in order.
+                    replies.append(_Reply(future, request, _api_name(handler.api_key), started, result.convert))
+                    if len(replies) == 1:
+                        future.add_done_callback(self._reply_ready)
+                    if len(replies) < _PAUSE_AT:
+                        continue
+                    break  # bounded: the frames queue behind them, and reading pauses as usual
                 self._busy = True
-                future = self._in_flight = result.pending
+                self._in_flight = future
+                if replies:
+                    replies.append(_Reply(future, request, _api_name(handler.api_key), started, result.convert))
+                    return
                 future.add_done_callback(self._completion(request, _api_name(handler.api_key), started, result.convert))
                 return
             if result.__class__ is not EncodedResponse and (asyncio.isfuture(result) or asyncio.iscoroutine(result)):
                 self._busy = True
                 future = self._in_flight = asyncio.ensure_future(result)
+                if replies:
+                    replies.append(_Reply(future, request, _api_name(handler.api_key), started, None))
+                    return
                 future.add_done_callback(self._completion(request, _api_name(handler.api_key), started))
                 return
+            if replies:  # answered at once, but after the replies before it
+                replies.append(_Reply(None, request, _api_name(handler.api_key), started, None, result))
+                if len(replies) < _PAUSE_AT:
+                    continue
+                break
             self._respond(request, _api_name(handler.api_key), result, started)
-        if not self._busy:
+        if not self._busy and not replies:
             if not self._forwarding:
                 self.idle.set()
             self._maybe_resume_reading()
+
+    def _hold_failure(self, failure: _Reply) -> None:
+        """A frame that closes the connection, behind replies still waiting for the log: the
+        connection reads and serves nothing more, and closes once they have left."""
+        self._busy = True
+        self._replies.append(failure)
+        if self._transport is not None and not self._reading_paused:
+            self._reading_paused = True
+            self._transport.pause_reading()
+
+    def _reply_ready(self, _: asyncio.Future[Any]) -> None:
+        """The first waiting reply's future is done: write every reply now due, in request order
+        (one write for all of them), then serve what queued behind them."""
+        self._release_replies()
+        if not self._closing:
+            self._process()
+
+    def _release_replies(self) -> None:
+        replies = self._replies
+        while replies:
+            reply = replies[0]
+            future = reply.future
+            if future is not None and not future.done():
+                future.add_done_callback(self._reply_ready)
+                return
+            replies.popleft()
+            request = reply.request
+            if future is None:
+                outcome = reply.outcome
+                if isinstance(outcome, ProtocolError):
+                    self._fail(outcome, reply.frame)
+                    return
+                if isinstance(outcome, BaseException):
+                    assert request is not None
+                    self._crash(request, outcome)
+                    return
+                assert request is not None
+                self._respond(request, reply.api, outcome, reply.started)
+                continue
+            assert request is not None
+            if future is self._in_flight:  # a reply that held the connection
+                self._busy = False
+                self._in_flight = None
+            if future.cancelled():
+                self.close()
+                self.idle.set()
+                return
+            exc = future.exception()
+            if exc is not None:
+                self._crash(request, exc)
+                return
+            response = future.result()
+            if reply.convert is not None:
+                try:
+                    response = reply.convert(response)
+                except Exception as error:  # a bug describing the response: as a failed handler
+                    self._crash(request, error)
+                    return
+            self._respond(request, reply.api, response, reply.started)
 
     def _await_authorizer(self) -> None:
         self._busy = True

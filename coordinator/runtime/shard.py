@@ -183,6 +183,10 @@ class _Unload:
         self.done = done
 
 
+_NOT_CARRIED, _GROUP_ENTRY, _OWN_ENTRY = 0, 1, 2
+"""How the request `submit` handles in place waits for the log (`ShardRuntime._in_place_carried`)."""
+
+
 def _no_timers(key: Hashable, deadline_ms: int | None) -> None:
     """`_arm` until `start` gives the shard its timers: nothing to arm yet."""
 
@@ -224,9 +228,10 @@ class ShardRuntime:
         """The task waits for work with nothing queued: a request may be handled at once."""
         self._in_place: Any = None
         """The request `submit` is handling in place, while it does."""
-        self._in_place_carried = False
-        """That request's reply waits for a log entry (it will be released: no clean-up needed if
-        its requester goes away)."""
+        self._in_place_carried = _NOT_CARRIED
+        """Whether that request's reply waits for a log entry (it will be released: no clean-up
+        needed if its requester goes away): `_NOT_CARRIED`, `_GROUP_ENTRY` (a record-less reply
+        waiting for its group's) or `_OWN_ENTRY` (waiting for its own records')."""
         self._answer: Completion | None = None
         """That request's outcome if it got one during the call: an `Answered`, or a failed future."""
         self._unflushed: int | None = None
@@ -313,6 +318,19 @@ class ShardRuntime:
         """The shard task waits for work with nothing queued: `submit` handles a request at once."""
         return self._idle
 
+    # A property over `_in_place_carried`, not an attribute of its own: with a 30th instance
+    # attribute this class lost CPython's shared-key layout and every steady heartbeat cost ~1 k
+    # instructions more (BENCHMARKS.md, issue 31 point 5). A new field here should replace one.
+    @property
+    def written(self) -> bool:
+        """Whether the future the last `submit` returned waits only for the entry of its own
+        records: its reply is decided, and the connection may serve its next request meanwhile
+        (`api.registry.Deferred`), whose records can then share the fsync. A record-less reply
+        waiting for its group's entry (a member's heartbeat after a join) is not: the requests
+        behind it on its connection are most likely its group's too, and answered in place once
+        that entry is durable they cost less than each waiting for it."""
+        return self._in_place_carried == _OWN_ENTRY
+
     def new_ref(self) -> int:
         return next(self._refs)
 
@@ -323,7 +341,7 @@ class ShardRuntime:
             _queue_time(0.0)
             self._idle = False  # anything submitted meanwhile (by an observer) queues behind it
             self._in_place = request
-            self._in_place_carried = False
+            self._in_place_carried = _NOT_CARRIED
             self._answer = None
             try:
                 self._handle((request,))  # in place: a batch of one
@@ -335,9 +353,10 @@ class ShardRuntime:
                 self._answer = None
                 return answer
             # Not released yet (parked, or waiting for the log): a future, resolved by the release.
-            carried = self._in_place_carried
+            carried = self._in_place_carried != _NOT_CARRIED
         else:
             carried = False
+            self._in_place_carried = _NOT_CARRIED  # for `written`: this request was not handled in place
             self._queue.append(request)
             self._queued_at.append(perf_counter())
             self._wake.set()
@@ -458,7 +477,7 @@ class ShardRuntime:
             self._carried.append((offset, replies, None))
             if in_place is not None:
                 ref = in_place.ref
-                self._in_place_carried = any(reply.ref == ref for reply in replies)
+                self._in_place_carried = _OWN_ENTRY if any(reply.ref == ref for reply in replies) else _NOT_CARRIED
             return
         for reply in replies:  # record-less: each waits for its own group's entries
             if in_place is not None and reply.ref == in_place.ref:
@@ -466,7 +485,7 @@ class ShardRuntime:
                     self._answer = Answered(reply.response)
                     continue
                 offset = self._pending_point(getattr(in_place, "group_id", None))
-                self._in_place_carried = offset is not None
+                self._in_place_carried = _NOT_CARRIED if offset is None else _GROUP_ENTRY
             else:
                 waiter = self._waiters.get(reply.ref)
                 offset = self._pending_point(None if waiter is None else getattr(waiter[1], "group_id", None))

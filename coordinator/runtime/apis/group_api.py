@@ -101,7 +101,7 @@ def bind(declaration: ApiHandler, check: Check | None, placed: PlacementCheck | 
         if isinstance(pending, Answered):  # answered at once: no loop turn
             description = to_wire(ctx, request, pending.response)
             return respond(ctx, description if merge is None else merge(description))
-        return Deferred(pending, functools.partial(_wire_response, to_wire, ctx, request, merge))
+        return Deferred(pending, functools.partial(_wire_response, to_wire, ctx, request, merge), runtime.written)
 
     def refuse(ctx: RequestContext, request: Any, code: int) -> Any:
         return respond(ctx, on_error(ctx, request, code))
