@@ -127,14 +127,18 @@ def _acknowledge_span(p: SharePartition, member_id: str, span: range, ack: int, 
     nothing, when some offset would be refused."""
     if ack == AckType.RENEW and not config.renew_enabled:
         return False
-    states = list(map(change.states.get, span, map(p.offsets.__getitem__, span)))
+    distinct = set(map(change.states.get, span, map(p.offsets.__getitem__, span)))
     after: dict[OffsetState, OffsetState] = {}
-    for current in set(states):
+    for current in distinct:
         if (current.state is not RecordState.ACQUIRED or current.member_id != member_id
                 or current.lock_deadline <= now_ms):
             return False
         after[current] = _after(current, ack, now_ms, config)
-    change.states.update(zip(span, map(after.__getitem__, states), strict=True))
+    if len(after) == 1:  # the usual case, a whole acquisition acknowledged: one new state for the span
+        change.states.update(dict.fromkeys(span, next(iter(after.values()))))
+    else:
+        states = list(map(change.states.get, span, map(p.offsets.__getitem__, span)))
+        change.states.update(zip(span, map(after.__getitem__, states), strict=True))
     return True
 
 
