@@ -32,7 +32,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from itertools import groupby, repeat, takewhile
+from itertools import groupby, repeat
 from operator import attrgetter
 from uuid import UUID
 
@@ -286,11 +286,14 @@ def plan(p: SharePartition, change: Change) -> list[ShareRecord]:
     changed, offsets = change.states, p.offsets
 
     start = max(p.start_offset, change.start_offset if change.start_offset is not None else p.start_offset)
-    # The start moves past the finished prefix: its length counted by C (an acknowledgement finishes
-    # hundreds of offsets at once), the states read lazily, so the walk stops at the first unfinished.
+    # The start moves past the finished prefix, counted per run of equal states by C (an
+    # acknowledgement finishes hundreds of offsets at once, sharing a state object); the states are
+    # read lazily, so the walk stops in the first unfinished run.
     span = range(start, next_offset)
-    finished = takewhile(_TERMINAL.__contains__, map(_STATE, map(changed.get, span, map(offsets.get, span))))
-    start += len(list(finished))
+    for state, same in groupby(map(changed.get, span, map(offsets.get, span))):
+        if state is None or state.state not in _TERMINAL:  # None: never (every offset below next has one)
+            break
+        start += len(list(same))
     next_offset = max(next_offset, start)  # the log start passed everything ever acquired
 
     records: list[ShareRecord] = []
