@@ -29,6 +29,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import groupby
 
 from coordinator.core.errors import ErrorCode
 
@@ -127,7 +128,8 @@ def _acknowledge_span(p: SharePartition, member_id: str, span: range, ack: int, 
     nothing, when some offset would be refused."""
     if ack == AckType.RENEW and not config.renew_enabled:
         return False
-    distinct = set(map(change.states.get, span, map(p.offsets.__getitem__, span)))
+    # The distinct states, hashed once per run of equal ones (groupby compares neighbours in C).
+    distinct = {state for state, _ in groupby(map(change.states.get, span, map(p.offsets.__getitem__, span)))}
     after: dict[OffsetState, OffsetState] = {}
     for current in distinct:
         if (current.state is not RecordState.ACQUIRED or current.member_id != member_id
