@@ -153,8 +153,11 @@ class BatchCache:
         part = self._partitions.get(ref)
         if part is None:
             return
-        for base in [b for b in part.starts if part.batches[b].last_offset < log_start]:
-            self._evict(ref, base)
+        # The batches are ascending and apart, so those below the log start are a prefix: every
+        # miss comes here, and walking the whole cache each time cost a share fetch per cached batch.
+        starts = part.starts
+        while starts and part.batches[starts[0]].last_offset < log_start:
+            self._evict(ref, starts[0])
 
     def _evict(self, ref: PartitionRef, base: int) -> None:
         part = self._partitions[ref]

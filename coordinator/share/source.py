@@ -130,7 +130,10 @@ def split_batches(data: bytes | bytearray | memoryview) -> Iterator[tuple[int, i
             return
         if magic != 2 or length < _HEADER.size - 12 or last_delta < 0:
             raise CorruptBatch(f"batch at offset {base}: magic {magic}, length {length}")
-        yield base, base + last_delta, attributes, producer_id, bytes(view[pos:end])
+        # A buffer that is one whole batch (the data plane stores batch by batch) is passed on as it
+        # is: bytes are immutable, so no copy is needed to keep it.
+        batch = data if isinstance(data, bytes) and pos == 0 and end == len(view) else bytes(view[pos:end])
+        yield base, base + last_delta, attributes, producer_id, batch
         pos = end
 
 

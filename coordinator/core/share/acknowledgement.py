@@ -29,6 +29,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import groupby
 
 from coordinator.core.errors import ErrorCode
 
@@ -127,14 +128,19 @@ def _acknowledge_span(p: SharePartition, member_id: str, span: range, ack: int, 
     nothing, when some offset would be refused."""
     if ack == AckType.RENEW and not config.renew_enabled:
         return False
-    states = list(map(change.states.get, span, map(p.offsets.__getitem__, span)))
+    # The distinct states, hashed once per run of equal ones (groupby compares neighbours in C).
+    distinct = {state for state, _ in groupby(map(change.states.get, span, map(p.offsets.__getitem__, span)))}
     after: dict[OffsetState, OffsetState] = {}
-    for current in set(states):
+    for current in distinct:
         if (current.state is not RecordState.ACQUIRED or current.member_id != member_id
                 or current.lock_deadline <= now_ms):
             return False
         after[current] = _after(current, ack, now_ms, config)
-    change.states.update(zip(span, map(after.__getitem__, states), strict=True))
+    if len(after) == 1:  # the usual case, a whole acquisition acknowledged: one new state for the span
+        change.states.update(dict.fromkeys(span, next(iter(after.values()))))
+    else:
+        states = list(map(change.states.get, span, map(p.offsets.__getitem__, span)))
+        change.states.update(zip(span, map(after.__getitem__, states), strict=True))
     return True
 
 
