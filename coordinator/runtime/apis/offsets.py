@@ -95,13 +95,14 @@ def offset_commit(shard: Callable[[], ShardRuntime | None], topics: TopicSource 
         )
 
     def to_wire(ctx: RequestContext, r: Any, resp: Any) -> dict[str, Any]:
-        def code(error: int) -> int:
-            # Before v9 a commit to an unknown group with a generation is ILLEGAL_GENERATION.
-            return ErrorCode.ILLEGAL_GENERATION if error == ErrorCode.GROUP_ID_NOT_FOUND and ctx.api_version < 9 else error
-
+        # Before v9 a commit to an unknown group with a generation is ILLEGAL_GENERATION (the
+        # comparison inline, not a call per partition).
+        unknown_group = ErrorCode.GROUP_ID_NOT_FOUND if ctx.api_version < 9 else None
+        illegal = ErrorCode.ILLEGAL_GENERATION
         return {"throttle_time": 0, "topics": [
             {**_topic(ctx, t.name, t.topic_id),
-             "partitions": [{"partition_index": p.partition_index, "error_code": code(p.error_code)}
+             "partitions": [{"partition_index": p.partition_index,
+                             "error_code": illegal if p.error_code == unknown_group else p.error_code}
                             for p in t.partitions]} for t in resp.topics]}
 
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
