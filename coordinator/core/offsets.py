@@ -60,7 +60,6 @@ from coordinator.core.record_codec import IDENTITY_HEAD_SIZE, Record
 from coordinator.core.registry import Registration
 from coordinator.core.requests import (
     OffsetCommit,
-    OffsetCommitTopic,
     OffsetDelete,
     OffsetFetch,
     OffsetFetchGroup,
@@ -326,50 +325,48 @@ class OffsetManager:
 
     def commit(self, req: OffsetCommit, fx: Effects) -> None:
         validator = self._validate_commit(req, fx)
-        expire = -1 if req.retention_time_ms == -1 else fx.now_ms + req.retention_time_ms
+        now = fx.now_ms
+        expire = -1 if req.retention_time_ms == -1 else now + req.retention_time_ms
         max_metadata = self.config.offset_metadata_max_bytes
-        # First every partition's verdict (a validator may refuse the whole commit: Kafka throws from
-        # the middle of its loop and drops what it built), then the records.
-        answers: list[tuple[OffsetCommitTopic, str, list[PartitionError]]] = []
+        # A string of n characters has at most 2n UTF-16 code units: shorter ones need no count.
+        short = max_metadata // 2
+        group_id = req.group_id
+        # One pass: every partition's verdict, and the records of those accepted kept aside. A
+        # validator may refuse the whole commit (Kafka throws from the middle of its loop and drops
+        # what it built), so nothing reaches `fx` before the loop ends.
+        records: list[Record] = []
+        topics = []
         for topic in req.topics:
             name = topic.name
-            if topic.topic_id is not None:
+            topic_id = topic.topic_id
+            if topic_id is not None:
                 # v10 names topics by id; an id the metadata does not know is UNKNOWN_TOPIC_ID
                 # (KafkaApis answers it before the coordinator sees the request).
-                info = self.topics.by_id(topic.topic_id)
+                info = self.topics.by_id(topic_id)
                 if info is None:
-                    answers.append((topic, "", [PartitionError(p.partition_index, ErrorCode.UNKNOWN_TOPIC_ID)
-                                                for p in topic.partitions]))
+                    topics.append(TopicPartitionErrors("", tuple(
+                        PartitionError(p.partition_index, ErrorCode.UNKNOWN_TOPIC_ID) for p in topic.partitions),
+                        topic_id))
                     continue
                 name = info.name
             verdicts = []
             for p in topic.partitions:
-                if _java_string_length(p.committed_metadata or "") > max_metadata:
+                metadata = p.committed_metadata or ""
+                if len(metadata) > short and _java_string_length(metadata) > max_metadata:
                     verdicts.append(PartitionError(p.partition_index, ErrorCode.OFFSET_METADATA_TOO_LARGE))
                     continue
                 if validator is not None:
-                    validator(name, topic.topic_id, p.partition_index)
+                    validator(name, topic_id, p.partition_index)
                 verdicts.append(PartitionError(p.partition_index, NONE))
-            answers.append((topic, name, verdicts))
-        topics = []
-        count = 0
-        for topic, name, verdicts in answers:
-            for p, verdict in zip(topic.partitions, verdicts, strict=True):
-                if verdict.error_code is not NONE:
-                    continue
-                offset = OffsetCommitValue(
-                    offset=p.committed_offset,
-                    leader_epoch=p.committed_leader_epoch,
-                    metadata=p.committed_metadata or "",
-                    commit_timestamp=fx.now_ms if p.commit_timestamp_ms == -1 else p.commit_timestamp_ms,
-                    expire_timestamp=expire,
-                    topic_id=topic.topic_id,
-                )
-                fx.record(offset_commit_record(req.group_id, name, p.partition_index, offset))
-                count += 1
-            topics.append(TopicPartitionErrors(name, tuple(verdicts), topic.topic_id))
-        if count:
-            fx.event(OffsetsCommitted(req.group_id, count))
+                timestamp = p.commit_timestamp_ms
+                records.append(Record(OffsetCommitKey(group_id, name, p.partition_index), OffsetCommitValue(
+                    p.committed_offset, p.committed_leader_epoch, metadata,
+                    now if timestamp == -1 else timestamp, expire, topic_id)))
+            topics.append(TopicPartitionErrors(name, tuple(verdicts), topic_id))
+        for record in records:
+            fx.record(record)
+        if records:
+            fx.event(OffsetsCommitted(group_id, len(records)))
         fx.reply(req.ref, OffsetCommitResponse(tuple(topics)))
 
     def _validate_commit(self, req: OffsetCommit, fx: Effects) -> CommitValidator | None:

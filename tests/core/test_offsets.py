@@ -99,6 +99,15 @@ def test_metadata_too_large_is_per_partition() -> None:
     assert _errors(h.reply(h.commit("g", {("t", 0): 1}, metadata="1234"))) == {("t", 0): OK}
 
 
+
+def test_metadata_is_measured_in_utf16_units_as_kafka_measures_it() -> None:
+    """Characters outside the BMP count twice (Java's String.length()): with a limit of 5, two
+    emoji (4 units) and two emoji and a letter (5) fit, three emoji (6 units, 3 characters) do not."""
+    h = Harness(GroupConfig(offset_metadata_max_bytes=5))
+    for metadata, expected in (("\U0001F600" * 2, OK), ("\U0001F600" * 2 + "a", OK),
+                               ("\U0001F600" * 3, ErrorCode.OFFSET_METADATA_TOO_LARGE)):
+        assert _errors(h.reply(h.commit("g", {("t", 0): 1}, metadata=metadata))) == {("t", 0): expected}, metadata
+
 def test_fetch_all_and_absent_groups() -> None:
     h = Harness()
     h.commit("g", {("t", 0): 1, ("u", 3): 7})

@@ -9,6 +9,7 @@ from kio.schema.api_versions.v0.request import ApiVersionsRequest
 
 from coordinator.node.server import CoordinatorServer
 from protocol.build import build
+from protocol.errors import ErrorCode
 from protocol.schemas import request_schema
 from tests.support.metrics import scrape
 from tests.support.server import http_get
@@ -79,3 +80,26 @@ async def test_error_codes_are_counted_from_fast_encoded_and_built_responses(
         for code in codes:
             expected[code.name] = expected.get(code.name, 0) + 1
         assert {name: n for name, n in grown.items() if n} == expected, api
+
+
+@pytest.mark.asyncio
+async def test_accepted_commits_count_their_partitions_and_refused_ones_do_not(
+        server_with_topic: CoordinatorServer) -> None:
+    """The offsets-committed counter grows by the partitions a commit wrote: the two of topic "t",
+    not the one past its partition count that the same commit had refused."""
+    port = server_with_topic.metrics_port
+    assert port is not None
+    client = await WireClient.connect(server_with_topic.port)
+    try:
+        before = await asyncio.to_thread(scrape, port)
+        commit = await client.request(build(request_schema(8, 8), {
+            "group_id": "simple", "generation_id_or_member_epoch": -1, "member_id": "",
+            "topics": [{"name": "t", "partitions": [{"partition_index": p, "committed_offset": 7}
+                                                    for p in range(3)]}]}))
+        after = await asyncio.to_thread(scrape, port)
+    finally:
+        await client.close()
+    codes = {p.partition_index: p.error_code for t in commit.topics for p in t.partitions}
+    assert codes == {0: 0, 1: 0, 2: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    key = "coordinator_offsets_committed_total"
+    assert after[key] - before.get(key, 0) == 2

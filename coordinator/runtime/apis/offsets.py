@@ -51,11 +51,29 @@ ZERO_UUID = UUID(int=0)
 TOPIC_IDS = 10
 """OffsetCommit and OffsetFetch name topics by id from this version on (Kafka 4.2)."""
 
+LEADER_EPOCHS = 6
+"""OffsetCommit carries the committed leader epoch from this version on (and has had no retention
+time or commit timestamp since v5)."""
+
 
 def offset_commit(shard: Callable[[], ShardRuntime | None], topics: TopicSource | None = None) -> ApiHandler:
     """`topics`: the node's topic source; partitions it does not know are refused (module notes)."""
     def to_core(ctx: RequestContext, r: Any, ref: int) -> core.OffsetCommit:
-        by_id = ctx.api_version >= TOPIC_IDS
+        version = ctx.api_version
+        if LEADER_EPOCHS <= version < TOPIC_IDS:
+            # What today's clients send: every partition field is in the request (no timestamp
+            # since v2), so no per-partition lookups; topics by name; no retention time since v5.
+            return core.OffsetCommit(
+                ref=ref, group_id=r.group_id, generation_id_or_member_epoch=r.generation_id_or_member_epoch,
+                member_id=r.member_id, group_instance_id=getattr(r, "group_instance_id", None),
+                retention_time_ms=-1,
+                topics=tuple(core.OffsetCommitTopic(t.name, tuple(
+                    core.OffsetCommitPartition(p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                                               p.committed_metadata)
+                    for p in t.partitions)) for t in r.topics),
+                supports_member_epoch=version >= 9,
+            )
+        by_id = version >= TOPIC_IDS
         topics = tuple(
             core.OffsetCommitTopic("" if by_id else t.name, tuple(
                 core.OffsetCommitPartition(
@@ -77,13 +95,14 @@ def offset_commit(shard: Callable[[], ShardRuntime | None], topics: TopicSource 
         )
 
     def to_wire(ctx: RequestContext, r: Any, resp: Any) -> dict[str, Any]:
-        def code(error: int) -> int:
-            # Before v9 a commit to an unknown group with a generation is ILLEGAL_GENERATION.
-            return ErrorCode.ILLEGAL_GENERATION if error == ErrorCode.GROUP_ID_NOT_FOUND and ctx.api_version < 9 else error
-
+        # Before v9 a commit to an unknown group with a generation is ILLEGAL_GENERATION (the
+        # comparison inline, not a call per partition).
+        unknown_group = ErrorCode.GROUP_ID_NOT_FOUND if ctx.api_version < 9 else None
+        illegal = ErrorCode.ILLEGAL_GENERATION
         return {"throttle_time": 0, "topics": [
             {**_topic(ctx, t.name, t.topic_id),
-             "partitions": [{"partition_index": p.partition_index, "error_code": code(p.error_code)}
+             "partitions": [{"partition_index": p.partition_index,
+                             "error_code": illegal if p.error_code == unknown_group else p.error_code}
                             for p in t.partitions]} for t in resp.topics]}
 
     def on_error(ctx: RequestContext, r: Any, code: int) -> dict[str, Any]:
