@@ -68,7 +68,8 @@ from ..runtime.apis import (
     group_handlers,
 )
 from ..runtime.apis.streams_groups import CatalogTopics
-from ..runtime.connection import ConnectionServices, KafkaConnection
+from ..runtime.connection import KafkaConnection
+from ..runtime.connection_services import ConnectionServices
 from ..runtime.connection_table import ConnectionTable
 from ..runtime.durable import DurableSink
 from ..runtime.shard import LogSink, ShardRuntime
