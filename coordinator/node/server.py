@@ -72,7 +72,8 @@ from ..runtime.connection import KafkaConnection
 from ..runtime.connection_services import ConnectionServices
 from ..runtime.connection_table import ConnectionTable
 from ..runtime.durable import DurableSink
-from ..runtime.shard import LogSink, ShardRuntime
+from ..runtime.shard import ShardRuntime
+from ..runtime.shard_contract import LogSink
 from ..runtime.startup_checks import (
     StartupError,
     check_log_dir_kept,
