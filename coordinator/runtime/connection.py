@@ -73,7 +73,7 @@ from .. import metrics
 from ..api.registry import ANONYMOUS, Deferred, RequestContext
 from ..logging import get_logger
 from .auth import Authenticator, Gate, UnexpectedRequest
-from .connection_replies import QueuedReply, ReplyPipeline, cached_api_name
+from .connection_replies import QueuedReply, cached_api_name
 from .connection_sasl import SaslSteps
 from .connection_services import ConnectionServices, Route
 from .request_bytes import FREE_BYTES, LEAST_READ
@@ -87,7 +87,7 @@ _STATS = metrics.REQUEST_STATS
 _API_KEY = struct.Struct(">h")
 
 
-class KafkaConnection(ReplyPipeline, SaslSteps, asyncio.BufferedProtocol):
+class KafkaConnection(SaslSteps, asyncio.BufferedProtocol):
     def __init__(self, services: ConnectionServices, connection_id: int, route: Route | None = None,
                  gate: Gate | None = None) -> None:
         self._services = services

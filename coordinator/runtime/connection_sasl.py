@@ -16,10 +16,8 @@ The state is the connection's (declared here for the type checker only: no extra
 from __future__ import annotations
 
 import asyncio
-import collections
 import struct
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from protocol.codec import DecodedRequest
 from protocol.framing import MIN_REQUEST_SIZE, FrameDecoder
@@ -28,7 +26,7 @@ from .. import metrics
 from ..api.registry import RequestContext
 from ..logging import get_logger
 from .auth import Authenticator
-from .connection_replies import cached_api_name
+from .connection_replies import ReplyPipeline, cached_api_name
 from .connection_services import ConnectionServices
 
 log = get_logger("coordinator.connection")
@@ -37,31 +35,16 @@ _STATS = metrics.REQUEST_STATS
 _SIZE = struct.Struct(">i")
 
 
-class SaslSteps:
-    """`KafkaConnection`'s methods that authenticate it (SASL) and wait for the ACLs."""
+class SaslSteps(ReplyPipeline):
+    """`KafkaConnection`'s methods that authenticate it (SASL) and wait for the ACLs; they answer
+    through its reply pipeline (the base class, which declares the state both share)."""
 
-    _transport: asyncio.Transport | None
-    _busy: bool
-    _closing: bool
-    _in_flight: asyncio.Future[Any] | None
-    _queue: collections.deque[bytes | bytearray]
-    _out: list[bytes]
-    _reading_paused: bool
     _sasl: Authenticator | None
     _decoder: FrameDecoder
-    connection_id: int
-    peer: str
     client_host: str
     listener: str
     principal: str
-    idle: asyncio.Event
     _services: ConnectionServices
-
-    if TYPE_CHECKING:
-        def _process(self) -> None: ...
-        def _respond(self, request: DecodedRequest, api: str, response: Any, started: float) -> None: ...
-        def _completion(self, request: DecodedRequest, api: str, started: float,
-                        convert: Callable[[Any], Any] | None = None) -> Callable[[asyncio.Future[Any]], None]: ...
 
     def _await_authorizer(self) -> None:
         self._busy = True
