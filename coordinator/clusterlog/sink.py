@@ -35,7 +35,7 @@ from ..core.records import decode_record_key, group_of
 from ..logging import get_logger
 from ..recordlog.errors import WriteRefused
 from ..recordlog.record import record_identity
-from ..runtime.shard import Refused
+from ..runtime.shard_contract import Refused
 from .cluster import LogUnavailable
 from .writer import Fenced, PartitionWriter
 

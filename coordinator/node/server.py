@@ -68,10 +68,12 @@ from ..runtime.apis import (
     group_handlers,
 )
 from ..runtime.apis.streams_groups import CatalogTopics
-from ..runtime.connection import ConnectionServices, KafkaConnection
+from ..runtime.connection import KafkaConnection
+from ..runtime.connection_services import ConnectionServices
 from ..runtime.connection_table import ConnectionTable
 from ..runtime.durable import DurableSink
-from ..runtime.shard import LogSink, ShardRuntime
+from ..runtime.shard import ShardRuntime
+from ..runtime.shard_contract import LogSink
 from ..runtime.startup_checks import (
     StartupError,
     check_log_dir_kept,

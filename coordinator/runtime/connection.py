@@ -29,14 +29,9 @@ Rules (as a Kafka broker's SocketServer, but for replies that only wait for the 
   (logged with its traceback): a bug must not answer with made-up data, and the client reconnects
   and retries; no exception escapes a connection into the event loop.
 
-On a SASL listener a connection starts unauthenticated (`security/sasl.py`): until its
-authenticator completes, only ApiVersions, SaslHandshake and SaslAuthenticate are served, frames
-are limited to `sasl.server.max.receive.size`, and anything else closes the connection unanswered
-(before any routing or decoding); after a SaslHandshake v0 every frame is a bare SASL token, and
-so is each answer (`_sasl_token`). A failed authentication is answered and the connection closed
-only after `connection.failed.authentication.delay.ms`, reading nothing meanwhile, as Kafka's
-selector delays it; the node's `AuthenticationFailures` logs it (not a line per attempt).
-Once authenticated, the principal (`User:<name>`) goes with every request (`ctx.principal`).
+On a SASL listener a connection serves only the authentication APIs until it is authenticated
+(`runtime/connection_sasl.py` says how). How answers leave, in order, and how a connection
+closes on a bad frame or a failed handler, is `runtime/connection_replies.py`.
 
 Sidecar mode adds one routing rule (`route`): on a connection with a route, a frame whose api key
 is not served here is handed to the route as bytes, before any decoding; the route writes its
@@ -66,105 +61,33 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import dataclasses
-import functools
 import struct
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any, cast
 
-from protocol.codec import API_VERSIONS_KEY, DecodedRequest, EncodedResponse, encode_response
+from protocol.codec import API_VERSIONS_KEY, EncodedResponse
 from protocol.errors import ProtocolError
-from protocol.framing import MIN_REQUEST_SIZE, FrameDecoder
-from protocol.schemas import api_name
+from protocol.framing import FrameDecoder
 
 from .. import metrics
 from ..api.registry import ANONYMOUS, Deferred, RequestContext
 from ..logging import get_logger
-from .auth import Authenticator, Authorizing, FailedAuthentications, Gate, UnexpectedRequest
-from .errors_seen import error_names
+from .auth import Authenticator, Gate, UnexpectedRequest
+from .connection_replies import QueuedReply, cached_api_name
+from .connection_sasl import SaslSteps
+from .connection_services import ConnectionServices, Route
 from .request_bytes import FREE_BYTES, LEAST_READ
-
-if TYPE_CHECKING:
-    from protocol.codec import RequestCodec
-
-    from ..api.registry import ApiRegistry
-    from .connection_table import ConnectionTable
 
 log = get_logger("coordinator.connection")
 
 _PAUSE_AT = 64
 _RESUME_AT = 8
 
-
-_api_name = functools.cache(api_name)
-
-
 _STATS = metrics.REQUEST_STATS
 _API_KEY = struct.Struct(">h")
-_SIZE = struct.Struct(">i")
 
 
-class Route(Protocol):
-    """What a connection asks of its route to an upstream broker (sidecar mode; the sidecar's
-    `sidecar.forwarder.Route` is one): the connection drives it, it never knows the sidecar."""
-
-    local_keys: frozenset[int]
-    """The api keys served here; any other frame is forwarded."""
-    node_id: int | None
-    """The upstream broker the listener stands for (None: the coordinator's own listener)."""
-
-    @property
-    def connected(self) -> bool: ...
-    @property
-    def holding(self) -> bool: ...
-    def attach(self, client: asyncio.Transport, flow: Callable[[bool], None] | None = None) -> None: ...
-    def pause(self) -> None: ...
-    def resume(self) -> None: ...
-    def forward(self, frame: bytes | bytearray) -> asyncio.Future[Any]: ...
-    def start(self, head: memoryview, size: int) -> asyncio.Future[None] | None: ...
-    def more(self, part: memoryview) -> None: ...
-    def close(self) -> None: ...
-
-
-class _Reply:
-    """A reply queued behind one that waits for the log (`KafkaConnection._replies`): a pending
-    future and how to turn its result into the response, or an outcome known already (a response,
-    or the error that closes the connection once the replies before it have left)."""
-
-    __slots__ = ("api", "convert", "frame", "future", "outcome", "request", "started")
-
-    def __init__(self, future: asyncio.Future[Any] | None, request: DecodedRequest | None, api: str, started: float,
-                 convert: Callable[[Any], Any] | None, outcome: Any = None,
-                 frame: bytes | bytearray | None = None) -> None:
-        self.future = future
-        self.request = request
-        self.api = api
-        self.started = started
-        self.convert = convert
-        self.outcome = outcome
-        self.frame = frame
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ConnectionServices:
-    """What a connection needs of the node it belongs to, and nothing more (never the server):
-    the node builds it once and hands it to every connection."""
-
-    max_request_bytes: int
-    """`socket.request.max.bytes`: the largest frame, and what a connection buffers before it pauses."""
-    connections: ConnectionTable
-    """The node's open connections and its `queued.max.request.bytes` budget."""
-    codec: RequestCodec
-    registry: ApiRegistry
-    authorizer: Authorizing | None
-    """Handed to handlers as `ctx.authz`; None without `authorizer.class.name`."""
-    auth_failures: FailedAuthentications
-    wait_loaded: Callable[[], Awaitable[None]]
-    """Resolves once the node's state is loaded: requests wait for it."""
-
-
-class KafkaConnection(asyncio.BufferedProtocol):
+class KafkaConnection(SaslSteps, asyncio.BufferedProtocol):
     def __init__(self, services: ConnectionServices, connection_id: int, route: Route | None = None,
                  gate: Gate | None = None) -> None:
         self._services = services
@@ -184,7 +107,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._transport: asyncio.Transport | None = None
         self._busy = False
         self._in_flight: asyncio.Future[Any] | None = None
-        self._replies: collections.deque[_Reply] = collections.deque()
+        self._replies: collections.deque[QueuedReply] = collections.deque()
         """Replies not written yet, in request order, while the first of them waits for the log
         (empty otherwise: an answer at once is written without queueing)."""
         self._forwarding: collections.deque[tuple[asyncio.Future[Any], int, int, float]] = collections.deque()
@@ -450,7 +373,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 request = self._services.codec.decode(frame if frame.__class__ is bytes else bytes(frame))
             except ProtocolError as exc:
                 if replies:  # the replies before it leave first
-                    self._hold_failure(_Reply(None, None, "", started, None, exc, frame))
+                    self._hold_failure(QueuedReply(None, None, "", started, None, exc, frame))
                     return
                 self._fail(exc, frame)
                 return
@@ -469,13 +392,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 result = handler.handle(ctx, request if request.unsupported_version else request.body)
             except ProtocolError as exc:  # a handler found the request invalid (Kafka closes too)
                 if replies:
-                    self._hold_failure(_Reply(None, None, "", started, None, exc, frame))
+                    self._hold_failure(QueuedReply(None, None, "", started, None, exc, frame))
                     return
                 self._fail(exc, frame)
                 return
             except Exception as exc:
                 if replies:
-                    self._hold_failure(_Reply(None, request, "", started, None, exc))
+                    self._hold_failure(QueuedReply(None, request, "", started, None, exc))
                     return
                 self._crash(request)
                 return
@@ -483,7 +406,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 future = result.pending
                 if result.decided and self._route is None and self._sasl is None:
                     # Only the log is awaited: serve the next request meanwhile, reply in order.
-                    replies.append(_Reply(future, request, _api_name(handler.api_key), started, result.convert))
+                    replies.append(QueuedReply(future, request, cached_api_name(handler.api_key), started, result.convert))
                     if len(replies) == 1:
                         future.add_done_callback(self._reply_ready)
                     if len(replies) < _PAUSE_AT:
@@ -492,288 +415,25 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._busy = True
                 self._in_flight = future
                 if replies:
-                    replies.append(_Reply(future, request, _api_name(handler.api_key), started, result.convert))
+                    replies.append(QueuedReply(future, request, cached_api_name(handler.api_key), started, result.convert))
                     return
-                future.add_done_callback(self._completion(request, _api_name(handler.api_key), started, result.convert))
+                future.add_done_callback(self._completion(request, cached_api_name(handler.api_key), started, result.convert))
                 return
             if result.__class__ is not EncodedResponse and (asyncio.isfuture(result) or asyncio.iscoroutine(result)):
                 self._busy = True
                 future = self._in_flight = asyncio.ensure_future(result)
                 if replies:
-                    replies.append(_Reply(future, request, _api_name(handler.api_key), started, None))
+                    replies.append(QueuedReply(future, request, cached_api_name(handler.api_key), started, None))
                     return
-                future.add_done_callback(self._completion(request, _api_name(handler.api_key), started))
+                future.add_done_callback(self._completion(request, cached_api_name(handler.api_key), started))
                 return
             if replies:  # answered at once, but after the replies before it
-                replies.append(_Reply(None, request, _api_name(handler.api_key), started, None, result))
+                replies.append(QueuedReply(None, request, cached_api_name(handler.api_key), started, None, result))
                 if len(replies) < _PAUSE_AT:
                     continue
                 break
-            self._respond(request, _api_name(handler.api_key), result, started)
+            self._respond(request, cached_api_name(handler.api_key), result, started)
         if not self._busy and not replies:
             if not self._forwarding:
                 self.idle.set()
             self._maybe_resume_reading()
-
-    def _hold_failure(self, failure: _Reply) -> None:
-        """A frame that closes the connection, behind replies still waiting for the log: the
-        connection reads and serves nothing more, and closes once they have left."""
-        self._busy = True
-        self._replies.append(failure)
-        if self._transport is not None and not self._reading_paused:
-            self._reading_paused = True
-            self._transport.pause_reading()
-
-    def _reply_ready(self, _: asyncio.Future[Any]) -> None:
-        """The first waiting reply's future is done: write every reply now due, in request order
-        (one write for all of them), then serve what queued behind them."""
-        self._release_replies()
-        if not self._closing:
-            self._process()
-
-    def _release_replies(self) -> None:
-        replies = self._replies
-        while replies:
-            reply = replies[0]
-            future = reply.future
-            if future is not None and not future.done():
-                future.add_done_callback(self._reply_ready)
-                return
-            replies.popleft()
-            request = reply.request
-            if future is None:
-                outcome = reply.outcome
-                if isinstance(outcome, ProtocolError):
-                    self._fail(outcome, reply.frame)
-                    return
-                if isinstance(outcome, BaseException):
-                    assert request is not None
-                    self._crash(request, outcome)
-                    return
-                assert request is not None
-                self._respond(request, reply.api, outcome, reply.started)
-                continue
-            assert request is not None
-            if future is self._in_flight:  # a reply that held the connection
-                self._busy = False
-                self._in_flight = None
-            if future.cancelled():
-                self.close()
-                self.idle.set()
-                return
-            exc = future.exception()
-            if exc is not None:
-                self._crash(request, exc)
-                return
-            response = future.result()
-            if reply.convert is not None:
-                try:
-                    response = reply.convert(response)
-                except Exception as error:  # a bug describing the response: as a failed handler
-                    self._crash(request, error)
-                    return
-            self._respond(request, reply.api, response, reply.started)
-
-    def _await_authorizer(self) -> None:
-        self._busy = True
-        waiting = self._in_flight = asyncio.ensure_future(self._services.wait_loaded())
-        self.idle.set()  # no request is in flight yet
-
-        def resumed(done: asyncio.Future[Any]) -> None:
-            self._busy = False
-            self._in_flight = None
-            if not done.cancelled():
-                self._process()
-
-        waiting.add_done_callback(resumed)
-
-    def _authenticate(self, request: DecodedRequest, ctx: RequestContext, started: float) -> None:
-        """SaslHandshake or SaslAuthenticate on a connection not yet authenticated."""
-        sasl = self._sasl
-        assert sasl is not None
-        api = _api_name(request.api_key)
-        result = sasl.handle(ctx, request.body)
-        if asyncio.iscoroutine(result):  # a SCRAM exchange waiting for the log to load
-            self._busy = True
-            future = self._in_flight = asyncio.ensure_future(result)
-            respond = self._completion(request, api, started)
-
-            def settled(done: asyncio.Future[Any]) -> None:
-                if not done.cancelled() and done.exception() is None:
-                    self._respond(request, api, done.result(), started)
-                    self._busy = False
-                    self._in_flight = None
-                    self._sasl_settled()
-                    self._process()
-                else:
-                    respond(done)
-
-            future.add_done_callback(settled)
-            return
-        self._respond(request, api, result, started)
-        self._sasl_settled()
-
-    def _sasl_token(self, frame: bytes | bytearray) -> None:
-        """A bare SASL token (after SaslHandshake v0): the server's token goes back size-prefixed."""
-        sasl = self._sasl
-        assert sasl is not None
-        result = sasl.token(bytes(frame))
-        if asyncio.iscoroutine(result):  # a SCRAM exchange waiting for the log to load
-            self._busy = True
-            future = self._in_flight = asyncio.ensure_future(result)
-
-            def settled(done: asyncio.Future[Any]) -> None:
-                self._busy = False
-                self._in_flight = None
-                if done.cancelled() or done.exception() is not None:
-                    if not done.cancelled():
-                        log.error("sasl_failed", connection=self.connection_id, peer=self.peer,
-                                  exc_info=done.exception())
-                    self._closing = True
-                    if self._transport is not None:
-                        self._transport.abort()
-                    self.idle.set()
-                    return
-                self._answer_token(done.result())
-                self._process()
-
-            future.add_done_callback(settled)
-            return
-        self._answer_token(result)
-
-    def _answer_token(self, token: bytes | None) -> None:
-        if token is not None and not self._closing:
-            self._out.append(_SIZE.pack(len(token)) + token)
-            _STATS.bytes_out += len(token) + 4
-        self._sasl_settled()
-
-    def _sasl_settled(self) -> None:
-        """After an authentication step: the principal on success, the connection closed on failure."""
-        sasl = self._sasl
-        if sasl is None:
-            return
-        if sasl.principal is not None:
-            self.principal = sasl.principal
-            self._sasl = None
-            self._decoder.max_size = self._services.max_request_bytes
-            self._decoder.min_size = MIN_REQUEST_SIZE
-            sasl.count()
-        elif sasl.failed:
-            sasl.count()
-            metrics.CONNECTIONS_CLOSED.labels("authentication_failed").inc()
-            failures = self._services.auth_failures
-            failures.failed(self.client_host, self.listener, sasl.mechanism, sasl.failure)
-            # The answer and the close wait for the delay, and nothing is read meanwhile: a client
-            # retrying a wrong password in a loop gets one try per delay, as from Kafka.
-            held, self._out = self._out, []
-            self._closing = True
-            self._queue.clear()
-            if self._transport is not None:
-                if not self._reading_paused:
-                    self._reading_paused = True
-                    self._transport.pause_reading()
-                asyncio.get_running_loop().call_later(failures.delay, self._close_failed, held)
-            self.idle.set()
-        elif sasl.raw_tokens:
-            self._decoder.min_size = 0  # bare tokens from now on; a short PLAIN one is legal
-
-    def _close_failed(self, held: list[bytes]) -> None:
-        """`connection.failed.authentication.delay.ms` after a failed authentication."""
-        transport = self._transport
-        if transport is not None and not transport.is_closing():
-            if held:
-                transport.write(b"".join(held))
-            transport.close()
-
-    def _completion(self, request: DecodedRequest, api: str, started: float,
-                    convert: Callable[[Any], Any] | None = None) -> Callable[[asyncio.Future[Any]], None]:
-        def done(future: asyncio.Future[Any]) -> None:
-            self._busy = False
-            self._in_flight = None
-            if future.cancelled():
-                self.close()
-                self.idle.set()
-                return
-            exc = future.exception()
-            if exc is not None:
-                self._crash(request, exc)
-                return
-            response = future.result()
-            if convert is not None:
-                try:
-                    response = convert(response)
-                except Exception as error:  # a bug describing the response: as a failed handler
-                    self._crash(request, error)
-                    return
-            self._respond(request, api, response, started)
-            self._process()
-
-        return done
-
-    def _forwarded(self, _: asyncio.Future[Any]) -> None:
-        """A forwarded request was answered: write every response now due, in request order."""
-        forwarding = self._forwarding
-        while forwarding and forwarding[0][0].done():
-            future, api_key, size, started = forwarding.popleft()
-            if future.cancelled():
-                self.close()
-                self.idle.set()
-                return
-            exc = future.exception()
-            if exc is not None:
-                if not isinstance(exc, ProtocolError):
-                    log.error("forward_failed", connection=self.connection_id, peer=self.peer, exc_info=exc)
-                    exc = ProtocolError(f"forwarding failed: {type(exc).__name__}")
-                self._fail(exc, size)
-                return
-            data = future.result()
-            if data is not None and not self._closing:
-                self._out.append(data)
-                _STATS.bytes_out += len(data)
-            _STATS.observe(_STATS.api(_api_name(api_key)), time.perf_counter() - started)
-        self._process()
-
-    def _respond(self, request: DecodedRequest, api: str, response: Any, started: float) -> None:
-        if response is not None and not self._closing and self._transport is not None:
-            try:
-                data = response.data if response.__class__ is EncodedResponse else encode_response(
-                    request.correlation_id, response)
-            except Exception as exc:  # a handler described a response its version cannot carry
-                self._crash(request, exc)
-                return
-            self._out.append(data)
-            _STATS.bytes_out += len(data)
-            for name in error_names(response):
-                _STATS.error(api, name)
-        stats = _STATS.apis.get(api)  # `api()` creates it at an API's first request only
-        _STATS.observe(stats if stats is not None else _STATS.api(api), time.perf_counter() - started)
-
-    def _fail(self, exc: ProtocolError, frame: bytes | bytearray | int | None) -> None:
-        self._flush()  # answers to the requests before the bad one still leave
-        metrics.CONNECTIONS_CLOSED.labels(exc.reason).inc()
-        # An error that repeats with a cause outside this process (the sidecar's upstream away)
-        # carries its own rate limit for this line.
-        getattr(exc, "log_limit", log).warning(
-            "connection_closed", reason=exc.reason, detail=str(exc), connection=self.connection_id,
-            peer=self.peer, client_id=self.client_id,
-            frame_bytes=frame if frame is None or isinstance(frame, int) else len(frame),
-        )
-        self._closing = True
-        self._queue.clear()
-        if self._transport is not None:
-            self._transport.abort()
-        self.idle.set()
-
-    def _crash(self, request: DecodedRequest, exc: BaseException | None = None) -> None:
-        self._flush()
-        metrics.CONNECTIONS_CLOSED.labels("handler_error").inc()
-        log.error(
-            "handler_failed", connection=self.connection_id, peer=self.peer,
-            client_id=request.client_id, api_key=request.api_key, version=request.api_version,
-            exc_info=exc if exc is not None else True,
-        )
-        self._closing = True
-        self._queue.clear()
-        if self._transport is not None:
-            self._transport.abort()
-        self.idle.set()

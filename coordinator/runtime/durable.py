@@ -29,7 +29,7 @@ from protocol.errors import ErrorCode
 from ..recordlog import GroupCommitter, RealFileSystem, WriteRefused
 from ..recordlog.fs import AppendHandle
 from ..storage_errors import StorageLog
-from .shard import Refused
+from .shard_contract import Refused
 
 _FAST = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 

@@ -45,22 +45,9 @@ calls ``publish(mark)`` once the entry is durable, before the entry's replies ar
 Timer firings and catalog changes enter through the same queue, never touching state directly.
 While ``loaded`` is false (the log is being replayed) adapters answer COORDINATOR_LOAD_IN_PROGRESS.
 A core bug fails the requests it concerns (``Result.failure``) and the shard keeps serving.
-
-A write the disk refuses (full: the sink's ``on_refused(first_offset, code)``; the log has cut the
-refused bytes off and rewound) is not fatal. Kafka answers a coordinator append that failed with
-KAFKA_STORAGE_ERROR as NOT_COORDINATOR (``GroupCoordinatorService``'s normalisation), and reverts
-its in-memory state to the last written offset; this shard does the same in two steps: every
-reply that waited for a refused entry, and every request parked in the core, is answered
-NOT_COORDINATOR (the core's own error response for the request), publications of refused entries
-are dropped; then the core is replaced by one loaded from the log (``reload``, given by the
-server: the state of the entries that were written, exactly what clients were told), with fresh
-timers, at most once per ``RELOAD_INTERVAL_S``. Meanwhile ``loaded`` is false (adapters answer
-COORDINATOR_LOAD_IN_PROGRESS, retriable) and queued requests wait for the new core. Without
-``reload`` a refusal is fatal. Any other log failure (a failed fsync) is fatal: ``on_fatal`` is
-called and the process exits (fail-stop, no undo). The log on the upstream cluster refuses a
-round the same way (a fenced or failed transaction; COORDINATOR_NOT_AVAILABLE when the cluster
-could not be reached), and ``reload_from_log`` rebuilds the core without a refusal when the log
-partitions it holds change (``clusterlog/owner.py``).
+A write the log refuses is not fatal: ``runtime/shard_reload.py`` says what the shard does then.
+The types this runtime speaks with the node (``Completion``, ``Answered``, ``LogSink``) are
+``runtime/shard_contract.py``'s.
 """
 
 from __future__ import annotations
@@ -68,16 +55,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import contextvars
 import functools
 import itertools
-from collections.abc import Awaitable, Callable, Generator, Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from time import perf_counter, perf_counter_ns
-from typing import Any, Protocol, cast
-
-import msgspec
-
-from protocol.errors import ErrorCode
+from typing import Any, cast
 
 from ..core.record_codec import Record, group_of
 from ..core.requests import TimerFired
@@ -87,101 +69,13 @@ from ..logging import get_logger
 from ..recordlog.errors import WriteRefused
 from .clock import Timers, now_ms
 from .kafka_metrics import STATS
+from .shard_contract import Answered, Completion, LogSink, Observer, Reload, Unload
+from .shard_reload import RELOAD_INTERVAL_S, RELOAD_LOG_INTERVAL_S, RefusedWrites
 
 log = get_logger("coordinator.shard")
 
-RELOAD_INTERVAL_S = 0.5
-"""Reloads after refused writes are at least this far apart: a disk that stays full costs a replay
-of the log at most twice a second, however many clients retry their writes."""
-
-RELOAD_LOG_INTERVAL_S = 10.0
-"""At most one `shard_reloaded` line this often (it carries the count of reloads so far)."""
-
-Reload = Callable[[], Awaitable[tuple[CoordinatorShard, Sequence[Any]]]]
-"""Builds a core from what the log holds now; returns it with the events to handle first (the
-topic snapshot)."""
-
 _queue_time = STATS.queue_ms.append
 _processing_time = STATS.processing_ms.append
-
-EncodedRecord = tuple[int, bytes, bytes | None]
-
-Refused = Callable[[int, ErrorCode], None]
-"""`on_refused(first_offset, code)`: the entries from `first_offset` on are gone; what waited for
-them is answered `code` (NOT_COORDINATOR for a refused write; COORDINATOR_NOT_AVAILABLE when the
-log could not be reached, the log upstream)."""
-
-
-class LogSink(Protocol):
-    """Where the shard's entries go: the durable record log. Entries become durable in the order
-    they were appended."""
-
-    def append(self, records: Sequence[EncodedRecord], timestamp_ms: int) -> int:
-        """Buffer one entry; returns its offset (each entry's is above the one before)."""
-        ...
-
-    @property
-    def durable_end(self) -> int:
-        """Every entry whose offset is below it is durable."""
-        ...
-
-    def watch(self, on_durable: Callable[[int], None], on_refused: Refused | None = None) -> None:
-        """Call `on_durable(durable_end)` each time entries become durable, and
-        `on_refused(first_offset, code)` when the log refused the entries from `first_offset` on
-        (they are gone, and their offsets are not used again)."""
-        ...
-
-    def durable_point(self) -> asyncio.Future[Any] | None:
-        """A future resolved once every entry appended so far is durable (it fails if the log
-        does); None when nothing appended is still waiting."""
-        ...
-
-
-Observer = Callable[[object], None]
-
-
-class Answered(msgspec.Struct, frozen=True, gc=False):
-    """A completion that was done before ``submit`` returned: the reply may leave at once.
-
-    It answers like a done ``asyncio.Future`` (``done``, ``cancelled``, ``exception``, ``result``,
-    ``add_done_callback``, ``cancel``, ``await``), so a caller need not tell the two apart; the hot
-    path reads ``response`` directly. (A Struct: a third of a plain class's construction cost.)"""
-
-    response: Any
-
-    def done(self) -> bool:
-        return True
-
-    def cancelled(self) -> bool:
-        return False
-
-    def cancel(self, msg: Any = None) -> bool:
-        return False  # as a done future: too late to cancel
-
-    def exception(self) -> BaseException | None:
-        return None
-
-    def result(self) -> Any:
-        return self.response
-
-    def add_done_callback(self, fn: Callable[[Any], object], *, context: contextvars.Context | None = None) -> None:
-        asyncio.get_running_loop().call_soon(fn, self, context=context)  # as a done future does
-
-    def __await__(self) -> Generator[Any, None, Any]:
-        return self.response
-        yield  # pragma: no cover - makes this a generator that finishes at once
-
-
-Completion = asyncio.Future[Any] | Answered
-"""What ``submit`` returns: see the module docstring."""
-
-
-class _Unload:
-    """Queue marker: give the shard up (parked requests are answered NOT_COORDINATOR)."""
-
-    def __init__(self, done: asyncio.Future[None]) -> None:
-        self.done = done
-
 
 _NOT_CARRIED, _GROUP_ENTRY, _OWN_ENTRY = 0, 1, 2
 """How the request `submit` handles in place waits for the log (`ShardRuntime._in_place_carried`)."""
@@ -196,7 +90,7 @@ def _done(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-class ShardRuntime:
+class ShardRuntime(RefusedWrites):
     def __init__(self, core: CoordinatorShard, sink: LogSink, *, clock: Callable[[], int] = now_ms,
                  on_fatal: Callable[[BaseException], None] | None = None, reload: Reload | None = None) -> None:
         self.core = core
@@ -304,7 +198,7 @@ class ShardRuntime:
             return
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._idle = False
-        self._queue.append(_Unload(done))
+        self._queue.append(Unload(done))
         self._queued_at.append(perf_counter())
         self._wake.set()
         await done
@@ -407,7 +301,7 @@ class ShardRuntime:
                 self._queued_at.clear()
                 start = 0
                 for index, event in enumerate(batch):
-                    if isinstance(event, _Unload):
+                    if isinstance(event, Unload):
                         self._handle(batch[start:index])
                         self._unload(event)
                         start = index + 1
@@ -435,7 +329,7 @@ class ShardRuntime:
                 self._core_failed(event, result)
             self._settle(result)
 
-    def _unload(self, unload: _Unload) -> None:
+    def _unload(self, unload: Unload) -> None:
         self.loaded = False
         self._settle(self.core.on_unloaded(self._clock()))
         point = self.sink.durable_point()
@@ -545,82 +439,6 @@ class ShardRuntime:
                 publish()
             elif replies is not None:
                 self._deliver(replies)
-
-    def _refused(self, first_offset: int, code: ErrorCode = ErrorCode.NOT_COORDINATOR) -> None:
-        """The log refused the entries from `first_offset` on (see the module docstring): answer
-        what depended on them (`code`), forget what the core holds in memory only, and reload."""
-        self.loaded = False
-        self._idle = False  # `submit` queues: nothing is handled before the new core
-        self._reload_due = True
-        kept: collections.deque[tuple[int, Sequence[Reply] | None, Callable[[], None] | None]] = \
-            collections.deque()
-        refused: list[int] = []
-        for item in self._carried:
-            if item[0] < first_offset:
-                kept.append(item)  # written: it becomes durable as usual
-            elif item[1] is not None:
-                refused.extend(reply.ref for reply in item[1])
-        self._carried = kept
-        waiting = {reply.ref for _, replies, _ in kept if replies is not None for reply in replies}
-        self._drop_events()
-        queued = {event.ref for event in self._queue if not isinstance(event, _Unload)}
-        # Parked requests (a join waiting for its group) live in the core being replaced.
-        refused.extend(ref for ref in self._waiters if ref not in waiting and ref not in queued)
-        for ref in refused:
-            waiter = self._waiters.pop(ref, None)
-            if waiter is not None and not waiter[0].done():
-                waiter[0].set_result(self.core.error_response(waiter[1], code))
-        if self._timers is not None:
-            self._timers.cancel_all()
-        # What is still unflushed was written (below `first_offset`): record-less replies wait for
-        # all of it, whatever their group (the per-group points may name refused entries).
-        last = first_offset - 1
-        self._unflushed = last if last >= self.sink.durable_end else None
-        self._group_points.clear()
-        self._barrier = self._unflushed
-        self._wake.set()
-
-    def reload_from_log(self) -> None:
-        """Replace the core by one loaded from the log, nothing refused: the log partitions this
-        core holds changed (the cluster log's ownership, `clusterlog/owner.py`). Replies waiting for
-        entries already appended still wait for them; requests parked in the core are answered
-        NOT_COORDINATOR and timers are re-armed by the new core, as after a takeover."""
-        if self._reload_core is None or self._task is None:
-            return
-        self._refused(self.sink.durable_end if self._unflushed is None else self._unflushed + 1)
-
-    def _drop_events(self) -> None:
-        """Forget queued timer firings and topic changes (keep requests and unloads): the new core
-        arms its own timers and starts from a topic snapshot taken after them."""
-        queue = [(event, at) for event, at in zip(self._queue, self._queued_at, strict=True)
-                 if isinstance(event, _Unload) or hasattr(event, "ref")]
-        self._queue = collections.deque(event for event, _ in queue)
-        self._queued_at = collections.deque(at for _, at in queue)
-
-    async def _reload(self) -> None:
-        """Replace the core by one loaded from the log (after refused writes)."""
-        assert self._reload_core is not None
-        loop = asyncio.get_running_loop()
-        wait = self._last_reload + RELOAD_INTERVAL_S - loop.time()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        self._reload_due = False
-        started = loop.time()
-        core, first = await self._reload_core()
-        self._drop_events()  # queued while the log was read: older than the snapshot in `first`
-        self._last_reload = loop.time()
-        self.core = core
-        self.reloads += 1
-        for event in reversed(first):
-            self._queue.appendleft(event)
-            self._queued_at.appendleft(perf_counter())
-        if self._last_reload - self._reload_logged >= RELOAD_LOG_INTERVAL_S:  # a full disk: every write
-            log.info("shard_reloaded", reason="log write refused", seconds=round(self._last_reload - started, 3),
-                     reloads=self.reloads)
-            self._reload_logged = self._last_reload
-        self._on_loaded()
-        self.loaded = True
-        self._wake.set()
 
     def _after(self, point: asyncio.Future[Any], then: Callable[[], None]) -> None:
         if not point.cancelled() and isinstance(point.exception(), WriteRefused):

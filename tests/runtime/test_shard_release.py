@@ -20,7 +20,8 @@ from coordinator.core import requests as core
 from coordinator.core.records import CoordinatorEpochKey, CoordinatorEpochValue, Record
 from coordinator.core.result import Result
 from coordinator.core.shard import CoordinatorShard
-from coordinator.runtime.shard import Answered, Completion, ShardRuntime
+from coordinator.runtime.shard import ShardRuntime
+from coordinator.runtime.shard_contract import Answered, Completion
 from tests.support.polling import eventually
 
 UNKNOWN_MEMBER_ID = 25

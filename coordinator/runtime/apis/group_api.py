@@ -45,7 +45,8 @@ from ...api.declaration import GroupConversion, OnError, Precheck, SidecarRoute,
 from ...api.placement import Placement
 from ...api.registry import ApiHandler, Deferred, RequestContext
 from ...api.respond import respond
-from ..shard import Answered, ShardRuntime
+from ..shard import ShardRuntime
+from ..shard_contract import Answered
 
 
 def group_api(shard: Callable[[], ShardRuntime | None], api_key: int, min_version: int, max_version: int,
