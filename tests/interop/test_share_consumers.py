@@ -213,6 +213,7 @@ def test_a_record_that_always_fails_is_archived_after_the_delivery_limit(queue: 
     assert seen.count(poison) == 5  # group.share.delivery.count.limit, then archived
 
 
+@pytest.mark.slow  # lock expiry with a real client also runs by default in tests/interop/test_group_configs.py
 def test_records_held_by_a_frozen_consumer_come_back_after_the_lock(short_locked_queue: ShareSetup) -> None:
     # SIGSTOP: the consumer's connections stay open, so only the lock's end can give its records back.
     queue = short_locked_queue

@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -142,8 +141,9 @@ async def test_five_java_share_consumers_share_ten_thousand_records(queue: Share
     await share_among_java_readers(queue, share_reader, 5, 10_000)
 
 
+@pytest.mark.slow  # the confluent twin (released as the connection closes) runs by default
 @pytest.mark.asyncio
-async def test_records_a_java_consumer_held_when_sigkilled_go_to_another_after_the_lock(
+async def test_records_a_java_consumer_held_when_sigkilled_go_to_another(
         short_locked_queue: ShareSetup, share_reader: str) -> None:
     queue = short_locked_queue
     queue.produce(100)
@@ -152,15 +152,13 @@ async def test_records_a_java_consumer_held_when_sigkilled_go_to_another_after_t
         await eventually(lambda: holder.holding, timeout=60, message="the holder's first records")
         held = set(holder.records)
     finally:
-        holder.kill()
-    killed_at = time.monotonic()
+        holder.kill()  # its connections close: what it held is released at once (the share session cache)
     other = JavaReader(share_reader, queue.bootstrap, "java-held", queue.topic)
     try:
         await eventually(lambda: held <= set(other.records) and len(other.records) >= 100, timeout=60,
                          message="the held records delivered again")
     finally:
         other.stop()
-    assert time.monotonic() - killed_at >= 1.0  # not before the 2 s lock could have ended
     assert sorted(other.records) == sorted({(p, o) for p in (0, 1) for o in range(50)})  # once each
 
 
