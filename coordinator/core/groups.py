@@ -123,6 +123,26 @@ class Group(Protocol):
     def member_partitions(self, member_id: str) -> OwnedPartitions | None: ...
 
 
+class LiveStateMembers:
+    """Three `Group` properties read straight off a type's live state object (its ``state``, which has
+    ``state_name`` and ``members``): the share and streams groups answer them the same way."""
+
+    state: Any
+
+    @property
+    def state_name(self) -> str:
+        return str(self.state.state_name)
+
+    @property
+    def members(self) -> Mapping[str, Any]:
+        members: Mapping[str, Any] = self.state.members
+        return members
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.state.members
+
+
 def commit_timestamp(offset: OffsetCommitValue) -> int:
     """The usual expiration base: retention counts from the commit."""
     return offset.commit_timestamp

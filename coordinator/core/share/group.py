@@ -10,7 +10,6 @@ group namespace holds under the id, so another type's request for the id sees a 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 from uuid import UUID
 
 from coordinator.core.effects import Effects
@@ -19,6 +18,7 @@ from coordinator.core.groups import (
     DEAD,
     CommitValidator,
     ExpirationBase,
+    LiveStateMembers,
     OwnedPartitions,
     Partitions,
 )
@@ -43,7 +43,7 @@ TYPE_NAME = "share"
 PROTOCOL_TYPE = "share"  # Kafka's ShareGroup.PROTOCOL_TYPE
 
 
-class ShareGroupView:
+class ShareGroupView(LiveStateMembers):
     """One share group, read through the type's state."""
 
     group_type = TYPE_NAME
@@ -65,18 +65,6 @@ class ShareGroupView:
         group = self._groups.get(self._group_id)
         assert group is not None, f"share group {self._group_id} is in the namespace but not in the type's state"
         return group
-
-    @property
-    def state_name(self) -> str:
-        return self.state.state_name
-
-    @property
-    def members(self) -> Mapping[str, Any]:
-        return self.state.members
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.state.members
 
     @property
     def persisted(self) -> object:

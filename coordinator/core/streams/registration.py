@@ -33,6 +33,7 @@ from coordinator.core.groups import (
     CommitValidator,
     ExpirationBase,
     Group,
+    LiveStateMembers,
     OwnedPartitions,
     commit_timestamp,
 )
@@ -63,12 +64,14 @@ REBALANCE_TIMER = "streams-rebalance"
 _TIMER_KINDS = {"session": SESSION_TIMER, "rebalance": REBALANCE_TIMER}
 
 
-class StreamsGroup:
+class StreamsGroup(LiveStateMembers):
     """One streams group as the shard holds it (the ``Group`` contract over the pure state)."""
 
     group_type = TYPE_NAME
     protocol_type = TYPE_NAME
     revokes_all_on_rebalance = False  # members revoke only the tasks that move
+
+    state: StreamsGroupState
 
     def __init__(self, group_id: str) -> None:
         self.state = StreamsGroupState(group_id)
@@ -79,18 +82,6 @@ class StreamsGroup:
     @property
     def group_id(self) -> str:
         return self.state.group_id
-
-    @property
-    def state_name(self) -> str:
-        return self.state.state_name
-
-    @property
-    def members(self) -> Mapping[str, Any]:
-        return self.state.members
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.state.members
 
     @property
     def persisted(self) -> object:
