@@ -1,5 +1,10 @@
-"""Suite-wide test configuration: the one place Hypothesis profiles are defined, and the one Apache
-Kafka broker of a session (`kafka_broker`, started by the first test that needs it).
+"""Suite-wide test configuration: the one place Hypothesis profiles are defined, the one Apache
+Kafka broker of a session (`kafka_broker`, started by the first test that needs it), and how the
+suite is split between pytest-xdist workers (`./dev test` runs two, `--dist loadgroup`).
+
+Workers get whole modules (a module's fixtures, servers and brokers start once), and every module
+that uses the session broker goes to one worker, so a run starts one Kafka broker, not one per
+worker. Without xdist (`-n 0`, or pytest run directly) the marks change nothing.
 
 "ci" is deterministic (derandomized, no example database), prints a reproduction blob on failure and
 tolerates slow examples; "dev" keeps Hypothesis' randomness. Neither has a deadline: run times of
@@ -23,6 +28,19 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+
+
+SESSION_BROKER_GROUP = "kafka-session-broker"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """One xdist group per module, except that the modules of the session broker share one."""
+    with_broker = {item.module.__name__ for item in items
+                   if isinstance(item, pytest.Function) and "kafka_broker" in item.fixturenames}
+    for item in items:
+        module = item.module.__name__ if isinstance(item, pytest.Function) else item.nodeid.split("::")[0]
+        group = SESSION_BROKER_GROUP if module in with_broker else module
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
