@@ -1,6 +1,6 @@
 """Consumer groups and topic metadata (creation, growth, deletion, regex), and the APIs around the
-group: ConsumerGroupDescribe, ListGroups, DescribeGroups, DeleteGroups, OffsetCommit/OffsetFetch
-member-epoch fencing, offset expiry."""
+group: ConsumerGroupDescribe, ListGroups, DescribeGroups, DeleteGroups, offset expiry (the
+OffsetCommit/OffsetFetch member-epoch checks: test_offsets.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,6 @@ from uuid import UUID
 from coordinator.core.config import GroupConfig
 from coordinator.core.errors import ErrorCode
 from coordinator.core.events import GroupDeleted, RebalanceStarted
-from coordinator.core.requests import (
-    OffsetCommit,
-    OffsetCommitPartition,
-    OffsetCommitTopic,
-    OffsetFetch,
-    OffsetFetchGroup,
-)
 from coordinator.core.topics import TopicInfo, TopicsImage, compile_regex
 from tests.core.consumer.harness import ConsumerHarness
 
@@ -216,47 +209,6 @@ def test_delete_groups() -> None:
 
 
 # ---- offsets -------------------------------------------------------------------------------------------
-
-
-def _commit(h: ConsumerHarness, member_id: str, epoch: int, supports_member_epoch: bool = True) -> ErrorCode:
-    ref = h.next_ref()
-    h.send(
-        OffsetCommit(
-            ref, "g", epoch, member_id, None, -1,
-            (OffsetCommitTopic("foo", (OffsetCommitPartition(0, 10),)),),
-            supports_member_epoch=supports_member_epoch,
-        )
-    )
-    return h.reply(ref).topics[0].partitions[0].error_code
-
-
-def _fetch(h: ConsumerHarness, member_id: str | None, epoch: int) -> ErrorCode:
-    ref = h.next_ref()
-    h.send(OffsetFetch(ref, (OffsetFetchGroup("g", member_id, epoch, None),)))
-    return h.reply(ref).groups[0].error_code
-
-
-def test_offset_commit_and_fetch_member_epoch_fencing() -> None:
-    h = ConsumerHarness({"foo": 2})
-    h.cjoin("a")
-    assert _commit(h, "a", 1) == OK
-    assert _commit(h, "a", 0) == E.STALE_MEMBER_EPOCH
-    assert _commit(h, "a", 2) == E.STALE_MEMBER_EPOCH
-    assert _commit(h, "x", 1) == E.UNKNOWN_MEMBER_ID
-    assert _commit(h, "a", -1) == E.STALE_MEMBER_EPOCH  # -1 is only for empty groups
-    assert _commit(h, "", -1) == E.UNKNOWN_MEMBER_ID  # admin commits only while the group is empty
-    assert _commit(h, "a", 1, supports_member_epoch=False) == E.UNSUPPORTED_VERSION
-    assert _fetch(h, "a", 1) == OK
-    assert _fetch(h, None, -1) == OK  # librdkafka's fetch (no member id, epoch -1)
-    assert _fetch(h, "a", 0) == E.STALE_MEMBER_EPOCH
-    assert _fetch(h, "x", 1) == E.UNKNOWN_MEMBER_ID
-    # Revoking members keep their epoch, so they can still commit what they are giving up.
-    h.cjoin("b")
-    h.cgh("a", 1)
-    assert _commit(h, "a", 1) == OK
-    h.cgh("a", -1)
-    h.cgh("b", -1)
-    assert _commit(h, "", -1) == OK  # empty group: admin commit accepted
 
 
 def test_offsets_of_unsubscribed_topics_expire_and_an_empty_group_goes() -> None:
