@@ -148,7 +148,11 @@ def test_without_execute_the_plan_is_printed_and_nothing_is_committed(server, gr
     (["--to-datetime", kafka_datetime(OLD - timedelta(days=1))], {0: 0, 1: 0, 2: 0}),
     (["--by-duration", "P1D"], {0: 5, 1: 5, 2: 5}),  # the first record of the last day
     (["--by-duration", "P3DT1H"], {0: 0, 1: 0, 2: 0}),
-], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+], ids=[  # the datetimes move with the clock; an id must not (pytest-xdist's workers collect apart)
+    "to-earliest", "to-latest", "to-offset 7", "to-offset 99", "to-offset -3", "to-current",
+    "to-datetime of offset 3", "to-datetime of offset 3 at +02:00", "to-datetime 1 ms after offset 3",
+    "to-datetime before the log", "by-duration P1D", "by-duration P3DT1H",
+])
 def test_each_selector_plans_kafkas_offsets(server, group, selector, expected) -> None:
     assert planned(server, group, "--topic", "orders", *selector) == {("orders", p): o for p, o in expected.items()}
 
