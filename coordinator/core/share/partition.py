@@ -37,6 +37,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from uuid import UUID
 
 import msgspec
@@ -283,11 +284,7 @@ class _Offsets(Mapping[int, OffsetState]):
 
 # ---- runs ----
 
-def _first(run: StateRun) -> int:
-    return run.first
-
-
-_FIRST = _first
+_FIRST = attrgetter("first")  # the bisection key of a batch's runs (a C call)
 
 
 def with_span(run: StateRun, first: int, last: int) -> StateRun:
