@@ -168,9 +168,9 @@ class SharePartition:
         """The batch starting at ``first`` holds an AVAILABLE offset."""
         return first in self._available
 
-    def deadline_of(self, first: int) -> int | None:
-        """The earliest lock deadline in the batch starting at ``first``, or None."""
-        return self._deadlines.get(first)
+    def batches_locked_until(self, now_ms: int) -> list[int]:
+        """The first offsets of the batches holding a lock whose deadline is ``now_ms`` or earlier."""
+        return [first for first, deadline in self._deadlines.items() if deadline <= now_ms]
 
     def view(self) -> tuple[int, int, int, dict[int, int], dict[int, Runs]]:
         """Everything durable, for comparing a replayed partition with a live one (runs are held in

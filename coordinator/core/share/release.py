@@ -30,7 +30,7 @@ from .records import ShareRecord, StateRun
 
 def expire_locks(p: SharePartition, now_ms: int, config: ShareConfig) -> list[ShareRecord]:
     # Only the batches whose earliest deadline has passed hold an expired lock.
-    due = [first for first in p.batches if (p.deadline_of(first) or now_ms + 1) <= now_ms]
+    due = p.batches_locked_until(now_ms)
     return _release(p, due, lambda r: r.lock_deadline <= now_ms, config, lock_expired=True)
 
 
