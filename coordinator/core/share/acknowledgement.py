@@ -143,7 +143,8 @@ def _moved(runs: Runs, lo: int, hi: int, member_id: str, batch: AckBatch, now_ms
     """The new states of ``lo..hi`` (within one share batch whose runs are ``runs``), or the refusal."""
     moved: Runs = []
     expected = lo
-    for r in runs[run_index(runs, lo):]:
+    for i in range(run_index(runs, lo), len(runs)):  # from the run holding lo, without copying the rest
+        r = runs[i]
         if r.first > hi:
             break
         if r.first > expected:
