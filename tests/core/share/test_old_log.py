@@ -4,7 +4,9 @@ such a log replays to the state the per-offset core had.
 ``data/per_offset_log.json`` was written by the per-offset core (commit bf23ff1, the last before
 runs) running :func:`scenario`: every record it logged (type, key, value as hex) and, after the
 last step, each in-flight offset's state, the start and next offsets and the batches. Regenerate
-it only from a per-offset tree: ``PYTHONPATH=<that tree>:. python -m tests.core.share.test_old_log``.
+it only from a per-offset tree (``git archive bf23ff1 coordinator protocol | tar -x -C OLD``), run
+outside the checkout so that the old ``coordinator`` comes first:
+``cd /tmp && PYTHONPATH=OLD:CHECKOUT CHECKOUT/.venv/bin/python -m tests.core.share.test_old_log``.
 """
 
 from __future__ import annotations
