@@ -34,18 +34,9 @@ from itertools import groupby
 from coordinator.core.errors import ErrorCode
 
 from .config import ShareConfig
-from .partition import (
-    ACKNOWLEDGED,
-    ACQUIRED,
-    ARCHIVED,
-    AVAILABLE,
-    Change,
-    Runs,
-    SharePartition,
-    commit,
-    run_index,
-)
+from .partition import Change, SharePartition, commit
 from .records import ShareRecord, StateRun
+from .runs import ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE, Runs, run_index
 
 
 class AckType(enum.IntEnum):

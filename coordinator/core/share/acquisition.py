@@ -34,8 +34,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .config import ShareConfig
-from .partition import ACQUIRED, AVAILABLE, Change, Runs, SharePartition, commit
+from .partition import Change, SharePartition, commit
 from .records import ShareRecord, StateRun
+from .runs import ACQUIRED, AVAILABLE, Runs
 
 
 class AcquireMode(enum.IntEnum):

@@ -34,9 +34,10 @@ from dataclasses import dataclass
 
 from .acquisition import AcquiredRange, AcquireMode, acquire
 from .config import ShareConfig
-from .partition import ARCHIVED, Change, SharePartition, commit
+from .partition import Change, SharePartition, commit
 from .records import ShareRecord, StateRun
 from .release import advance_log_start
+from .runs import ARCHIVED
 
 
 @dataclass(frozen=True, slots=True)

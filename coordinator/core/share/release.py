@@ -24,8 +24,9 @@ from collections.abc import Callable, Iterable
 
 from .acknowledgement import released
 from .config import ShareConfig
-from .partition import ACQUIRED, Change, Runs, SharePartition, commit
+from .partition import Change, SharePartition, commit
 from .records import ShareRecord, StateRun
+from .runs import ACQUIRED, Runs
 
 
 def expire_locks(p: SharePartition, now_ms: int, config: ShareConfig) -> list[ShareRecord]:
