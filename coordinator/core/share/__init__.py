@@ -8,6 +8,7 @@ Registered with the shard as the group type ``share`` (:mod:`.registration`, one
   ShareSnapshot/ShareUpdate) and their codec;
 - :mod:`.partition` - one share partition's state, its replay, and how a change becomes records
   and counted transitions (theory of operation there);
+- :mod:`.runs` - a batch's offsets as runs of equal state, the form that state is held in;
 - :mod:`.acquisition` - ShareFetch's acquisition of records under a lock;
 - :mod:`.acknowledgement` - accept, release, reject, gap, renew; the batch checks;
 - :mod:`.release` - lock expiry, a member's release, the log start moving;

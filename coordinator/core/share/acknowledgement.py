@@ -34,8 +34,9 @@ from itertools import groupby
 from coordinator.core.errors import ErrorCode
 
 from .config import ShareConfig
-from .partition import Change, OffsetState, SharePartition, commit
-from .records import RecordState, ShareRecord
+from .partition import Change, SharePartition, commit
+from .records import ShareRecord, StateRun
+from .runs import ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE, Runs, run_index
 
 
 class AckType(enum.IntEnum):
@@ -93,8 +94,14 @@ def validate_batches(batches: Sequence[AckBatch], api_version: int, is_renew_ack
 def acknowledge(
     p: SharePartition, member_id: str, batches: Sequence[AckBatch], now_ms: int, config: ShareConfig
 ) -> AckResult:
-    """Acknowledge for ``member_id``; on success replay the records (the caller logs them)."""
+    """Acknowledge for ``member_id``; on success replay the records (the caller logs them).
+
+    Checked and moved per run of the state (the offsets of one acquisition are one run), each
+    share batch the range crosses at a time; a refusal names the first offset refused."""
     change = Change()
+    # The new states per share batch, set at the end: one overlay per batch however many ranges
+    # the request acknowledges in it (a redelivery of scattered offsets is one range each).
+    pending: dict[int, Runs] = {}
     for batch in batches:
         if batch.last_offset < p.start_offset:
             continue
@@ -102,64 +109,79 @@ def acknowledge(
             return _refused(ErrorCode.INVALID_RECORD_STATE, "batch record not found: nothing is in flight")
         if batch.last_offset >= p.next_offset:
             return _refused(ErrorCode.INVALID_REQUEST, "the batch reaches past the acquired records")
-        span = range(max(batch.first_offset, p.start_offset), batch.last_offset + 1)
-        if len(batch.types) == 1 and _acknowledge_span(p, member_id, span, batch.types[0], now_ms, config, change):
-            continue
-        for offset in span:  # mixed types, or a refusal: offset by offset (the refusal names the first)
-            current = change.states.get(offset) or p.offsets[offset]
-            if current.state is not RecordState.ACQUIRED:
+        offset = max(batch.first_offset, p.start_offset)
+        while offset <= batch.last_offset:
+            first = p.batch_of(offset)
+            if first is None:
                 return _refused(ErrorCode.INVALID_RECORD_STATE, f"offset {offset} is not acquired")
-            if current.member_id != member_id:
-                return _refused(ErrorCode.INVALID_RECORD_STATE, f"offset {offset} is acquired by another member")
-            if current.lock_deadline <= now_ms:
-                return _refused(ErrorCode.INVALID_RECORD_STATE, f"the lock on offset {offset} expired")
-            ack = batch.type_at(offset)
-            if ack == AckType.RENEW and not config.renew_enabled:
-                return _refused(ErrorCode.INVALID_RECORD_STATE, "share.renew.acknowledge.enable is false")
-            change.states[offset] = _after(current, ack, now_ms, config)
+            last = min(batch.last_offset, p.batches[first])
+            held = pending.get(first)
+            if held is not None and held[-1].last >= offset:  # acknowledged again in this request
+                change.set(p, first, pending.pop(first))
+            moved = _moved(change.runs_of(p, first), offset, last, member_id, batch, now_ms, config)
+            if isinstance(moved, AckResult):
+                return moved
+            pending.setdefault(first, []).extend(moved)
+            offset = last + 1
+    for first, moved in pending.items():
+        change.set(p, first, moved)
     # Its only ACQUIRED states are renewals (RENEW keeps the record), not deliveries.
     return AckResult(ErrorCode.NONE, None, commit(p, change, delivers=False))
 
 
-def _acknowledge_span(p: SharePartition, member_id: str, span: range, ack: int, now_ms: int, config: ShareConfig,
-                      change: Change) -> bool:
-    """One type for the whole span: check and transition each distinct state once (the offsets of
-    one acquisition share one state object), the per-offset work done by C. False, changing
-    nothing, when some offset would be refused."""
-    if ack == AckType.RENEW and not config.renew_enabled:
-        return False
-    # The distinct states, hashed once per run of equal ones (groupby compares neighbours in C).
-    distinct = {state for state, _ in groupby(map(change.states.get, span, map(p.offsets.__getitem__, span)))}
-    after: dict[OffsetState, OffsetState] = {}
-    for current in distinct:
-        if (current.state is not RecordState.ACQUIRED or current.member_id != member_id
-                or current.lock_deadline <= now_ms):
-            return False
-        after[current] = _after(current, ack, now_ms, config)
-    if len(after) == 1:  # the usual case, a whole acquisition acknowledged: one new state for the span
-        change.states.update(dict.fromkeys(span, next(iter(after.values()))))
-    else:
-        states = list(map(change.states.get, span, map(p.offsets.__getitem__, span)))
-        change.states.update(zip(span, map(after.__getitem__, states), strict=True))
-    return True
+def _moved(runs: Runs, lo: int, hi: int, member_id: str, batch: AckBatch, now_ms: int,
+           config: ShareConfig) -> Runs | AckResult:
+    """The new states of ``lo..hi`` (within one share batch whose runs are ``runs``), or the refusal."""
+    moved: Runs = []
+    expected = lo
+    for i in range(run_index(runs, lo), len(runs)):  # from the run holding lo, without copying the rest
+        r = runs[i]
+        if r.first > hi:
+            break
+        if r.first > expected:
+            break  # offsets without a state: refused below
+        a, b = max(r.first, lo), min(r.last, hi)
+        if r.state != ACQUIRED:
+            return _refused(ErrorCode.INVALID_RECORD_STATE, f"offset {a} is not acquired")
+        if r.member_id != member_id:
+            return _refused(ErrorCode.INVALID_RECORD_STATE, f"offset {a} is acquired by another member")
+        if r.lock_deadline <= now_ms:
+            return _refused(ErrorCode.INVALID_RECORD_STATE, f"the lock on offset {a} expired")
+        if len(batch.types) == 1:
+            spans = [(batch.types[0], a, b)]
+        else:  # one type per offset: consecutive equal types move together
+            spans = []
+            at = a
+            for ack, same in groupby(batch.types[a - batch.first_offset:b - batch.first_offset + 1]):
+                n = len(list(same))
+                spans.append((ack, at, at + n - 1))
+                at += n
+        for ack, x, y in spans:
+            if ack == AckType.RENEW and not config.renew_enabled:
+                return _refused(ErrorCode.INVALID_RECORD_STATE, "share.renew.acknowledge.enable is false")
+            moved.append(_after(r, x, y, ack, now_ms, config))
+        expected = b + 1
+    if expected <= hi:
+        return _refused(ErrorCode.INVALID_RECORD_STATE, f"offset {expected} is not acquired")
+    return moved
 
 
-def _after(current: OffsetState, ack: int, now_ms: int, config: ShareConfig) -> OffsetState:
+def _after(current: StateRun, first: int, last: int, ack: int, now_ms: int, config: ShareConfig) -> StateRun:
     if ack == AckType.ACCEPT:
-        return OffsetState(RecordState.ACKNOWLEDGED, current.delivery_count)
+        return StateRun(first, last, ACKNOWLEDGED, current.delivery_count)
     if ack == AckType.RELEASE:
-        return released(current, config)
+        return released(current, first, last, config)
     if ack == AckType.RENEW:
-        return OffsetState(RecordState.ACQUIRED, current.delivery_count, current.member_id,
-                           now_ms + config.lock_duration_ms)
-    return OffsetState(RecordState.ARCHIVED, current.delivery_count)  # GAP, REJECT
+        return StateRun(first, last, ACQUIRED, current.delivery_count, current.member_id,
+                        now_ms + config.lock_duration_ms)
+    return StateRun(first, last, ARCHIVED, current.delivery_count)  # GAP, REJECT
 
 
-def released(current: OffsetState, config: ShareConfig) -> OffsetState:
-    """An acquired offset given back: AVAILABLE, or ARCHIVED once delivered the limit's times."""
+def released(current: StateRun, first: int, last: int, config: ShareConfig) -> StateRun:
+    """Acquired offsets given back: AVAILABLE, or ARCHIVED once delivered the limit's times."""
     if current.delivery_count >= config.delivery_count_limit:
-        return OffsetState(RecordState.ARCHIVED, current.delivery_count)
-    return OffsetState(RecordState.AVAILABLE, current.delivery_count)
+        return StateRun(first, last, ARCHIVED, current.delivery_count)
+    return StateRun(first, last, AVAILABLE, current.delivery_count)
 
 
 def _refused(code: ErrorCode, message: str) -> AckResult:

@@ -32,11 +32,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import islice
 
 from .config import ShareConfig
-from .partition import Change, OffsetState, SharePartition, commit
-from .records import RecordState, ShareRecord
+from .partition import Change, SharePartition, commit
+from .records import ShareRecord, StateRun
+from .runs import ACQUIRED, AVAILABLE, Runs
 
 
 class AcquireMode(enum.IntEnum):
@@ -85,25 +85,48 @@ def acquire(
         return Acquisition([], [])
     deadline = now_ms + config.lock_duration_ms
     change = Change()
+    taken: Runs = []  # every acquired run, ascending: the answer's ranges
     budget = max_records
 
     throttled = False
     redelivery_end = p.next_offset if last_fetched_offset is None else min(p.next_offset, last_fetched_offset + 1)
-    # Nothing below the first AVAILABLE offset can be redelivered: start the walk there.
-    for offset in range(max(p.start_offset, p.next_fetch_offset()), redelivery_end):
-        if budget <= 0:
+    limit = throttle_limit(config.delivery_count_limit)
+    # Nothing below the first AVAILABLE offset can be redelivered: start the walk at its batch.
+    # Walked per run; a run of AVAILABLE offsets is acquired whole (or up to the budget) at once.
+    walk_from = max(p.start_offset, p.next_fetch_offset())
+    done = walk_from >= redelivery_end
+    for first in () if done else p.first_batches(walk_from):
+        if first >= redelivery_end:
             break
-        current = p.offsets[offset]
-        if current.state is not RecordState.AVAILABLE:
+        if not p.has_available(first):
             continue
-        if current.delivery_count >= throttle_limit(config.delivery_count_limit):
-            if change.states:
-                break  # a record that keeps failing is delivered apart from the others
-            budget = min(budget, _throttled_size(p, offset, config.delivery_count_limit))
-            throttled = True
-        change.states[offset] = OffsetState(RecordState.ACQUIRED, current.delivery_count + 1, member_id, deadline)
-        budget -= 1
-        if throttled and budget <= 0:
+        moved: Runs = []
+        for r in p.runs[first]:
+            if r.state != AVAILABLE or r.last < walk_from:
+                continue
+            lo, hi = max(r.first, walk_from), min(r.last, redelivery_end - 1)
+            if lo > hi or budget <= 0:
+                done = True
+                break
+            count = r.delivery_count
+            if count >= limit:
+                if taken or moved:
+                    done = True  # a record that keeps failing is delivered apart from the others
+                    break
+                budget = min(budget, _throttled_size(p, first, lo, count, config.delivery_count_limit))
+                throttled = True
+                n = 1  # its neighbours in this run keep failing too: each is delivered apart
+            else:
+                n = min(budget, hi - lo + 1)
+            moved.append(StateRun(lo, lo + n - 1, ACQUIRED, count + 1, member_id, deadline))
+            budget -= n
+            if lo + n - 1 < r.last:  # the rest of this run waits: no budget, throttled, or past the read
+                done = True
+                break
+        if moved:
+            change.set(p, first, moved)
+            taken += moved
+        if done:
             break
 
     capacity = config.max_in_flight_records - p.in_flight_window()
@@ -111,12 +134,13 @@ def acquire(
         last = _last_new_offset(p.next_offset, log_batches, min(budget, capacity), mode)
         if last is not None:
             last = min(last, p.next_offset + capacity - 1)
-            # One state object for every new offset (frozen, so sharing it is safe).
-            change.states.update(dict.fromkeys(range(p.next_offset, last + 1),
-                                               OffsetState(RecordState.ACQUIRED, 1, member_id, deadline)))
+            run = StateRun(p.next_offset, last, ACQUIRED, 1, member_id, deadline)
+            change.runs[p.next_offset] = [run]
+            change.entered[ACQUIRED] += last - p.next_offset + 1
             change.new_batch = (p.next_offset, last)
+            taken.append(run)
 
-    acquired = _ranges(change.states, change.new_batch)
+    acquired = _ranges(taken)
     return Acquisition(acquired, commit(p, change))
 
 
@@ -125,19 +149,21 @@ def throttle_limit(delivery_count_limit: int) -> int:
     return max(2, -(-delivery_count_limit // 2))
 
 
-def _throttled_size(p: SharePartition, first: int, delivery_count_limit: int) -> int:
-    """How many offsets a throttled redelivery from ``first`` hands out: half the available run of
-    its batch per delivery past the throttle limit, and one alone on the last attempt."""
-    count = p.offsets[first].delivery_count
+def _throttled_size(p: SharePartition, batch: int, first: int, count: int, delivery_count_limit: int) -> int:
+    """How many offsets a throttled redelivery from ``first`` (delivered ``count`` times, in the
+    batch starting at ``batch``) hands out: half the available run of its batch per delivery past
+    the throttle limit, and one alone on the last attempt."""
     if delivery_count_limit > 2 and count == delivery_count_limit - 1:
         return 1
-    batch_first = p.batch_of(first)
-    last = p.batches[batch_first] if batch_first is not None else first
     run = 0
-    for offset in range(first, last + 1):
-        if p.offsets[offset].state is not RecordState.AVAILABLE:
+    expected = first
+    for r in p.runs[batch]:
+        if r.last < first:
+            continue
+        if r.state != AVAILABLE or r.first > expected:
             break
-        run += 1
+        run += r.last - expected + 1
+        expected = r.last + 1
     return max(1, run >> (count - throttle_limit(delivery_count_limit) + 1))
 
 
@@ -157,22 +183,13 @@ def _last_new_offset(
     return ends[-1]
 
 
-def _ranges(states: dict[int, OffsetState], new_batch: tuple[int, int] | None = None) -> list[AcquiredRange]:
-    """Adjacent acquired offsets with the same delivery count as one range (KAFKA-19957). The new
-    batch (delivered for the first time, after every redelivery) is one range without a walk."""
+def _ranges(taken: Runs) -> list[AcquiredRange]:
+    """Adjacent acquired runs with the same delivery count as one range (KAFKA-19957): the
+    redeliveries, ascending, then the new batch (delivered for the first time)."""
     ranges: list[AcquiredRange] = []
-    # The redeliveries were put in first, ascending; the new batch's offsets after them.
-    redelivered = sorted(states) if new_batch is None else islice(states, len(states) - (new_batch[1] - new_batch[0] + 1))
-    for offset in redelivered:
-        count = states[offset].delivery_count
-        if ranges and ranges[-1].last_offset == offset - 1 and ranges[-1].delivery_count == count:
-            ranges[-1] = AcquiredRange(ranges[-1].first_offset, offset, count)
+    for r in taken:
+        if ranges and ranges[-1].last_offset == r.first - 1 and ranges[-1].delivery_count == r.delivery_count:
+            ranges[-1] = AcquiredRange(ranges[-1].first_offset, r.last, r.delivery_count)
         else:
-            ranges.append(AcquiredRange(offset, offset, count))
-    if new_batch is not None:
-        first, last = new_batch
-        if ranges and ranges[-1].last_offset == first - 1 and ranges[-1].delivery_count == 1:
-            ranges[-1] = AcquiredRange(ranges[-1].first_offset, last, 1)
-        else:
-            ranges.append(AcquiredRange(first, last, 1))
+            ranges.append(AcquiredRange(r.first, r.last, r.delivery_count))
     return ranges

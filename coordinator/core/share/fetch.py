@@ -34,9 +34,10 @@ from dataclasses import dataclass
 
 from .acquisition import AcquiredRange, AcquireMode, acquire
 from .config import ShareConfig
-from .partition import Change, OffsetState, SharePartition, commit
-from .records import RecordState, ShareRecord
+from .partition import Change, SharePartition, commit
+from .records import ShareRecord, StateRun
 from .release import advance_log_start
+from .runs import ARCHIVED
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +62,9 @@ def acquire_from_log(p: SharePartition, member_id: str, log_start_offset: int, l
     records += got.records
     aborted_offsets = _aborted_offsets(got.acquired, aborted)
     if aborted_offsets:
-        change = Change(states={o: OffsetState(RecordState.ARCHIVED, p.offsets[o].delivery_count)
-                                for o in aborted_offsets})
+        change = Change()
+        change.set_span(p, [StateRun(first, last, ARCHIVED, count) for first, last, count in
+                            _aborted_runs(got.acquired, aborted)])
         records += commit(p, change)
         # Never handed to the consumer: not a delivery (the counters count them archived only).
         p.applied.acquired -= len(aborted_offsets)
@@ -75,6 +77,20 @@ def _aborted_offsets(acquired: list[AcquiredRange], aborted: Sequence[tuple[int,
         for first, last in aborted:
             out.extend(range(max(first, r.first_offset), min(last, r.last_offset) + 1))
     return sorted(out)
+
+
+def _aborted_runs(acquired: list[AcquiredRange],
+                  aborted: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """The acquired offsets of aborted transactions as (first, last, delivery count), ascending."""
+    out: list[tuple[int, int, int]] = []
+    for first, last, count in sorted((max(first, r.first_offset), min(last, r.last_offset), r.delivery_count)
+                                     for r in acquired for first, last in aborted
+                                     if first <= r.last_offset and last >= r.first_offset):
+        if out and first <= out[-1][1]:  # overlapping aborted ranges: each offset once
+            first = out[-1][1] + 1
+        if first <= last:
+            out.append((first, last, count))
+    return out
 
 
 def _without(acquired: list[AcquiredRange], offsets: list[int]) -> list[AcquiredRange]:

@@ -7,12 +7,17 @@ the group has finished with and which are in flight to which consumer.
 
 - ``start_offset`` (Kafka's SPSO): every offset below it is finished (acknowledged or archived)
   and forgotten. ``next_offset`` (Kafka's SPEO + 1): the first offset never acquired. Between them
-  every offset has an :class:`OffsetState` in ``offsets``: AVAILABLE (released, expired, or its
-  batch was acquired in part), ACQUIRED (by ``member_id`` until ``lock_deadline``), ACKNOWLEDGED
-  or ARCHIVED (terminal), with the number of times it was delivered.
+  every offset has a state: AVAILABLE (released, expired, or its batch was acquired in part),
+  ACQUIRED (by a member until a lock deadline), ACKNOWLEDGED or ARCHIVED (terminal), with the
+  number of times it was delivered.
 - Offsets are grouped into batches, one per acquisition of new records (``batches``: first ->
   last, ascending, contiguous from the first batch to ``next_offset - 1``). A batch is the unit
   of a record: a change rewrites the batch records it touched (see :mod:`.records`).
+- Each batch's states are held as it is written: runs of equal state (``runs``: first ->
+  :class:`StateRun` s, ascending, covering ``max(first, start_offset)..last``, neighbours never
+  equal). A whole acquisition is one run, and so is that acquisition accepted, so acquiring,
+  acknowledging, releasing, expiring and moving the start offset cost per run, not per offset,
+  and a batch record's runs are the state itself (replay stores them, plan writes them).
 - Transitions (Kafka's ``RecordState.validateTransition``): AVAILABLE -> ACQUIRED (the delivery
   count goes up by one); ACQUIRED -> ACKNOWLEDGED | ARCHIVED | AVAILABLE; a move to AVAILABLE of
   a record delivered ``delivery_count_limit`` times archives it instead; terminal states never
@@ -21,7 +26,7 @@ the group has finished with and which are in flight to which consumer.
 
 The ONLY code that changes this state is :meth:`SharePartition.replay`. An operation
 (:mod:`.acquisition`, :mod:`.acknowledgement`, :mod:`.release`) reads the state, decides the new
-state of the offsets it touches (a :class:`Change`), and :func:`commit` counts its transitions
+runs of the batches it touches (a :class:`Change`), and :func:`commit` counts its transitions
 (:class:`Transitions`, the counters' source), :func:`plan` s its records and replays them
 (:func:`apply`), live exactly as at load or on a standby. So a replayed
 partition equals the live one after every step, which the tests check after each operation.
@@ -29,11 +34,9 @@ partition equals the live one after every step, which the tests check after each
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
-from collections import Counter, deque
+from bisect import bisect_right
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from itertools import groupby, repeat
-from operator import attrgetter
 from uuid import UUID
 
 import msgspec
@@ -50,10 +53,24 @@ from .records import (
     batch_tombstone,
     partition_record,
 )
+from .runs import (
+    ACKNOWLEDGED,
+    ACQUIRED,
+    ARCHIVED,
+    AVAILABLE,
+    FIRST,
+    Runs,
+    canonical,
+    clip,
+    covers,
+    overlay,
+    with_span,
+)
 
 
 class OffsetState(msgspec.Struct, frozen=True, gc=False):
-    """One offset's state. ``member_id`` and ``lock_deadline`` only mean something while ACQUIRED."""
+    """One offset's state (what :attr:`SharePartition.offsets` reads out of a run). ``member_id``
+    and ``lock_deadline`` only mean something while ACQUIRED."""
 
     state: RecordState
     delivery_count: int
@@ -64,7 +81,7 @@ class OffsetState(msgspec.Struct, frozen=True, gc=False):
 class SharePartition:
     """The state of one share partition; mutated only by :meth:`replay`."""
 
-    __slots__ = ("_available", "_deadlines", "_starts", "applied", "batches", "key", "next_offset", "offsets",
+    __slots__ = ("_available", "_deadlines", "_starts", "applied", "batches", "key", "next_offset", "runs",
                  "start_offset", "state_epoch")
 
     def __init__(self, group_id: str, topic_id: UUID, partition: int) -> None:
@@ -72,10 +89,10 @@ class SharePartition:
         self.state_epoch = -1  # -1: never initialized (no partition record yet)
         self.start_offset = -1
         self.next_offset = -1
-        self.offsets: dict[int, OffsetState] = {}
         self.batches: dict[int, int] = {}  # first offset -> last offset, ascending
+        self.runs: dict[int, Runs] = {}  # first offset -> the batch's runs from max(first, start_offset)
         self._starts: list[int] = []  # the keys of ``batches`` in order, for bisection
-        # Per batch, derived from its record's runs at replay, so that a fetch never walks the whole
+        # Per batch, derived from its runs when they are set, so that a fetch never walks the whole
         # in-flight window (up to share.partition.max.record.locks offsets) for these two answers:
         self._available: dict[int, int] = {}  # first offset -> its first AVAILABLE offset (if any)
         self._deadlines: dict[int, int] = {}  # first offset -> its earliest lock deadline (if any is ACQUIRED)
@@ -97,6 +114,25 @@ class SharePartition:
         first = self._starts[i]
         return first if offset <= self.batches[first] else None
 
+    def first_batches(self, offset: int) -> list[int]:
+        """The first offsets of the batches from the one holding ``offset`` (or the first after it) on."""
+        return self._starts[max(0, bisect_right(self._starts, offset) - 1):]
+
+    def run_at(self, offset: int) -> StateRun | None:
+        """The run holding ``offset``, or None (below the start offset, or never acquired)."""
+        first = self.batch_of(offset)
+        if first is None:
+            return None
+        runs = self.runs[first]
+        i = bisect_right(runs, offset, key=FIRST) - 1
+        return runs[i] if i >= 0 and offset <= runs[i].last else None
+
+    @property
+    def offsets(self) -> Mapping[int, OffsetState]:
+        """Every in-flight offset's state, read out of the runs on access (for inspection and tests:
+        the operations work on :attr:`runs`)."""
+        return _Offsets(self)
+
     def next_fetch_offset(self) -> int:
         """Where the next read of the log starts (Kafka's ``nextFetchOffset``): the first AVAILABLE
         offset (a redelivery), else the first offset never acquired."""
@@ -106,12 +142,21 @@ class SharePartition:
         """Kafka's ``numInFlightRecords``: the whole start..next window, finished offsets included."""
         return self.next_offset - self.start_offset
 
+    def counts(self) -> dict[RecordState, int]:
+        """How many in-flight offsets are in each state (operators' describe, the gauges)."""
+        by_id = dict.fromkeys((AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED), 0)
+        for runs in self.runs.values():
+            for r in runs:
+                by_id[r.state] += r.last - r.first + 1
+        return {RecordState(state): n for state, n in by_id.items()}
+
     def count(self, state: RecordState) -> int:
-        return sum(1 for s in self.offsets.values() if s.state is state)
+        return self.counts()[state]
 
     def delivery_complete_count(self) -> int:
         """Finished offsets at or above the start offset (Kafka's ``deliveryCompleteCount``, for lag)."""
-        return sum(1 for s in self.offsets.values() if s.state.terminal)
+        counts = self.counts()
+        return counts[RecordState.ACKNOWLEDGED] + counts[RecordState.ARCHIVED]
 
     def lag(self, log_end_offset: int) -> int:
         """DescribeShareGroupOffsets v1's lag: records not yet finished up to the log end."""
@@ -121,9 +166,18 @@ class SharePartition:
         """The earliest lock deadline of an ACQUIRED offset (when the runtime's timer fires), or None."""
         return min(self._deadlines.values(), default=None)
 
-    def view(self) -> tuple[int, int, int, dict[int, int], dict[int, OffsetState]]:
-        """Everything durable, for comparing a replayed partition with a live one."""
-        return self.state_epoch, self.start_offset, self.next_offset, dict(self.batches), dict(self.offsets)
+    def has_available(self, first: int) -> bool:
+        """The batch starting at ``first`` holds an AVAILABLE offset."""
+        return first in self._available
+
+    def batches_locked_until(self, now_ms: int) -> list[int]:
+        """The first offsets of the batches holding a lock whose deadline is ``now_ms`` or earlier."""
+        return [first for first, deadline in self._deadlines.items() if deadline <= now_ms]
+
+    def view(self) -> tuple[int, int, int, dict[int, int], dict[int, Runs]]:
+        """Everything durable, for comparing a replayed partition with a live one (runs are held in
+        one canonical form, so equal states are equal runs)."""
+        return self.state_epoch, self.start_offset, self.next_offset, dict(self.batches), dict(self.runs)
 
     # ---- the one mutator ----
 
@@ -143,68 +197,52 @@ class SharePartition:
         if self.initialized and value.state_epoch != self.state_epoch:
             # A reset: a fresh start. Its entry tombstoned every batch already; clearing here keeps a
             # log cut between those tombstones and this record from carrying anything over.
-            self.offsets.clear()
             self.batches.clear()
+            self.runs.clear()
             self._starts.clear()
             self._available.clear()
             self._deadlines.clear()
-        previous_start = self.start_offset
         self.state_epoch = value.state_epoch
-        self.start_offset = value.start_offset
+        self.start_offset = start = value.start_offset
         self.next_offset = value.next_offset
-        while self._starts and self.batches[self._starts[0]] < self.start_offset:
-            if previous_start >= 0:  # the offsets up to its last are forgotten with it
-                previous_start = max(previous_start, self.batches[self._starts[0]] + 1)
-            self._drop_batch(self._starts[0])
-        if previous_start >= 0 and self.start_offset - previous_start <= len(self.offsets):
-            _forget(self.offsets, previous_start, self.start_offset)  # the start moved by a few offsets: just those
-        else:  # a jump (the log start passed everything): one pass over what is left
-            for offset in [o for o in self.offsets if o < self.start_offset]:
-                del self.offsets[offset]
-        if self._starts and self._starts[0] < self.start_offset:  # a batch the start offset cut into
-            self._summarize(self._starts[0])
+        starts = self._starts
+        passed = 0
+        while passed < len(starts) and self.batches[starts[passed]] < start:
+            passed += 1
+        for first in starts[:passed]:  # wholly below the start: forgotten, a prefix at once
+            del self.batches[first]
+            self.runs.pop(first, None)
+            self._available.pop(first, None)
+            self._deadlines.pop(first, None)
+        del starts[:passed]
+        if starts and starts[0] < start:  # a batch the start offset cut into
+            first = starts[0]
+            self._put(first, clip(self.runs.get(first, []), start))
 
     def _set_batch(self, first: int, value: ShareBatchValue) -> None:
-        if value.last_offset < self.start_offset:
+        last = value.last_offset
+        if last < self.start_offset:
             return  # finished already (a compacted log can hold it before the start record)
         if first not in self.batches:
-            self.batches[first] = value.last_offset
-            i = bisect_right(self._starts, first)
-            self._starts.insert(i, first)
-        start = self.start_offset
+            self.batches[first] = last
+            self._starts.insert(bisect_right(self._starts, first), first)
+        lo = max(first, self.start_offset)
+        runs = clip(value.runs, lo, last)
+        if not covers(runs, lo, last):  # runs that leave some offsets as they were
+            runs = overlay(self.runs.get(first, []), runs)
+        self._put(first, canonical(runs))
+
+    def _put(self, first: int, runs: Runs) -> None:
+        """Set a batch's runs and its two summaries (one pass over its runs)."""
+        self.runs[first] = runs
         available: int | None = None
         deadline: int | None = None
-        for run in value.runs:
-            if run.last < start:
-                continue
-            state = OffsetState(RecordState(run.state), run.delivery_count, run.member_id, run.lock_deadline)
-            lo = max(run.first, start)
-            self.offsets.update(dict.fromkeys(range(lo, run.last + 1), state))  # one state object per run
-            if state.state is RecordState.AVAILABLE and available is None:
-                available = lo
-            elif state.state is RecordState.ACQUIRED and (deadline is None or state.lock_deadline < deadline):
-                deadline = state.lock_deadline
-        if _covers(value.runs, max(first, start), value.last_offset):
-            self._set_summary(first, available, deadline)
-        else:  # runs that leave some offsets as they were: look at the offsets themselves
-            self._summarize(first)
-
-    def _summarize(self, first: int) -> None:
-        """Derive a batch's summary from its offsets (a batch cut by the start offset, partial runs)."""
-        available: int | None = None
-        deadline: int | None = None
-        offsets = self.offsets
-        for offset in range(max(first, self.start_offset), self.batches[first] + 1):
-            state = offsets.get(offset)
-            if state is None:
-                continue
-            if state.state is RecordState.AVAILABLE and available is None:
-                available = offset
-            elif state.state is RecordState.ACQUIRED and (deadline is None or state.lock_deadline < deadline):
-                deadline = state.lock_deadline
-        self._set_summary(first, available, deadline)
-
-    def _set_summary(self, first: int, available: int | None, deadline: int | None) -> None:
+        for r in runs:
+            if r.state == AVAILABLE:
+                if available is None:
+                    available = r.first
+            elif r.state == ACQUIRED and (deadline is None or r.lock_deadline < deadline):
+                deadline = r.lock_deadline
         if available is None:
             self._available.pop(first, None)
         else:
@@ -215,31 +253,35 @@ class SharePartition:
             self._deadlines[first] = deadline
 
     def _drop_batch(self, first: int) -> None:
-        last = self.batches.pop(first, None)
-        if last is None:
+        if self.batches.pop(first, None) is None:
             return
         self._starts.remove(first)
+        self.runs.pop(first, None)
         self._available.pop(first, None)
         self._deadlines.pop(first, None)
-        _forget(self.offsets, first, last + 1)
 
 
-def _forget(offsets: dict[int, OffsetState], first: int, end: int) -> None:
-    """Remove ``first..end-1`` from ``offsets`` (those present), the per-offset loop run by C:
-    a start offset passing a batch forgets every offset of it, hundreds per fetch."""
-    deque(map(offsets.pop, range(first, end), repeat(None, end - first)), maxlen=0)
+class _Offsets(Mapping[int, OffsetState]):
+    """A share partition's runs read as one state per offset (built on access, never stored)."""
 
+    __slots__ = ("_p",)
 
-def _covers(runs: list[StateRun], first: int, last: int) -> bool:
-    """The runs (ascending) give a state to every offset of ``first..last`` (what :func:`plan` writes)."""
-    expected = first
-    for run in runs:
-        if run.last < first:
-            continue
-        if max(run.first, first) != expected:
-            return False
-        expected = run.last + 1
-    return expected > last
+    def __init__(self, p: SharePartition) -> None:
+        self._p = p
+
+    def __getitem__(self, offset: int) -> OffsetState:
+        run = self._p.run_at(offset)
+        if run is None:
+            raise KeyError(offset)
+        return OffsetState(RecordState(run.state), run.delivery_count, run.member_id, run.lock_deadline)
+
+    def __iter__(self) -> Iterator[int]:
+        for first in self._p._starts:
+            for r in self._p.runs[first]:
+                yield from range(r.first, r.last + 1)
+
+    def __len__(self) -> int:
+        return sum(r.last - r.first + 1 for runs in self._p.runs.values() for r in runs)
 
 
 @dataclass(slots=True)
@@ -266,14 +308,41 @@ class Transitions:
 
 @dataclass(slots=True)
 class Change:
-    """What an operation decided: new states of some offsets, and maybe a new batch of new records."""
+    """What an operation decided: the new runs of the batches it touched (and of a batch of new
+    records), and how many offsets it moved into each state (its transitions, counted as it goes)."""
 
-    states: dict[int, OffsetState] = field(default_factory=dict)
-    new_batch: tuple[int, int] | None = None  # (first, last) acquired past next_offset
+    runs: dict[int, Runs] = field(default_factory=dict)  # batch first offset -> its runs after the change
+    new_batch: tuple[int, int] | None = None  # (first, last) acquired past next_offset; its runs in ``runs``
     start_offset: int | None = None  # a start the log forces (log start moved), else computed
+    entered: list[int] = field(default_factory=lambda: [0] * (ARCHIVED + 1))  # offsets per new state id
 
     def __bool__(self) -> bool:
-        return bool(self.states) or self.new_batch is not None or self.start_offset is not None
+        return bool(self.runs) or self.new_batch is not None or self.start_offset is not None
+
+    def runs_of(self, p: SharePartition, first: int) -> Runs:
+        """The batch's runs as this change has them so far."""
+        runs = self.runs.get(first)
+        return p.runs[first] if runs is None else runs
+
+    def set(self, p: SharePartition, first: int, moved: Runs) -> None:
+        """Give the offsets of ``moved`` (ascending, within the batch at ``first``) their new states."""
+        self.runs[first] = overlay(self.runs_of(p, first), moved)
+        for r in moved:
+            self.entered[r.state] += r.last - r.first + 1
+
+    def set_span(self, p: SharePartition, moved: Runs) -> None:
+        """:meth:`set` for runs that may cross batches (each cut at its batches' bounds)."""
+        by_batch: dict[int, Runs] = {}
+        for r in moved:
+            lo = r.first
+            while lo <= r.last:
+                first = p.batch_of(lo)
+                assert first is not None, f"offset {lo} is in no batch"
+                hi = min(r.last, p.batches[first])
+                by_batch.setdefault(first, []).append(with_span(r, lo, hi))
+                lo = hi + 1
+        for first, runs in by_batch.items():
+            self.set(p, first, runs)
 
 
 def plan(p: SharePartition, change: Change) -> list[ShareRecord]:
@@ -281,69 +350,45 @@ def plan(p: SharePartition, change: Change) -> list[ShareRecord]:
     offset passed, then the partition record if the start or next offset moved (one log entry)."""
     if not change:
         return []
-    next_offset = p.next_offset if change.new_batch is None else change.new_batch[1] + 1
+    new_batch = change.new_batch
+    next_offset = p.next_offset if new_batch is None else new_batch[1] + 1
 
-    changed, offsets = change.states, p.offsets
-
-    start = max(p.start_offset, change.start_offset if change.start_offset is not None else p.start_offset)
-    # The start moves past the finished prefix, counted per run of equal states by C (an
-    # acknowledgement finishes hundreds of offsets at once, sharing a state object); the states are
-    # read lazily, so the walk stops in the first unfinished run.
-    span = range(start, next_offset)
-    for state, same in groupby(map(changed.get, span, map(offsets.get, span))):
-        if state is None or state.state not in _TERMINAL:  # None: never (every offset below next has one)
+    start = p.start_offset if change.start_offset is None else max(p.start_offset, change.start_offset)
+    # The start moves past the finished prefix, run by run (an accepted acquisition is one run).
+    firsts = p.first_batches(start)
+    if new_batch is not None:
+        firsts = [*firsts, new_batch[0]]
+    moving = True
+    for first in firsts:
+        if first > start:
+            break  # offsets in no batch: never acquired
+        for r in change.runs_of(p, first):
+            if r.last < start:
+                continue
+            if r.first > start or not (r.state == ACKNOWLEDGED or r.state == ARCHIVED):
+                moving = False
+                break
+            start = r.last + 1
+        if not moving:
             break
-        start += len(list(same))
     next_offset = max(next_offset, start)  # the log start passed everything ever acquired
 
     records: list[ShareRecord] = []
-    touched = _touched_batches(p, changed)
-    for first in p._starts:
-        if p.batches[first] < start:
-            records.append(batch_tombstone(p.key, first))
-        elif first in touched:
-            records.append(batch_record(p.key, first, p.batches[first], _runs(max(first, start), p.batches[first],
-                                                                               changed, offsets)))
-    if change.new_batch is not None:
-        first, last = change.new_batch
+    for first in p._starts:  # the passed batches are a prefix
+        if p.batches[first] >= start:
+            break
+        records.append(batch_tombstone(p.key, first))
+    for first in sorted(change.runs):
+        last = p.batches.get(first)
+        if last is not None and last >= start:
+            records.append(batch_record(p.key, first, last, clip(change.runs[first], max(first, start))))
+    if new_batch is not None:
+        first, last = new_batch
         if last >= start:
-            records.append(batch_record(p.key, first, last, _runs(max(first, start), last, changed, offsets)))
+            records.append(batch_record(p.key, first, last, clip(change.runs[first], max(first, start))))
     if start != p.start_offset or next_offset != p.next_offset:
         records.append(partition_record(p.key, p.state_epoch, start, next_offset))
     return records
-
-
-def _touched_batches(p: SharePartition, changed: dict[int, OffsetState]) -> set[int]:
-    """The first offsets of the batches holding a changed offset: one bisection per batch, not
-    per offset (a fetch changes hundreds of offsets in a handful of batches)."""
-    ordered = sorted(changed)
-    end = bisect_left(ordered, p.next_offset)  # the offsets past it are a new batch's
-    touched: set[int] = set()
-    i = 0
-    while i < end:
-        first = p.batch_of(ordered[i])
-        if first is None:
-            i += 1
-            continue
-        touched.add(first)
-        i = bisect_right(ordered, p.batches[first], i, end)
-    return touched
-
-
-def _runs(first: int, last: int, changed: dict[int, OffsetState], offsets: dict[int, OffsetState]) -> list[StateRun]:
-    """``first..last`` as runs of equal states, the change's over the partition's (the per-offset
-    work done by C: ``map`` over the two dicts, ``groupby`` comparing neighbours)."""
-    span = range(first, last + 1)
-    states = (map(changed.get, span, map(offsets.__getitem__, span)) if first in offsets
-              else map(changed.__getitem__, span))  # a new batch: every offset is the change's
-    runs: list[StateRun] = []
-    run_first = first
-    for state, same in groupby(states):
-        n = len(list(same))  # counted by C, not a generator step per offset
-        runs.append(StateRun(run_first, run_first + n - 1, int(state.state), state.delivery_count, state.member_id,
-                             state.lock_deadline))
-        run_first += n
-    return runs
 
 
 def apply(p: SharePartition, records: list[ShareRecord]) -> list[ShareRecord]:
@@ -357,28 +402,20 @@ def commit(p: SharePartition, change: Change, delivers: bool = True, lock_expire
     """What every operation ends with: the change's transitions added to ``p.applied`` (the
     counters: only here, never at replay), its records planned and applied; the records.
 
-    Counted by the new states alone (one C-level pass: the per-offset work stays the operation's),
-    which the transitions allow: an operation makes an offset ACQUIRED only from AVAILABLE or new
-    (an acquisition, ``delivers``) or from ACQUIRED (a renewal, ``delivers=False``), AVAILABLE only
+    Counted by the new states alone (the change counted them per run as it was built), which the
+    transitions allow: an operation makes an offset ACQUIRED only from AVAILABLE or new (an
+    acquisition, ``delivers``) or from ACQUIRED (a renewal, ``delivers=False``), AVAILABLE only
     from ACQUIRED (a release, or ``lock_expired``: every offset of the change lost its lock), and
     ACKNOWLEDGED or ARCHIVED only from a state that is neither."""
-    if change.states:
-        # Counted per run of equal states: an operation shares one state object among the offsets
-        # it moves alike, so a fetch's hundreds of offsets are a few runs (groupby compares in C).
-        by_state: Counter[RecordState] = Counter()
-        for state, same in groupby(change.states.values()):
-            by_state[state.state] += len(list(same))
+    entered = change.entered
+    if any(entered):
         t = p.applied
         if delivers:
-            t.acquired += by_state[RecordState.ACQUIRED]
-        t.acknowledged += by_state[RecordState.ACKNOWLEDGED]
-        t.archived += by_state[RecordState.ARCHIVED]
+            t.acquired += entered[ACQUIRED]
+        t.acknowledged += entered[ACKNOWLEDGED]
+        t.archived += entered[ARCHIVED]
         if lock_expired:
-            t.lock_expired += len(change.states)
+            t.lock_expired += sum(entered)
         else:
-            t.released += by_state[RecordState.AVAILABLE]
+            t.released += entered[AVAILABLE]
     return apply(p, plan(p, change))
-
-
-_STATE = attrgetter("state")
-_TERMINAL = frozenset((RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))

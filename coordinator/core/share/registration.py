@@ -299,7 +299,7 @@ class ShareGroupType:
             for p in self.partitions.of_group(group_id):
                 if not p.initialized or p.key.topic_id not in names:
                     continue
-                counts = Counter(s.state for s in p.offsets.values())
+                counts = p.counts()
                 rows.append({"topic_name": names[p.key.topic_id], "partition_index": p.key.partition,
                              "start_offset": p.start_offset,
                              **{state.name.lower(): counts[state] for state in RecordState}})
@@ -424,8 +424,8 @@ class ShareGroupType:
         counts: Counter[str] = Counter()
         for group_id in self.groups.groups:
             for p in self.partitions.of_group(group_id):
-                for state in p.offsets.values():
-                    counts[state.state.name.lower()] += 1
+                for state, n in p.counts().items():
+                    counts[state.name.lower()] += n
         return {(state.name.lower(),): float(counts[state.name.lower()]) for state in RecordState}
 
     # ---- helpers -------------------------------------------------------------------------------------

@@ -20,32 +20,37 @@ Each returns the records of the change, already replayed into the partition.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from .acknowledgement import released
 from .config import ShareConfig
-from .partition import Change, OffsetState, SharePartition, commit
-from .records import RecordState, ShareRecord
+from .partition import Change, SharePartition, commit
+from .records import ShareRecord, StateRun
+from .runs import ACQUIRED, Runs
 
 
 def expire_locks(p: SharePartition, now_ms: int, config: ShareConfig) -> list[ShareRecord]:
-    return _release(p, lambda s: s.lock_deadline <= now_ms, config, lock_expired=True)
+    # Only the batches whose earliest deadline has passed hold an expired lock.
+    due = p.batches_locked_until(now_ms)
+    return _release(p, due, lambda r: r.lock_deadline <= now_ms, config, lock_expired=True)
 
 
 def release_member(p: SharePartition, member_id: str, config: ShareConfig) -> list[ShareRecord]:
-    return _release(p, lambda s: s.member_id == member_id, config)
+    return _release(p, list(p.batches), lambda r: r.member_id == member_id, config)
 
 
 def release_all(p: SharePartition, config: ShareConfig) -> list[ShareRecord]:
-    return _release(p, lambda s: True, config)
+    return _release(p, list(p.batches), lambda r: True, config)
 
 
-def _release(p: SharePartition, which: Callable[[OffsetState], bool], config: ShareConfig,
+def _release(p: SharePartition, firsts: Iterable[int], which: Callable[[StateRun], bool], config: ShareConfig,
              lock_expired: bool = False) -> list[ShareRecord]:
+    """Every ACQUIRED run ``which`` picks in the batches at ``firsts`` given back, run by run."""
     change = Change()
-    for offset, current in p.offsets.items():
-        if current.state is RecordState.ACQUIRED and which(current):
-            change.states[offset] = released(current, config)
+    for first in firsts:
+        moved: Runs = [released(r, r.first, r.last, config) for r in p.runs[first] if r.state == ACQUIRED and which(r)]
+        if moved:
+            change.set(p, first, moved)
     return commit(p, change, lock_expired=lock_expired)
 
 
