@@ -60,13 +60,33 @@ async def read_for(source: RecordSource, p: SharePartition, ref: PartitionRef, m
     holding it: asked for about that many bytes when ``offset_bytes`` (the partition's bytes per
     offset so far) is known, and cut there, so a fetch carries and walks the batches it can
     acquire from, not ``max_bytes`` of them (a read always has its first batch)."""
-    offset = p.next_fetch_offset()
-    if bound is not None and offset_bytes is not None:
-        max_bytes = min(max_bytes, int((bound - offset + 1) * offset_bytes * 1.25) + 1)
+    offset, max_bytes = _asked(p, max_bytes, bound, offset_bytes)
     try:
         read = await source.read(ref, offset, max_bytes)
     except OffsetOutOfRange as exc:
         return PartitionRead([], exc.log_start_offset, -1, -1)
+    return _cut(read, bound)
+
+
+def read_for_now(source: RecordSource, p: SharePartition, ref: PartitionRef, max_bytes: int,
+                 bound: int | None = None, offset_bytes: float | None = None) -> PartitionRead | None:
+    """:func:`read_for` when the source answers at once (``RecordSource.read_now``), else None."""
+    offset, max_bytes = _asked(p, max_bytes, bound, offset_bytes)
+    try:
+        read = source.read_now(ref, offset, max_bytes)
+    except OffsetOutOfRange as exc:
+        return PartitionRead([], exc.log_start_offset, -1, -1)
+    return None if read is None else _cut(read, bound)
+
+
+def _asked(p: SharePartition, max_bytes: int, bound: int | None, offset_bytes: float | None) -> tuple[int, int]:
+    offset = p.next_fetch_offset()
+    if bound is not None and offset_bytes is not None:
+        max_bytes = min(max_bytes, int((bound - offset + 1) * offset_bytes * 1.25) + 1)
+    return offset, max_bytes
+
+
+def _cut(read: PartitionRead, bound: int | None) -> PartitionRead:
     if bound is not None:
         for i, batch in enumerate(read.batches):
             if batch.base_offset > bound and i > 0:

@@ -57,6 +57,28 @@ class BatchCache:
         self._partitions: dict[PartitionRef, _Partition] = {}
         self._order: OrderedDict[tuple[PartitionRef, int], int] = OrderedDict()  # oldest first -> size
 
+    def read_now(self, ref: PartitionRef, offset: int, max_bytes: int) -> PartitionRead | None:
+        """A hit, or a miss the source reads at once (kept as any miss); None while another read of
+        the partition is in flight or when the source must be awaited."""
+        part = self._partitions.get(ref)
+        if part is not None:
+            hit = self._cached_run(part, offset, max_bytes)
+            if hit is not None:
+                self.hits += 1
+                return hit
+            if part.reading is not None:
+                return None
+        try:
+            result = self.source.read_now(ref, offset, max_bytes)
+        except OffsetOutOfRange as exc:
+            self.misses += 1
+            self._drop_below(ref, exc.log_start_offset)
+            raise
+        if result is not None:
+            self.misses += 1
+            self._keep(ref, result)
+        return result
+
     async def read(self, ref: PartitionRef, offset: int, max_bytes: int) -> PartitionRead:
         while True:
             part = self._partitions.get(ref)
