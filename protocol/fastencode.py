@@ -167,6 +167,8 @@ _SHARE_HEAD = struct.Struct(">iB")  # correlation id, header tags
 _SHARE_TOP = struct.Struct(">ih")  # throttle, error
 _SHARE_PARTITION = struct.Struct(">ih")  # partition index, error
 _LEADER = struct.Struct(">iiB")  # leader id, leader epoch, tags
+_SHARE_PARTITION_PLAIN = struct.Struct(">ihBhBiiB")  # index, error, null message, ack error, null message, leader
+_NO_LEADER: Description = {}
 _ACQUIRED = struct.Struct(">qqhB")  # first offset, last offset, delivery count, tags
 
 
@@ -183,14 +185,20 @@ def _share_fetch(cid: int, d: Description) -> bytes:
         parts.append(_uvarint(len(partitions) + 1))
         for p in partitions:
             pget = p.get
-            leader = pget("current_leader") or {}
-            parts.append(_SHARE_PARTITION.pack(pget("partition_index", 0), pget("error_code", 0)))
-            parts.append(_compact_nullable_string(pget("error_message")))
-            parts.append(_I16.pack(pget("acknowledge_error_code", 0)))
-            parts.append(_compact_nullable_string(pget("acknowledge_error_message")))
-            parts.append(_LEADER.pack(leader.get("leader_id", 0), leader.get("leader_epoch", 0), 0))
+            leader = pget("current_leader") or _NO_LEADER
+            message, ack_message = pget("error_message"), pget("acknowledge_error_message")
+            if message is None and ack_message is None:  # the common answer: one pack to the records
+                parts.append(_SHARE_PARTITION_PLAIN.pack(
+                    pget("partition_index", 0), pget("error_code", 0), 0, pget("acknowledge_error_code", 0), 0,
+                    leader.get("leader_id", 0), leader.get("leader_epoch", 0), 0))
+            else:
+                parts.append(_SHARE_PARTITION.pack(pget("partition_index", 0), pget("error_code", 0)))
+                parts.append(_compact_nullable_string(message))
+                parts.append(_I16.pack(pget("acknowledge_error_code", 0)))
+                parts.append(_compact_nullable_string(ack_message))
+                parts.append(_LEADER.pack(leader.get("leader_id", 0), leader.get("leader_epoch", 0), 0))
             records = pget("records", b"")
-            if isinstance(records, list):  # the stored batches, joined below with the rest
+            if records.__class__ is list:  # the stored batches, joined below with the rest
                 parts.append(_uvarint(sum(map(len, records)) + 1))
                 parts.extend(records)
             else:
@@ -198,7 +206,8 @@ def _share_fetch(cid: int, d: Description) -> bytes:
                 parts.append(records)
             acquired = pget("acquired_records", ())
             parts.append(_uvarint(len(acquired) + 1))
-            parts.extend(_ACQUIRED.pack(a.get("first_offset", 0), a.get("last_offset", 0), a.get("delivery_count", 0), 0)
+            pack = _ACQUIRED.pack
+            parts.extend(pack(a.get("first_offset", 0), a.get("last_offset", 0), a.get("delivery_count", 0), 0)
                          for a in acquired)
             parts.append(b"\x00")  # partition tags
         parts.append(b"\x00")  # topic tags

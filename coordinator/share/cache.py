@@ -127,13 +127,14 @@ class BatchCache:
         if batch.last_offset < offset:
             return None
         out = [batch]
-        total = batch.size
-        while (following := part.follower.get(out[-1].base_offset)) is not None:
-            nxt = part.batches.get(following)
-            if nxt is None or total + nxt.size > max_bytes:
+        total = len(batch.data)
+        follower, batches, base = part.follower, part.batches, batch.base_offset
+        while (base := follower.get(base, -1)) >= 0:  # base offsets are never negative
+            nxt = batches.get(base)
+            if nxt is None or total + len(nxt.data) > max_bytes:
                 break
             out.append(nxt)
-            total += nxt.size
+            total += len(nxt.data)
         return PartitionRead(out, *part.offsets)
 
     def _keep(self, ref: PartitionRef, result: PartitionRead) -> None:

@@ -47,7 +47,6 @@ from ..api.declaration import ApiDeclaration, SidecarRoute
 from ..api.registry import Deferred, RequestContext
 from ..api.respond import respond
 from ..catalog import TopicSource
-from ..core.share.acquisition import AcquiredRange
 from ..core.share.partition import SharePartition
 from ..core.share.registration import ShareGroupType
 from ..core.share.requests import (
@@ -142,6 +141,7 @@ class _Serving:
         """Connections that carried a share request: only their closing concerns the shard."""
         self._fetching: Counter[tuple[str, UUID, int]] = Counter()
         """Fetches of each share partition read but not yet answered (see :func:`.acquire.read_bound`)."""
+        self._leaders: dict[tuple[str, int | None], tuple[dict[str, int], list[dict[str, Any]]]] = {}
         self._refs: dict[tuple[UUID, int], PartitionRef] = {}
         """Each partition's log partition, made once (a topic id names one topic for good)."""
         self._offset_bytes: dict[PartitionRef, float] = {}
@@ -388,10 +388,7 @@ class _Serving:
 
     def _describe(self, fetch: _Fetch, response: ShareFetchResponse, reads: _Reads) -> Any:
         ctx, acknowledge_only = fetch.ctx, fetch.acknowledge_only
-        node = self.view.node_for(ctx.listener)
-        if ctx.node_id is not None and self.path.broker_endpoint is not None:
-            node = Node(ctx.node_id, *self.path.broker_endpoint(ctx.node_id))
-        leader = {"leader_id": node.node_id, "leader_epoch": 0}
+        leader, endpoints = self._leader(ctx)
         topics: dict[UUID, list[dict[str, Any]]] = {}
         for a in response.partitions:
             row: dict[str, Any] = {"partition_index": a.partition, "error_code": a.error_code,
@@ -400,16 +397,15 @@ class _Serving:
                 row["error_code"] = a.ack_error_code or a.error_code
                 row["error_message"] = a.ack_error_message or a.error_message
             else:
-                entry = reads.get((a.topic_id, a.partition))
+                acquired = a.acquired
+                entry = reads.get((a.topic_id, a.partition)) if acquired else None
                 read = entry[1] if entry is not None else None
                 # The batches go out as the buffers they are stored in, joined once into the frame
                 # (``protocol.fastencode``), never re-encoded.
-                data = ([b.data for b in batches_holding(read.batches, [AcquiredRange(*x) for x in a.acquired])]
-                        if read is not None and a.acquired else b"")
                 row.update(acknowledge_error_code=a.ack_error_code, acknowledge_error_message=a.ack_error_message,
-                           records=data,
+                           records=[b.data for b in batches_holding(read.batches, acquired)] if read is not None else b"",
                            acquired_records=[{"first_offset": f, "last_offset": last, "delivery_count": c}
-                                             for f, last, c in a.acquired])
+                                             for f, last, c in acquired])
             topics.setdefault(a.topic_id, []).append(row)
         for topic_id, index, code in fetch.denied:
             row = {"partition_index": index, "error_code": code, "error_message": None, "current_leader": leader}
@@ -421,7 +417,23 @@ class _Serving:
             "throttle_time": 0, "error_code": response.error_code, "error_message": response.error_message,
             "acquisition_lock_timeout": response.lock_timeout_ms,
             "responses": [{"topic_id": t, "partitions": ps} for t, ps in topics.items()],
-            "node_endpoints": [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": None}]})
+            "node_endpoints": endpoints})
+
+    def _leader(self, ctx: RequestContext) -> tuple[dict[str, int], list[dict[str, Any]]]:
+        """The answer's leader of every partition (this node, as the request's listener names it;
+        in sidecar mode the upstream broker it was sent to) and its ``NodeEndpoints``: described
+        once per listener and node (the encoder only reads them)."""
+        key = (ctx.listener, ctx.node_id)
+        known = self._leaders.get(key)
+        if known is None:
+            node = self.view.node_for(ctx.listener)
+            if ctx.node_id is not None and self.path.broker_endpoint is not None:
+                node = Node(ctx.node_id, *self.path.broker_endpoint(ctx.node_id))
+            known = ({"leader_id": node.node_id, "leader_epoch": 0},
+                     [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": None}])
+            if len(self._leaders) < 1024:  # listeners x upstream brokers: few, but never unbounded
+                self._leaders[key] = known
+        return known
 
     def _all_full(self, share: ShareGroupType, group_id: str, partitions: list[tuple[UUID, int]]) -> bool:
         limit = share.share_config(group_id).max_in_flight_records

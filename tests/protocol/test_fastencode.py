@@ -7,7 +7,7 @@ import datetime
 import uuid
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
@@ -90,6 +90,15 @@ def test_fast_encoders_write_kios_bytes(data: st.DataObject) -> None:
     assert isinstance(encoded, EncodedResponse)
     assert encoded.data == kio_bytes
     assert encoded.description is description
+
+
+@settings(max_examples=300)
+@given(share_fetch_descriptions(), st.sampled_from([1, 2]), cids)
+def test_share_fetch_answers_are_kios_bytes_whatever_they_carry(description: dict[str, Any], version: int,
+                                                               cid: int) -> None:
+    """The encoder's shortcut for a partition without messages and its general path alike."""
+    assert ENCODERS[(78, version)](cid, description) == encode_response(
+        cid, build(load_response_schema(78, version), description))
 
 
 @given(share_fetch_descriptions(), st.lists(st.binary(max_size=200), max_size=6), cids)
