@@ -227,9 +227,11 @@ class _Serving:
             wanted = set(added)
             if epoch != 0:
                 session = share.sessions.get(group_id, member_id, fetch.node)
-                wanted |= set(session.partitions) if session is not None else set()
-            wanted -= set(forgotten)
-            fetch.order = sorted(wanted, key=lambda tp: (str(tp[0]), tp[1]))
+                if session is not None:
+                    wanted |= session.partitions  # read, never kept: the core owns the session
+            if forgotten:
+                wanted.difference_update(forgotten)
+            fetch.order = list(wanted) if len(wanted) < 2 else sorted(wanted, key=lambda tp: (str(tp[0]), tp[1]))
             fetch.max_records = int(getattr(r, "max_records", 0) or 0)
             fetch.max_bytes = int(r.max_bytes) if r.max_bytes > 0 else 1 << 20
             fetch.max_wait_s = r.max_wait.total_seconds() if hasattr(r.max_wait, "total_seconds") else r.max_wait / 1000
