@@ -18,7 +18,13 @@ A request is served in three steps:
    expires meanwhile is found by the next request);
 3. the shard (``core.share.fetch``): session, acknowledgements, acquisition, one log entry; the
    answer leaves once it is durable (the one release rule), carrying the batches read that hold
-   the acquired offsets, whole.
+   the acquired offsets, whole, as the buffers they are stored in.
+
+When step 1's reads all answer at once (embedded mode's data plane, cached batches) and step 2
+has nothing to wait for (the request acknowledges, or a partition has records to give), the three
+steps run in the handler's own call and its reply is the shard's completion (a ``Deferred``): a
+steady fetch costs no task and no loop turn of its own. Otherwise the same steps run as a
+coroutine that awaits where it must (``_Serving._serve_waiting``).
 
 A connection that closes ends the share sessions it opened (Kafka's ``ShareSessionCache``
 connection listener): the node tells :meth:`_Serving.connection_closed` (through ``on_close``,
