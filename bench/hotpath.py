@@ -12,8 +12,20 @@ The OffsetCommit loops commit the same offsets again and again: v8 as simple com
 they own (sessions made long enough that the slow valgrind runs expire none); each commit also
 writes its record to the log (the committer's write and fsync run in their thread).
 
-Two measures:
+`share-fetch` is one share-group member's steady ShareFetch v2 (a topic of 1 partition, stored
+batches of 140 records of 100 B, `MaxRecords` 500 as the clients' `max.poll.records`, each fetch
+accepting what the previous one acquired, piggy-backed, as `bench/share_bench.py` does): decode,
+authorization, session, the read through the batch cache, the shard and its core, the log entry
+written and fsynced in its thread, the response with the acquired batches. Its frames are built
+before the loop (a rehearsal group shows what each fetch acquires; the measured group, fresh on
+the same log, acquires the same), and the last response is checked.
+
+Two measures (three for `share-fetch`):
 - wall time per request, the minimum over many short rounds (the least disturbed one);
+- with `--stages` (`share-fetch` only): the CPU time of the main thread and of the whole process
+  per fetch, and of each stage of the fetch (the thread CPU inside a few functions, each wrapped:
+  about a microsecond of clock reads per wrapped call is in each figure); a stage missing in the
+  measured checkout is left out;
 - with `--instructions`: instructions per request, counted by valgrind (cachegrind) over two runs
   of different lengths and differenced, which no other job on the machine can disturb.
 
@@ -52,7 +64,8 @@ from coordinator.node.server import CoordinatorServer
 from coordinator.runtime.connection import KafkaConnection
 
 WINDOW = 16
-APIS = ("heartbeat", "consumer-group-heartbeat", "offset-commit-v8", "offset-commit-v9")
+SHARE_FETCH = 78
+APIS = ("heartbeat", "consumer-group-heartbeat", "offset-commit-v8", "offset-commit-v9", "share-fetch")
 SESSION_MS = 3_600_000  # the commit loops feed no heartbeat: no member may expire under valgrind
 
 
@@ -195,13 +208,198 @@ def _check_committed(version: int, written: bytes) -> None:
         raise RuntimeError(f"OffsetCommit v{version} answered {errors}")
 
 
+# ---- share-fetch ------------------------------------------------------------------------------
+
+SHARE_BATCH = 140
+"""Records per stored batch: Kafka's default 16 KB batch.size of 100-byte records."""
+SHARE_REHEARSAL = 6
+SHARE_WARM = 3
+SHARE_INSTRUCTION_COUNTS = (20, 120)
+"""The two valgrind runs' measured fetches (the records produced are the same for both)."""
+
+
+async def _produce_batches(port: int, topic: str, records: int) -> None:
+    """``records`` records of 100 B into partition 0, one stored batch of SHARE_BATCH per Produce."""
+    from bench.loadgen.conn import Connection
+    from tests.dataplane.records import make_batch
+
+    batch = make_batch([b"v" * 100] * SHARE_BATCH)
+    frame = request(0, 9, {"acks": -1, "timeout": 30_000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
+    conn = await Connection.open("127.0.0.1", port)
+    try:
+        for start in range(0, -(-records // SHARE_BATCH), 64):  # 64 in flight at a time
+            payloads = await asyncio.gather(*(conn.call(frame) for _ in range(start, min(start + 64,
+                                                                                       -(-records // SHARE_BATCH)))))
+            for payload in payloads:
+                body = decode_response(0, 9, payload)
+                codes = {int(p.error_code) for t in body.responses for p in t.partition_responses}
+                if codes != {0}:
+                    raise RuntimeError(f"Produce answered {codes}")
+    finally:
+        conn.close()
+
+
+async def _share_member(port: int, group: str, topic: str) -> Any:
+    """A member of ``group`` that has its assignment (the partitions' start offsets are set after
+    the first heartbeat's answer: the next ones get them)."""
+    from bench.loadgen.conn import Connection
+    from bench.share_bench import ShareMember
+
+    member = ShareMember(await Connection.open("127.0.0.1", port), group, "M" * 22, topic)
+    await member.heartbeat(0)
+    deadline = time.monotonic() + 60
+    while not member.partitions:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{group}: no assignment in 60 s")
+        await asyncio.sleep(0.01)
+        await member.heartbeat(member.epoch)
+    return member
+
+
+def _acquired(payload: bytes) -> tuple[list[tuple[int, int]], int]:
+    """A ShareFetch v2 response's acquired ranges of its one partition, and its acknowledgement error."""
+    body = decode_response(SHARE_FETCH, 2, payload)
+    if body.error_code:
+        raise RuntimeError(f"ShareFetch answered {body.error_code} {body.error_message}")
+    (part,) = body.responses[0].partitions
+    if part.error_code:
+        raise RuntimeError(f"ShareFetch partition answered {part.error_code} {part.error_message}")
+    return [(int(a.first_offset), int(a.last_offset)) for a in part.acquired_records], int(part.acknowledge_error_code)
+
+
+async def _rehearse(port: int, topic: str) -> int:
+    """How many records each steady fetch acquires (the same for every fetch: whole stored batches
+    up to MaxRecords), found by a member of another group fetching on the fly."""
+    member = await _share_member(port, "rehearsal", topic)
+    try:
+        acks: dict[int, list[tuple[int, int]]] = {}
+        got: list[tuple[int, int]] = []
+        for epoch in range(SHARE_REHEARSAL):
+            ranges, error = _acquired(await member.conn.call(member._fetch(epoch, acks)))
+            if error or len(ranges) != 1:
+                raise RuntimeError(f"rehearsal fetch {epoch}: acquired {ranges}, acknowledgement error {error}")
+            got.append(ranges[0])
+            acks = {0: ranges}
+        await member.conn.call(member._fetch(SHARE_REHEARSAL, acks, final=True))  # nothing left in flight
+    finally:
+        member.conn.close()
+    step = got[0][1] - got[0][0] + 1
+    if got != [(k * step, k * step + step - 1) for k in range(SHARE_REHEARSAL)]:
+        raise RuntimeError(f"the fetches acquire unevenly: {got}")
+    return step
+
+
+STAGES = (
+    ("protocol.codec", "RequestCodec", "decode", "request decode"),
+    ("coordinator.runtime.connection", "KafkaConnection", "_process", "connection: serve the frames read"),
+    ("coordinator.share.fetch_apis", "_Serving", "_serve", "share fetch handler (with the shard's submit)"),
+    ("coordinator.share.fetch_apis", "_Serving", "_read_now", "read (cache, data plane)"),
+    ("coordinator.runtime.shard", "ShardRuntime", "submit", "shard submit (with the core)"),
+    ("coordinator.core.shard", "CoordinatorShard", "handle_batch", "core"),
+    ("coordinator.share.fetch_apis", "_Serving", "_describe", "answer described and encoded"),
+    ("coordinator.runtime.connection_replies", "ReplyPipeline", "_respond", "connection: response queued"),
+)
+
+
+def _wrap_stages(totals: dict[str, int], on: list[bool]) -> None:
+    """Count the thread CPU spent in each of STAGES while ``on[0]``."""
+    import importlib
+
+    clock = time.thread_time_ns
+    for module, cls_name, name, label in STAGES:
+        cls = getattr(importlib.import_module(module), cls_name)
+        original = getattr(cls, name, None)
+        if original is None:
+            continue
+
+        def wrapped(*args: Any, __original: Any = original, __label: str = label, **kwargs: Any) -> Any:
+            if not on[0]:
+                return __original(*args, **kwargs)
+            started = clock()
+            try:
+                return __original(*args, **kwargs)
+            finally:
+                totals[__label] = totals.get(__label, 0) + clock() - started
+
+        setattr(cls, name, wrapped)
+
+
+async def measure_share(rounds: int, count: int | None, stages: bool = False) -> None:
+    """The steady ShareFetch (see the module docstring): ``count`` fetches under valgrind, else
+    the minimum wall time per fetch over ``rounds`` rounds of 10."""
+    fetches = SHARE_WARM + (max(SHARE_INSTRUCTION_COUNTS) if count is not None else rounds * 10)
+    workdir = tempfile.mkdtemp(prefix="hotpath-")
+    long = str(SESSION_MS)
+    config = resolve(environ={}, overrides=[
+        "share.auto.offset.reset=earliest", f"group.share.session.timeout.ms={long}",
+        f"group.share.max.session.timeout.ms={long}", f"group.share.heartbeat.interval.ms={long}",
+        f"group.share.max.heartbeat.interval.ms={long}"],
+        flags={"listeners": "127.0.0.1:0", "metrics.listen": "127.0.0.1:0", "log.dirs": os.path.join(workdir, "data")})
+    server = CoordinatorServer(config)
+    await server.start()
+    try:
+        await sc.create_topics(server.port, {"s1": 1})
+        await _produce_batches(server.port, "s1", (fetches + SHARE_REHEARSAL + 1) * 600)
+        step = await _rehearse(server.port, "s1")
+        member = await _share_member(server.port, "measured", "s1")
+        frames = [member._fetch(0, {}).data] + [
+            member._fetch(k, {0: [((k - 1) * step, k * step - 1)]}).data for k in range(1, fetches)]
+        transport = MemoryTransport(count=True)
+        conn = KafkaConnection(server.connection_services, 1_000_000)
+        conn.connection_made(transport)  # type: ignore[arg-type]
+
+        async def feed(frames: list[bytes]) -> None:
+            for frame in frames:
+                conn.data_received(frame)
+                await transport.until(transport.responses + 1)
+
+        await feed(frames[:SHARE_WARM])
+        if stages:
+            totals: dict[str, int] = {}
+            on = [True]
+            _wrap_stages(totals, on)
+            chunk = frames[SHARE_WARM:SHARE_WARM + 10 * rounds]
+            main0, process0 = time.thread_time_ns(), time.process_time_ns()
+            await feed(chunk)
+            main, process = time.thread_time_ns() - main0, time.process_time_ns() - process0
+            on[0] = False
+            per = 1000 * len(chunk)
+            print(f"share-fetch: CPU per fetch of {step} records: main thread {main / per:.0f} us, "
+                  f"all threads {process / per:.0f} us", flush=True)
+            for label, spent in sorted(totals.items(), key=lambda item: -item[1]):
+                print(f"  {spent / per:6.1f} us  {label}", flush=True)
+        elif count is not None:
+            await feed(frames[SHARE_WARM:SHARE_WARM + count])
+        else:
+            best = float("inf")
+            for r in range(rounds):
+                chunk = frames[SHARE_WARM + 10 * r:SHARE_WARM + 10 * (r + 1)]
+                started = time.perf_counter()
+                await feed(chunk)
+                best = min(best, (time.perf_counter() - started) / len(chunk))
+            print(f"share-fetch: {best * 1e6:.1f} us/fetch of {step} records (min of {rounds} rounds of 10)",
+                  flush=True)
+        last = bytes(transport.last)
+        ranges, error = _acquired(last[4:4 + int.from_bytes(last[:4], "big")])
+        k = transport.responses - 1
+        if ranges != [(k * step, k * step + step - 1)] or error:
+            raise RuntimeError(f"fetch {k} acquired {ranges} (expected {k * step}..), acknowledgement error {error}")
+        conn.connection_lost(None)
+        member.conn.close()
+    finally:
+        await server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 def instructions(api: str, groups: int, per_group: int) -> None:
     """Instructions per request: two valgrind runs, 50 and 450 windows of 16, differenced (the
     set-up, start-up and shut-down cancel out)."""
     if shutil.which("valgrind") is None:
         raise SystemExit("hotpath: --instructions needs valgrind")
     totals = []
-    for count in (50, 450):
+    counts = SHARE_INSTRUCTION_COUNTS if api == "share-fetch" else (50, 450)
+    for count in counts:
         run = subprocess.run(
             ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
              sys.executable, os.path.abspath(__file__), "--api", api, "--groups", str(groups),
@@ -211,7 +409,8 @@ def instructions(api: str, groups: int, per_group: int) -> None:
         if match is None:
             raise SystemExit(f"hotpath: no instruction count in valgrind's output:\n{run.stderr[-2000:]}")
         totals.append(int(match.group(1).replace(",", "")))
-    print(f"{api}: {(totals[1] - totals[0]) / (400 * WINDOW):,.0f} instructions/request", flush=True)
+    requests = counts[1] - counts[0] if api == "share-fetch" else (counts[1] - counts[0]) * WINDOW
+    print(f"{api}: {(totals[1] - totals[0]) / requests:,.0f} instructions/request", flush=True)
 
 
 def main() -> None:
@@ -222,6 +421,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=150)
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions under valgrind (about a minute per API)")
+    parser.add_argument("--stages", action="store_true",
+                        help="share-fetch: CPU per fetch, main thread and process, and per stage")
     parser.add_argument("--count", type=int, help=argparse.SUPPRESS)  # one valgrind run's windows
     args = parser.parse_args()
     coordinator_logging.configure("warning", json=True)
@@ -229,6 +430,8 @@ def main() -> None:
     for api in apis:
         if args.instructions:  # valgrind is ~50x slower: a smaller set-up (the loop is what counts)
             instructions(api, 2 if args.groups == 20 else args.groups, 8 if args.per_group == 10 else args.per_group)
+        elif api == "share-fetch":
+            uvloop.run(measure_share(min(args.rounds, 40), args.count, args.stages))
         else:
             uvloop.run(measure(api, args.groups, args.per_group, args.rounds, args.count))
 

@@ -377,7 +377,7 @@ async def sitting(records: int, rounds: int, kinds: list[str], workdir: Path, pr
                     if spy is not None:
                         spy.wait(60)
                     runs.append(run)
-                    print(f"  {kind:9} {topic}: {run.rps:9,.0f} records/s  server {run.cpu_us_per_record:6.1f} µs CPU "
+                    print(f"  {kind:9} {topic}: {run.rps:9,.0f} records/s  server {run.cpu_us_per_record:6.2f} µs CPU "
                           f"per record  loadgen {run.loadgen_cpu_s / run.records * 1e6:5.1f} µs  "
                           f"{run.requests} requests ({run.empty} empty)  load {run.load:.1f}", flush=True)
     return runs
@@ -450,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
                                    two_partitions=not args.one_partition))
     for s in summary(runs):
         print(f"{s['kind']:8} {s['topic']}: median {s['rps']:,.0f} records/s {s['rps_all']}, "
-              f"server {s['cpu_us']:.1f} µs/record, loadgen {s['loadgen_us']:.1f} µs/record, load {s['load']:.1f}")
+              f"server {s['cpu_us']:.2f} µs/record, loadgen {s['loadgen_us']:.1f} µs/record, load {s['load']:.1f}")
     return 0
 
 

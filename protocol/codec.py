@@ -134,7 +134,7 @@ class EncodedResponse(msgspec.Struct, frozen=True, gc=False):
 def encode_described(api_key: int, api_version: int, correlation_id: int, description: Description
                      ) -> EncodedResponse | None:
     """Encode a response description with the precompiled `struct` encoder of its API version
-    (Heartbeat, ConsumerGroupHeartbeat, OffsetCommit; proven byte-for-byte equal to kio's encoding of
+    (Heartbeat, ConsumerGroupHeartbeat, OffsetCommit, ShareFetch; proven byte-for-byte equal to kio's encoding of
     `build(schema, description)`), or None when that version has none."""
     key = (api_key, api_version)
     fast = FAST_ENCODERS.get(key)

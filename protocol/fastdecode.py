@@ -1,6 +1,7 @@
 """Direct decoding of the hot requests: the request header read by hand, the body by kio's native reader.
 
-For the requests a coordinator receives most — Heartbeat, ConsumerGroupHeartbeat, OffsetCommit — the
+For the requests a coordinator receives most — Heartbeat, ConsumerGroupHeartbeat, OffsetCommit,
+and a share group member's ShareFetch — the
 codec's general path spent more on what surrounds kio's body reader than on the reader itself: a
 request-header entity built only for its client id, the cached look-up of the (key, version) plan,
 and `guard.check`, which parses the header a second time before walking the body. Measured under
@@ -124,6 +125,8 @@ def _table() -> dict[tuple[int, int], Decoder]:
         table[(68, version)] = _decoder(68, version)
     for version in range(2, 11):
         table[(8, version)] = _decoder(8, version)
+    for version in (1, 2):
+        table[(78, version)] = _decoder(78, version)
     return table
 
 

@@ -2,7 +2,7 @@
 
 kio decodes natively but encodes in pure Python (a BytesIO per flexible struct for its tagged
 fields), and building the kio entity first costs as much again. For the responses a coordinator
-sends most — Heartbeat, ConsumerGroupHeartbeat, OffsetCommit — these encoders write the bytes
+sends most — Heartbeat, ConsumerGroupHeartbeat, OffsetCommit, ShareFetch — these encoders write the bytes
 straight from the version-free description the adapters hand to `protocol.build` (same field names,
 same defaults for what a description leaves out: 0, None for nullable fields; ints or timedeltas
 for durations, ints or `ErrorCode`s for error codes). They are kept few and table-driven (one row per
@@ -12,6 +12,9 @@ API version), and `tests/protocol/test_fastencode.py` proves with Hypothesis tha
 
 The result is the framed bytes (size prefix, response header, body). No tagged fields are ever
 written: kio's entities for these APIs have none with values.
+
+ShareFetch's ``records`` may also be a list of buffers (the stored batches a fetch sends, whole):
+they are joined into the frame once, the only copy between the log's bytes and the socket.
 """
 
 from __future__ import annotations
@@ -158,6 +161,67 @@ def _offset_commit(version: int) -> Encoder:
     return encode
 
 
+# ---- ShareFetch (78) v1-2 (the same layout) ----------------------------------------------------------
+
+_SHARE_HEAD = struct.Struct(">iB")  # correlation id, header tags
+_SHARE_TOP = struct.Struct(">ih")  # throttle, error
+_SHARE_PARTITION = struct.Struct(">ih")  # partition index, error
+_LEADER = struct.Struct(">iiB")  # leader id, leader epoch, tags
+_SHARE_PARTITION_PLAIN = struct.Struct(">ihBhBiiB")  # index, error, null message, ack error, null message, leader
+_NO_LEADER: Description = {}
+_ACQUIRED = struct.Struct(">qqhB")  # first offset, last offset, delivery count, tags
+
+
+def _share_fetch(cid: int, d: Description) -> bytes:
+    get = d.get
+    parts = [b"", _SHARE_HEAD.pack(cid, 0), _SHARE_TOP.pack(_ms(get("throttle_time", 0)), get("error_code", 0)),
+             _compact_nullable_string(get("error_message")), _I32.pack(_ms(get("acquisition_lock_timeout", 0)))]
+    topics = get("responses", ())
+    parts.append(_uvarint(len(topics) + 1))
+    for topic in topics:
+        topic_id = topic.get("topic_id")
+        parts.append(_NO_TOPIC_ID if topic_id is None else topic_id.bytes)
+        partitions = topic.get("partitions", ())
+        parts.append(_uvarint(len(partitions) + 1))
+        for p in partitions:
+            pget = p.get
+            leader = pget("current_leader") or _NO_LEADER
+            message, ack_message = pget("error_message"), pget("acknowledge_error_message")
+            if message is None and ack_message is None:  # the common answer: one pack to the records
+                parts.append(_SHARE_PARTITION_PLAIN.pack(
+                    pget("partition_index", 0), pget("error_code", 0), 0, pget("acknowledge_error_code", 0), 0,
+                    leader.get("leader_id", 0), leader.get("leader_epoch", 0), 0))
+            else:
+                parts.append(_SHARE_PARTITION.pack(pget("partition_index", 0), pget("error_code", 0)))
+                parts.append(_compact_nullable_string(message))
+                parts.append(_I16.pack(pget("acknowledge_error_code", 0)))
+                parts.append(_compact_nullable_string(ack_message))
+                parts.append(_LEADER.pack(leader.get("leader_id", 0), leader.get("leader_epoch", 0), 0))
+            records = pget("records", b"")
+            if records.__class__ is list:  # the stored batches, joined below with the rest
+                parts.append(_uvarint(sum(map(len, records)) + 1))
+                parts.extend(records)
+            else:
+                parts.append(_uvarint(len(records) + 1))
+                parts.append(records)
+            acquired = pget("acquired_records", ())
+            parts.append(_uvarint(len(acquired) + 1))
+            pack = _ACQUIRED.pack
+            parts.extend(pack(a.get("first_offset", 0), a.get("last_offset", 0), a.get("delivery_count", 0), 0)
+                         for a in acquired)
+            parts.append(b"\x00")  # partition tags
+        parts.append(b"\x00")  # topic tags
+    nodes = get("node_endpoints", ())
+    parts.append(_uvarint(len(nodes) + 1))
+    for node in nodes:
+        host = node.get("host", "").encode()
+        parts.append(_I32.pack(node.get("node_id", 0)) + _uvarint(len(host) + 1) + host
+                     + _I32.pack(node.get("port", 0)) + _compact_nullable_string(node.get("rack")) + b"\x00")
+    parts.append(b"\x00")  # response tags
+    parts[0] = _I32.pack(sum(map(len, parts)))
+    return b"".join(parts)
+
+
 def _table() -> dict[tuple[int, int], Encoder]:
     table: dict[tuple[int, int], Encoder] = {}
     for version in range(5):
@@ -166,6 +230,8 @@ def _table() -> dict[tuple[int, int], Encoder]:
         table[(68, version)] = _consumer_group_heartbeat
     for version in range(2, 10):
         table[(8, version)] = _offset_commit(version)
+    for version in (1, 2):
+        table[(78, version)] = _share_fetch
     return table
 
 

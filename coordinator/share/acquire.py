@@ -26,6 +26,7 @@ A ShareFetch for one share partition is two steps, split where the waiting is:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from coordinator.core.share.acquisition import AcquiredRange, AcquireMode
@@ -60,13 +61,33 @@ async def read_for(source: RecordSource, p: SharePartition, ref: PartitionRef, m
     holding it: asked for about that many bytes when ``offset_bytes`` (the partition's bytes per
     offset so far) is known, and cut there, so a fetch carries and walks the batches it can
     acquire from, not ``max_bytes`` of them (a read always has its first batch)."""
-    offset = p.next_fetch_offset()
-    if bound is not None and offset_bytes is not None:
-        max_bytes = min(max_bytes, int((bound - offset + 1) * offset_bytes * 1.25) + 1)
+    offset, max_bytes = _asked(p, max_bytes, bound, offset_bytes)
     try:
         read = await source.read(ref, offset, max_bytes)
     except OffsetOutOfRange as exc:
         return PartitionRead([], exc.log_start_offset, -1, -1)
+    return _cut(read, bound)
+
+
+def read_for_now(source: RecordSource, p: SharePartition, ref: PartitionRef, max_bytes: int,
+                 bound: int | None = None, offset_bytes: float | None = None) -> PartitionRead | None:
+    """:func:`read_for` when the source answers at once (``RecordSource.read_now``), else None."""
+    offset, max_bytes = _asked(p, max_bytes, bound, offset_bytes)
+    try:
+        read = source.read_now(ref, offset, max_bytes)
+    except OffsetOutOfRange as exc:
+        return PartitionRead([], exc.log_start_offset, -1, -1)
+    return None if read is None else _cut(read, bound)
+
+
+def _asked(p: SharePartition, max_bytes: int, bound: int | None, offset_bytes: float | None) -> tuple[int, int]:
+    offset = p.next_fetch_offset()
+    if bound is not None and offset_bytes is not None:
+        max_bytes = min(max_bytes, int((bound - offset + 1) * offset_bytes * 1.25) + 1)
+    return offset, max_bytes
+
+
+def _cut(read: PartitionRead, bound: int | None) -> PartitionRead:
     if bound is not None:
         for i, batch in enumerate(read.batches):
             if batch.base_offset > bound and i > 0:
@@ -90,7 +111,7 @@ def bytes_per_offset(read: PartitionRead) -> float | None:
     """The read's bytes per offset (what :func:`read_for` sizes the next read by), None if empty."""
     if not read.batches:
         return None
-    return read.size() / (read.batches[-1].last_offset - read.batches[0].base_offset + 1)
+    return sum(len(b.data) for b in read.batches) / (read.batches[-1].last_offset - read.batches[0].base_offset + 1)
 
 
 def acquire_read(p: SharePartition, member_id: str, read: PartitionRead, max_records: int, now_ms: int,
@@ -99,14 +120,25 @@ def acquire_read(p: SharePartition, member_id: str, read: PartitionRead, max_rec
     core's ``fetch.acquire_from_log``)."""
     got = acquire_from_log(p, member_id, read.log_start_offset, read.offsets(), read.aborted_ranges(), max_records,
                            now_ms, config, mode)
-    return FetchedAcquisition(got.acquired, batches_holding(read.batches, got.acquired), got.records,
-                              got.archived_aborted)
+    held = batches_holding(read.batches, [(r.first_offset, r.last_offset) for r in got.acquired])
+    return FetchedAcquisition(got.acquired, held, got.records, got.archived_aborted)
 
 
-def batches_holding(batches: list[FetchedBatch], acquired: list[AcquiredRange]) -> list[FetchedBatch]:
-    """The batches read that hold an acquired offset, whole, in offset order."""
+def batches_holding(batches: list[FetchedBatch], acquired: Sequence[tuple[int, ...]]) -> list[FetchedBatch]:
+    """The batches read that hold an acquired offset, whole, in offset order. ``acquired``: the
+    ranges as (first, last, ...) tuples (the core's ``AcquiredRecords``), ascending and apart:
+    one pass over both, no object per range."""
+    out: list[FetchedBatch] = []
     if not acquired:
-        return []
-    lowest, highest = acquired[0].first_offset, acquired[-1].last_offset  # ascending ranges
-    return [b for b in batches if b.last_offset >= lowest and b.base_offset <= highest
-            and any(r.first_offset <= b.last_offset and b.base_offset <= r.last_offset for r in acquired)]
+        return out
+    ranges = iter(acquired)
+    first, last = next(ranges)[:2]
+    for b in batches:
+        while last < b.base_offset:  # ranges wholly before this batch
+            following = next(ranges, None)
+            if following is None:
+                return out
+            first, last = following[:2]
+        if first <= b.last_offset:
+            out.append(b)
+    return out

@@ -57,6 +57,28 @@ class BatchCache:
         self._partitions: dict[PartitionRef, _Partition] = {}
         self._order: OrderedDict[tuple[PartitionRef, int], int] = OrderedDict()  # oldest first -> size
 
+    def read_now(self, ref: PartitionRef, offset: int, max_bytes: int) -> PartitionRead | None:
+        """A hit, or a miss the source reads at once (kept as any miss); None while another read of
+        the partition is in flight or when the source must be awaited."""
+        part = self._partitions.get(ref)
+        if part is not None:
+            hit = self._cached_run(part, offset, max_bytes)
+            if hit is not None:
+                self.hits += 1
+                return hit
+            if part.reading is not None:
+                return None
+        try:
+            result = self.source.read_now(ref, offset, max_bytes)
+        except OffsetOutOfRange as exc:
+            self.misses += 1
+            self._drop_below(ref, exc.log_start_offset)
+            raise
+        if result is not None:
+            self.misses += 1
+            self._keep(ref, result)
+        return result
+
     async def read(self, ref: PartitionRef, offset: int, max_bytes: int) -> PartitionRead:
         while True:
             part = self._partitions.get(ref)
@@ -105,13 +127,14 @@ class BatchCache:
         if batch.last_offset < offset:
             return None
         out = [batch]
-        total = batch.size
-        while (following := part.follower.get(out[-1].base_offset)) is not None:
-            nxt = part.batches.get(following)
-            if nxt is None or total + nxt.size > max_bytes:
+        total = len(batch.data)
+        follower, batches, base = part.follower, part.batches, batch.base_offset
+        while (base := follower.get(base, -1)) >= 0:  # base offsets are never negative
+            nxt = batches.get(base)
+            if nxt is None or total + len(nxt.data) > max_bytes:
                 break
             out.append(nxt)
-            total += nxt.size
+            total += len(nxt.data)
         return PartitionRead(out, *part.offsets)
 
     def _keep(self, ref: PartitionRef, result: PartitionRead) -> None:

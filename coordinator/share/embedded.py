@@ -37,6 +37,10 @@ class DataPlaneSource:
         self.store = store
 
     async def read(self, ref: PartitionRef, offset: int, max_bytes: int) -> PartitionRead:
+        return self.read_now(ref, offset, max_bytes)
+
+    def read_now(self, ref: PartitionRef, offset: int, max_bytes: int) -> PartitionRead:
+        """Always at once: the logs are in process (memory, or a segment file's pages)."""
         topic = self.catalog.by_id(ref.topic_id)
         if topic is None:
             raise SourceUnavailable(ErrorCode.UNKNOWN_TOPIC_ID, f"no topic with id {ref.topic_id} ({ref.topic})")

@@ -18,7 +18,13 @@ A request is served in three steps:
    expires meanwhile is found by the next request);
 3. the shard (``core.share.fetch``): session, acknowledgements, acquisition, one log entry; the
    answer leaves once it is durable (the one release rule), carrying the batches read that hold
-   the acquired offsets, whole.
+   the acquired offsets, whole, as the buffers they are stored in.
+
+When step 1's reads all answer at once (embedded mode's data plane, cached batches) and step 2
+has nothing to wait for (the request acknowledges, or a partition has records to give), the three
+steps run in the handler's own call and its reply is the shard's completion (a ``Deferred``): a
+steady fetch costs no task and no loop turn of its own. Otherwise the same steps run as a
+coroutine that awaits where it must (``_Serving._serve_waiting``).
 
 A connection that closes ends the share sessions it opened (Kafka's ``ShareSessionCache``
 connection listener): the node tells :meth:`_Serving.connection_closed` (through ``on_close``,
@@ -44,10 +50,9 @@ from protocol.errors import ErrorCode
 
 from ..api.authorization import GROUP, READ, TOPIC, InHandler, allowed
 from ..api.declaration import ApiDeclaration, SidecarRoute
-from ..api.registry import RequestContext
+from ..api.registry import Deferred, RequestContext
 from ..api.respond import respond
 from ..catalog import TopicSource
-from ..core.share.acquisition import AcquiredRange
 from ..core.share.partition import SharePartition
 from ..core.share.registration import ShareGroupType
 from ..core.share.requests import (
@@ -60,7 +65,7 @@ from ..core.share.requests import (
 from ..logging import get_logger
 from ..runtime.apis.view import Node, NodeView
 from ..runtime.shard import ShardRuntime
-from .acquire import batches_holding, bytes_per_offset, read_bound, read_for
+from .acquire import batches_holding, bytes_per_offset, read_bound, read_for, read_for_now
 from .source import PartitionRead, PartitionRef, RecordSource, SourceUnavailable
 
 SHARE_FETCH = 78
@@ -98,6 +103,39 @@ def share_fetch_handlers(shard: Callable[[], ShardRuntime | None], view: NodeVie
     ]
 
 
+_Reads = dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]]
+"""Per partition of a fetch, in the answer's order: its log partition, what was read, the read's error."""
+
+
+class _Fetch:
+    """One ShareFetch or ShareAcknowledge between its decoding and its answer."""
+
+    __slots__ = ("acknowledge_only", "acks", "added", "ctx", "denied", "epoch", "fetching", "forgotten",
+                 "group_id", "max_bytes", "max_records", "max_wait_s", "member_id", "node", "order", "r")
+
+    def __init__(self, ctx: RequestContext, r: Any, group_id: str, member_id: str, epoch: int, acknowledge_only: bool,
+                 added: list[tuple[UUID, int]], forgotten: list[tuple[UUID, int]], acks: list[ShareAckPartition],
+                 denied: list[tuple[UUID, int, ErrorCode]], node: str) -> None:
+        self.ctx = ctx
+        self.r = r
+        self.group_id = group_id
+        self.member_id = member_id
+        self.epoch = epoch
+        self.acknowledge_only = acknowledge_only
+        self.added = added
+        self.forgotten = forgotten
+        self.acks = acks
+        self.denied = denied
+        self.node = node
+        self.order: list[tuple[UUID, int]] = []
+        """The partitions read, in the answer's order (none for an acknowledgement or a closing session)."""
+        self.max_records = 0
+        self.max_bytes = 0
+        self.max_wait_s = 0.0
+        self.fetching: list[tuple[str, UUID, int]] = []
+        """Its keys in ``_Serving._fetching`` until it is answered."""
+
+
 class _Serving:
     def __init__(self, shard: Callable[[], ShardRuntime | None], view: NodeView, path: ShareDataPath,
                  on_close: OnClose | None = None) -> None:
@@ -109,6 +147,9 @@ class _Serving:
         """Connections that carried a share request: only their closing concerns the shard."""
         self._fetching: Counter[tuple[str, UUID, int]] = Counter()
         """Fetches of each share partition read but not yet answered (see :func:`.acquire.read_bound`)."""
+        self._leaders: dict[tuple[str, int | None], tuple[dict[str, int], list[dict[str, Any]]]] = {}
+        self._refs: dict[tuple[UUID, int], PartitionRef] = {}
+        """Each partition's log partition, made once (a topic id names one topic for good)."""
         self._offset_bytes: dict[PartitionRef, float] = {}
         """Each partition's bytes per offset in its last read, to ask a read for about what a fetch can use."""
         self._released: asyncio.Future[None] | None = None
@@ -149,7 +190,11 @@ class _Serving:
     def share_acknowledge(self, ctx: RequestContext, r: Any) -> Any:
         return self._serve(ctx, r, acknowledge_only=True)
 
-    async def _serve(self, ctx: RequestContext, r: Any, acknowledge_only: bool) -> Any:
+    def _serve(self, ctx: RequestContext, r: Any, acknowledge_only: bool) -> Any:
+        """The request's answer, served in place when it waits for nothing but its log entry: its
+        reads all answer at once (``RecordSource.read_now``) and ``MaxWaitMs`` has nothing to wait
+        for; then the reply is the shard's completion itself (a ``Deferred``: no task, no loop turn
+        of its own). Otherwise the same steps run in :meth:`_serve_waiting`, awaiting where they must."""
         runtime = self.shard()
         if runtime is None or not runtime.loaded:
             return self._refused(ctx, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
@@ -182,50 +227,83 @@ class _Serving:
         forgotten = [] if acknowledge_only else [
             (t.topic_id, int(p)) for t in r.forgotten_topics_data for p in t.partitions]
         epoch = int(r.share_session_epoch)
-        node = "" if ctx.node_id is None else str(ctx.node_id)  # a session per node, as per broker
-
-        reads: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]] = {}
-        wanted: set[tuple[UUID, int]] = set()
+        fetch = _Fetch(ctx, r, group_id, member_id, epoch, acknowledge_only, added, forgotten, acks, denied,
+                       "" if ctx.node_id is None else str(ctx.node_id))  # a session per node, as per broker
         if not acknowledge_only and epoch != -1:
             wanted = set(added)
             if epoch != 0:
-                session = share.sessions.get(group_id, member_id, node)
-                wanted |= set(session.partitions) if session is not None else set()
-            wanted -= set(forgotten)
-        max_records = int(getattr(r, "max_records", 0) or 0) if not acknowledge_only else 0
-        fetching = [(group_id, *tp) for tp in wanted]
+                session = share.sessions.get(group_id, member_id, fetch.node)
+                if session is not None:
+                    wanted |= session.partitions  # read, never kept: the core owns the session
+            if forgotten:
+                wanted.difference_update(forgotten)
+            fetch.order = list(wanted) if len(wanted) < 2 else sorted(wanted, key=lambda tp: (str(tp[0]), tp[1]))
+            fetch.max_records = int(getattr(r, "max_records", 0) or 0)
+            fetch.max_bytes = int(r.max_bytes) if r.max_bytes > 0 else 1 << 20
+            fetch.max_wait_s = r.max_wait.total_seconds() if hasattr(r.max_wait, "total_seconds") else r.max_wait / 1000
+        fetching = fetch.fetching = [(group_id, *tp) for tp in fetch.order]
         self._fetching.update(fetching)
         try:
-            if not acknowledge_only and epoch != -1:
-                max_bytes = int(r.max_bytes) if r.max_bytes > 0 else 1 << 20
-                order = sorted(wanted, key=lambda tp: (str(tp[0]), tp[1]))
-                max_wait_s = r.max_wait.total_seconds() if hasattr(r.max_wait, "total_seconds") else r.max_wait / 1000
-                if not acks and max_wait_s > 0:
-                    await self._until_acquirable(share, group_id, order, max_wait_s)
-                reads = await self._read(share, group_id, order, max_bytes, max_records)
-                if (not acks and reads and max_wait_s > 0
-                        and not any(read and read.batches for _, read, _ in reads.values())):
-                    await self.path.wait_for_append([ref for ref, _, _ in reads.values()], max_wait_s)
-                    reads = await self._read(share, group_id, list(reads), max_bytes, max_records)
+            reads: _Reads = {}
+            if fetch.order:
+                waits = not acks and fetch.max_wait_s > 0
+                now = None if waits and self._all_full(share, group_id, fetch.order) else self._read_now(
+                    share, group_id, fetch)
+                if now is None or (waits and now and not any(read and read.batches for _, read, _ in now.values())):
+                    return self._serve_waiting(runtime, share, fetch)  # it owns `fetching` from here
+                reads = now
+            pending = runtime.submit(self._request(runtime, fetch, reads))
+        except BaseException:
+            self._answered(fetch)
+            raise
+        if isinstance(pending, asyncio.Future):
+            pending.add_done_callback(lambda _: self._answered(fetch))  # first: before the reply converts
+            return Deferred(pending, lambda response: self._describe(fetch, response, reads))
+        self._answered(fetch)
+        return self._describe(fetch, pending.response, reads)
 
-            request = ShareFetch(
-                runtime.new_ref(), group_id, member_id, epoch, str(ctx.connection_id), ctx.api_version,
-                max_records=max_records,
-                acquire_mode=int(getattr(r, "share_acquire_mode", 0)),
-                is_renew_ack=bool(getattr(r, "is_renew_ack", False)),
-                added=tuple(added), forgotten=tuple(forgotten), acks=tuple(acks),
-                reads=tuple(_read_partition(tp, read, code) for tp, (_, read, code) in reads.items()),
-                acknowledge_only=acknowledge_only, node=node)
-            pending = runtime.submit(request)
+    async def _serve_waiting(self, runtime: ShardRuntime, share: ShareGroupType, fetch: _Fetch) -> Any:
+        """:meth:`_serve`'s steps for a fetch that waits: for an acquirable partition or an append
+        (``MaxWaitMs``), or for a source that must be awaited (sidecar mode's upstream)."""
+        try:
+            if not fetch.acks and fetch.max_wait_s > 0:
+                await self._until_acquirable(share, fetch.group_id, fetch.order, fetch.max_wait_s)
+            reads = await self._read(share, fetch.group_id, fetch)
+            if (not fetch.acks and reads and fetch.max_wait_s > 0
+                    and not any(read and read.batches for _, read, _ in reads.values())):
+                await self.path.wait_for_append([ref for ref, _, _ in reads.values()], fetch.max_wait_s)
+                fetch.order = list(reads)
+                reads = await self._read(share, fetch.group_id, fetch)
+            pending = runtime.submit(self._request(runtime, fetch, reads))
             response: ShareFetchResponse = await pending if isinstance(pending, asyncio.Future) else pending.response
-            if acks or epoch == -1:
-                self._wake()  # acknowledged or released records: a full partition may have room again
         finally:
-            self._fetching.subtract(fetching)
-            for key in fetching:
-                if self._fetching[key] <= 0:
-                    self._fetching.pop(key, None)
-        return respond(ctx, self._describe(ctx, response, reads, denied, acknowledge_only))
+            self._answered(fetch)
+        return self._describe(fetch, response, reads)
+
+    def _request(self, runtime: ShardRuntime, fetch: _Fetch, reads: _Reads) -> ShareFetch:
+        r = fetch.r
+        return ShareFetch(
+            runtime.new_ref(), fetch.group_id, fetch.member_id, fetch.epoch, str(fetch.ctx.connection_id),
+            fetch.ctx.api_version, max_records=fetch.max_records,
+            acquire_mode=int(getattr(r, "share_acquire_mode", 0)),
+            is_renew_ack=bool(getattr(r, "is_renew_ack", False)),
+            added=tuple(fetch.added), forgotten=tuple(fetch.forgotten), acks=tuple(fetch.acks),
+            reads=tuple(_read_partition(tp, read, code) for tp, (_, read, code) in reads.items()),
+            acknowledge_only=fetch.acknowledge_only, node=fetch.node)
+
+    def _answered(self, fetch: _Fetch) -> None:
+        """The fetch's change is made (or it failed): its partitions are no longer being fetched,
+        and if it acknowledged or released records a full partition may have room again."""
+        counts = self._fetching
+        for key in fetch.fetching:
+            left = counts[key] - 1
+            if left > 0:
+                counts[key] = left
+            else:
+                counts.pop(key, None)
+        fetch.fetching = []
+        if fetch.acks or fetch.epoch == -1:
+            self._wake()
 
     # ---- helpers -----------------------------------------------------------------------------------
 
@@ -238,8 +316,7 @@ class _Serving:
         partition fetch again and again for nothing while the others hold its locks."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        limit = share.share_config(group_id).max_in_flight_records
-        while partitions and all(_full(share.partitions.get(group_id, *tp), limit) for tp in partitions):
+        while partitions and self._all_full(share, group_id, partitions):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return
@@ -253,25 +330,51 @@ class _Serving:
         if released is not None and not released.done():
             released.set_result(None)
 
-    async def _read(self, share: ShareGroupType, group_id: str, partitions: list[tuple[UUID, int]], max_bytes: int,
-                    max_records: int) -> dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]]:
-        out: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]] = {}
-        per_partition = max(1, max_bytes // max(1, len(partitions)))
+    def _plan(self, share: ShareGroupType, group_id: str, partitions: list[tuple[UUID, int]]
+              ) -> tuple[_Reads, list[tuple[tuple[UUID, int], PartitionRef, SharePartition]]]:
+        """Each partition's place in the answer (an error, or nothing to give yet) and those to read."""
+        out: _Reads = {}
         reading: list[tuple[tuple[UUID, int], PartitionRef, SharePartition]] = []
-        for topic_id, index in partitions:
+        for tp in partitions:
+            topic_id, index = tp
             info = self.path.catalog.by_id(topic_id)
-            ref = PartitionRef(topic_id, info.name if info is not None else "", index)
+            ref = self._refs.get(tp)
+            if ref is None or info is None or ref.topic != info.name:
+                ref = PartitionRef(topic_id, info.name if info is not None else "", index)
+                if info is not None:
+                    self._refs[tp] = ref
             if info is None or not 0 <= index < info.num_partitions:
-                out[(topic_id, index)] = (ref, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                out[tp] = (ref, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 continue
             p = share.partitions.get(group_id, topic_id, index)
-            if p is None or not p.initialized:
-                out[(topic_id, index)] = (ref, None, ErrorCode.NONE)  # not started yet: nothing to give
+            out[tp] = (ref, None, ErrorCode.NONE)  # its place in the answer's order (not started: nothing to give)
+            if p is not None and p.initialized:
+                reading.append((tp, ref, p))
+        return out, reading
+
+    def _read_now(self, share: ShareGroupType, group_id: str, fetch: _Fetch) -> _Reads | None:
+        """The reads of the fetch's partitions if every one answers at once, else None."""
+        out, reading = self._plan(share, group_id, fetch.order)
+        per_partition = max(1, fetch.max_bytes // max(1, len(fetch.order)))
+        counts = self._fetching
+        for tp, ref, p in reading:
+            bound = read_bound(p, fetch.max_records, counts[(group_id, *tp)])
+            try:
+                read = read_for_now(self.path.reader, p, ref, per_partition, bound, self._offset_bytes.get(ref))
+            except SourceUnavailable as exc:
+                out[tp] = (ref, None, ErrorCode(exc.code))
                 continue
-            out[(topic_id, index)] = (ref, None, ErrorCode.NONE)  # its place in the answer's order
-            reading.append(((topic_id, index), ref, p))
+            if read is None:
+                return None
+            self._note(ref, read)
+            out[tp] = (ref, read, ErrorCode.NONE)
+        return out
+
+    async def _read(self, share: ShareGroupType, group_id: str, fetch: _Fetch) -> _Reads:
+        out, reading = self._plan(share, group_id, fetch.order)
+        per_partition = max(1, fetch.max_bytes // max(1, len(fetch.order)))
         # The partitions are read at once (in sidecar mode, one round trip to their leaders, not one each).
-        bounds = [read_bound(p, max_records, self._fetching[(group_id, *tp)]) for tp, _, p in reading]
+        bounds = [read_bound(p, fetch.max_records, self._fetching[(group_id, *tp)]) for tp, _, p in reading]
         reads = await asyncio.gather(*(self._read_one(p, ref, per_partition, bound)
                                        for (_, ref, p), bound in zip(reading, bounds, strict=True)))
         for (tp, ref, _), (read, code) in zip(reading, reads, strict=True):
@@ -284,17 +387,16 @@ class _Serving:
             read = await read_for(self.path.reader, p, ref, max_bytes, bound, self._offset_bytes.get(ref))
         except SourceUnavailable as exc:
             return None, ErrorCode(exc.code)
-        if (per_offset := bytes_per_offset(read)) is not None:
-            self._offset_bytes[ref] = per_offset
+        self._note(ref, read)
         return read, ErrorCode.NONE
 
-    def _describe(self, ctx: RequestContext, response: ShareFetchResponse,
-                  reads: dict[tuple[UUID, int], tuple[PartitionRef, PartitionRead | None, ErrorCode]],
-                  denied: list[tuple[UUID, int, ErrorCode]], acknowledge_only: bool) -> dict[str, Any]:
-        node = self.view.node_for(ctx.listener)
-        if ctx.node_id is not None and self.path.broker_endpoint is not None:
-            node = Node(ctx.node_id, *self.path.broker_endpoint(ctx.node_id))
-        leader = {"leader_id": node.node_id, "leader_epoch": 0}
+    def _note(self, ref: PartitionRef, read: PartitionRead) -> None:
+        if (per_offset := bytes_per_offset(read)) is not None:
+            self._offset_bytes[ref] = per_offset
+
+    def _describe(self, fetch: _Fetch, response: ShareFetchResponse, reads: _Reads) -> Any:
+        ctx, acknowledge_only = fetch.ctx, fetch.acknowledge_only
+        leader, endpoints = self._leader(ctx)
         topics: dict[UUID, list[dict[str, Any]]] = {}
         for a in response.partitions:
             row: dict[str, Any] = {"partition_index": a.partition, "error_code": a.error_code,
@@ -303,24 +405,47 @@ class _Serving:
                 row["error_code"] = a.ack_error_code or a.error_code
                 row["error_message"] = a.ack_error_message or a.error_message
             else:
-                read = reads.get((a.topic_id, a.partition), (None, None, ErrorCode.NONE))[1]
-                acquired = [AcquiredRange(*x) for x in a.acquired]
-                data = b"".join(b.data for b in batches_holding(read.batches, acquired)) if read and acquired else b""
+                acquired = a.acquired
+                entry = reads.get((a.topic_id, a.partition)) if acquired else None
+                read = entry[1] if entry is not None else None
+                # The batches go out as the buffers they are stored in, joined once into the frame
+                # (``protocol.fastencode``), never re-encoded.
                 row.update(acknowledge_error_code=a.ack_error_code, acknowledge_error_message=a.ack_error_message,
-                           records=data,
+                           records=[b.data for b in batches_holding(read.batches, acquired)] if read is not None else b"",
                            acquired_records=[{"first_offset": f, "last_offset": last, "delivery_count": c}
-                                             for f, last, c in a.acquired])
+                                             for f, last, c in acquired])
             topics.setdefault(a.topic_id, []).append(row)
-        for topic_id, index, code in denied:
+        for topic_id, index, code in fetch.denied:
             row = {"partition_index": index, "error_code": code, "error_message": None, "current_leader": leader}
             if not acknowledge_only:
                 row.update(acknowledge_error_code=code, acknowledge_error_message=None, records=b"",
                            acquired_records=[])
             topics.setdefault(topic_id, []).append(row)
-        return {"throttle_time": 0, "error_code": response.error_code, "error_message": response.error_message,
-                "acquisition_lock_timeout": response.lock_timeout_ms,
-                "responses": [{"topic_id": t, "partitions": ps} for t, ps in topics.items()],
-                "node_endpoints": [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": None}]}
+        return respond(ctx, {
+            "throttle_time": 0, "error_code": response.error_code, "error_message": response.error_message,
+            "acquisition_lock_timeout": response.lock_timeout_ms,
+            "responses": [{"topic_id": t, "partitions": ps} for t, ps in topics.items()],
+            "node_endpoints": endpoints})
+
+    def _leader(self, ctx: RequestContext) -> tuple[dict[str, int], list[dict[str, Any]]]:
+        """The answer's leader of every partition (this node, as the request's listener names it;
+        in sidecar mode the upstream broker it was sent to) and its ``NodeEndpoints``: described
+        once per listener and node (the encoder only reads them)."""
+        key = (ctx.listener, ctx.node_id)
+        known = self._leaders.get(key)
+        if known is None:
+            node = self.view.node_for(ctx.listener)
+            if ctx.node_id is not None and self.path.broker_endpoint is not None:
+                node = Node(ctx.node_id, *self.path.broker_endpoint(ctx.node_id))
+            known = ({"leader_id": node.node_id, "leader_epoch": 0},
+                     [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": None}])
+            if len(self._leaders) < 1024:  # listeners x upstream brokers: few, but never unbounded
+                self._leaders[key] = known
+        return known
+
+    def _all_full(self, share: ShareGroupType, group_id: str, partitions: list[tuple[UUID, int]]) -> bool:
+        limit = share.share_config(group_id).max_in_flight_records
+        return all(_full(share.partitions.get(group_id, *tp), limit) for tp in partitions)
 
     def _refused(self, ctx: RequestContext, code: ErrorCode, message: str | None = None) -> Any:
         return respond(ctx, {"throttle_time": 0, "error_code": code, "error_message": message,

@@ -14,6 +14,11 @@ thing from both, which is :class:`PartitionRead`:
 - the partition's log start offset, high watermark and last stable offset at the time of the read
   (nothing at or past the last stable offset is returned).
 
+A source reads in one of two ways, the same read either way: ``read_now`` answers at once where
+the records are in this process (embedded mode's logs; a cached batch), None where they are not
+and ``read`` must be awaited (an upstream round trip). A ShareFetch whose reads all answer at once
+is served without a task or a loop turn of its own (``fetch_apis``).
+
 A source refuses in two ways only: :class:`SourceUnavailable` carrying Kafka's code for the
 partition (no leader, the leader moved or is down, a failing disk: retriable, the partition is
 answered with that code and the client fetches again; an upstream too old to be read at all:
@@ -110,6 +115,11 @@ class RecordSource(Protocol):
     async def read(self, ref: PartitionRef, offset: int, max_bytes: int) -> PartitionRead:
         """Whole batches from the one holding ``offset``, up to ``max_bytes`` in total but always
         the first one (KIP-74), only below the last stable offset; none when there is nothing yet."""
+        ...
+
+    def read_now(self, ref: PartitionRef, offset: int, max_bytes: int) -> PartitionRead | None:
+        """The same read when it needs no waiting, else None (then ``read`` is awaited); it
+        refuses as ``read`` does."""
         ...
 
 

@@ -76,6 +76,10 @@ class UpstreamSource:
         """The last stable offset the partition's last read saw (None before its first read)."""
         return self._stable.get(ref)
 
+    def read_now(self, ref: PartitionRef, offset: int, max_bytes: int) -> None:
+        """Never at once: every read is a round trip to the partition's leader."""
+        return None
+
     async def read(self, ref: PartitionRef, offset: int, max_bytes: int) -> PartitionRead:
         max_bytes = max(max_bytes, 1)
         data = await self._call_leader(ref, FETCH, FETCH_VERSIONS, {

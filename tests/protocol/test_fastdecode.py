@@ -25,7 +25,7 @@ from protocol.fastdecode import DECODERS, _has_array
 from protocol.schemas import request_schema
 from tests.support.wire import encode_request
 
-CODEC = RequestCodec({8: (0, 10), 12: (0, 4), 68: (0, 1)})
+CODEC = RequestCodec({8: (0, 10), 12: (0, 4), 68: (0, 1), 78: (1, 2)})
 CASES = sorted(DECODERS)
 
 int32s = st.integers(-(2**31), 2**31 - 1)
@@ -50,6 +50,10 @@ def _value(spec: dataclasses.Field[Any], tp: Any) -> st.SearchStrategy[Any]:
         values: st.SearchStrategy[Any] = st.lists(element, max_size=4).map(tuple)
     elif kafka_type == "string":
         values = texts
+    elif kafka_type == "int8":
+        values = st.integers(-(2**7), 2**7 - 1)
+    elif kafka_type == "bool":
+        values = st.booleans()
     elif kafka_type == "int32":
         values = int32s
     elif kafka_type == "int64":
@@ -102,13 +106,15 @@ def outcome(decode: Any, frame: bytes) -> DecodedRequest | str:
 
 
 def test_the_hot_requests_have_direct_decoders_at_every_served_version() -> None:
-    assert set(DECODERS) == {(12, v) for v in range(5)} | {(68, v) for v in (0, 1)} | {(8, v) for v in range(2, 11)}
+    assert set(DECODERS) == {(12, v) for v in range(5)} | {(68, v) for v in (0, 1)} | {(8, v) for v in range(2, 11)} \
+        | {(78, v) for v in (1, 2)}
 
 
 def test_the_guard_walks_the_requests_with_arrays_and_never_a_heartbeat() -> None:
     assert not any(_has_array(request_schema(12, v)) for v in range(5))
     assert all(_has_array(request_schema(68, v)) for v in (0, 1))
     assert all(_has_array(request_schema(8, v)) for v in range(2, 11))
+    assert all(_has_array(request_schema(78, v)) for v in (1, 2))
 
 
 @settings(max_examples=400)

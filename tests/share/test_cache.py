@@ -4,6 +4,7 @@ first and are read again on demand."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from coordinator.config import ConfigError, resolve
 from coordinator.share.cache import BatchCache
 from coordinator.share.embedded import DataPlaneSource
 from coordinator.share.settings import ShareFetchConfig
-from coordinator.share.source import OffsetOutOfRange
+from coordinator.share.source import OffsetOutOfRange, PartitionRead, PartitionRef
 
 from .embedded import data_plane, produce, ref_of
 
@@ -139,3 +140,58 @@ async def test_any_sequence_of_reads_answers_what_the_log_holds_within_the_bound
             assert got.batches == direct.batches[:len(got.batches)] and got.batches, "a prefix of the log's answer"
             assert cache.cached_bytes == sum(cache._order.values()) <= cache.max_bytes
         assert cache.hits and cache.misses and cache.evictions
+
+
+class _AwaitedOnly:
+    """The data plane read only by awaiting, as sidecar mode's upstream is (every read a round trip)."""
+
+    def __init__(self, source: DataPlaneSource) -> None:
+        self.source = source
+        self.reading = asyncio.Event()
+        self.go = asyncio.Event()
+        self.go.set()
+
+    async def read(self, ref: PartitionRef, offset: int, max_bytes: int) -> PartitionRead:
+        self.reading.set()
+        await self.go.wait()
+        return await self.source.read(ref, offset, max_bytes)
+
+    def read_now(self, ref: PartitionRef, offset: int, max_bytes: int) -> None:
+        return None
+
+
+@pytest.mark.asyncio
+async def test_a_read_at_once_is_the_same_read_and_is_kept_as_any_other(tmp_path: Path) -> None:
+    async with data_plane(tmp_path) as h:
+        h.create("orders")
+        await produce(h, "orders", [[RECORD] * 2] * 3)
+        source = DataPlaneSource(h.catalog, h.store)
+        cache = BatchCache(source, 1 << 20)
+        ref = ref_of(h, "orders")
+        first = cache.read_now(ref, 0, 1 << 20)
+        assert first is not None and first.batches == (await source.read(ref, 0, 1 << 20)).batches
+        assert (cache.misses, len(cache)) == (1, 3), "a miss the data plane answers at once is kept"
+        again = cache.read_now(ref, 3, 1 << 20)
+        assert again is not None and again.batches == first.batches[1:] and cache.hits == 1
+        with pytest.raises(OffsetOutOfRange):
+            cache.read_now(ref, 7, 1 << 20)
+
+
+@pytest.mark.asyncio
+async def test_a_source_that_must_be_awaited_is_never_read_at_once_but_its_cached_batches_are(
+        tmp_path: Path) -> None:
+    async with data_plane(tmp_path) as h:
+        h.create("orders")
+        await produce(h, "orders", [[RECORD] * 2] * 3)
+        source = _AwaitedOnly(DataPlaneSource(h.catalog, h.store))
+        cache = BatchCache(source, 1 << 20)
+        ref = ref_of(h, "orders")
+        assert cache.read_now(ref, 0, 1 << 20) is None and cache.misses == 0
+        source.go.clear()
+        reading = asyncio.ensure_future(cache.read(ref, 0, 1 << 20))
+        await asyncio.wait_for(source.reading.wait(), 5)
+        assert cache.read_now(ref, 0, 1 << 20) is None, "a read of the partition is in flight: wait for it"
+        source.go.set()
+        assert len((await reading).batches) == 3
+        hit = cache.read_now(ref, 2, 1 << 20)
+        assert hit is not None and [b.base_offset for b in hit.batches] == [2, 4] and cache.hits == 1
