@@ -19,6 +19,7 @@ from ..api.declaration import ApiDeclaration
 from ..api.placement import Owns
 from ..config import Config
 from ..core.share.config import AutoOffsetReset
+from ..logging import get_logger
 from ..runtime.connection import KafkaConnection
 from ..runtime.shard import ShardRuntime
 from ..runtime.startup_checks import StartupError
@@ -34,6 +35,8 @@ from ..sidecar.sidecar import Sidecar
 from ..sidecar.topics_changed import TopicsChanged
 from .apis import served_by_sidecar
 from .startup_checks import check_sidecar_shards
+
+log = get_logger("coordinator.node.sidecar")
 
 if TYPE_CHECKING:
     from .server import CoordinatorServer
@@ -90,11 +93,17 @@ def apis(server: CoordinatorServer, declared: list[ApiDeclaration]) -> list[ApiD
 def share_holders(server: CoordinatorServer) -> Holders | None:
     """Where share groups are held when this process is one of several (None when it holds them all):
     the instance owning the group's log partition, or the group's shard; each named by its coordinator
-    node on the first listener, where a peer sends it ShareForward."""
+    node on the first PLAINTEXT listener, where a peer sends it ShareForward (a forwarding connection
+    has no TLS or SASL of its own). Without one, a share request reaching a process that does not
+    hold its group is answered NOT_LEADER_OR_FOLLOWER (said once, at start-up)."""
     sidecar = server.sidecar
     assert sidecar is not None
-    listener = server.listeners[0].name
-    holder = functools.partial(server.view.node_of_group, listener=listener)
+    plain = next((listener.name for listener in server.listeners if not listener.tls and not listener.sasl), None)
+    if plain is None and (server.upstream_log is not None or server.layout.shards > 1):
+        log.warning("share_forwarding_unavailable", reason="no PLAINTEXT listener for the processes to forward "
+                    "ShareFetch and ShareAcknowledge to the one holding the group")
+    holder = (functools.partial(server.view.node_of_group, listener=plain) if plain is not None
+              else lambda group_id: None)
     own = lambda: server.view.node.node_id  # noqa: E731 - the view's node is current once bound
     if server.upstream_log is not None:
         return Holders(server.upstream_log.owns_group, holder, own, sidecar.listeners.address)

@@ -9,7 +9,7 @@ lives where its log partition is: its shard, or the instance the instance group 
 to). That process forwards the request instead of answering it:
 
 - **Where.** The holder is the group's coordinator as FindCoordinator names it
-  (``NodeView.node_of_group`` on the node's first listener): every process derives it, from the
+  (``NodeView.node_of_group`` on the node's first PLAINTEXT listener): every process derives it, from the
   configuration (shards) or from the instance group's assignment (instances).
 - **How.** The private ShareForward API (key 32765, ``protocol/private.py``), never advertised,
   sent to the holder's coordinator listener: the addressed broker's node id and the inner request
@@ -27,9 +27,9 @@ to). That process forwards the request instead of answering it:
   forwarded request and answered TOPIC_AUTHORIZATION_FAILED here) with the client's principal; the
   holder trusts the forwarded request and checks only that the sender is a peer: CLUSTER_ACTION on
   the cluster, Kafka's permission for broker-to-broker requests (no authorizer: any sender). The
-  forwarding connection is plain TCP to the holder's first listener, with no SASL of its own: with
-  an authorizer, the operator grants CLUSTER_ACTION to the principal that listener gives the peers
-  (e.g. an internal listener's ANONYMOUS, or the TLS certificate's ``User:<DN>``).
+  forwarding connection is plain TCP to the holder's first PLAINTEXT listener, with no TLS or SASL
+  of its own: with an authorizer, the operator grants CLUSTER_ACTION to ``User:ANONYMOUS`` and keeps
+  that listener for the node's own processes (an internal listener).
 - **Ownership moving.** While the group has no holder (its partition between instances, or being
   loaded here), when the holder cannot be reached, or when the process asked no longer holds the
   group, every partition is answered NOT_LEADER_OR_FOLLOWER with the addressed broker as current
@@ -87,7 +87,7 @@ class Holders:
     holds: Owns
     """Whether this process serves the group now."""
     holder: Callable[[str], Node | None]
-    """The group's coordinator on the node's first listener (None while nobody holds it)."""
+    """The group's coordinator on the node's first PLAINTEXT listener (None while nobody holds it)."""
     node_id: Callable[[], int]
     """This process's own node id (a holder that is this process is not forwarded to)."""
     broker_endpoint: Callable[[int], tuple[str, int]]

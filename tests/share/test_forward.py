@@ -4,6 +4,8 @@ of Apache Kafka 4.0, whose shards both open the broker's listener (SO_REUSEPORT)
 connection lands on either. On the wire: every connection is answered as the holder answers, and a
 connection that closes releases what it acquired at once, whichever shard it reached; with real
 share consumers: a group held by shard 1 shares a 2-partition topic, every record delivered once.
+ShareForward refuses what is not a share request (INVALID_REQUEST) and serves on; with the holder
+gone, a share request is answered NOT_LEADER_OR_FOLLOWER, which the clients retry.
 (Instances sharing the log upstream: ``tests/clusterlog/test_instances_share.py``.)"""
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from protocol.build import build
+from protocol.client import decode_response, encode_request
+from protocol.errors import ErrorCode
+from protocol.private import SHARE_FORWARD
+from protocol.schemas import request_schema
 from tests.interop.share_support import Delivery, all_records, consume_until, share_consumer
 from tests.shards.cluster import ShardCluster, group_on
 from tests.sidecar.conftest import free_base_port
@@ -125,3 +132,56 @@ def share_among(bootstrap: str, topic: str, group: str, consumers: int, count: i
         assert all(error is None for error in results.values()), results
         c.close()
     return seen
+
+
+def forward(node_id: int, frame: bytes) -> Any:
+    return build(request_schema(SHARE_FORWARD, 0), {"node_id": node_id, "request": frame})
+
+
+@pytest.mark.asyncio
+async def test_share_forward_refuses_what_is_not_a_share_request_and_serves_on(
+        two_shards: tuple[ShardCluster, int]) -> None:
+    cluster, _ = two_shards
+    fetch = encode_request(78, 7, "c", share_fetch(group_on(0), 0, uuid.uuid4(), [0]))  # a group of shard 0
+    versions = encode_request(18, 7, "c", build(request_schema(18, 3), {"client_software_name": "t",
+                                                                      "client_software_version": "1"}))
+    client = await WireClient.connect(cluster.port + 1)
+    try:
+        for frame in (b"", b"\x00\x00\x00\x02ab", versions, fetch[:-3]):
+            answer = await client.request(forward(BROKER, frame))
+            assert (answer.error_code, answer.response) == (ErrorCode.INVALID_REQUEST, b""), frame
+        # A well-formed one is served on the same connection; shard 1 does not hold the group and
+        # never forwards it on: NOT_LEADER_OR_FOLLOWER, as while a group moves.
+        served = await client.request(forward(BROKER, fetch))
+        assert served.error_code == ErrorCode.NONE
+        correlation_id, inner = decode_response(78, 2, served.response[4:])
+        assert correlation_id == 7
+        assert [p.error_code for t in inner.responses for p in t.partitions] == [ErrorCode.NOT_LEADER_OR_FOLLOWER]
+    finally:
+        await client.close()
+
+
+@pytest.mark.asyncio
+async def test_a_share_fetch_whose_holder_is_gone_is_answered_not_leader_or_follower(
+        two_shards: tuple[ShardCluster, int], kafka_broker: KafkaBroker) -> None:
+    """Last in the module: shard 1 (the holder) is SIGKILLed, so the broker's listener is shard 0's alone."""
+    cluster, base = two_shards
+    topic = make_topic(kafka_broker)
+    group = group_on(1, prefix=f"gone-{uuid.uuid4().hex[:4]}")
+    coordinator = await WireClient.connect(cluster.port + 1)
+    try:
+        _, tps = await join(coordinator, group, topic)
+    finally:
+        await coordinator.close()
+    cluster.kill(1)
+    client = await WireClient.connect(base + BROKER)
+    try:
+        answer = await client.request(share_fetch(group, 0, tps.topic_id, [0, 1], acks={0: [(0, 0)]}))
+        assert answer.error_code == ErrorCode.NONE
+        rows = [p for t in answer.responses for p in t.partitions]
+        assert sorted(p.partition_index for p in rows) == [0, 1]
+        assert all(p.error_code == p.acknowledge_error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER for p in rows)
+        assert all(p.current_leader.leader_id == BROKER for p in rows)
+        assert [(n.node_id, n.port) for n in answer.node_endpoints] == [(BROKER, base + BROKER)]
+    finally:
+        await client.close()
