@@ -1,8 +1,8 @@
 """Share groups through three sidecar instances sharing the log on an Apache Kafka 4.0
 (`coordinator.log.storage=upstream`): the instances share the broker's listener (SO_REUSEPORT), so a
 share consumer's ShareFetch lands on any of them, and the two that do not hold the group forward it
-to the one that does (`coordinator/share/forward.py`). confluent-kafka share consumers share a
-2-partition topic, every record delivered and acknowledged once; with the holder SIGKILLed, the
+to the one that does (`coordinator/share/forward.py`). confluent-kafka's and the Java share consumers
+share a 2-partition topic, every record delivered and acknowledged once; with the holder SIGKILLed, the
 group moves: nothing acknowledged comes back, and what a consumer held unacknowledged does.
 """
 
@@ -16,7 +16,9 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.clusterlog.instance_support import coordinator_of, three_instances
+from tests.interop import test_share_java
 from tests.interop.share_support import Delivery, all_records, consume_until, share_consumer
+from tests.interop.test_share_java import JavaReader
 from tests.share.test_forward import share_among
 from tests.support.clients import produce
 from tests.support.kafka import KafkaBroker
@@ -24,6 +26,7 @@ from tests.support.server import ServerProcess, wait_until
 
 pytestmark = pytest.mark.interop
 
+share_reader = test_share_java.share_reader  # the fixture: the Java share consumer, compiled once
 PARTITIONS = 2
 SHARE = {"share.auto.offset.reset": "earliest", "group.share.heartbeat.interval.ms": "500",
          "group.share.session.timeout.ms": "6000"}
@@ -69,6 +72,26 @@ def test_share_consumers_through_three_instances_get_every_record_once(
     seen = share_among(elsewhere.bootstrap, topic, group, 3, count)
     everything = [d for got in seen for d in got]
     assert len(everything) == count and set(everything) == all_records(count)  # none twice, none missing
+
+
+def test_java_share_consumers_through_three_instances_get_every_record_once(
+        instances: list[ServerProcess], kafka_broker: KafkaBroker, share_reader: str) -> None:
+    topic = make_topic(kafka_broker)
+    count = 1_000
+    produce(kafka_broker.bootstrap, topic, count, PARTITIONS)
+    group = f"java-{uuid.uuid4().hex[:6]}"
+    holder = holder_of(instances, group)
+    elsewhere = next(s for s in instances if s is not holder)
+    readers = [JavaReader(share_reader, elsewhere.bootstrap, group, topic) for _ in range(2)]
+    try:
+        everything = lambda: [r for reader in readers for r in reader.records]  # noqa: E731
+        wait_until(lambda: len(set(everything())) >= count, timeout=60, message="every record delivered")
+    finally:
+        for reader in readers:
+            reader.stop()
+    assert all(reader.closed for reader in readers)  # each acknowledged what it held and closed cleanly
+    delivered = everything()
+    assert len(delivered) == count and set(delivered) == all_records(count)  # each once, to one consumer
 
 
 @pytest.mark.slow

@@ -3,7 +3,8 @@ forwarded to the one that does (``coordinator/share/forward.py``): a sidecar of 
 of Apache Kafka 4.0, whose shards both open the broker's listener (SO_REUSEPORT), so a client's
 connection lands on either. On the wire: every connection is answered as the holder answers, and a
 connection that closes releases what it acquired at once, whichever shard it reached; with real
-share consumers: a group held by shard 1 shares a 2-partition topic, every record delivered once.
+share consumers (confluent-kafka's, and the Java ``KafkaShareConsumer`` 4.3.0): a group held by
+shard 1 shares a 2-partition topic, every record delivered once.
 ShareForward refuses what is not a share request (INVALID_REQUEST) and serves on; with the holder
 gone, a share request is answered NOT_LEADER_OR_FOLLOWER, which the clients retry.
 (Instances sharing the log upstream: ``tests/clusterlog/test_instances_share.py``.)"""
@@ -23,7 +24,9 @@ from protocol.client import decode_response, encode_request
 from protocol.errors import ErrorCode
 from protocol.private import SHARE_FORWARD
 from protocol.schemas import request_schema
+from tests.interop import test_share_java
 from tests.interop.share_support import Delivery, all_records, consume_until, share_consumer
+from tests.interop.test_share_java import JavaReader
 from tests.shards.cluster import ShardCluster, group_on
 from tests.sidecar.conftest import free_base_port
 from tests.sidecar.test_share_groups import acquired, join, share_fetch
@@ -34,6 +37,7 @@ from tests.support.wire import WireClient
 
 pytestmark = pytest.mark.interop
 
+share_reader = test_share_java.share_reader  # the fixture: the Java share consumer, compiled once
 PARTITIONS = 2
 BROKER = 1  # the session broker's node id: its listener is base + 1 on both shards
 
@@ -132,6 +136,26 @@ def share_among(bootstrap: str, topic: str, group: str, consumers: int, count: i
         assert all(error is None for error in results.values()), results
         c.close()
     return seen
+
+
+@pytest.mark.asyncio
+async def test_java_share_consumers_of_a_group_held_by_shard_1_get_every_record_once(
+        two_shards: tuple[ShardCluster, int], kafka_broker: KafkaBroker, share_reader: str) -> None:
+    cluster, _ = two_shards
+    topic = make_topic(kafka_broker)
+    count = 1_000
+    produce(kafka_broker.bootstrap, topic, count, PARTITIONS)
+    group = group_on(1, prefix=f"java-{uuid.uuid4().hex[:4]}")
+    readers = [JavaReader(share_reader, cluster.bootstrap(0), group, topic) for _ in range(2)]
+    try:
+        everything = lambda: [r for reader in readers for r in reader.records]  # noqa: E731
+        await eventually(lambda: len(set(everything())) >= count, timeout=60, message="every record delivered")
+    finally:
+        for reader in readers:
+            reader.stop()
+    assert all(reader.closed for reader in readers)  # each acknowledged what it held and closed cleanly
+    delivered = everything()
+    assert len(delivered) == count and set(delivered) == all_records(count)  # each once, to one consumer
 
 
 def forward(node_id: int, frame: bytes) -> Any:
