@@ -3,7 +3,8 @@ a sidecar of two shards in front of Apache Kafka 4.0 with an authorizer, whose f
 every broker's listener) is SASL and whose second, PLAINTEXT, is where the shards forward. alice may
 READ the group and one topic, not the other: on every connection to the broker's listener, whichever
 shard the kernel hands it to (the holder, or the one forwarding), the topic she may not read is
-TOPIC_AUTHORIZATION_FAILED and the other served; bob, without READ on the group, is refused whole."""
+TOPIC_AUTHORIZATION_FAILED and the other served; bob, without READ on the group, is refused whole.
+A client sending ShareForward itself (no CLUSTER_ACTION) is refused CLUSTER_AUTHORIZATION_FAILED."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ from typing import Any
 
 import pytest
 
+from protocol.build import build
+from protocol.client import encode_request
+from protocol.private import SHARE_FORWARD
+from protocol.schemas import request_schema
 from tests.security.conftest import connect
 from tests.security.support import add_user, sasl_login
 from tests.security.test_authorization import GROUP, READ, TOPIC, binding, req
@@ -27,7 +32,7 @@ from tests.support.wire import WireClient
 
 pytestmark = pytest.mark.interop
 
-GROUP_DENIED, TOPIC_DENIED, UNKNOWN_TOPIC_ID = 30, 29, 100
+GROUP_DENIED, TOPIC_DENIED, CLUSTER_DENIED, UNKNOWN_TOPIC_ID = 30, 29, 31, 100
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +120,23 @@ async def test_a_forwarded_share_fetch_is_authorized_where_the_client_connected(
     finally:
         await admin.close()
         await holder.close()
+
+
+@pytest.mark.asyncio
+async def test_share_forward_from_a_client_without_cluster_action_is_refused(
+        secured_shards: tuple[ShardCluster, int, int]) -> None:
+    """Only a peer (CLUSTER_ACTION on the cluster) may hand a holder a share request: alice, sending
+    ShareForward herself, would otherwise pass the ACLs checked where a client connects."""
+    cluster, _, plain = secured_shards
+    admin = await connect(plain)
+    try:
+        await add_user(admin, "carol", "carol-pw")
+    finally:
+        await admin.close()
+    carol = await eventually(lambda: login(cluster.port + 1, "carol"), timeout=10, message="carol's login on shard 1")
+    try:
+        inner = encode_request(78, 3, "carol", share_fetch(group_on(1), [uuid.uuid4()]))
+        answer = await carol.request(build(request_schema(SHARE_FORWARD, 0), {"node_id": BROKER, "request": inner}))
+        assert (answer.error_code, answer.response) == (CLUSTER_DENIED, b"")
+    finally:
+        await carol.close()
