@@ -70,6 +70,7 @@ from ..api.respond import respond
 from ..catalog import TopicSource
 from ..logging import get_logger
 from ..runtime.apis.view import Node
+from ..sidecar.lograte import RateLimitedLog
 from ..sidecar.upstream import UpstreamConnection
 from ..sidecar.wire import ForwardError
 from .fetch_apis import SHARE_ACKNOWLEDGE, SHARE_FETCH, OnClose
@@ -106,6 +107,7 @@ class ShareForwarding:
         """client connection id -> holder node id -> its forwarding connection (being opened)."""
         self._codec = RequestCodec({SHARE_FETCH: (1, 2), SHARE_ACKNOWLEDGE: (1, 2)})
         self._local: dict[int, Handler] = {}
+        self._failures = RateLimitedLog(log)
 
     def wrap(self, declared: list[ApiDeclaration]) -> list[ApiDeclaration]:
         """The declared APIs with ShareFetch and ShareAcknowledge forwarding a group held
@@ -156,7 +158,8 @@ class ShareForwarding:
                 raise ForwardError(f"refused with {ErrorCode(int(answer.error_code)).name}")
             _, response = decode_response(ctx.api_key, ctx.api_version, memoryview(answer.response)[4:])
         except (ForwardError, ResponseDecodeError) as exc:
-            log.info("share_forward_failed", group=group_id, holder=holder.node_id, error=str(exc))
+            # Repeats while a holder is away (or refuses us: CLUSTER_ACTION missing): rate-limited.
+            self._failures.warning("share_forward_failed", group=group_id, holder=holder.node_id, error=str(exc))
             self._drop(ctx.connection_id, holder.node_id)
             return self._moving(ctx, r, acknowledge_only)
         if denied:  # the topics refused here, answered beside the holder's
