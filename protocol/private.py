@@ -22,6 +22,15 @@ ShareGroupDescribe answers them), `group_id` and `partitions` (`topic_name`, `pa
 `start_offset`, and the number of offsets between the start offset and the first offset never
 acquired that are `available`, `acquired`, `acknowledged` and `archived`).
 
+ShareForward (v0, not flexible): a ShareFetch or ShareAcknowledge that a client sent to a process
+that does not hold its share group, handed by that process to the one that does (another shard, or
+another instance sharing the log upstream; `coordinator/share/forward.py`). Request: `node_id` (the
+upstream broker whose listener the client reached: the owner serves the inner request as if it had
+arrived on that listener) and `request` (the inner request's whole frame, size prefix and header
+included, at the client's version). Response: `error_code` (NONE, or CLUSTER_AUTHORIZATION_FAILED
+for a sender that is not a peer) and `response` (the inner response's whole frame; empty when
+refused).
+
 Declared in kio's entity form, as `protocol.legacy` declares the versions Kafka removed, so kio's own
 readers and writers encode and decode them and `protocol.build` describes them like any other.
 
@@ -33,6 +42,9 @@ advertised.
 """
 
 # No `from __future__ import annotations`: kio reads the field types at runtime.
+
+from dataclasses import field
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.static.constants import EntityType
@@ -52,11 +64,15 @@ DESCRIBE_GROUP_GENERATIONS = 32767
 DESCRIBE_SHARE_PARTITIONS = 32766
 """The next private key down."""
 
+SHARE_FORWARD = 32765
+"""The next one down."""
+
 NAMES: dict[int, str] = {DESCRIBE_GROUP_GENERATIONS: "DescribeGroupGenerations",
-                         DESCRIBE_SHARE_PARTITIONS: "DescribeSharePartitions"}
+                         DESCRIBE_SHARE_PARTITIONS: "DescribeSharePartitions", SHARE_FORWARD: "ShareForward"}
 """Private API key -> its name (CamelCase, as Kafka names its APIs)."""
 SNAKE_NAMES: dict[int, str] = {DESCRIBE_GROUP_GENERATIONS: "describe_group_generations",
-                               DESCRIBE_SHARE_PARTITIONS: "describe_share_partitions"}
+                               DESCRIBE_SHARE_PARTITIONS: "describe_share_partitions",
+                               SHARE_FORWARD: "share_forward"}
 
 
 @_entity(DESCRIBE_GROUP_GENERATIONS, 0, EntityType.request)
@@ -112,10 +128,28 @@ class DescribeSharePartitionsResponseV0:
     groups: tuple[DescribedSharePartitionsGroupV0, ...]
 
 
+def _bytes() -> Any:
+    return field(metadata={"kafka_type": "bytes"})
+
+
+@_entity(SHARE_FORWARD, 0, EntityType.request)
+class ShareForwardRequestV0:
+    node_id: i32 = _int32()
+    request: bytes = _bytes()
+
+
+@_entity(SHARE_FORWARD, 0, EntityType.response)
+class ShareForwardResponseV0:
+    error_code: ErrorCode = _error()
+    response: bytes = _bytes()
+
+
 REQUESTS: dict[tuple[int, int], type] = {(DESCRIBE_GROUP_GENERATIONS, 0): DescribeGroupGenerationsRequestV0,
-                                         (DESCRIBE_SHARE_PARTITIONS, 0): DescribeSharePartitionsRequestV0}
+                                         (DESCRIBE_SHARE_PARTITIONS, 0): DescribeSharePartitionsRequestV0,
+                                         (SHARE_FORWARD, 0): ShareForwardRequestV0}
 RESPONSES: dict[tuple[int, int], type] = {(DESCRIBE_GROUP_GENERATIONS, 0): DescribeGroupGenerationsResponseV0,
-                                          (DESCRIBE_SHARE_PARTITIONS, 0): DescribeSharePartitionsResponseV0}
+                                          (DESCRIBE_SHARE_PARTITIONS, 0): DescribeSharePartitionsResponseV0,
+                                          (SHARE_FORWARD, 0): ShareForwardResponseV0}
 
 
 class PrivateApiError(ValueError):

@@ -6,10 +6,12 @@ when the node takes the data directory (`activate`), the upstream's topics await
 shard serves (`ready`, also where a shard's node id colliding with an upstream broker's stops
 start-up) and the shard handed to it (`attach`), and at stop its listeners closed first
 (`stop_accepting`) and the rest last (`stop`). The feature itself is `coordinator/sidecar`
-(and, for share groups' APIs over the upstream, `coordinator/share/wiring.sidecar_share_apis`)."""
+(and, for share groups' APIs over the upstream, `coordinator/share/wiring.sidecar_share_apis`, with
+`share_holders` where share requests are forwarded between processes)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -17,14 +19,15 @@ from ..api.declaration import ApiDeclaration
 from ..api.placement import Owns
 from ..config import Config
 from ..core.share.config import AutoOffsetReset
+from ..logging import get_logger
 from ..runtime.connection import KafkaConnection
 from ..runtime.shard import ShardRuntime
 from ..runtime.startup_checks import StartupError
 from ..security.gate import SecurityConfigError
 from ..security.settings import AuthorizerConfig, UpstreamSecurityConfig
 from ..security.upstream import UpstreamSecurity, upstream_security
+from ..share.forward import Holders
 from ..share.settings import ShareFetchConfig
-from ..share.unserved import sidecar_share_groups_off
 from ..share.wiring import sidecar_share_apis
 from ..sidecar.forwarder import Route
 from ..sidecar.settings import SidecarConfig
@@ -32,6 +35,8 @@ from ..sidecar.sidecar import Sidecar
 from ..sidecar.topics_changed import TopicsChanged
 from .apis import served_by_sidecar
 from .startup_checks import check_sidecar_shards
+
+log = get_logger("coordinator.node.sidecar")
 
 if TYPE_CHECKING:
     from .server import CoordinatorServer
@@ -73,21 +78,40 @@ def coordinator_nodes(server: CoordinatorServer) -> list[tuple[int, str, int]]:
 
 def apis(server: CoordinatorServer, declared: list[ApiDeclaration]) -> list[ApiDeclaration]:
     """What sidecar mode registers of the declared APIs, the sidecar's own in place of some, and
-    share groups' four APIs served over the upstream: with one shard and the log in the data
-    directory only (with several shards, or instances sharing the log upstream, a per-broker
-    listener's connection may reach a process that does not hold the group); otherwise the four
-    answer UNSUPPORTED_VERSION with why (`share/unserved.sidecar_share_groups_off`)."""
+    share groups' APIs served over the upstream. With several shards or instances sharing the log
+    upstream, a per-broker listener's connection may reach a process that does not hold the group:
+    its ShareFetch and ShareAcknowledge are forwarded to the one that does (`share/forward.py`)."""
     sidecar = server.sidecar
     assert sidecar is not None
-    if server.layout.shards == 1 and server.upstream_log is None:
-        declared = [*declared, *sidecar_share_apis(
-            lambda: server.shard, server.view, sidecar.cluster, sidecar.listeners.address,
-            AutoOffsetReset.parse(server.config["share.auto.offset.reset"]), server.config.build(ShareFetchConfig),
-            on_close=lambda listener: server.connections.closed.append(listener))]
-    else:  # refused in Kafka's words rather than left unadvertised (a share consumer would wait forever)
-        declared = [*declared, *sidecar_share_groups_off(server.view, "in sidecar mode share groups need "
-                                                         "coordinator.shards=1 and coordinator.log.storage=local")]
+    declared = [*declared, *sidecar_share_apis(
+        lambda: server.shard, server.view, sidecar.cluster, sidecar.listeners.address,
+        AutoOffsetReset.parse(server.config["share.auto.offset.reset"]), server.config.build(ShareFetchConfig),
+        on_close=lambda listener: server.connections.closed.append(listener), holders=share_holders(server))]
     return served_by_sidecar(declared, sidecar.handlers(server.view, lambda: server.registry.version_ranges()))
+
+
+def share_holders(server: CoordinatorServer) -> Holders | None:
+    """Where share groups are held when this process is one of several (None when it holds them all):
+    the instance owning the group's log partition, or the group's shard; each named by its coordinator
+    node on the first PLAINTEXT listener, where a peer sends it ShareForward (a forwarding connection
+    has no TLS or SASL of its own). Without one, a share request reaching a process that does not
+    hold its group is answered NOT_LEADER_OR_FOLLOWER (said once, at start-up)."""
+    sidecar = server.sidecar
+    assert sidecar is not None
+    plain = next((listener.name for listener in server.listeners if not listener.tls and not listener.sasl), None)
+    if plain is None and (server.upstream_log is not None or server.layout.shards > 1):
+        log.warning("share_forwarding_unavailable", reason="no PLAINTEXT listener for the processes to forward "
+                    "ShareFetch and ShareAcknowledge to the one holding the group")
+    holder = (functools.partial(server.view.node_of_group, listener=plain) if plain is not None
+              else lambda group_id: None)
+    own = lambda: server.view.node.node_id  # noqa: E731 - the view's node is current once bound
+    if server.upstream_log is not None:
+        return Holders(server.upstream_log.owns_group, holder, own, sidecar.listeners.address)
+    if server.layout.shards > 1:
+        layout, index = server.layout, server.shard_index
+        return Holders(lambda group_id: layout.shard_of_group(group_id) == index, holder, own,
+                       sidecar.listeners.address)
+    return None
 
 
 def serve_locally(server: CoordinatorServer, handlers: list[ApiDeclaration]) -> list[ApiDeclaration]:

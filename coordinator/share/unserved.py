@@ -1,6 +1,6 @@
 """Share groups' APIs where they cannot be served, answered in Kafka's words instead of left
 unadvertised (a share consumer then waited forever): an embedded shard k >= 1 of a node of several
-shards (``coordinator.shards`` above 1), and a sidecar that cannot serve them.
+shards (``coordinator.shards`` above 1).
 
 Why only shard 0 serves share groups there: clients send ShareFetch and ShareAcknowledge to a
 partition's leader, and every embedded partition is led by shard 0 (the data plane is one
@@ -17,17 +17,17 @@ positions, then the acquisition); until that exists such a group is refused, exp
   NOT_LEADER_OR_FOLLOWER with shard 0 as its current leader, as a Kafka follower answers (the client
   refreshes its metadata and sends them to shard 0).
 
-In sidecar mode share groups need one shard and the log local (``node/sidecar.py``); otherwise
-ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge are answered
-UNSUPPORTED_VERSION for every group, with the reason (``sidecar_share_groups_off``).
+Sidecar mode needs none of this: every shard (and every instance sharing the log upstream) opens
+the listeners of the upstream's brokers, so a ShareFetch or ShareAcknowledge reaching a process
+that does not hold its group is forwarded to the one that does (``share/forward.py``), and every
+group is served wherever it is placed.
 
-Both gates come before any authorization check, as Kafka's share-groups-off gate does. A refused
+The gates come before any authorization check, as Kafka's share-groups-off gate does. A refused
 group is logged once (``share_group_not_served``): librdkafka shows its application only the code.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Any
 
@@ -127,41 +127,10 @@ class _Refusals:
                                                  "rack": None}]})
 
 
-class _Off(_Refusals):
-    """Sidecar mode where share groups cannot be served at all: every group, and every fetch,
-    UNSUPPORTED_VERSION with ``reason``."""
-
-    def __init__(self, view: NodeView, reason: str) -> None:
-        super().__init__(view)
-        self.reason = reason
-
-    @functools.lru_cache(maxsize=1024)  # noqa: B019 - as above
-    def _logged_off(self, group_id: str) -> None:
-        log.warning("share_group_not_served", group=group_id, reason=self.reason)
-
-    def code(self, group_id: str) -> tuple[ErrorCode, str | None]:
-        self._logged_off(group_id)
-        return ErrorCode.UNSUPPORTED_VERSION, f"Share groups are not served here: {self.reason}."
-
-    def _not_leader(self, ctx: RequestContext, r: Any, acknowledge_only: bool) -> Any:
-        return respond(ctx, {"throttle_time": 0, "error_code": ErrorCode.UNSUPPORTED_VERSION,
-                             "error_message": f"Share groups are not served here: {self.reason}.",
-                             "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []})
-
-
 def unserved_share_apis(view: NodeView) -> list[ApiDeclaration]:
     """The share APIs of an embedded shard k >= 1, each answering as the module says, with the
     versions shard 0 serves (so every node advertises the same)."""
     return _declared(_Refusals(view))
-
-
-def sidecar_share_groups_off(view: NodeView, reason: str) -> list[ApiDeclaration]:
-    """The four share APIs of a sidecar that cannot serve share groups (several shards, or the log
-    upstream), served here (never forwarded: the upstream's share groups are not this coordinator's)
-    and answering UNSUPPORTED_VERSION with ``reason``, so a share consumer stops with it rather than
-    wait on APIs nobody advertises."""
-    return [dataclasses.replace(d, sidecar=SidecarRoute.SERVED) for d in _declared(_Off(view, reason))
-            if d.api_key in (SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE, SHARE_FETCH, SHARE_ACKNOWLEDGE)]
 
 
 def _declared(refusals: _Refusals) -> list[ApiDeclaration]:

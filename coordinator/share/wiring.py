@@ -8,7 +8,9 @@ in front of it (``group.share.fetch.cache.max.bytes``), the start offsets of new
 In sidecar mode all four APIs are answered here, never forwarded (the upstream needs no share
 groups of its own): ShareGroupHeartbeat and ShareGroupDescribe where clients find the group's
 coordinator, ShareFetch and ShareAcknowledge on the per-broker listeners, where a client sends them
-to the leader its (rewritten) Metadata names; every listener serves the APIs answered here.
+to the leader its (rewritten) Metadata names; every listener serves the APIs answered here. Where
+several processes open those listeners (shards, or instances sharing the log upstream), a ShareFetch
+or ShareAcknowledge for a group held by another process is forwarded to it (``forward``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from .cache import BatchCache
 from .embedded import DataPlaneSource, wait_for_append
 from .ends import EmbeddedEndOffsets, UpstreamEndOffsets
 from .fetch_apis import OnClose, ShareDataPath, share_fetch_handlers
+from .forward import Holders, ShareForwarding
 from .settings import ShareFetchConfig
 from .starts import EmbeddedStartOffsets, UpstreamStartOffsets
 from .upstream import UpstreamSource
@@ -48,13 +51,18 @@ def embedded_share_apis(shard: Callable[[], ShardRuntime | None], view: NodeView
 
 def sidecar_share_apis(shard: Callable[[], ShardRuntime | None], view: NodeView, cluster: UpstreamCluster,
                        broker_endpoint: Callable[[int], tuple[str, int]], reset: AutoOffsetReset,
-                       settings: ShareFetchConfig, on_close: OnClose | None = None) -> list[ApiDeclaration]:
+                       settings: ShareFetchConfig, on_close: OnClose | None = None,
+                       holders: Holders | None = None) -> list[ApiDeclaration]:
     """The same APIs over the upstream cluster the sidecar fronts, declared served here;
-    ``broker_endpoint`` is the address of the listener standing for an upstream broker."""
+    ``broker_endpoint`` is the address of the listener standing for an upstream broker. With
+    ``holders`` (this process is one of several that clients reach as the same brokers), ShareFetch
+    and ShareAcknowledge of a group held elsewhere are forwarded to its holder, and ShareForward is
+    served for the others."""
     source = UpstreamSource(cluster)
     path = ShareDataPath(cluster.catalog, BatchCache(source, settings.share_fetch_cache_max_bytes),
                          source.wait_for_append, broker_endpoint)
     declared = [*share_handlers(shard, UpstreamStartOffsets(cluster.catalog, source, reset),
                                 UpstreamEndOffsets(cluster.catalog, source)),
                 *share_fetch_handlers(shard, view, path, on_close)]
-    return [dataclasses.replace(d, sidecar=SidecarRoute.SERVED) for d in declared]
+    declared = [dataclasses.replace(d, sidecar=SidecarRoute.SERVED) for d in declared]
+    return ShareForwarding(holders, cluster.catalog, on_close).wrap(declared) if holders is not None else declared

@@ -100,16 +100,17 @@ def generations(server: ServerProcess, group: str) -> tuple[int, str, int, dict[
 
 
 @contextlib.contextmanager
-def three_instances(tmp_path: Path, kafka_broker: KafkaBroker) -> Iterator[list[ServerProcess]]:
-    """Three instances sharing a fresh log topic of the broker, each its own ports and data directory,
-    running and the log partitions divided among them; stopped (resumed first, if paused) at the end."""
+def three_instances(tmp_path: Path, kafka_broker: KafkaBroker, **overrides: str) -> Iterator[list[ServerProcess]]:
+    """Three instances sharing a fresh log topic of the broker, each its own ports and data directory
+    (and ``overrides`` as settings), running and the log partitions divided among them; stopped
+    (resumed first, if paused) at the end."""
     ensure_topic(kafka_broker, TOPIC, PARTITIONS)
     log_topic = f"coordinator-log-{uuid.uuid4().hex[:8]}"
     # One base port for all: the instances share each broker's listener port (SO_REUSEPORT), as
     # instances on several machines share one advertised host behind a load balancer.
     base = free_base_port()
     servers = [upstream_instance(tmp_path / f"i{n}", kafka_broker, log_topic, base, free_port(),
-                                 **{"sidecar.node.id": str(1000 + n)}) for n in (1, 2, 3)]
+                                 **{"sidecar.node.id": str(1000 + n), **overrides}) for n in (1, 2, 3)]
     try:
         for server in servers:
             server.start(wait=False)

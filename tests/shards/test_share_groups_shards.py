@@ -8,9 +8,8 @@ shard 1 says why in the answer's message and its log. Raw requests show the rest
 other shard is NOT_COORDINATOR on shard 1, and ShareFetch/ShareAcknowledge sent to shard 1 are
 NOT_LEADER_OR_FOLLOWER naming shard 0 as the leader.
 
-Sidecar mode over two shards (in front of librdkafka's mock cluster) serves no share groups: the
-four share APIs answer UNSUPPORTED_VERSION with why on every shard, and a ShareConsumer stops with
-it (before, nobody advertised them and it waited forever)."""
+Sidecar mode over two shards serves every share group, forwarding a share request that reaches the
+shard not holding its group (``tests/share/test_forward.py``)."""
 
 from __future__ import annotations
 
@@ -18,7 +17,6 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +25,6 @@ from confluent_kafka import KafkaException, ShareConsumer
 from protocol.errors import ErrorCode
 from tests.interop.share_support import all_records, consume_until, share_consumer
 from tests.shards.cluster import ShardCluster, group_on, running_cluster
-from tests.sidecar.conftest import free_base_port, start_mock_cluster, stop_process
 from tests.support.clients import produce
 from tests.support.server import wait_until
 from tests.support.wire import call, request
@@ -122,31 +119,3 @@ def test_share_fetches_sent_to_shard_1_name_shard_0_as_the_leader(cluster: Shard
         assert partition.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
         assert partition.current_leader.leader_id == NODE_ID
         assert [(n.node_id, n.port) for n in answer.node_endpoints] == [(NODE_ID, cluster.port)]
-
-
-@pytest.fixture
-def sidecar_shards(tmp_path: Path) -> Iterator[ShardCluster]:
-    proc, bootstrap = start_mock_cluster(1)
-    cluster = ShardCluster(tmp_path / "data", 2, overrides={
-        "upstream.bootstrap.servers": bootstrap, "sidecar.listener.base.port": str(free_base_port()),
-        "log.flush.policy": "none"})
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop()
-        stop_process(proc)
-
-
-def test_a_sidecar_of_two_shards_refuses_share_groups_with_unsupported_version(sidecar_shards: ShardCluster) -> None:
-    for shard in (0, 1):
-        beat = ask(sidecar_shards, shard, 76, 1, group_id=group_on(shard, prefix="side"),
-                   member_id=uuid.uuid4().hex[:22], member_epoch=0, rack_id=None, subscribed_topic_names=[TOPIC])
-        assert beat.error_code == ErrorCode.UNSUPPORTED_VERSION
-        assert "coordinator.shards=1" in beat.error_message
-    fetched = ask(sidecar_shards, 0, 78, 1, group_id="side", member_id=uuid.uuid4().hex[:22], share_session_epoch=0,
-                  max_wait=0, min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500, topics=[],
-                  forgotten_topics_data=[])
-    assert fetched.error_code == ErrorCode.UNSUPPORTED_VERSION
-    errors = stopped_with(sidecar_shards.bootstrap(1), group_on(1, prefix="side"))
-    assert errors, "the consumer was left waiting"
-    assert errors[0].args[0].code() == ErrorCode.UNSUPPORTED_VERSION

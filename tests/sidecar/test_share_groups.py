@@ -4,7 +4,8 @@ share APIs are advertised and answered on every listener, and a member whose par
 leaders on two brokers keeps a share session with each; in front of Apache Kafka 4.0, a consumer
 starts at the log end by default, never gets an aborted transaction's records, and a topic
 deleted upstream is answered with Kafka's codes. An upstream's own share APIs are never advertised,
-and a node serves share groups with one shard and the log local only."""
+and every sidecar serves share groups (with several shards or instances, forwarding a share request
+to the process holding its group: tests/share/test_forward.py proves it on the wire)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from coordinator.node.server import CoordinatorServer
 from coordinator.sidecar.apis import api_table
 from protocol.build import build
 from protocol.errors import ErrorCode
+from protocol.private import SHARE_FORWARD
 from protocol.schemas import request_schema
 from tests.interop.share_support import Delivery, consume_until, share_consumer
 from tests.share.test_upstream import produce_transaction
@@ -275,22 +277,20 @@ def test_an_upstreams_own_share_apis_are_never_advertised() -> None:
     assert (served[76], served[78], served[79]) == ((1, 1), (1, 2), (1, 2))
 
 
-@pytest.mark.asyncio
-@pytest.mark.parametrize(("settings", "served"), [
-    ({}, True),
-    ({"coordinator.shards": "2"}, False),  # a per-broker listener's connection may reach the other shard
-    ({"coordinator.log.storage": "upstream"}, False),  # or another instance sharing the ports
+@pytest.mark.parametrize(("settings", "forwards"), [
+    ({}, False),
+    ({"coordinator.shards": "2"}, True),  # a per-broker listener's connection may reach the other shard
+    ({"coordinator.log.storage": "upstream"}, True),  # or another instance sharing the ports
 ])
-async def test_share_groups_are_served_with_one_shard_and_the_log_local_only(
-        tmp_path: Path, settings: dict[str, str], served: bool) -> None:
+def test_share_groups_are_served_by_every_sidecar_and_forwarded_where_several_processes_serve(
+        tmp_path: Path, settings: dict[str, str], forwards: bool) -> None:
     config = resolve(environ={}, overrides=[f"{k}={v}" for k, v in {
         "upstream.bootstrap.servers": "127.0.0.1:9", "sidecar.listener.base.port": str(free_base_port()),
         **settings}.items()], flags={"listeners": f"127.0.0.1:{free_port()}", "metrics.listen": "127.0.0.1:0",
                                      "log.dirs": str(tmp_path / "data")})
     server = CoordinatorServer(config, shard=0 if "coordinator.shards" in settings else None)  # built, not started
     handlers = {key: server.registry.get(key) for key in (76, 77, 78, 79)}
-    # Registered either way, so never forwarded to the upstream; where not served, the refusals
-    # answering UNSUPPORTED_VERSION (share/unserved.py: proven on the wire in tests/shards).
-    assert all(h is not None for h in handlers.values())
-    refused = {key for key, h in handlers.items() if h is not None and isinstance(h.authorization, Unchecked)}
-    assert refused == (set() if served else {76, 77, 78, 79})
+    # Registered and served here (never forwarded to the upstream), none of them a refusal.
+    assert all(h is not None and not isinstance(h.authorization, Unchecked) for h in handlers.values())
+    # ShareForward (share/forward.py), for peers, only where there are peers.
+    assert (server.registry.get(SHARE_FORWARD) is not None) == forwards
