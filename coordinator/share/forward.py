@@ -51,7 +51,7 @@ from protocol.client import ResponseDecodeError, decode_response, encode_request
 from protocol.codec import EncodedResponse, RequestCodec, encode_response
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.private import SHARE_FORWARD
-from protocol.schemas import request_schema
+from protocol.schemas import request_schema, response_schema
 
 from ..api.authorization import (
     CLUSTER,
@@ -65,7 +65,7 @@ from ..api.authorization import (
 )
 from ..api.declaration import ApiDeclaration, SidecarRoute
 from ..api.placement import NoGroup, Owns
-from ..api.registry import Deferred, Handler, RequestContext
+from ..api.registry import Handler, RequestContext, response_of
 from ..api.respond import respond
 from ..catalog import TopicSource
 from ..logging import get_logger
@@ -78,6 +78,8 @@ from .fetch_apis import SHARE_ACKNOWLEDGE, SHARE_FETCH, OnClose
 log = get_logger("coordinator.share.forward")
 
 CONNECT_TIMEOUT_S = 5.0
+ANSWER_TIMEOUT_S = 10.0
+"""How long past the fetch's own ``MaxWaitMs`` a holder may take to answer a forwarded request."""
 """A holder that does not accept a connection within this is answered as moving (the client retries)."""
 
 
@@ -153,7 +155,14 @@ class ShareForwarding:
                                                            "request": frame})
         try:
             link = await self._link(ctx.connection_id, holder)
-            answer = await link.call(SHARE_FORWARD, request)
+            # A holder that stops answering must not hold the client's fetch forever: the fetch's own
+            # wait plus ANSWER_TIMEOUT_S, then the link is dropped and the client told to look again.
+            waited = getattr(r, "max_wait", None)  # ShareFetch's MaxWaitMs (a timedelta in kio); none in ShareAcknowledge
+            wait_s = (max(waited.total_seconds(), 0.0) if waited is not None else 0.0) + ANSWER_TIMEOUT_S
+            try:
+                answer = await asyncio.wait_for(link.call(SHARE_FORWARD, request), wait_s)
+            except TimeoutError as exc:
+                raise ForwardError(f"no answer within {wait_s:.1f} s") from exc
             if answer.error_code != ErrorCode.NONE:
                 raise ForwardError(f"refused with {ErrorCode(int(answer.error_code)).name}")
             _, response = decode_response(ctx.api_key, ctx.api_version, memoryview(answer.response)[4:])
@@ -220,7 +229,7 @@ class ShareForwarding:
         if group_id and not self.holders.holds(group_id):  # moved since the sender looked: it must not chain
             answer = self._moving(ictx, inner.body, inner.api_key == SHARE_ACKNOWLEDGE)
         else:
-            answer = await _settled(self._local[inner.api_key](ictx, inner.body))
+            answer = await response_of(self._local[inner.api_key](ictx, inner.body))
         frame = answer.data if isinstance(answer, EncodedResponse) else encode_response(inner.correlation_id, answer)
         return respond(ctx, {"error_code": ErrorCode.NONE, "response": frame})
 
@@ -231,8 +240,10 @@ class ShareForwarding:
         return respond(ctx, self._partitions_answer(ctx, r.topics, ErrorCode.NOT_LEADER_OR_FOLLOWER, acknowledge_only))
 
     def _refused_topics(self, ctx: RequestContext, topics: list[Any], acknowledge_only: bool) -> Any:
-        return respond(ctx, self._partitions_answer(ctx, topics, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                                                    acknowledge_only))
+        """The refused topics as a response entity, to be joined to the holder's decoded answer
+        (``respond`` may hand back encoded bytes, which cannot be joined)."""
+        return build(response_schema(ctx.api_key, ctx.api_version),
+                     self._partitions_answer(ctx, topics, ErrorCode.TOPIC_AUTHORIZATION_FAILED, acknowledge_only))
 
     def _partitions_answer(self, ctx: RequestContext, topics: Any, code: ErrorCode,
                            acknowledge_only: bool) -> dict[str, Any]:
@@ -256,14 +267,6 @@ class ShareForwarding:
         return {"throttle_time": 0, "error_code": ErrorCode.NONE, "error_message": None,
                 "acquisition_lock_timeout": 0, "responses": responses, "node_endpoints": endpoints}
 
-
-async def _settled(result: Any) -> Any:
-    """A handler's answer, awaited when it is not ready yet."""
-    if isinstance(result, Deferred):
-        return result.convert(await result.pending)
-    if asyncio.isfuture(result) or asyncio.iscoroutine(result):
-        return await result
-    return result
 
 
 def _close(opening: asyncio.Future[UpstreamConnection]) -> None:

@@ -11,7 +11,10 @@ gone, a share request is answered NOT_LEADER_OR_FOLLOWER, which the clients retr
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +22,8 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from coordinator.share.apis import SHARE_GROUP_DESCRIBE
+from coordinator.share.forward import ANSWER_TIMEOUT_S
 from protocol.build import build
 from protocol.client import decode_response, encode_request
 from protocol.errors import ErrorCode
@@ -29,7 +34,7 @@ from tests.interop.share_support import Delivery, all_records, consume_until, sh
 from tests.interop.test_share_java import JavaReader
 from tests.shards.cluster import ShardCluster, group_on
 from tests.sidecar.conftest import free_base_port
-from tests.sidecar.test_share_groups import acquired, join, share_fetch
+from tests.sidecar.test_share_groups import acquired, join, req, share_fetch
 from tests.support.clients import produce
 from tests.support.kafka import KafkaBroker
 from tests.support.polling import eventually
@@ -185,10 +190,22 @@ async def test_share_forward_refuses_what_is_not_a_share_request_and_serves_on(
         await client.close()
 
 
+async def on_shard_0(port: int, group: str) -> WireClient:
+    for _ in range(50):
+        client = await WireClient.connect(port)
+        described = await client.request(req(SHARE_GROUP_DESCRIBE, 1, group_ids=[group],
+                                              include_authorized_operations=False))
+        if described.groups[0].error_code == ErrorCode.NOT_COORDINATOR:
+            return client
+        await client.close()
+    raise AssertionError("50 connections in a row reached shard 1")
+
+
 @pytest.mark.asyncio
 async def test_a_share_fetch_whose_holder_is_gone_is_answered_not_leader_or_follower(
         two_shards: tuple[ShardCluster, int], kafka_broker: KafkaBroker) -> None:
-    """Last in the module: shard 1 (the holder) is SIGKILLed, so the broker's listener is shard 0's alone."""
+    """Last in the module: shard 1 (the holder) is frozen, then SIGKILLed, so the broker's listener is
+    shard 0's alone."""
     cluster, base = two_shards
     topic = make_topic(kafka_broker)
     group = group_on(1, prefix=f"gone-{uuid.uuid4().hex[:4]}")
@@ -197,6 +214,19 @@ async def test_a_share_fetch_whose_holder_is_gone_is_answered_not_leader_or_foll
         _, tps = await join(coordinator, group, topic)
     finally:
         await coordinator.close()
+    # First frozen (SIGSTOP: its socket still accepts, nothing answers): the forward gives up after the
+    # fetch's wait plus ANSWER_TIMEOUT_S instead of holding the client's fetch for ever. The client
+    # must be on shard 0 (the kernel hands each connection to either shard): the one where
+    # ShareGroupDescribe of shard 1's group is NOT_COORDINATOR.
+    client = await on_shard_0(base + BROKER, group)
+    os.kill(cluster.procs[1].pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        answer = await client.request(share_fetch(group, 0, tps.topic_id, [0, 1]), timeout=ANSWER_TIMEOUT_S + 20)
+        assert ANSWER_TIMEOUT_S <= time.monotonic() - started < ANSWER_TIMEOUT_S + 10
+        assert {p.error_code for t in answer.responses for p in t.partitions} == {ErrorCode.NOT_LEADER_OR_FOLLOWER}
+    finally:
+        await client.close()
     cluster.kill(1)
     client = await WireClient.connect(base + BROKER)
     try:

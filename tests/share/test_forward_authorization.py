@@ -88,6 +88,17 @@ async def test_a_forwarded_share_fetch_is_authorized_where_the_client_connected(
             await add_user(admin, user, f"{user}-pw")
         created = await admin.request(req(30, 3, creations=[binding(GROUP, group, READ), binding(TOPIC, readable, READ)]))
         assert [r.error_code for r in created.results] == [0, 0]
+
+        async def shard_1_has_the_acls() -> bool:
+            """Shard 1 checks with its copy of shard 0's ACLs, which follows shard 0's log: a
+            connection the kernel hands to shard 1 sees the new ACLs only once the copy has them."""
+            described = await holder.request(req(29, 3, resource_type_filter=1, resource_name_filter=None,
+                                                 pattern_type_filter=1, principal_filter=None, host_filter=None,
+                                                 operation=1, permission_type=1))
+            names = {r.resource_name for r in described.resources}
+            return {group, readable} <= names
+
+        await eventually(shard_1_has_the_acls, timeout=10, message="shard 1's copy of the new ACLs")
         joined = await holder.request(heartbeat(group, 0, [readable, secret]))  # the member, made by the super user
         assert joined.error_code == 0, joined
         ids = [await topic_id(admin, readable), await topic_id(admin, secret)]
