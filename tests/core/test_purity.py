@@ -13,6 +13,7 @@ generate ids. Ids come in on requests (e.g. ``JoinGroup.new_member_id``).
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,12 @@ ALLOWED_FROM_IMPORTS = {("uuid", "UUID")}
 
 
 def _violations(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+    return _violations_in(path, path.read_text())
+
+
+@functools.cache  # every core module's walk reads the same files: each text is parsed once a run
+def _violations_in(path: Path, text: str) -> list[str]:
+    tree = ast.parse(text, filename=str(path))
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -97,12 +103,17 @@ def _module_path(root: Path, module: str) -> Path | None:
     return None
 
 
-def _project_imports(root: Path, module: str, path: Path) -> set[str]:
+def _project_imports(root: Path, module: str, path: Path) -> frozenset[str]:
+    return _project_imports_in(root, module, path, path.read_text())
+
+
+@functools.cache
+def _project_imports_in(root: Path, module: str, path: Path, text: str) -> frozenset[str]:
     """The project modules ``module`` imports (any import, function-local and TYPE_CHECKING ones too),
     each with the packages above it (importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__``)."""
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(ast.parse(text, filename=str(path))):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -116,7 +127,7 @@ def _project_imports(root: Path, module: str, path: Path) -> set[str]:
                 prefix = ".".join(parts[:end])
                 if _module_path(root, prefix) is not None:
                     found.add(prefix)
-    return found
+    return frozenset(found)
 
 
 def reachable(root: Path, start: str) -> dict[str, list[str]]:
