@@ -59,6 +59,7 @@ from .security.settings import (
     MECHANISMS,
     AuthorizerConfig,
     ConnectionLimits,
+    InterBrokerConfig,
     ListenerSecurityConfig,
     UpstreamSecurityConfig,
 )
@@ -198,7 +199,7 @@ _OBSERVABILITY: tuple[Setting, ...] = (
     Setting("history.flush.interval.ms", "1000", "Rebalance history: longest time rows wait in memory before being written, unsynced (ours).", _parse_int, at_least(1)),
 )
 _SECTIONS: tuple[tuple[Setting, ...] | type[Any], ...] = (
-    _SERVER, ListenerSecurityConfig, AuthorizerConfig, ConnectionLimits,
+    _SERVER, ListenerSecurityConfig, InterBrokerConfig, AuthorizerConfig, ConnectionLimits,
     *(declared.settings for declared in BUILT_IN_TYPES if declared.settings is not None), GroupConfig, LogConfig,
     _COMPACTION,
     DataPlaneConfig, SidecarConfig, ClusterLogConfig, UpstreamSecurityConfig, ShareFetchConfig, _OBSERVABILITY,

@@ -24,7 +24,13 @@ from ..runtime.connection import KafkaConnection
 from ..runtime.shard import ShardRuntime
 from ..runtime.startup_checks import StartupError
 from ..security.gate import SecurityConfigError
-from ..security.settings import AuthorizerConfig, UpstreamSecurityConfig
+from ..security.peers import peer_link
+from ..security.settings import (
+    AuthorizerConfig,
+    InterBrokerConfig,
+    ListenerSecurityConfig,
+    UpstreamSecurityConfig,
+)
 from ..security.upstream import UpstreamSecurity, upstream_security
 from ..share.forward import Holders
 from ..share.settings import ShareFetchConfig
@@ -93,24 +99,32 @@ def apis(server: CoordinatorServer, declared: list[ApiDeclaration]) -> list[ApiD
 def share_holders(server: CoordinatorServer) -> Holders | None:
     """Where share groups are held when this process is one of several (None when it holds them all):
     the instance owning the group's log partition, or the group's shard; each named by its coordinator
-    node on the first PLAINTEXT listener, where a peer sends it ShareForward (a forwarding connection
-    has no TLS or SASL of its own). Without one, a share request reaching a process that does not
-    hold its group is answered NOT_LEADER_OR_FOLLOWER (said once, at start-up)."""
+    node on the forwarding listener (`inter.broker.listener.name`, by default the first PLAINTEXT
+    one), where a peer sends it ShareForward with that listener's TLS and the node's own SASL
+    credentials (`security/peers.py`; a setting that cannot work raises `StartupError`). Without
+    one, a share request reaching a process that does not hold its group is answered
+    NOT_LEADER_OR_FOLLOWER (said once, at start-up)."""
     sidecar = server.sidecar
     assert sidecar is not None
-    plain = next((listener.name for listener in server.listeners if not listener.tls and not listener.sasl), None)
-    if plain is None and (server.upstream_log is not None or server.layout.shards > 1):
-        log.warning("share_forwarding_unavailable", reason="no PLAINTEXT listener for the processes to forward "
-                    "ShareFetch and ShareAcknowledge to the one holding the group")
-    holder = (functools.partial(server.view.node_of_group, listener=plain) if plain is not None
+    config = server.config
+    try:
+        link = peer_link(server.listeners, config.build(InterBrokerConfig),
+                         lambda listener: config.for_listener(ListenerSecurityConfig, listener), config.jaas_config)
+    except SecurityConfigError as exc:
+        raise StartupError(str(exc)) from exc
+    if link is None and (server.upstream_log is not None or server.layout.shards > 1):
+        log.warning("share_forwarding_unavailable", reason="no PLAINTEXT listener and no inter.broker.listener.name "
+                    "for the processes to forward ShareFetch and ShareAcknowledge to the one holding the group")
+    holder = (functools.partial(server.view.node_of_group, listener=link.listener) if link is not None
               else lambda group_id: None)
+    security = link.security if link is not None else None
     own = lambda: server.view.node.node_id  # noqa: E731 - the view's node is current once bound
     if server.upstream_log is not None:
-        return Holders(server.upstream_log.owns_group, holder, own, sidecar.listeners.address)
+        return Holders(server.upstream_log.owns_group, holder, own, sidecar.listeners.address, security)
     if server.layout.shards > 1:
         layout, index = server.layout, server.shard_index
         return Holders(lambda group_id: layout.shard_of_group(group_id) == index, holder, own,
-                       sidecar.listeners.address)
+                       sidecar.listeners.address, security)
     return None
 
 

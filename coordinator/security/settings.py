@@ -89,6 +89,10 @@ class ListenerSecurityConfig:
     ssl_enabled_protocols: tuple[str, ...] = setting(
         "ssl.enabled.protocols", ("TLSv1.2", "TLSv1.3"), "TLS versions accepted.",
         check=lambda v: None if set(v) <= {"TLSv1.2", "TLSv1.3"} and v else "TLSv1.2 and/or TLSv1.3")
+    ssl_endpoint_identification_algorithm: str = setting(
+        "ssl.endpoint.identification.algorithm", "https",
+        "Where a process connects to this listener itself (a peer's inter.broker.listener.name): https "
+        "checks that its certificate names the advertised host; empty does not.", check=_one_of("https", ""))
     ssl_cipher_suites: tuple[str, ...] = setting(
         "ssl.cipher.suites", (), "TLS 1.2 cipher suites in OpenSSL names (empty: OpenSSL's defaults).")
     sasl_enabled_mechanisms: tuple[str, ...] = setting(
@@ -103,6 +107,30 @@ class ListenerSecurityConfig:
         "sasl.server.max.receive.size", 524288,
         "Largest frame accepted before and during SASL authentication; a larger one closes the connection.",
         check=at_least(8))
+
+
+def _mechanism_or_default(value: str) -> str | None:
+    return None if not value else _mechanisms((value,))
+
+
+@dataclass(frozen=True, slots=True)
+class InterBrokerConfig:
+    """Where and as whom the coordinator's own processes (shards, instances sharing the log upstream)
+    reach one another: Kafka's inter-broker listener and mechanism."""
+
+    inter_broker_listener_name: str = setting(
+        "inter.broker.listener.name", "",
+        "Sidecar mode with several shards or instances: the listener they forward share requests to one "
+        "another on; empty: the first PLAINTEXT listener. On an SSL or SASL listener a process connects "
+        "with that listener's own settings: its trust store (else its key store's certificates) and key "
+        "store, and the username and password of its JAAS configuration for "
+        "sasl.mechanism.inter.broker.protocol (a user with CLUSTER_ACTION, as Kafka's brokers are super users).",
+        parse=lambda v: v.strip().upper())
+    sasl_mechanism_inter_broker_protocol: str = setting(
+        "sasl.mechanism.inter.broker.protocol", "",
+        "SASL mechanism of that connection: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty: the listener's "
+        "first enabled one (Kafka's default, GSSAPI, is not served).",
+        parse=lambda v: v.strip().upper(), check=_mechanism_or_default)
 
 
 @dataclass(frozen=True, slots=True)

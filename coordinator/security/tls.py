@@ -61,17 +61,18 @@ def server_context(config: ListenerSecurityConfig, listener: str) -> ssl.SSLCont
 
 def client_context(*, truststore_location: str, truststore_certificates: str, keystore_location: str,
                    keystore_key: str, keystore_certificate_chain: str, key_password: str,
-                   check_hostname: bool, prefix: str) -> ssl.SSLContext:
-    """A client's context (the sidecar's upstream): the system CAs unless a trust store is given;
-    a client certificate when a key store is. `prefix` names the keys in error messages."""
+                   check_hostname: bool, prefix: str, who: str = "upstream") -> ssl.SSLContext:
+    """A client's context (the sidecar's upstream, a peer process's listener): the system CAs unless
+    a trust store is given; a client certificate when a key store is. `who` and `prefix` name the
+    listener and keys in error messages."""
     context = ssl.create_default_context()
     context.check_hostname = check_hostname
     if not check_hostname:
         context.verify_mode = ssl.CERT_REQUIRED
-    _load_truststore(context, truststore_location, truststore_certificates, "upstream", prefix)
+    _load_truststore(context, truststore_location, truststore_certificates, who, prefix)
     if keystore_location or keystore_key:
         _load_cert_chain(context, keystore_location, keystore_key, keystore_certificate_chain, key_password,
-                         "upstream", prefix)
+                         who, prefix)
     return context
 
 
@@ -105,7 +106,7 @@ def _load_cert_chain(context: ssl.SSLContext, location: str, key: str, chain: st
         return
     if not chain:
         raise TlsConfigError(f"listener {listener}: {prefix}keystore.key needs {prefix}keystore.certificate.chain")
-    with _temporary(_pem(chain)) as chain_file, _temporary(_pem(key)) as key_file:
+    with _temporary(pem(chain)) as chain_file, _temporary(pem(key)) as key_file:
         try:
             context.load_cert_chain(chain_file, key_file, password=secret)
         except ssl.SSLError as exc:
@@ -119,7 +120,7 @@ def _load_truststore(context: ssl.SSLContext, location: str, certificates: str, 
             context.load_verify_locations(cafile=location)
             return True
         if certificates:
-            context.load_verify_locations(cadata=_pem(certificates))
+            context.load_verify_locations(cadata=pem(certificates))
             return True
     except ssl.SSLError as exc:
         raise TlsConfigError(f"listener {listener}: {prefix}truststore: not PEM CA certificates ({exc.reason})") from exc
@@ -129,7 +130,7 @@ def _load_truststore(context: ssl.SSLContext, location: str, certificates: str, 
     return False
 
 
-def _pem(text: str) -> str:
+def pem(text: str) -> str:
     """Inline PEM as a properties file holds it: `\\n` escapes (Java properties) are line breaks."""
     return text.replace("\\n", "\n") if "\n" not in text else text
 

@@ -9,8 +9,9 @@ lives where its log partition is: its shard, or the instance the instance group 
 to). That process forwards the request instead of answering it:
 
 - **Where.** The holder is the group's coordinator as FindCoordinator names it
-  (``NodeView.node_of_group`` on the node's first PLAINTEXT listener): every process derives it, from the
-  configuration (shards) or from the instance group's assignment (instances).
+  (``NodeView.node_of_group`` on the forwarding listener, ``inter.broker.listener.name``, by default
+  the first PLAINTEXT one): every process derives it, from the configuration (shards) or from the
+  instance group's assignment (instances).
 - **How.** The private ShareForward API (key 32765, ``protocol/private.py``), never advertised,
   sent to the holder's coordinator listener: the addressed broker's node id and the inner request
   frame as the client's version encodes it. The holder serves the inner request exactly as if it
@@ -27,9 +28,10 @@ to). That process forwards the request instead of answering it:
   forwarded request and answered TOPIC_AUTHORIZATION_FAILED here) with the client's principal; the
   holder trusts the forwarded request and checks only that the sender is a peer: CLUSTER_ACTION on
   the cluster, Kafka's permission for broker-to-broker requests (no authorizer: any sender). The
-  forwarding connection is plain TCP to the holder's first PLAINTEXT listener, with no TLS or SASL
-  of its own: with an authorizer, the operator grants CLUSTER_ACTION to ``User:ANONYMOUS`` and keeps
-  that listener for the node's own processes (an internal listener).
+  forwarding connection is opened as the sidecar's upstream ones are (``UpstreamConnection.open``),
+  with the forwarding listener's TLS and the node's own SASL credentials (``security/peers.py``),
+  so the principal checked is the coordinator's user; over a PLAINTEXT listener it is
+  ``User:ANONYMOUS``.
 - **Ownership moving.** While the group has no holder (its partition between instances, or being
   loaded here), when the holder cannot be reached, or when the process asked no longer holds the
   group, every partition is answered NOT_LEADER_OR_FOLLOWER with the addressed broker as current
@@ -70,6 +72,7 @@ from ..api.respond import respond
 from ..catalog import TopicSource
 from ..logging import get_logger
 from ..runtime.apis.view import Node
+from ..security.upstream import UpstreamSecurity
 from ..sidecar.lograte import RateLimitedLog
 from ..sidecar.upstream import UpstreamConnection
 from ..sidecar.wire import ForwardError
@@ -78,9 +81,10 @@ from .fetch_apis import SHARE_ACKNOWLEDGE, SHARE_FETCH, OnClose
 log = get_logger("coordinator.share.forward")
 
 CONNECT_TIMEOUT_S = 5.0
+"""A holder that does not accept (and authenticate) a connection within this is answered as moving
+(the client retries)."""
 ANSWER_TIMEOUT_S = 10.0
 """How long past the fetch's own ``MaxWaitMs`` a holder may take to answer a forwarded request."""
-"""A holder that does not accept a connection within this is answered as moving (the client retries)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -90,11 +94,13 @@ class Holders:
     holds: Owns
     """Whether this process serves the group now."""
     holder: Callable[[str], Node | None]
-    """The group's coordinator on the node's first PLAINTEXT listener (None while nobody holds it)."""
+    """The group's coordinator on the forwarding listener (None while nobody holds it)."""
     node_id: Callable[[], int]
     """This process's own node id (a holder that is this process is not forwarded to)."""
     broker_endpoint: Callable[[int], tuple[str, int]]
     """The address of the listener standing for an upstream broker (the leader an answer names)."""
+    security: UpstreamSecurity | None = None
+    """TLS and SASL of a forwarding connection (the forwarding listener's; None: plain TCP)."""
 
 
 class ShareForwarding:
@@ -191,7 +197,8 @@ class ShareForwarding:
         if opening is not None and opening.done() and (opening.exception() is not None or opening.result().closed):
             opening = None
         if opening is None:
-            opening = asyncio.ensure_future(UpstreamConnection.open(holder.host, holder.port, CONNECT_TIMEOUT_S))
+            opening = asyncio.ensure_future(UpstreamConnection.open(holder.host, holder.port, CONNECT_TIMEOUT_S,
+                                                                         self.holders.security))
             opening.add_done_callback(_retrieved)
             links[holder.node_id] = opening
         return await asyncio.shield(opening)
