@@ -62,9 +62,8 @@ class BatchCache:
         the partition is in flight or when the source must be awaited."""
         part = self._partitions.get(ref)
         if part is not None:
-            hit = self._cached_run(part, offset, max_bytes)
+            hit = self._hit(part, offset, max_bytes)
             if hit is not None:
-                self.hits += 1
                 return hit
             if part.reading is not None:
                 return None
@@ -83,14 +82,19 @@ class BatchCache:
         while True:
             part = self._partitions.get(ref)
             if part is not None:
-                hit = self._cached_run(part, offset, max_bytes)
+                hit = self._hit(part, offset, max_bytes)
                 if hit is not None:
-                    self.hits += 1
                     return hit
                 if part.reading is not None:  # another consumer is reading this partition: wait, look again
                     await asyncio.shield(part.reading)
                     continue
             return await self._miss(ref, offset, max_bytes)
+
+    def _hit(self, part: _Partition, offset: int, max_bytes: int) -> PartitionRead | None:
+        hit = self._cached_run(part, offset, max_bytes)
+        if hit is not None:
+            self.hits += 1
+        return hit
 
     async def _miss(self, ref: PartitionRef, offset: int, max_bytes: int) -> PartitionRead:
         self.misses += 1
