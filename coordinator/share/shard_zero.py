@@ -9,8 +9,9 @@ leading every partition, reached over one connection to its forwarding listener
 ``security/peers.py``), as shard 0 reaches shard k with ShareForward. So there is no second Fetch
 client and no second poller.
 
-- **The connection.** Opened on the first call and again after it fails or closes (shard 0
-  restarting): a call that cannot reach shard 0 raises ``ForwardError``, which the source turns into
+- **The connection.** Opened on the first call and again after it fails, closes (shard 0
+  restarting) or leaves a call unanswered for ``CALL_TIMEOUT_S``: a call that cannot reach shard 0
+  raises ``ForwardError``, which the source turns into
   a retriable ``SourceUnavailable`` (LEADER_NOT_AVAILABLE), one line and no traceback.
 - **Versions.** Shard 0 is this same program, so each request is sent at the highest version the
   source asks for (all within what the data plane serves).
@@ -31,9 +32,13 @@ from ..catalog import TopicSource
 from ..runtime.apis.view import Node
 from ..security.upstream import UpstreamSecurity
 from ..sidecar.upstream import UpstreamConnection
+from ..sidecar.wire import ForwardError
 
 CONNECT_TIMEOUT_S = 5.0
 """Shard 0 not accepting (and authenticating) a connection within this: the read is unavailable now."""
+CALL_TIMEOUT_S = 10.0
+"""Shard 0 not answering a read within this (every read is sent with no wait): the connection is
+closed and reopened by the next call, as the sidecar's upstream client does."""
 
 
 class ShardZeroClient:
@@ -45,7 +50,12 @@ class ShardZeroClient:
         self._opening: asyncio.Future[UpstreamConnection] | None = None
 
     async def call_node(self, node_id: int, api_key: int, request: Any) -> Any:
-        return await (await self._connection()).call(api_key, request)
+        connection = await self._connection()
+        try:
+            return await asyncio.wait_for(connection.call(api_key, request), CALL_TIMEOUT_S)
+        except TimeoutError as exc:  # shard 0 stalled: later requests on this connection would queue behind
+            connection.close()
+            raise ForwardError(f"shard 0 at {connection.address}: no answer within {CALL_TIMEOUT_S:.0f} s") from exc
 
     async def call_any(self, api_key: int, request: Any) -> tuple[Any, str]:
         node = self._shard_zero()
@@ -53,7 +63,8 @@ class ShardZeroClient:
 
     async def _connection(self) -> UpstreamConnection:
         opening = self._opening
-        if opening is not None and opening.done() and (opening.exception() is not None or opening.result().closed):
+        if opening is not None and opening.done() and (
+                opening.cancelled() or opening.exception() is not None or opening.result().closed):
             opening = None
         if opening is None:
             node = self._shard_zero()
@@ -62,16 +73,6 @@ class ShardZeroClient:
             opening.add_done_callback(_retrieved)
             self._opening = opening
         return await asyncio.shield(opening)
-
-    def close(self) -> None:
-        opening, self._opening = self._opening, None
-        if opening is None:
-            return
-        if opening.done():
-            if opening.exception() is None:
-                opening.result().close()
-        else:
-            opening.add_done_callback(lambda f: f.result().close() if f.exception() is None else None)
 
 
 class ShardZeroCluster:

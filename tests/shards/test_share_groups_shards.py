@@ -11,7 +11,7 @@ while shard 0 forwards it the group's fetches (``coordinator/share/shard_zero.py
 - a connection to shard 0 that closes holding records of such a group: they come back at once,
   long before their acquisition lock (30 s) would free them;
 - shard 1 SIGKILLed and restarted by the supervisor: what was acknowledged before never comes back,
-  what was only held does;
+  what was only held does; shard 0 killed and restarted: shard 1 reads it again;
 - the group APIs of shard 1's group are answered by shard 1 (FindCoordinator's), a group of the
   other shard NOT_COORDINATOR there.
 """
@@ -147,6 +147,31 @@ async def test_shard_1_killed_and_restarted_by_the_supervisor_never_delivers_an_
         await again.close()
     finally:
         node.stop()
+
+
+@pytest.mark.asyncio
+async def test_shard_1_reads_shard_0_again_once_shard_0_is_restarted(tmp_path: Path) -> None:
+    with running_cluster(tmp_path, overrides=OVERRIDES) as node:
+        group = group_on(1, prefix=f"reread-{uuid.uuid4().hex[:4]}")
+        coordinator = await WireClient.connect(node.port + 1)
+        try:
+            _, tps = await join(coordinator, group, TOPIC)
+            produce(node.bootstrap(0), TOPIC, 10, PARTITIONS)
+            first = {p: [(0, 4)] for p in range(PARTITIONS)}
+            client = await acquiring(node.port, group, tps.topic_id, first, "the first ten records")
+            answer = await client.request(share_fetch(group, 1, tps.topic_id, [], acks=first))
+            assert all(p.acknowledge_error_code == 0 for t in answer.responses for p in t.partitions), answer
+            await client.close()
+
+            node.kill(0)  # shard 1's reading connection to shard 0 dies with it
+            node.start_shard(0)
+            produce(node.bootstrap(0), TOPIC, 10, PARTITIONS)
+            then = {p: [(5, 9)] for p in range(PARTITIONS)}
+            client = await acquiring(node.port, group, tps.topic_id, then, "the records produced after the restart",
+                                     timeout=30)
+            await client.close()
+        finally:
+            await coordinator.close()
 
 
 # ---- helpers -----------------------------------------------------------------------------------------------
