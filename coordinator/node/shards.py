@@ -128,7 +128,7 @@ def share_forwarding(server: CoordinatorServer) -> tuple[Holders, Callable[[], N
 
     holders = Holders(lambda group_id: layout.shard_of_group(group_id) == index,
                       functools.partial(view.node_of_group, listener=link.listener),
-                      lambda: view.node.node_id, endpoint, link.security)
+                      lambda: view.node.node_id, endpoint, link.security, leader=view.data_node)
     return holders, shard_zero
 
 

@@ -35,6 +35,7 @@ from tests.share.test_forward import share_among
 from tests.sidecar.test_share_groups import acquired, join, share_fetch
 from tests.support.clients import produce
 from tests.support.polling import eventually
+from tests.support.server import free_port_block
 from tests.support.wire import WireClient, call, request
 
 pytestmark = pytest.mark.interop
@@ -172,6 +173,33 @@ async def test_shard_1_reads_shard_0_again_once_shard_0_is_restarted(tmp_path: P
             await client.close()
         finally:
             await coordinator.close()
+
+
+@pytest.mark.asyncio
+async def test_a_forwarded_answer_names_shard_0_at_the_clients_own_listener(tmp_path: Path) -> None:
+    """Shard 1 answers as the forwarding listener (the first PLAINTEXT one) knows shard 0; a client
+    on INTERNAL is told shard 0's INTERNAL address, where it sends its next ShareFetch."""
+    plain = internal = free_port_block(2)
+    while abs(internal - plain) < 2:  # two separate blocks
+        internal = free_port_block(2)
+    listen = f"PLAINTEXT://127.0.0.1:{plain},INTERNAL://127.0.0.1:{internal}"
+    overrides = {**OVERRIDES, "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+                 "advertised.listeners": f"PLAINTEXT://127.0.0.1:{plain},INTERNAL://localhost:{internal}"}
+    with running_cluster(tmp_path, overrides=overrides, listen=listen, port=plain):
+        group = group_on(1, prefix=f"listeners-{uuid.uuid4().hex[:4]}")
+        coordinator = await WireClient.connect(plain + 1)
+        try:
+            _, tps = await join(coordinator, group, TOPIC)
+        finally:
+            await coordinator.close()
+        for base, host in ((internal, "localhost"), (plain, "127.0.0.1")):
+            client = await WireClient.connect(base)
+            try:
+                answer = await client.request(share_fetch(group, 0, tps.topic_id, list(range(PARTITIONS))))
+                assert [p.error_code for t in answer.responses for p in t.partitions] == [0] * PARTITIONS, answer
+                assert [(n.node_id, n.host, n.port) for n in answer.node_endpoints] == [(NODE_ID, host, base)]
+            finally:
+                await client.close()
 
 
 # ---- helpers -----------------------------------------------------------------------------------------------
