@@ -7,7 +7,8 @@ while shard 0 forwards it the group's fetches (``coordinator/share/shard_zero.py
 
 - a group placed on shard 0 is served from any bootstrap node;
 - three confluent-kafka ShareConsumers of a group placed on shard 1 share 2,000 records of a
-  2-partition topic: each delivered (so held) by one consumer, once, and acknowledged;
+  2-partition topic: each delivered (so held) by one consumer, once, and acknowledged; two Java
+  ``KafkaShareConsumer``s (4.3.0) likewise share 1,000;
 - a connection to shard 0 that closes holding records of such a group: they come back at once,
   long before their acquisition lock (30 s) would free them;
 - shard 1 SIGKILLed and restarted by the supervisor: what was acknowledged before never comes back,
@@ -28,7 +29,9 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from protocol.errors import ErrorCode
+from tests.interop import test_share_java
 from tests.interop.share_support import all_records, consume_until, share_consumer
+from tests.interop.test_share_java import JavaReader
 from tests.shards.cluster import ShardCluster, group_on, running_cluster
 from tests.shards.supervised import Supervised
 from tests.share.test_forward import share_among
@@ -44,6 +47,7 @@ TOPIC = "queue"
 PARTITIONS = 2
 COUNT = 200
 NODE_ID = 1  # node.id's default: shard k is node 1 + k
+share_reader = test_share_java.share_reader  # the fixture: Kafka 4.3.0's Java share consumer, compiled once
 OVERRIDES = {"topics": f"{TOPIC}:{PARTITIONS}", "share.auto.offset.reset": "earliest",
              "group.share.heartbeat.interval.ms": "500"}
 
@@ -72,6 +76,25 @@ def test_three_share_consumers_of_a_group_placed_on_shard_1_share_every_record_o
     seen = share_among(cluster.bootstrap(0), topic, group, 3, count, timeout=20)  # each acknowledged, no error
     everything = [d for got in seen for d in got]
     assert len(everything) == count and set(everything) == all_records(count)  # none twice, none missing
+
+
+@pytest.mark.asyncio
+async def test_java_share_consumers_of_a_group_placed_on_shard_1_get_every_record_once(
+        cluster: ShardCluster, share_reader: str) -> None:
+    topic = fresh_topic(cluster)
+    count = 1_000
+    produce(cluster.bootstrap(0), topic, count, PARTITIONS)
+    group = group_on(1, prefix=f"java-{uuid.uuid4().hex[:4]}")
+    readers = [JavaReader(share_reader, cluster.bootstrap(1), group, topic) for _ in range(2)]
+    try:
+        everything = lambda: [r for reader in readers for r in reader.records]  # noqa: E731
+        await eventually(lambda: len(set(everything())) >= count, timeout=30, message="every record delivered")
+    finally:
+        for reader in readers:
+            reader.stop()
+    assert all(reader.closed for reader in readers)  # each acknowledged what it held and closed cleanly
+    delivered = everything()
+    assert len(delivered) == count and set(delivered) == all_records(count)  # each once, to one consumer
 
 
 @pytest.mark.asyncio
