@@ -2,8 +2,9 @@
 opened and recovered once the node owns the data directory, `opened`; closed by `close`), and its
 APIs (`apis`): with shard 0 of embedded mode, Produce, Fetch, ListOffsets and the rest of the data
 plane with share groups' fetch path over the same store; on every other embedded shard
-InitProducerId, from that shard's own producer id range, and the share APIs refusing share groups
-explicitly (`share/unserved.py`: they are served by shard 0 only). Sidecar mode has no data plane (the
+InitProducerId, from that shard's own producer id range, and the share APIs of the share groups
+placed on it, read from shard 0's data plane over the wire while shard 0 forwards their fetches
+(`node/shards.share_forwarding`; with no forwarding listener, refused: `share/unserved.py`). Sidecar mode has no data plane (the
 upstream serves data). The feature itself is `coordinator/dataplane` (and `coordinator/share`)."""
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from ..logging import get_logger
 from ..recordlog import LogConfig, RealFileSystem
 from ..share.settings import ShareFetchConfig
 from ..share.unserved import unserved_share_apis
-from ..share.wiring import embedded_share_apis
-from . import maintenance
+from ..share.wiring import embedded_share_apis, shard_share_apis
+from . import maintenance, shards
 
 if TYPE_CHECKING:
     from .server import CoordinatorServer
@@ -46,15 +47,23 @@ def build(config: Config, catalog: TopicCatalog, on_fatal: Callable[[BaseExcepti
 
 def apis(server: CoordinatorServer, config: Config) -> list[ApiDeclaration]:
     """The data plane's declarations on an embedded node (never called in sidecar mode)."""
+    reset, settings = AutoOffsetReset.parse(config["share.auto.offset.reset"]), config.build(ShareFetchConfig)
+    on_close = lambda listener: server.connections.closed.append(listener)  # noqa: E731 - one use per branch
+    forwarding = shards.share_forwarding(server)
     if server.serves_data_plane:
         return [*dataplane_handlers(server.catalog, server.store, server.store.config),
                 *embedded_share_apis(  # share groups over the data plane (sidecar mode: node/sidecar.py)
-                    lambda: server.shard, server.view, server.catalog, server.store,
-                    AutoOffsetReset.parse(config["share.auto.offset.reset"]), config.build(ShareFetchConfig),
-                    on_close=lambda listener: server.connections.closed.append(listener))]
-    # clients send InitProducerId to any node: ids from this shard's own range; the share APIs
-    # answer that share groups are shard 0's (share/unserved.py)
-    return [init_producer_id_handler(server.store), *unserved_share_apis(server.view)]
+                    lambda: server.shard, server.view, server.catalog, server.store, reset, settings,
+                    on_close=on_close, holders=forwarding[0] if forwarding is not None else None)]
+    # clients send InitProducerId to any node: ids from this shard's own range. Share groups placed
+    # here read shard 0's data plane over the wire, shard 0 forwarding their fetches here (or, with
+    # no listener to do that on, are refused: share/unserved.py)
+    if forwarding is None:
+        return [init_producer_id_handler(server.store), *unserved_share_apis(server.view)]
+    holders, shard_zero = forwarding
+    return [init_producer_id_handler(server.store),
+            *shard_share_apis(lambda: server.shard, server.view, server.catalog, holders, shard_zero, reset,
+                              settings, on_close=on_close)]
 
 
 def opened(server: CoordinatorServer) -> None:

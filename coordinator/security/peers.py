@@ -1,7 +1,8 @@
 """How the coordinator's own processes reach one another: `PeerLink`, Kafka's inter-broker listener.
 
 Shards, or instances sharing the log upstream, forward share requests to the process holding the
-group (`share/forward.py`). As Kafka's brokers do with `inter.broker.listener.name` and
+group (`share/forward.py`), and an embedded shard k >= 1 reads shard 0's data plane for its share
+groups (`share/shard_zero.py`). As Kafka's brokers do with `inter.broker.listener.name` and
 `sasl.mechanism.inter.broker.protocol`, they connect to one named listener of the holder with that
 listener's own settings, every process being configured alike:
 

@@ -120,8 +120,9 @@ class InterBrokerConfig:
 
     inter_broker_listener_name: str = setting(
         "inter.broker.listener.name", "",
-        "Sidecar mode with several shards or instances: the listener they forward share requests to one "
-        "another on; empty: the first PLAINTEXT listener. On an SSL or SASL listener a process connects "
+        "Several shards (either mode) or instances: the listener they forward share requests to one "
+        "another on (embedded mode: also where a shard k >= 1 reads shard 0's data plane for its share "
+        "groups); empty: the first PLAINTEXT listener. On an SSL or SASL listener a process connects "
         "with that listener's own settings: its trust store (else its key store's certificates) and key "
         "store, and the username and password of its JAAS configuration for "
         "sasl.mechanism.inter.broker.protocol (a user with CLUSTER_ACTION, as Kafka's brokers are super users).",

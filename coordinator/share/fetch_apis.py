@@ -83,12 +83,14 @@ class ShareDataPath:
     """What the share fetch APIs read through: the catalog (topic ids to names), the record
     source behind the batch cache, and the wait for an append (``MaxWaitMs``); in sidecar mode
     the address of the listener standing for an upstream broker (``broker_endpoint``), which a
-    request sent there is answered as coming from."""
+    request sent there is answered as coming from; on an embedded shard k >= 1 the leader of every
+    partition on a listener (``leader``: shard 0, where the client sent the request shard 0 forwarded)."""
 
     catalog: TopicSource
     reader: RecordSource
     wait_for_append: WaitForAppend
     broker_endpoint: Callable[[int], tuple[str, int]] | None = None
+    leader: Callable[[str], Node] | None = None
 
 
 def share_fetch_handlers(shard: Callable[[], ShardRuntime | None], view: NodeView,
@@ -434,7 +436,7 @@ class _Serving:
         key = (ctx.listener, ctx.node_id)
         known = self._leaders.get(key)
         if known is None:
-            node = self.view.node_for(ctx.listener)
+            node = self.view.node_for(ctx.listener) if self.path.leader is None else self.path.leader(ctx.listener)
             if ctx.node_id is not None and self.path.broker_endpoint is not None:
                 node = Node(ctx.node_id, *self.path.broker_endpoint(ctx.node_id))
             known = ({"leader_id": node.node_id, "leader_epoch": 0},

@@ -101,6 +101,10 @@ class Holders:
     """The address of the listener standing for an upstream broker (the leader an answer names)."""
     security: UpstreamSecurity | None = None
     """TLS and SASL of a forwarding connection (the forwarding listener's; None: plain TCP)."""
+    leader: Callable[[str], Node] | None = None
+    """Embedded mode: every partition's leader (shard 0) on a listener. The holder knows the request
+    only as the forwarding listener's, so a relayed answer's endpoints are renamed to the client's
+    listener's address of that node."""
 
 
 class ShareForwarding:
@@ -177,6 +181,8 @@ class ShareForwarding:
             self._failures.warning("share_forward_failed", group=group_id, holder=holder.node_id, error=str(exc))
             self._drop(ctx.connection_id, holder.node_id)
             return self._moving(ctx, r, acknowledge_only)
+        if self.holders.leader is not None and response.node_endpoints:
+            response = _naming(response, self.holders.leader(ctx.listener))
         if denied:  # the topics refused here, answered beside the holder's
             refused = self._refused_topics(ctx, denied, acknowledge_only)
             response = dataclasses.replace(response, responses=(*response.responses, *refused.responses))
@@ -274,6 +280,13 @@ class ShareForwarding:
         return {"throttle_time": 0, "error_code": ErrorCode.NONE, "error_message": None,
                 "acquisition_lock_timeout": 0, "responses": responses, "node_endpoints": endpoints}
 
+
+
+def _naming(response: Any, leader: Node) -> Any:
+    """``response`` with ``leader``'s endpoint at ``leader``'s address (the client's listener's)."""
+    endpoints = tuple(dataclasses.replace(e, host=leader.host, port=leader.port) if e.node_id == leader.node_id
+                      else e for e in response.node_endpoints)
+    return dataclasses.replace(response, node_endpoints=endpoints)
 
 
 def _close(opening: asyncio.Future[UpstreamConnection]) -> None:

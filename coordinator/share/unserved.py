@@ -1,12 +1,14 @@
 """Share groups' APIs where they cannot be served, answered in Kafka's words instead of left
 unadvertised (a share consumer then waited forever): an embedded shard k >= 1 of a node of several
-shards (``coordinator.shards`` above 1).
+shards (``coordinator.shards`` above 1) that has no listener to reach shard 0 on.
 
-Why only shard 0 serves share groups there: clients send ShareFetch and ShareAcknowledge to a
-partition's leader, and every embedded partition is led by shard 0 (the data plane is one
-process's), while a group's state lives on the shard its id hashes to. Serving a share group placed
-on shard k >= 1 would mean handing each of its fetches from shard 0 to shard k and back (the read
-positions, then the acquisition); until that exists such a group is refused, explicitly:
+Why: clients send ShareFetch and ShareAcknowledge to a partition's leader, and every embedded
+partition is led by shard 0 (the data plane is one process's), while a group's state lives on the
+shard its id hashes to. Shard k serves the share groups placed on it by reading shard 0's data
+plane over the wire (``shard_zero``) while shard 0 forwards it their fetches (``forward``), both
+over the forwarding listener (``inter.broker.listener.name``, by default the first PLAINTEXT one;
+``node/shards.share_forwarding``). With no such listener (every listener secured and none named)
+neither can happen, and such a group is refused, explicitly:
 
 - ShareGroupHeartbeat, ShareGroupDescribe and the three share offsets APIs: a group placed on this
   shard is answered UNSUPPORTED_VERSION with a message naming the restriction, which is what a
@@ -17,10 +19,9 @@ positions, then the acquisition); until that exists such a group is refused, exp
   NOT_LEADER_OR_FOLLOWER with shard 0 as its current leader, as a Kafka follower answers (the client
   refreshes its metadata and sends them to shard 0).
 
-Sidecar mode needs none of this: every shard (and every instance sharing the log upstream) opens
-the listeners of the upstream's brokers, so a ShareFetch or ShareAcknowledge reaching a process
-that does not hold its group is forwarded to the one that does (``share/forward.py``), and every
-group is served wherever it is placed.
+Sidecar mode never refuses: every shard (and every instance sharing the log upstream) reads the
+upstream itself, and without a forwarding listener a share request reaching a process that does
+not hold its group is answered NOT_LEADER_OR_FOLLOWER (``share/forward.py``).
 
 The gates come before any authorization check, as Kafka's share-groups-off gate does. A refused
 group is logged once (``share_group_not_served``): librdkafka shows its application only the code.
@@ -63,7 +64,7 @@ class _Refusals:
     def _logged(self, group_id: str, shard: int) -> None:
         """librdkafka shows the client only the code: the operator gets why, once per group id."""
         log.warning("share_group_not_served", group=group_id, shard=shard,
-                    reason="share groups are served by shard 0 only with coordinator.shards above 1")
+                    reason="no forwarding listener: share groups are served by shard 0 only")
 
     def code(self, group_id: str) -> tuple[ErrorCode, str | None]:
         """UNSUPPORTED_VERSION for a group placed here (why, in the message); NOT_COORDINATOR otherwise."""
@@ -72,7 +73,8 @@ class _Refusals:
             return ErrorCode.NOT_COORDINATOR, None
         self._logged(group_id, shard)
         return ErrorCode.UNSUPPORTED_VERSION, (
-            f"Share groups are served only for group ids placed on shard 0 when coordinator.shards is above 1; "
+            f"Share groups are served only for group ids placed on shard 0 when coordinator.shards is above 1 "
+            f"and no listener can reach shard 0 (none PLAINTEXT, no inter.broker.listener.name); "
             f"group '{group_id}' is placed on shard {shard} of {self.view.layout.shards}.")
 
     def heartbeat(self, ctx: RequestContext, r: Any) -> Any:
@@ -128,7 +130,8 @@ class _Refusals:
 
 
 def unserved_share_apis(view: NodeView) -> list[ApiDeclaration]:
-    """The share APIs of an embedded shard k >= 1, each answering as the module says, with the
+    """The share APIs of an embedded shard k >= 1 without a forwarding listener, each answering as
+    the module says, with the
     versions shard 0 serves (so every node advertises the same)."""
     return _declared(_Refusals(view))
 

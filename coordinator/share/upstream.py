@@ -32,14 +32,13 @@ yet is not waited for; one that cannot be read wakes its waiters (their next rea
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from protocol.build import build
 from protocol.client import request_class
 from protocol.errors import ErrorCode
 
-from ..sidecar.cluster import UpstreamCluster
 from ..sidecar.wire import ForwardError, UpstreamProtocolError
 from .source import (
     CorruptBatch,
@@ -61,10 +60,29 @@ READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 EARLIEST, LATEST = -2, -1
 APPEND_POLL_S = 0.05
 
-class UpstreamSource:
-    """A :class:`~.source.RecordSource` over the upstream cluster the sidecar fronts."""
 
-    def __init__(self, cluster: UpstreamCluster) -> None:
+class LeaderClient(Protocol):
+    async def call_node(self, node_id: int, api_key: int, request: Any) -> Any: ...
+    async def call_any(self, api_key: int, request: Any) -> tuple[Any, str]: ...
+
+
+class Leaders(Protocol):
+    """What the source reads of a cluster: the sidecar's ``UpstreamCluster``, or an embedded
+    shard k's stand-in naming shard 0 as every partition's leader (``shard_zero``)."""
+
+    @property
+    def client(self) -> LeaderClient: ...
+    @property
+    def brokers(self) -> Mapping[int, tuple[str, int]]: ...
+    def version_for(self, api_key: int, highest: int, lowest: int = 0) -> int | None: ...
+    def request_refresh(self) -> None: ...
+
+
+class UpstreamSource:
+    """A :class:`~.source.RecordSource` over the upstream cluster the sidecar fronts (or shard 0's
+    data plane, for an embedded shard k >= 1: ``shard_zero``)."""
+
+    def __init__(self, cluster: Leaders) -> None:
         self.cluster = cluster
         self._leaders: dict[tuple[str, int], int] = {}
         self._stable: dict[PartitionRef, int] = {}  # the last stable offset each partition's last read saw
