@@ -66,6 +66,7 @@ from ..logging import get_logger
 from ..runtime.apis.view import Node, NodeView
 from ..runtime.shard import ShardRuntime
 from .acquire import batches_holding, bytes_per_offset, read_bound, read_for, read_for_now
+from .refusals import refused_partition
 from .source import PartitionRead, PartitionRef, RecordSource, SourceUnavailable
 
 SHARE_FETCH = 78
@@ -418,11 +419,7 @@ class _Serving:
                                              for f, last, c in acquired])
             topics.setdefault(a.topic_id, []).append(row)
         for topic_id, index, code in fetch.denied:
-            row = {"partition_index": index, "error_code": code, "error_message": None, "current_leader": leader}
-            if not acknowledge_only:
-                row.update(acknowledge_error_code=code, acknowledge_error_message=None, records=b"",
-                           acquired_records=[])
-            topics.setdefault(topic_id, []).append(row)
+            topics.setdefault(topic_id, []).append(refused_partition(index, code, leader, acknowledge_only))
         return respond(ctx, {
             "throttle_time": 0, "error_code": response.error_code, "error_message": response.error_message,
             "acquisition_lock_timeout": response.lock_timeout_ms,

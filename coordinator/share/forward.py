@@ -77,6 +77,7 @@ from ..sidecar.lograte import RateLimitedLog
 from ..sidecar.upstream import UpstreamConnection
 from ..sidecar.wire import ForwardError
 from .fetch_apis import SHARE_ACKNOWLEDGE, SHARE_FETCH, OnClose
+from .refusals import refused_answer
 
 log = get_logger("coordinator.share.forward")
 
@@ -261,25 +262,11 @@ class ShareForwarding:
     def _partitions_answer(self, ctx: RequestContext, topics: Any, code: ErrorCode,
                            acknowledge_only: bool) -> dict[str, Any]:
         node_id = -1 if ctx.node_id is None else ctx.node_id
-        current = {"leader_id": node_id, "leader_epoch": 0}
-        responses = []
-        for topic in topics:
-            rows = []
-            for part in topic.partitions:
-                row: dict[str, Any] = {"partition_index": part.partition_index, "error_code": code,
-                                       "error_message": None, "current_leader": current}
-                if not acknowledge_only:
-                    row.update(acknowledge_error_code=code, acknowledge_error_message=None, records=b"",
-                               acquired_records=[])
-                rows.append(row)
-            responses.append({"topic_id": topic.topic_id, "partitions": rows})
         endpoints = []
         if ctx.node_id is not None:
             host, port = self.holders.broker_endpoint(ctx.node_id)
             endpoints.append({"node_id": ctx.node_id, "host": host, "port": port, "rack": None})
-        return {"throttle_time": 0, "error_code": ErrorCode.NONE, "error_message": None,
-                "acquisition_lock_timeout": 0, "responses": responses, "node_endpoints": endpoints}
-
+        return refused_answer(topics, code, {"leader_id": node_id, "leader_epoch": 0}, endpoints, acknowledge_only)
 
 
 def _naming(response: Any, leader: Node) -> Any:

@@ -48,6 +48,7 @@ from .offsets_apis import (
     DELETE_SHARE_GROUP_OFFSETS,
     DESCRIBE_SHARE_GROUP_OFFSETS,
 )
+from .refusals import refused_answer
 
 _GATE = Unchecked("refused before any check: share groups are not served here (Kafka's share-groups-off gate, "
                   "or a follower's NOT_LEADER_OR_FOLLOWER)")
@@ -110,23 +111,10 @@ class _Refusals:
 
     def _not_leader(self, ctx: RequestContext, r: Any, acknowledge_only: bool) -> Any:
         leader = self.view.data_node(ctx.listener)
-        current = {"leader_id": leader.node_id, "leader_epoch": 0}
-        code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-        responses = []
-        for topic in r.topics:
-            rows = []
-            for part in topic.partitions:
-                row: dict[str, Any] = {"partition_index": part.partition_index, "error_code": code,
-                                       "error_message": None, "current_leader": current}
-                if not acknowledge_only:
-                    row.update(acknowledge_error_code=code, acknowledge_error_message=None, records=b"",
-                               acquired_records=[])
-                rows.append(row)
-            responses.append({"topic_id": topic.topic_id, "partitions": rows})
-        return respond(ctx, {"throttle_time": 0, "error_code": ErrorCode.NONE, "error_message": None,
-                             "acquisition_lock_timeout": 0, "responses": responses,
-                             "node_endpoints": [{"node_id": leader.node_id, "host": leader.host, "port": leader.port,
-                                                 "rack": None}]})
+        endpoints = [{"node_id": leader.node_id, "host": leader.host, "port": leader.port, "rack": None}]
+        return respond(ctx, refused_answer(r.topics, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                           {"leader_id": leader.node_id, "leader_epoch": 0}, endpoints,
+                                           acknowledge_only))
 
 
 def unserved_share_apis(view: NodeView) -> list[ApiDeclaration]:
