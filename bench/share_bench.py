@@ -30,7 +30,7 @@ the clients' own per-record work is part of what is measured.
 
 ``--shards N`` runs the server with ``coordinator.shards=N`` (the supervisor starts the shard
 processes; every reader bootstraps at shard 0, every partition's leader) and counts as server CPU
-the supervisor's and every shard process's together. ``--group-shard K`` names every group after
+the supervisor's and every shard process's together (each one's part is printed beside it). ``--group-shard K`` names every group after
 the first id the server's own placement puts on shard K: a share group on shard K >= 1 has its
 ShareFetch and ShareAcknowledge forwarded by shard 0 to shard K, which reads the records back
 from shard 0 (the raw members send their ShareGroupHeartbeat to shard K, their coordinator).
@@ -81,6 +81,8 @@ class Run:
     requests: int = 0
     empty: int = 0
     """Share fetches that acquired nothing."""
+    process_cpu_s: tuple[float, ...] = ()
+    """With several server processes: each one's share of ``server_cpu_s`` (supervisor, shard 0, ...)."""
 
     @property
     def rps(self) -> float:
@@ -385,8 +387,8 @@ async def measure(port: int, pid: int | tuple[int, ...], kind: str, topic: str, 
     """One run; server CPU is ``pid``'s, or the sum over several (a supervisor and its shards)."""
     pids = pid if isinstance(pid, tuple) else (pid,)
 
-    def server_cpu() -> float:
-        return sum(cpu_seconds(p) for p in pids)
+    def server_cpu() -> list[float]:
+        return [cpu_seconds(p) for p in pids]
 
     load = os.getloadavg()[0]
     cpu0, own0 = server_cpu(), time.process_time()
@@ -401,8 +403,9 @@ async def measure(port: int, pid: int | tuple[int, ...], kind: str, topic: str, 
     else:
         records, requests, seconds, empty = await share(port, topic, total, group, int(kind.split("x")[1]),
                                                         coordinator)
-    return Run(kind, topic, records, seconds, server_cpu() - cpu0, time.process_time() - own0, load, requests,
-               empty)
+    spent = tuple(after - before for before, after in zip(cpu0, server_cpu(), strict=True))
+    return Run(kind, topic, records, seconds, sum(spent), time.process_time() - own0, load, requests, empty,
+               spent if len(spent) > 1 else ())
 
 
 def profiled(pid: int, directory: Path | None, name: str, seconds: float) -> subprocess.Popen[bytes] | None:
@@ -445,15 +448,20 @@ async def sitting(records: int, rounds: int, kinds: list[str], workdir: Path, pr
                     if n == 2 and kind in ("share-x1", "share-client-x1"):
                         continue
                     serial += 1
-                    spy = profiled(pid, profile, f"{kind}-{topic}-{r}", 8) if profile else None
+                    spies = [profiled(p, profile, f"{kind}-{topic}-{r}" + (f"-shard{k}" if shards > 1 else ""), 8)
+                             for k, p in enumerate(pids[1:] if shards > 1 else (pid,))] if profile else []
                     run = await measure(port, pids if shards > 1 else pid, kind, topic, n, records,
                                         group_id(f"{kind}-{serial}", layout, group_shard), coordinator)
-                    if spy is not None:
-                        spy.wait(60)
+                    for spy in spies:
+                        if spy is not None:
+                            spy.wait(60)
                     runs.append(run)
                     print(f"  {kind:9} {topic}: {run.rps:9,.0f} records/s  server {run.cpu_us_per_record:6.2f} µs CPU "
                           f"per record  loadgen {run.loadgen_cpu_s / run.records * 1e6:5.1f} µs  "
-                          f"{run.requests} requests ({run.empty} empty)  load {run.load:.1f}", flush=True)
+                          f"{run.requests} requests ({run.empty} empty)  load {run.load:.1f}" + (
+                              "  (supervisor, shard 0, ...: " + ", ".join(
+                                  f"{c / run.records * 1e6:.2f}" for c in run.process_cpu_s) + " µs)"
+                              if run.process_cpu_s else ""), flush=True)
     return runs
 
 

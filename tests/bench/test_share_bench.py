@@ -34,6 +34,8 @@ def test_a_share_group_placed_on_shard_1_of_two_is_read_through_shard_0_once(tmp
     runs = asyncio.run(shb.sitting(2_000, 1, kinds, tmp_path, two_partitions=False, shards=2, group_shard=1))
     assert sorted(r.kind for r in runs) == sorted(kinds)
     assert all(r.records == 2_000 for r in runs), [(r.kind, r.records) for r in runs]
+    # Server CPU is the supervisor's and both shards' together: shard 1 served the group.
+    assert all(len(r.process_cpu_s) == 3 and r.server_cpu_s == sum(r.process_cpu_s) for r in runs)
     layout = ShardLayout(DEFAULT_PARTITIONS, 2)
     assert layout.shard_of_group(shb.group_id("share-x1-1", layout, 1)) == 1
     assert shb.group_id("share-x1-1", layout, None) == "share-x1-1"  # without --group-shard: as named
