@@ -528,6 +528,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="place every group on shard K (K >= 1: a share group forwarded by shard 0)")
     parser.add_argument("--profile", metavar="DIR", help="py-spy the server for 8 s of each run, raw stacks into DIR")
     args = parser.parse_args(argv)
+    if args.shards < 1 or (args.group_shard is not None and not 0 <= args.group_shard < args.shards):
+        parser.error(f"--shards must be at least 1 and --group-shard between 0 and {args.shards - 1}")
     kinds = [k for k in args.only.split(",") if k]
     with tempfile.TemporaryDirectory(prefix="share-bench-") as tmp:
         runs = asyncio.run(sitting(args.records, args.rounds, kinds, Path(tmp),

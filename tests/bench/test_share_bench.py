@@ -45,3 +45,6 @@ def test_a_group_shard_the_server_does_not_have_is_refused_before_anything_start
     with pytest.raises(ValueError, match="--group-shard must be between 0 and 0"):
         asyncio.run(shb.sitting(10, 1, ["share-x1"], tmp_path, group_shard=1))
     assert not (tmp_path / "data").exists()
+    with pytest.raises(SystemExit) as exited:  # from the command line: argparse's one line, exit 2
+        shb.main(["--shards", "2", "--group-shard", "2"])
+    assert exited.value.code == 2
