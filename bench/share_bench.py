@@ -27,6 +27,13 @@ of the server process over the run), load generator CPU, the load average.
 confluent-kafka's ``Consumer`` (auto-commit) and ``ShareConsumer`` (implicit acknowledgement), one
 process per consumer, timed from the first record handed to the application to the last; there
 the clients' own per-record work is part of what is measured.
+
+``--shards N`` runs the server with ``coordinator.shards=N`` (the supervisor starts the shard
+processes; every reader bootstraps at shard 0, every partition's leader) and counts as server CPU
+the supervisor's and every shard process's together (each one's part is printed beside it). ``--group-shard K`` names every group after
+the first id the server's own placement puts on shard K: a share group on shard K >= 1 has its
+ShareFetch and ShareAcknowledge forwarded by shard 0 to shard K, which reads the records back
+from shard 0 (the raw members send their ShareGroupHeartbeat to shard K, their coordinator).
 """
 
 from __future__ import annotations
@@ -50,7 +57,8 @@ from typing import Any
 from bench.loadgen.conn import Connection
 from bench.loadgen.scenarios import cpu_seconds, create_topics
 from bench.loadgen.wire import decode_response, member_uuid, request
-from tests.support.server import ServerProcess
+from coordinator.shards.placement import DEFAULT_PARTITIONS, ShardLayout
+from tests.support.server import ServerProcess, free_port_block
 
 HOST = "127.0.0.1"
 FETCH, OFFSET_COMMIT, SHARE_GROUP_HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE = 1, 8, 76, 78, 79
@@ -73,6 +81,8 @@ class Run:
     requests: int = 0
     empty: int = 0
     """Share fetches that acquired nothing."""
+    process_cpu_s: tuple[float, ...] = ()
+    """With several server processes: each one's share of ``server_cpu_s`` (supervisor, shard 0, ...)."""
 
     @property
     def rps(self) -> float:
@@ -86,14 +96,38 @@ class Run:
 # ---- the server and its records ----------------------------------------------------------------
 
 @contextlib.contextmanager
-def server(workdir: Path, overrides: dict[str, str] | None = None) -> Iterator[ServerProcess]:
-    proc = ServerProcess(workdir / "data", overrides={"share.auto.offset.reset": "earliest",
-                                                     "log.flush.policy": "always", **(overrides or {})})
+def server(workdir: Path, overrides: dict[str, str] | None = None, shards: int = 1) -> Iterator[ServerProcess]:
+    """One embedded server; with ``shards`` > 1 a supervisor whose shard k listens on port + k."""
+    sharded = {"coordinator.shards": str(shards)} if shards > 1 else {}
+    proc = ServerProcess(workdir / "data", port=free_port_block(shards) if shards > 1 else None,
+                         overrides={"share.auto.offset.reset": "earliest", "log.flush.policy": "always",
+                                    **sharded, **(overrides or {})})
     proc.data_dir.parent.mkdir(parents=True, exist_ok=True)
     try:
         yield proc.start()
     finally:
         proc.stop()
+
+
+def server_pids(pid: int) -> tuple[int, ...]:
+    """``pid`` and its children: a supervisor's shard processes (none for a one-shard server)."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue  # gone meanwhile
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                children.append(int(entry.name))
+    return (pid, *sorted(children))
+
+
+def group_id(name: str, layout: ShardLayout, shard: int | None) -> str:
+    """``name``, or with ``shard`` the first ``name-N`` the server's placement puts on that shard."""
+    if shard is None:
+        return name
+    return next(g for n in range(10_000) if layout.shard_of_group(g := f"{name}-{n}") == shard)
 
 
 def produce(port: int, topic: str, partitions: int, count: int) -> None:
@@ -126,16 +160,19 @@ def batch_ends(records: bytes) -> Iterator[tuple[int, int]]:
 
 # ---- plain consumer --------------------------------------------------------------------------
 
-async def plain(port: int, topic: str, partitions: int, total: int, group: str) -> tuple[int, int]:
-    """Read every record of ``topic`` with Fetch v12; (records, requests)."""
+async def plain(port: int, topic: str, partitions: int, total: int, group: str,
+                coordinator: int | None = None) -> tuple[int, int]:
+    """Read every record of ``topic`` with Fetch v12, committing to the group's ``coordinator`` port
+    (default ``port``); (records, requests)."""
     conn = await Connection.open(HOST, port)
+    committer = conn if coordinator in (None, port) else await Connection.open(HOST, coordinator)
     try:
         position = dict.fromkeys(range(partitions), 0)
         seen = requests = 0
         last_commit = time.perf_counter()
 
         async def commit() -> None:
-            body = decode_response(OFFSET_COMMIT, 8, await conn.call(request(OFFSET_COMMIT, 8, {
+            body = decode_response(OFFSET_COMMIT, 8, await committer.call(request(OFFSET_COMMIT, 8, {
                 "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
                 "topics": [{"name": topic, "partitions": [
                     {"partition_index": p, "committed_offset": o, "committed_leader_epoch": -1,
@@ -167,13 +204,18 @@ async def plain(port: int, topic: str, partitions: int, total: int, group: str) 
         return seen, requests
     finally:
         conn.close()
+        if committer is not conn:
+            committer.close()
 
 
 # ---- share members ---------------------------------------------------------------------------
 
 class ShareMember:
-    def __init__(self, conn: Connection, group: str, member_id: str, topic: str) -> None:
+    def __init__(self, conn: Connection, group: str, member_id: str, topic: str,
+                 coordinator: Connection | None = None) -> None:
+        """``conn`` reaches the partitions' leader; ``coordinator`` the group's coordinator, if elsewhere."""
         self.conn = conn
+        self.coordinator = coordinator or conn
         self.group = group
         self.member_id = member_id
         self.topic = topic
@@ -185,7 +227,7 @@ class ShareMember:
         """Fetches that acquired nothing (the partition's in-flight limit, or the others took the rest)."""
 
     async def heartbeat(self, epoch: int) -> None:
-        body = decode_response(SHARE_GROUP_HEARTBEAT, 1, await self.conn.call(request(SHARE_GROUP_HEARTBEAT, 1, {
+        body = decode_response(SHARE_GROUP_HEARTBEAT, 1, await self.coordinator.call(request(SHARE_GROUP_HEARTBEAT, 1, {
             "group_id": self.group, "member_id": self.member_id, "member_epoch": epoch, "rack_id": None,
             "subscribed_topic_names": [self.topic] if epoch == 0 else None})))
         if body.error_code:
@@ -244,16 +286,28 @@ class ShareMember:
                 return
 
 
-async def share(port: int, topic: str, total: int, group: str, members: int) -> tuple[int, int, float, int]:
-    """``members`` members of a fresh share group read ``topic`` to the end; (records, requests,
-    seconds, fetches that acquired nothing)."""
+async def share(port: int, topic: str, total: int, group: str, members: int,
+                coordinator: int | None = None) -> tuple[int, int, float, int]:
+    """``members`` members of a fresh share group read ``topic`` to the end, heartbeating to the
+    group's ``coordinator`` port (default ``port``); (records, requests, seconds, fetches that
+    acquired nothing)."""
     conns = [await Connection.open(HOST, port) for _ in range(members)]
+    beats = ([] if coordinator in (None, port)
+             else [await Connection.open(HOST, coordinator) for _ in range(members)])
     try:
-        group_members = [ShareMember(c, group, member_uuid(i), topic) for i, c in enumerate(conns)]
+        group_members = [ShareMember(c, group, member_uuid(i), topic, beats[i] if beats else None)
+                         for i, c in enumerate(conns)]
         for m in group_members:
             await m.heartbeat(0)
         for m in group_members:  # every member's assignment after the last join
             await m.heartbeat(m.epoch)
+        deadline = time.perf_counter() + 30
+        while any(not m.partitions for m in group_members):  # a coordinator may assign a beat later
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"{group}: no assignment after 30 s of heartbeats")
+            await asyncio.sleep(0.05)
+            for m in group_members:
+                await m.heartbeat(m.epoch)
         done, finished = [0], asyncio.Event()
         started = time.perf_counter()
         tasks = [asyncio.ensure_future(m.consume(done, total, finished)) for m in group_members]
@@ -269,7 +323,7 @@ async def share(port: int, topic: str, total: int, group: str, members: int) -> 
             raise RuntimeError(f"only {done[0]} of {total} records acknowledged in 600 s")
         return done[0], sum(m.requests for m in group_members), seconds, sum(m.empty for m in group_members)
     finally:
-        for c in conns:
+        for c in conns + beats:
             c.close()
 
 
@@ -328,21 +382,30 @@ def clients(port: int, kind: str, topic: str, total: int, group: str) -> tuple[i
 
 # ---- one sitting -----------------------------------------------------------------------------
 
-async def measure(port: int, pid: int, kind: str, topic: str, partitions: int, total: int, group: str) -> Run:
+async def measure(port: int, pid: int | tuple[int, ...], kind: str, topic: str, partitions: int, total: int,
+                  group: str, coordinator: int | None = None) -> Run:
+    """One run; server CPU is ``pid``'s, or the sum over several (a supervisor and its shards)."""
+    pids = pid if isinstance(pid, tuple) else (pid,)
+
+    def server_cpu() -> list[float]:
+        return [cpu_seconds(p) for p in pids]
+
     load = os.getloadavg()[0]
-    cpu0, own0 = cpu_seconds(pid), time.process_time()
+    cpu0, own0 = server_cpu(), time.process_time()
     started = time.perf_counter()
     empty = 0
     if kind.endswith(("client", "client-x1", "client-x4")):
         records, seconds = await asyncio.to_thread(clients, port, kind, topic, total, group)
         requests = 0
     elif kind == "plain":
-        records, requests = await plain(port, topic, partitions, total, group)
+        records, requests = await plain(port, topic, partitions, total, group, coordinator)
         seconds = time.perf_counter() - started
     else:
-        records, requests, seconds, empty = await share(port, topic, total, group, int(kind.split("x")[1]))
-    return Run(kind, topic, records, seconds, cpu_seconds(pid) - cpu0, time.process_time() - own0, load, requests,
-               empty)
+        records, requests, seconds, empty = await share(port, topic, total, group, int(kind.split("x")[1]),
+                                                        coordinator)
+    spent = tuple(after - before for before, after in zip(cpu0, server_cpu(), strict=True))
+    return Run(kind, topic, records, seconds, sum(spent), time.process_time() - own0, load, requests, empty,
+               spent if len(spent) > 1 else ())
 
 
 def profiled(pid: int, directory: Path | None, name: str, seconds: float) -> subprocess.Popen[bytes] | None:
@@ -355,11 +418,24 @@ def profiled(pid: int, directory: Path | None, name: str, seconds: float) -> sub
 
 
 async def sitting(records: int, rounds: int, kinds: list[str], workdir: Path, profile: Path | None = None,
-                  overrides: dict[str, str] | None = None, two_partitions: bool = True) -> list[Run]:
+                  overrides: dict[str, str] | None = None, two_partitions: bool = True, shards: int = 1,
+                  group_shard: int | None = None) -> list[Run]:
+    """``rounds`` of ``kinds``; with ``group_shard``, every group id is one placed on that shard."""
+    if group_shard is not None and not 0 <= group_shard < shards:
+        raise ValueError(f"--group-shard must be between 0 and {shards - 1} (--shards {shards})")
+    layout = ShardLayout(int((overrides or {}).get("offsets.topic.num.partitions", DEFAULT_PARTITIONS)), shards)
     runs: list[Run] = []
-    with server(workdir, overrides) as proc:
+    with server(workdir, overrides, shards) as proc:
         assert proc.proc is not None
         pid, port = proc.proc.pid, proc.port
+        pids = server_pids(pid)
+        coordinator = port + group_shard if group_shard is not None else None
+        if shards > 1:
+            if len(pids) != shards + 1:
+                raise RuntimeError(f"expected {shards} shard processes under the supervisor, found {pids[1:]}")
+            print(f"  server CPU: the supervisor's (pid {pid}) and its {shards} shard processes' "
+                  f"(pids {', '.join(map(str, pids[1:]))}) together; groups on shard "
+                  f"{'as named' if group_shard is None else group_shard}", flush=True)
         topics = {"share1": 1, **({"share2": 2} if two_partitions else {})}
         await create_topics(port, topics)
         for topic, n in topics.items():
@@ -372,14 +448,20 @@ async def sitting(records: int, rounds: int, kinds: list[str], workdir: Path, pr
                     if n == 2 and kind in ("share-x1", "share-client-x1"):
                         continue
                     serial += 1
-                    spy = profiled(pid, profile, f"{kind}-{topic}-{r}", 8) if profile else None
-                    run = await measure(port, pid, kind, topic, n, records, f"{kind}-{serial}")
-                    if spy is not None:
-                        spy.wait(60)
+                    spies = [profiled(p, profile, f"{kind}-{topic}-{r}" + (f"-shard{k}" if shards > 1 else ""), 8)
+                             for k, p in enumerate(pids[1:] if shards > 1 else (pid,))] if profile else []
+                    run = await measure(port, pids if shards > 1 else pid, kind, topic, n, records,
+                                        group_id(f"{kind}-{serial}", layout, group_shard), coordinator)
+                    for spy in spies:
+                        if spy is not None:
+                            spy.wait(60)
                     runs.append(run)
                     print(f"  {kind:9} {topic}: {run.rps:9,.0f} records/s  server {run.cpu_us_per_record:6.2f} µs CPU "
                           f"per record  loadgen {run.loadgen_cpu_s / run.records * 1e6:5.1f} µs  "
-                          f"{run.requests} requests ({run.empty} empty)  load {run.load:.1f}", flush=True)
+                          f"{run.requests} requests ({run.empty} empty)  load {run.load:.1f}" + (
+                              "  (supervisor, shard 0, ...: " + ", ".join(
+                                  f"{c / run.records * 1e6:.2f}" for c in run.process_cpu_s) + " µs)"
+                              if run.process_cpu_s else ""), flush=True)
     return runs
 
 
@@ -440,14 +522,21 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated subset of {KINDS + CLIENT_KINDS} (the clients: real consumers)")
     parser.add_argument("--one-partition", action="store_true", help="skip the 2-partition topic")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a server setting")
+    parser.add_argument("--shards", type=int, default=1, help="coordinator.shards: a supervisor and N shard "
+                        "processes, server CPU summed over all of them")
+    parser.add_argument("--group-shard", type=int, metavar="K",
+                        help="place every group on shard K (K >= 1: a share group forwarded by shard 0)")
     parser.add_argument("--profile", metavar="DIR", help="py-spy the server for 8 s of each run, raw stacks into DIR")
     args = parser.parse_args(argv)
+    if args.shards < 1 or (args.group_shard is not None and not 0 <= args.group_shard < args.shards):
+        parser.error(f"--shards must be at least 1 and --group-shard between 0 and {args.shards - 1}")
     kinds = [k for k in args.only.split(",") if k]
     with tempfile.TemporaryDirectory(prefix="share-bench-") as tmp:
         runs = asyncio.run(sitting(args.records, args.rounds, kinds, Path(tmp),
                                    Path(args.profile) if args.profile else None,
                                    dict(item.split("=", 1) for item in args.set),
-                                   two_partitions=not args.one_partition))
+                                   two_partitions=not args.one_partition, shards=args.shards,
+                                   group_shard=args.group_shard))
     for s in summary(runs):
         print(f"{s['kind']:8} {s['topic']}: median {s['rps']:,.0f} records/s {s['rps_all']}, "
               f"server {s['cpu_us']:.2f} µs/record, loadgen {s['loadgen_us']:.1f} µs/record, load {s['load']:.1f}")
