@@ -8,6 +8,7 @@ group moves: nothing acknowledged comes back, and what a consumer held unacknowl
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.clusterlog.instance_support import coordinator_of, three_instances
 from tests.interop import test_share_java
 from tests.interop.share_support import Delivery, all_records, consume_until, share_consumer
-from tests.interop.test_share_java import JavaReader
+from tests.interop.test_share_java import java_readers_get_each_record_once
 from tests.share.test_forward import share_among
 from tests.support.clients import produce
 from tests.support.kafka import KafkaBroker
@@ -82,16 +83,7 @@ def test_java_share_consumers_through_three_instances_get_every_record_once(
     group = f"java-{uuid.uuid4().hex[:6]}"
     holder = holder_of(instances, group)
     elsewhere = next(s for s in instances if s is not holder)
-    readers = [JavaReader(share_reader, elsewhere.bootstrap, group, topic) for _ in range(2)]
-    try:
-        everything = lambda: [r for reader in readers for r in reader.records]  # noqa: E731
-        wait_until(lambda: len(set(everything())) >= count, timeout=60, message="every record delivered")
-    finally:
-        for reader in readers:
-            reader.stop()
-    assert all(reader.closed for reader in readers)  # each acknowledged what it held and closed cleanly
-    delivered = everything()
-    assert len(delivered) == count and set(delivered) == all_records(count)  # each once, to one consumer
+    asyncio.run(java_readers_get_each_record_once(share_reader, elsewhere.bootstrap, group, topic, all_records(count)))
 
 
 @pytest.mark.slow

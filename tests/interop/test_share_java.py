@@ -101,22 +101,31 @@ class JavaReader:
         self.proc.stdout.close()
 
 
+async def java_readers_get_each_record_once(share_reader: str, bootstrap: str, group: str, topic: str,
+                                            expected: set[tuple[int, int]], readers: int = 2,
+                                            timeout: float = 60.0) -> None:
+    """``readers`` Java share consumers of ``group`` read until every ``expected`` record came, then
+    close: each acknowledged what it held, and each record went once, to one consumer."""
+    started = [JavaReader(share_reader, bootstrap, group, topic) for _ in range(readers)]
+    try:
+        everything = lambda: [r for reader in started for r in reader.records]  # noqa: E731
+        await eventually(lambda: len(set(everything())) >= len(expected), timeout=timeout,
+                         message="every record delivered")
+    finally:
+        for reader in started:
+            reader.stop()
+    assert all(reader.closed for reader in started)  # each acknowledged what it held and closed cleanly
+    delivered = everything()
+    assert set(delivered) == expected and len(delivered) == len(expected)  # each record once, to one consumer
+
+
 async def share_among_java_readers(queue: ShareSetup, share_reader: str, readers: int, count: int) -> None:
     """``readers`` Java share consumers of one group read ``count`` records, each once, then close;
     the coordinator is SIGKILLed and restarted over its data, and a late reader of the group gets
     only a record produced after, nothing they acknowledged."""
     queue.produce(count)
-    group = [JavaReader(share_reader, queue.bootstrap, "java-q", queue.topic) for _ in range(readers)]
-    try:
-        everything = lambda: [r for reader in group for r in reader.records]  # noqa: E731
-        await eventually(lambda: len(set(everything())) >= count, timeout=120, message="every record delivered")
-    finally:
-        for reader in group:
-            reader.stop()
-    assert all(reader.closed for reader in group)  # each acknowledged what it held and closed cleanly
-    delivered = everything()
-    expected = {(p, o) for p in (0, 1) for o in range(count // 2)}
-    assert set(delivered) == expected and len(delivered) == count  # each record once, to one consumer
+    await java_readers_get_each_record_once(share_reader, queue.bootstrap, "java-q", queue.topic,
+                                            {(p, o) for p in (0, 1) for o in range(count // 2)}, readers, timeout=120)
 
     queue.server.kill()
     queue.server.start()

@@ -31,7 +31,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from protocol.errors import ErrorCode
 from tests.interop import test_share_java
 from tests.interop.share_support import all_records, consume_until, share_consumer
-from tests.interop.test_share_java import JavaReader
+from tests.interop.test_share_java import java_readers_get_each_record_once
 from tests.shards.cluster import ShardCluster, group_on, running_cluster
 from tests.shards.supervised import Supervised
 from tests.share.test_forward import share_among
@@ -85,16 +85,8 @@ async def test_java_share_consumers_of_a_group_placed_on_shard_1_get_every_recor
     count = 1_000
     produce(cluster.bootstrap(0), topic, count, PARTITIONS)
     group = group_on(1, prefix=f"java-{uuid.uuid4().hex[:4]}")
-    readers = [JavaReader(share_reader, cluster.bootstrap(1), group, topic) for _ in range(2)]
-    try:
-        everything = lambda: [r for reader in readers for r in reader.records]  # noqa: E731
-        await eventually(lambda: len(set(everything())) >= count, timeout=30, message="every record delivered")
-    finally:
-        for reader in readers:
-            reader.stop()
-    assert all(reader.closed for reader in readers)  # each acknowledged what it held and closed cleanly
-    delivered = everything()
-    assert len(delivered) == count and set(delivered) == all_records(count)  # each once, to one consumer
+    await java_readers_get_each_record_once(share_reader, cluster.bootstrap(1), group, topic, all_records(count),
+                                            timeout=30)
 
 
 @pytest.mark.asyncio
